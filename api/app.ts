@@ -1,0 +1,38 @@
+import Koa from 'koa';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../src/config.ts';
+import type { Logger } from '../src/log.ts';
+import type { Metrics } from '../src/metrics.ts';
+import { adminRouter } from './admin.ts';
+import { healthRouter } from './health.ts';
+import { metricsRouter } from './metrics.ts';
+import { errorMiddleware } from './middleware/errors.ts';
+import { requestMetrics } from './middleware/request-metrics.ts';
+
+export interface AppDeps {
+  config: Config;
+  db: DataSource;
+  metrics: Metrics;
+  log: Logger;
+}
+
+/**
+ * Builds the Koa application: request metrics outermost (they see the final status), then the
+ * error middleware, then one router per surface.
+ */
+export function createApp(deps: AppDeps): Koa {
+  const app = new Koa();
+  app.silent = true;
+  app.use(requestMetrics(deps.metrics));
+  app.use(errorMiddleware(deps.log));
+  const routers = [
+    healthRouter(deps.db),
+    metricsRouter(deps.metrics, { metricsToken: deps.config.metricsToken, adminToken: deps.config.adminToken }),
+    adminRouter({ db: deps.db, adminToken: deps.config.adminToken, environmentCap: deps.config.maxActiveContainers }),
+  ];
+  for (const router of routers) {
+    app.use(router.routes());
+    app.use(router.allowedMethods({ throw: true }));
+  }
+  return app;
+}

@@ -1,0 +1,38 @@
+import Router from '@koa/router';
+import type { DataSource } from 'typeorm';
+import { SERVICE } from '../src/package-info.ts';
+
+/** How long the database check may take before /healthz calls it failed. */
+const CHECK_TIMEOUT_MS = 2000;
+
+/**
+ * `GET /healthz`, unauthenticated: 200 `{ok: true, service, version, checks}` when the database
+ * answers (the server only serves after its migrations ran); otherwise 503 `{ok: false, ...,
+ * failed: [names]}`. Check results are short words, never error details.
+ */
+export function healthRouter(db: DataSource): Router {
+  const router = new Router();
+  router.get('/healthz', async (ctx) => {
+    const database = await checkDatabase(db);
+    const checks = { database };
+    const failed = Object.entries(checks).filter(([, result]) => result !== 'ok').map(([name]) => name);
+    ctx.status = failed.length === 0 ? 200 : 503;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { ok: failed.length === 0, service: SERVICE.name, version: SERVICE.version, checks, ...(failed.length > 0 && { failed }) };
+  });
+  return router;
+}
+
+async function checkDatabase(db: DataSource): Promise<'ok' | 'unreachable' | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(resolve, CHECK_TIMEOUT_MS, 'timeout')));
+  const query = db.query('SELECT 1').then(
+    () => 'ok' as const,
+    () => 'unreachable' as const,
+  );
+  try {
+    return await Promise.race([query, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * Jest runs the TypeScript sources as native ES modules (swc strips the types, nothing is bundled),
+ * the same modules that Node 24 runs in production. One migrated template database is made per run
+ * (test/helpers/global-setup.ts); each worker clones it (test/helpers/db.ts).
+ */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2024' }, module: { type: 'es6' } }],
+  },
+  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+  testTimeout: 30000,
+};

@@ -1,0 +1,14 @@
+import { CreateUsersAndWorkspaces1795276466000 } from './1795276466000-CreateUsersAndWorkspaces.ts';
+import { CreateRuns1795276467000 } from './1795276467000-CreateRuns.ts';
+import { CreateSettings1795276468000 } from './1795276468000-CreateSettings.ts';
+import { CreateAuditLog1795276469000 } from './1795276469000-CreateAuditLog.ts';
+import { CreateSessions1795276470000 } from './1795276470000-CreateSessions.ts';
+
+/** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
+export const MIGRATIONS = [
+  CreateUsersAndWorkspaces1795276466000,
+  CreateRuns1795276467000,
+  CreateSettings1795276468000,
+  CreateAuditLog1795276469000,
+  CreateSessions1795276470000,
+];

@@ -1,0 +1,163 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { parseByteSize } from './bytes.ts';
+
+/** Log levels of the spec, lowest first. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warning', 'error', 'fatal'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The project's root folder (where package.json lives), whatever the working directory. */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Validated configuration of the control plane; the only view of the environment the rest of the code gets. */
+export interface Config {
+  nodeEnv: string;
+  host: string;
+  port: number;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  sessionSecret: string | undefined;
+  logLevel: LogLevel;
+  logFormat: 'json' | 'human';
+  noColor: boolean;
+  maxActiveContainers: number;
+  idleStopMinutes: number;
+  codeMemoryLimitBytes: number;
+  serviceAdminEmails: string[];
+  adminToken: string | undefined;
+  metricsToken: string | undefined;
+  workspaceImage: string;
+  editorPort: number;
+  nt4Port: number;
+  workspaceNetwork: string;
+}
+
+/** Thrown by loadConfig with one line per invalid variable. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n${problems.join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+interface VariableSpec {
+  /** What the variable accepts, in the words of the error line. */
+  accepts: string;
+  schema: Record<string, unknown>;
+  default?: string | number;
+  /** Whether the value is a secret that must never be echoed back. */
+  secret?: boolean;
+  /** A check beyond the schema; returns false when the value is unusable. */
+  check?: (value: string) => boolean;
+}
+
+const port = (fallback: number): VariableSpec => ({
+  accepts: 'a TCP port from 1 to 65535',
+  schema: { type: 'integer', minimum: 1, maximum: 65535 },
+  default: fallback,
+});
+
+const token: VariableSpec = {
+  accepts: 'a secret of at least 16 characters',
+  schema: { type: 'string', minLength: 16 },
+  secret: true,
+};
+
+const EMAIL = /^[^\s@,]+@[^\s@,]+$/;
+
+/** Every environment variable the control plane reads, with what it accepts and its default. */
+export const VARIABLES: Record<string, VariableSpec> = {
+  NODE_ENV: { accepts: 'development, production or test', schema: { enum: ['development', 'production', 'test'] }, default: 'development' },
+  HOST: { accepts: 'an address to listen on, e.g. 127.0.0.1', schema: { type: 'string', minLength: 1 }, default: '127.0.0.1' },
+  PORT: { accepts: 'a TCP port from 0 (any free port) to 65535', schema: { type: 'integer', minimum: 0, maximum: 65535 }, default: 8080 },
+  DATABASE_URL: {
+    accepts: 'a postgres:// or postgresql:// URL',
+    schema: { type: 'string', pattern: '^postgres(ql)?://' },
+    secret: true,
+    check: (value) => URL.canParse(value),
+  },
+  DATA_DIR: { accepts: 'a directory path', schema: { type: 'string', minLength: 1 }, default: path.join(PROJECT_ROOT, 'data') },
+  SESSION_SECRET: { accepts: 'a secret of at least 32 characters', schema: { type: 'string', minLength: 32 }, secret: true },
+  LOG_LEVEL: { accepts: `one of ${LOG_LEVELS.join(', ')}`, schema: { enum: [...LOG_LEVELS] }, default: 'debug' },
+  LOG_FORMAT: { accepts: '"json" for JSON lines; any other value means human-readable', schema: { type: 'string' }, default: 'human' },
+  NO_COLOR: { accepts: 'any value (set: no ANSI colours)', schema: { type: 'string' } },
+  MAX_ACTIVE_CONTAINERS: { accepts: 'an integer from 0 to 10000', schema: { type: 'integer', minimum: 0, maximum: 10000 }, default: 10 },
+  IDLE_STOP_MINUTES: { accepts: 'an integer number of minutes from 1 to 10080', schema: { type: 'integer', minimum: 1, maximum: 10080 }, default: 30 },
+  CODE_MEMORY_LIMIT: {
+    accepts: 'a memory size of at least 6m: bytes, or a number with k, m or g (e.g. 512m, 2g)',
+    schema: { type: 'string' },
+    default: '2g',
+    check: (value) => (parseByteSize(value) ?? 0) >= 6 * 1024 * 1024,
+  },
+  SERVICE_ADMIN_EMAIL: {
+    accepts: 'a comma-separated list of email addresses',
+    schema: { type: 'string' },
+    check: (value) => splitList(value).every((email) => EMAIL.test(email)),
+  },
+  ADMIN_TOKEN: token,
+  METRICS_TOKEN: token,
+  WORKSPACE_IMAGE: { accepts: 'a Docker image reference', schema: { type: 'string', pattern: '^[a-z0-9][a-zA-Z0-9._/:@-]*$' }, default: 'classroom-workspace:latest' },
+  EDITOR_PORT: port(8080),
+  NT4_PORT: port(5810),
+  WORKSPACE_NETWORK: { accepts: 'a Docker network name', schema: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$' }, default: 'bridge' },
+};
+
+function splitList(value: string): string[] {
+  return value.split(',').map((item) => item.trim().toLowerCase()).filter((item) => item !== '');
+}
+
+const validate = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true }).compile({
+  type: 'object',
+  properties: Object.fromEntries(
+    Object.entries(VARIABLES).map(([name, spec]) => [name, spec.default === undefined ? spec.schema : { ...spec.schema, default: spec.default }]),
+  ),
+});
+
+/**
+ * Reads and validates the environment once. Empty values count as unset. Throws ConfigError listing
+ * every invalid variable, one line each, naming the variable and what it accepts (secrets are not echoed).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const given: Record<string, string> = {};
+  for (const name of Object.keys(VARIABLES)) {
+    const text = env[name]?.trim();
+    if (text !== undefined && text !== '') given[name] = text;
+  }
+  const values: Record<string, unknown> = { ...given };
+  const invalid = new Set<string>();
+  if (!validate(values)) for (const error of validate.errors ?? []) invalid.add(error.instancePath.slice(1));
+  for (const [name, text] of Object.entries(given)) if (VARIABLES[name]!.check?.(text) === false) invalid.add(name);
+  const problems = [...invalid].map((name) => {
+    const spec = VARIABLES[name]!;
+    return `${name}=${spec.secret ? '<hidden>' : JSON.stringify(given[name])} is not valid: expected ${spec.accepts}`;
+  });
+  if (values.NODE_ENV === 'production' && values.SESSION_SECRET === undefined) {
+    problems.push('SESSION_SECRET is required when NODE_ENV=production: expected a secret of at least 32 characters');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  return {
+    nodeEnv: values.NODE_ENV as string,
+    host: values.HOST as string,
+    port: values.PORT as number,
+    databaseUrl: values.DATABASE_URL as string | undefined,
+    dataDir: path.resolve(values.DATA_DIR as string),
+    sessionSecret: values.SESSION_SECRET as string | undefined,
+    logLevel: values.LOG_LEVEL as LogLevel,
+    logFormat: String(values.LOG_FORMAT).toLowerCase() === 'json' ? 'json' : 'human',
+    noColor: values.NO_COLOR !== undefined,
+    maxActiveContainers: values.MAX_ACTIVE_CONTAINERS as number,
+    idleStopMinutes: values.IDLE_STOP_MINUTES as number,
+    codeMemoryLimitBytes: parseByteSize(values.CODE_MEMORY_LIMIT as string)!,
+    serviceAdminEmails: values.SERVICE_ADMIN_EMAIL === undefined ? [] : splitList(values.SERVICE_ADMIN_EMAIL as string),
+    adminToken: values.ADMIN_TOKEN as string | undefined,
+    metricsToken: values.METRICS_TOKEN as string | undefined,
+    workspaceImage: values.WORKSPACE_IMAGE as string,
+    editorPort: values.EDITOR_PORT as number,
+    nt4Port: values.NT4_PORT as number,
+    workspaceNetwork: values.WORKSPACE_NETWORK as string,
+  };
+}

@@ -1,0 +1,134 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource } from 'typeorm';
+import { MIGRATIONS } from '../../migrations/index.ts';
+import type { Logger } from '../log.ts';
+
+/** An open database: the TypeORM data source and how to close everything behind it. */
+export interface Database {
+  dataSource: DataSource;
+  /** True when this process runs the embedded PGlite server. */
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** A PostgreSQL URL; without one, the embedded database under `dataDir` is used. */
+  url: string | undefined;
+  dataDir: string;
+  log: Logger;
+  /** Stop retrying when this signal aborts (shutdown during start-up). */
+  signal?: AbortSignal;
+  /** Delay before the first retry; doubles up to maxRetryDelayMs. */
+  retryDelayMs?: number;
+  maxRetryDelayMs?: number;
+}
+
+/** Key of the advisory lock that serialises migrations across processes ("cp-migr" in ASCII). */
+const MIGRATION_LOCK_KEY = 0x63702d6d69677200n;
+
+/** Error codes that mean "the server is not there yet", worth retrying; anything else is fatal. */
+const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', '57P03', '53300']);
+
+/** Creates a data source for a PostgreSQL URL with our migrations registered (not yet initialised). */
+export function createDataSource(url: string, poolSize = 10): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    logging: false,
+    extra: { max: poolSize, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30000 },
+  });
+}
+
+/**
+ * Opens the database: the server at `url`, or the embedded PGlite (stored in `dataDir/pgdata`,
+ * served on a loopback port so the same pg driver talks to both). A server that is not reachable
+ * yet is retried with exponential backoff and one warning line per attempt; a fatal error
+ * (bad password, missing database) is thrown at once.
+ */
+export async function openDatabase(options: OpenOptions): Promise<Database> {
+  if (options.url === undefined) return openEmbedded(options);
+  const url = options.url;
+  let delay = options.retryDelayMs ?? 500;
+  for (let attempt = 1; ; attempt++) {
+    const dataSource = createDataSource(url);
+    try {
+      await dataSource.initialize();
+      return { dataSource, embedded: false, close: () => dataSource.destroy() };
+    } catch (error) {
+      await dataSource.destroy().catch(() => undefined);
+      const code = errorCode(error);
+      if (!TRANSIENT.has(code) || options.signal?.aborted) throw error;
+      options.log.warning({ attempt, code, retryInMs: delay, database: redactUrl(url) }, `database not reachable (${code}), retrying`);
+      await sleep(delay, undefined, { signal: options.signal }).catch(() => undefined);
+      if (options.signal?.aborted) throw error;
+      delay = Math.min(delay * 2, options.maxRetryDelayMs ?? 10_000);
+    }
+  }
+}
+
+async function openEmbedded(options: OpenOptions): Promise<Database> {
+  const [{ PGlite }, { PGLiteSocketServer }, { pg_trgm }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite-socket'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+  ]);
+  const dataDir = path.join(options.dataDir, 'pgdata');
+  await mkdir(dataDir, { recursive: true });
+  const pglite = await PGlite.create({ dataDir, extensions: { pg_trgm } });
+  const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0, maxConnections: 10 });
+  await server.start();
+  const url = `postgres://postgres@${server.getServerConn()}/postgres`;
+  options.log.info({ dataDir }, 'no DATABASE_URL set: using the embedded PostgreSQL (PGlite)');
+  const dataSource = createDataSource(url, 4);
+  await dataSource.initialize();
+  return {
+    dataSource,
+    embedded: true,
+    close: async () => {
+      await dataSource.destroy();
+      await server.stop();
+      await pglite.close();
+    },
+  };
+}
+
+/**
+ * Runs pending migrations, each in its own transaction, holding a PostgreSQL advisory lock so that
+ * two processes starting at once never race. Returns the names of the migrations applied.
+ */
+export async function migrate(dataSource: DataSource): Promise<string[]> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return applied.map((migration) => migration.name);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
+    await runner.release();
+  }
+}
+
+/** The error's code (pg SQLSTATE or Node system code), looking through TypeORM's and AggregateError wrappers. */
+function errorCode(error: unknown): string {
+  const candidate = error as { code?: unknown; errors?: unknown[]; driverError?: unknown; cause?: unknown };
+  if (typeof candidate?.code === 'string') return candidate.code;
+  for (const inner of [candidate?.driverError, candidate?.cause, ...(candidate?.errors ?? [])]) {
+    if (inner) {
+      const code = errorCode(inner);
+      if (code !== 'unknown') return code;
+    }
+  }
+  return 'unknown';
+}
+
+/** The URL without its password, for logs. */
+export function redactUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}

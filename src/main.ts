@@ -1,0 +1,112 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../api/app.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { migrate, openDatabase, type Database } from './db/database.ts';
+import { categoryLogger, createRootLogger, type Logger } from './log.ts';
+import { createMetrics } from './metrics.ts';
+import { SERVICE } from './package-info.ts';
+
+/** How long in-flight requests may take to finish after SIGTERM/SIGINT before their sockets are closed. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * Starts the control plane: config → database → migrations (under an advisory lock) → serve.
+ * SIGTERM/SIGINT stop accepting, let in-flight requests finish (bounded), close the database and
+ * exit 0. Workspace containers are never touched on the way down.
+ */
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    for (const problem of error.problems) process.stderr.write(`config: ${problem}\n`);
+    process.exit(2);
+  }
+
+  const root = createRootLogger({
+    level: config.logLevel,
+    format: config.logFormat,
+    colour: Boolean(process.stdout.isTTY) && !config.noColor,
+  });
+  const log = categoryLogger(root, 'server');
+  process.on('unhandledRejection', (error) => log.error({ error }, 'unhandled promise rejection'));
+  process.on('uncaughtException', (error) => {
+    log.fatal({ error }, 'uncaught exception, exiting');
+    process.exit(1);
+  });
+
+  const started = performance.now();
+  const startup = new AbortController();
+  let shutdown: (() => Promise<void>) | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (shutdown) return void shutdown();
+    log.info({ signal }, 'signal received during start-up, exiting');
+    startup.abort();
+    process.exit(0);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  let db: Database;
+  try {
+    db = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, log: categoryLogger(root, 'db'), signal: startup.signal });
+    const applied = await migrate(db.dataSource);
+    categoryLogger(root, 'db').info({ applied: applied.length }, applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
+  } catch (error) {
+    log.fatal({ code: (error as { code?: string }).code }, `cannot open the database: ${(error as Error).message}`);
+    process.exit(1);
+  }
+
+  const metrics = createMetrics();
+  const app = createApp({ config, db: db.dataSource, metrics, log: categoryLogger(root, 'http') });
+  const server = http.createServer(app.callback());
+  try {
+    await listen(server, config.port, config.host);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : `failed (${code ?? 'unknown'})`;
+    log.fatal({ host: config.host, port: config.port, code }, `cannot listen: ${config.host}:${config.port} ${reason}`);
+    await db.close();
+    process.exit(1);
+  }
+  const { port } = server.address() as AddressInfo;
+  log.info(
+    { host: config.host, port, version: SERVICE.version, startupMs: Math.round(performance.now() - started) },
+    `listening on http://${config.host}:${port}`,
+  );
+  shutdown = once(() => stop(server, db, log));
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+async function stop(server: http.Server, db: Database, log: Logger): Promise<void> {
+  log.info('shutting down: no new connections, waiting for in-flight requests');
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const grace = setTimeout(() => {
+    log.warning({ graceMs: SHUTDOWN_GRACE_MS }, 'in-flight requests still open after the grace period, closing them');
+    server.closeAllConnections();
+  }, SHUTDOWN_GRACE_MS);
+  await closed;
+  clearTimeout(grace);
+  await db.close().catch((error: unknown) => log.error({ error }, 'closing the database failed'));
+  log.info('stopped');
+  process.exit(0);
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => (running ??= fn());
+}
+
+await main();

@@ -1,0 +1,77 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Buckets for request-scale latencies (seconds). */
+const FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Buckets for build and container-start latencies (seconds). */
+const SLOW = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600];
+/** Buckets for how long a run stays running (seconds). */
+const LONG = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+
+/**
+ * Creates a registry holding the default process and Node metrics and every metric of the spec
+ * (plus the reconciler's own), so that the rest of the code only observes them.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    httpRequestDuration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request latency by method, templated route and status class.',
+      labelNames: ['method', 'route', 'status_class'] as const,
+      buckets: FAST,
+      registers,
+    }),
+    httpRequestsInFlight: new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being dispatched.', registers }),
+    proxyUpstreamDuration: new Histogram({
+      name: 'proxy_upstream_duration_seconds',
+      help: 'Latency of upstream fetches (vscode, nt4) by outcome.',
+      labelNames: ['upstream', 'outcome'] as const,
+      buckets: FAST,
+      registers,
+    }),
+    runBuildDuration: new Histogram({
+      name: 'run_build_duration_seconds',
+      help: 'Time from run queue to the first sim-ready signal.',
+      buckets: SLOW,
+      registers,
+    }),
+    runActiveDuration: new Histogram({
+      name: 'run_active_duration_seconds',
+      help: 'Time a run spent running before it ended, by terminal status.',
+      labelNames: ['terminal_status'] as const,
+      buckets: LONG,
+      registers,
+    }),
+    runsTotal: new Counter({ name: 'runs_total', help: 'Completed runs by terminal status.', labelNames: ['terminal_status'] as const, registers }),
+    containerStartDuration: new Histogram({
+      name: 'container_start_duration_seconds',
+      help: 'Cold-start time of a workspace code container.',
+      buckets: SLOW,
+      registers,
+    }),
+    containerCpuPercent: new Gauge({ name: 'container_cpu_percent', help: 'CPU of a workspace code container, sampled every 15 s.', labelNames: ['workspace_id'] as const, registers }),
+    containerMemoryPercent: new Gauge({
+      name: 'container_memory_percent',
+      help: 'Memory of a workspace code container as a percentage of its limit, sampled every 15 s.',
+      labelNames: ['workspace_id'] as const,
+      registers,
+    }),
+    activeWorkspaces: new Gauge({ name: 'active_workspaces', help: 'Workspaces with a running container at the last poll.', registers }),
+    idleSweepStops: new Counter({ name: 'idle_sweep_stops_total', help: 'Workspaces stopped by the idle sweep.', registers }),
+    capacityRejections: new Counter({ name: 'capacity_rejections_total', help: 'Workspace opens refused at the container cap.', registers }),
+    reconcileTotal: new Counter({ name: 'reconcile_total', help: 'Reconciles by controller and result.', labelNames: ['controller', 'result'] as const, registers }),
+    reconcileDuration: new Histogram({
+      name: 'reconcile_duration_seconds',
+      help: 'Reconcile latency by controller.',
+      labelNames: ['controller'] as const,
+      buckets: FAST,
+      registers,
+    }),
+    workqueueDepth: new Gauge({ name: 'workqueue_depth', help: 'Keys waiting in a controller work queue.', labelNames: ['controller'] as const, registers }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
