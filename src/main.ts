@@ -92,12 +92,14 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
 async function stop(server: http.Server, db: Database, log: Logger): Promise<void> {
   log.info('shutting down: no new connections, waiting for in-flight requests');
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+  // Keep-alive sockets become idle as their last request ends; close each then, not after keepAliveTimeout.
+  const reaper = setInterval(() => server.closeIdleConnections(), 50);
   const grace = setTimeout(() => {
     log.warning({ graceMs: SHUTDOWN_GRACE_MS }, 'in-flight requests still open after the grace period, closing them');
     server.closeAllConnections();
   }, SHUTDOWN_GRACE_MS);
   await closed;
+  clearInterval(reaper);
   clearTimeout(grace);
   await db.close().catch((error: unknown) => log.error({ error }, 'closing the database failed'));
   log.info('stopped');

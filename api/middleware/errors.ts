@@ -37,13 +37,11 @@ export function errorMiddleware(log: Logger): Middleware {
 
 function render(error: unknown): { status: number; code: string; message: string; headers: Record<string, string> } {
   if (error instanceof AppError) return error;
-  const httpError = error as { status?: unknown; expose?: unknown; type?: unknown; message?: unknown };
-  const status = typeof httpError?.status === 'number' ? httpError.status : 500;
-  if (status >= 400 && status < 500 && httpError.expose) {
-    if (httpError.type === 'entity.parse.failed') {
-      return { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON.', headers: {} };
-    }
-    const [code, message] = HTTP_ERROR_CODES[status] ?? ['bad_request', String(httpError.message)];
+  const status = (error as { status?: unknown })?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    // co-body reports unparseable JSON as a SyntaxError with status 400.
+    if (error instanceof SyntaxError) return { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON.', headers: {} };
+    const [code, message] = HTTP_ERROR_CODES[status] ?? HTTP_ERROR_CODES[400]!;
     return { status, code, message, headers: {} };
   }
   return { status: 500, code: 'internal_error', message: 'Something went wrong on our side; it has been logged.', headers: {} };

@@ -1,0 +1,64 @@
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A loopback TCP proxy in front of a real server, for fault injection: `cut()` drops every
+ * connection and refuses new ones, `stall()` accepts but forwards nothing, `restore()` forwards again.
+ */
+export class TcpProxy {
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  private mode: 'forward' | 'stall' = 'forward';
+  private readonly target: { host: string; port: number };
+  port = 0;
+
+  constructor(target: { host: string; port: number }) {
+    this.target = target;
+    this.server = net.createServer((client) => this.accept(client));
+  }
+
+  /** Starts listening on a free loopback port (or the given one). */
+  async listen(port = 0): Promise<this> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => resolve());
+    });
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  private accept(client: net.Socket): void {
+    this.sockets.add(client);
+    client.on('close', () => this.sockets.delete(client));
+    client.on('error', () => client.destroy());
+    if (this.mode === 'stall') return;
+    const upstream = net.connect(this.target.port, this.target.host);
+    this.sockets.add(upstream);
+    upstream.on('close', () => (this.sockets.delete(upstream), client.destroy()));
+    upstream.on('error', () => upstream.destroy());
+    client.on('close', () => upstream.destroy());
+    client.pipe(upstream).pipe(client);
+  }
+
+  /** Destroys every open connection; new ones are still accepted in the current mode. */
+  dropConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** New connections hang: accepted, never answered. Existing ones are dropped. */
+  stall(): void {
+    this.mode = 'stall';
+    this.dropConnections();
+  }
+
+  /** New connections are forwarded again. */
+  restore(): void {
+    this.mode = 'forward';
+  }
+
+  /** Stops listening and drops every connection (the database is "gone"). */
+  async close(): Promise<void> {
+    this.dropConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,73 @@
+import { createDataSource, migrate } from '../../src/db/database.ts';
+import { MIGRATIONS } from '../../migrations/index.ts';
+import { createEmptyDatabase } from '../helpers/db.ts';
+
+const TABLES = ['audit_log', 'migrations', 'runs', 'sessions', 'settings', 'users', 'workspaces'];
+
+async function tables(url: string): Promise<string[]> {
+  const dataSource = createDataSource(url, 1);
+  await dataSource.initialize();
+  try {
+    const rows: { table_name: string }[] = await dataSource.query(
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name",
+    );
+    return rows.map((row) => row.table_name);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+describe('migrations', () => {
+  it('create every table of the data model with the indexes the filters need', async () => {
+    const url = await createEmptyDatabase();
+    const dataSource = createDataSource(url, 2);
+    await dataSource.initialize();
+    const applied = await migrate(dataSource);
+    expect(applied).toHaveLength(MIGRATIONS.length);
+    const indexes: { indexname: string }[] = await dataSource.query("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'");
+    expect(indexes.map((row) => row.indexname)).toEqual(
+      expect.arrayContaining(['audit_log_action', 'audit_log_actor_email', 'audit_log_timestamp', 'runs_one_active', 'workspaces_running_activity', 'sessions_user']),
+    );
+    const cap: { value: unknown }[] = await dataSource.query("SELECT value FROM settings WHERE key = 'max_active_containers'");
+    expect(cap).toEqual([{ value: null }]);
+    await dataSource.destroy();
+    expect(await tables(url)).toEqual(TABLES);
+  });
+
+  it('roll back cleanly to an empty schema and apply again', async () => {
+    const url = await createEmptyDatabase();
+    const dataSource = createDataSource(url, 2);
+    await dataSource.initialize();
+    await migrate(dataSource);
+    for (let i = 0; i < MIGRATIONS.length; i++) await dataSource.undoLastMigration({ transaction: 'each' });
+    const left: { table_name: string }[] = await dataSource.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'");
+    expect(left.map((row) => row.table_name)).toEqual(['migrations']);
+    const extensions: { extname: string }[] = await dataSource.query("SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'");
+    expect(extensions).toEqual([]);
+    expect(await migrate(dataSource)).toHaveLength(MIGRATIONS.length);
+    await dataSource.destroy();
+    expect(await tables(url)).toEqual(TABLES);
+  });
+
+  it('run once when two processes migrate at the same time (advisory lock)', async () => {
+    const url = await createEmptyDatabase();
+    const first = createDataSource(url, 2);
+    const second = createDataSource(url, 2);
+    await Promise.all([first.initialize(), second.initialize()]);
+    const [a, b] = await Promise.all([migrate(first), migrate(second)]);
+    expect(a.length + b.length).toBe(MIGRATIONS.length);
+    expect([a.length, b.length]).toContain(0);
+    const rows: { count: string }[] = await first.query('SELECT count(*) FROM migrations');
+    expect(Number(rows[0]!.count)).toBe(MIGRATIONS.length);
+    await Promise.all([first.destroy(), second.destroy()]);
+  });
+
+  it('are applied as nothing-to-do on an up-to-date database', async () => {
+    const url = await createEmptyDatabase();
+    const dataSource = createDataSource(url, 2);
+    await dataSource.initialize();
+    await migrate(dataSource);
+    expect(await migrate(dataSource)).toEqual([]);
+    await dataSource.destroy();
+  });
+});

@@ -1,0 +1,135 @@
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { SERVICE } from '../../src/package-info.ts';
+import { createEmptyDatabase, createTestDatabase } from '../helpers/db.ts';
+import { spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
+import { TcpProxy } from '../helpers/tcp-proxy.ts';
+
+const ADMIN_TOKEN = 'admin-token-0123456789';
+const running: ServerProcess[] = [];
+
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((server) => server.stop('SIGKILL')));
+});
+
+function track(server: ServerProcess): ServerProcess {
+  running.push(server);
+  return server;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('the server process', () => {
+  it('migrates an empty database, serves /healthz, and logs JSON lines of the spec format', async () => {
+    const server = track(await startServer({ DATABASE_URL: await createEmptyDatabase() }));
+    const response = await fetch(`${server.url}/healthz`);
+    expect(await response.json()).toEqual({ ok: true, service: SERVICE.name, version: SERVICE.version, checks: { database: 'ok' } });
+    expect(server.records.some((record) => record.category === 'control.db' && record.message.startsWith('applied migrations: '))).toBe(true);
+    for (const line of server.stdout) {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      expect(record).toEqual(expect.objectContaining({ level: expect.stringMatching(/^(trace|debug|info)$/), category: expect.stringMatching(/^control\.[a-z]+$/), message: expect.any(String) }));
+      expect(record.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    }
+    expect(await server.stop('SIGTERM')).toBe(0);
+    expect(server.records.at(-1)).toEqual(expect.objectContaining({ category: 'control.server', message: 'stopped' }));
+  });
+
+  it('writes human lines without colours when stdout is not a terminal', async () => {
+    const server = track(spawnServer({ DATABASE_URL: await createTestDatabase(), LOG_FORMAT: undefined }));
+    const deadline = Date.now() + 20_000;
+    while (!server.stdout.some((line) => line.includes('listening on')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const line = server.stdout.find((text) => text.includes('listening on'));
+    expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO \[control\.server\] listening on http:\/\/127\.0\.0\.1:\d+ host=127\.0\.0\.1 port=\d+ version=\S+ startupMs=\d+$/);
+    expect(server.stdout.join('\n')).not.toContain('\u001b[');
+  });
+
+  it('lets an in-flight request finish on SIGTERM, then exits 0', async () => {
+    const server = track(await startServer({ DATABASE_URL: await createTestDatabase(), ADMIN_TOKEN }));
+    const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const body = '{"value": 4}';
+    socket.write(`POST /admin/config/max-active-containers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    server.proc.kill('SIGTERM');
+    await server.waitForLog((record) => record.message.startsWith('shutting down'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(server.proc.exitCode).toBeNull();
+    expect(await fetch(`${server.url}/healthz`).then(() => 'answered', () => 'refused')).toBe('refused');
+    socket.write(body.slice(5));
+    expect(await server.exited).toBe(0);
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('"value":4');
+  });
+
+  it('refuses a port in use with one clear fatal line and exit 1', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as AddressInfo;
+    const server = track(spawnServer({ DATABASE_URL: await createTestDatabase(), PORT: String(port) }));
+    expect(await server.exited).toBe(1);
+    blocker.close();
+    const fatal = server.records.filter((record) => record.level === 'fatal');
+    expect(fatal).toEqual([expect.objectContaining({ message: `cannot listen: 127.0.0.1:${port} is already in use` })]);
+    expect(server.stderr.join('\n')).not.toMatch(/\n\s+at /);
+  });
+
+  it('retries an unreachable database with warnings, then serves once it appears', async () => {
+    const port = await freePort();
+    const real = new URL(await createTestDatabase());
+    const viaProxy = new URL(real);
+    viaProxy.port = String(port);
+    const server = track(spawnServer({ DATABASE_URL: viaProxy.toString() }));
+    const warning = await server.waitForLog((record) => record.level === 'warning' && record.category === 'control.db' && record.attempt === 2);
+    expect(warning.message).toBe('database not reachable (ECONNREFUSED), retrying');
+    expect(JSON.stringify(warning)).not.toContain('password');
+    const proxy = await new TcpProxy({ host: real.hostname, port: Number(real.port) }).listen(port);
+    await server.waitForLog((record) => record.message.startsWith('listening on'));
+    expect(server.stderr.join('\n')).not.toMatch(/\n\s+at /);
+    expect(await server.stop()).toBe(0);
+    await proxy.close();
+  });
+
+  it('exits 0 on SIGTERM while still waiting for the database', async () => {
+    const server = track(spawnServer({ DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/x` }));
+    await server.waitForLog((record) => record.level === 'warning');
+    expect(await server.stop('SIGTERM')).toBe(0);
+  });
+
+  it('stops with one fatal line when the database does not exist', async () => {
+    const missing = new URL(await createTestDatabase());
+    missing.pathname = '/cp_test_no_such_database';
+    const server = track(spawnServer({ DATABASE_URL: missing.toString() }));
+    expect(await server.exited).toBe(1);
+    expect(server.records.filter((record) => record.level === 'fatal')).toEqual([
+      expect.objectContaining({ code: '3D000', message: 'cannot open the database: database "cp_test_no_such_database" does not exist' }),
+    ]);
+  });
+
+  it('stops before serving when the configuration is invalid, one line per problem', async () => {
+    const server = track(spawnServer({ LOG_LEVEL: 'loud', MAX_ACTIVE_CONTAINERS: 'many' }));
+    expect(await server.exited).toBe(2);
+    expect(server.stderr.sort()).toEqual([
+      'config: LOG_LEVEL="loud" is not valid: expected one of trace, debug, info, warning, error, fatal',
+      'config: MAX_ACTIVE_CONTAINERS="many" is not valid: expected an integer from 0 to 10000',
+    ]);
+  });
+
+  it('starts two processes on one empty database without a migration race', async () => {
+    const url = await createEmptyDatabase();
+    const [a, b] = await Promise.all([startServer({ DATABASE_URL: url }), startServer({ DATABASE_URL: url })]);
+    track(a);
+    track(b);
+    expect((await fetch(`${a.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${b.url}/healthz`)).status).toBe(200);
+    const applied = [a, b].map((server) => server.records.some((record) => record.message.startsWith('applied migrations')));
+    expect(applied.sort()).toEqual([false, true]);
+  });
+});

@@ -1,0 +1,136 @@
+import path from 'node:path';
+import { ConfigError, loadConfig, PROJECT_ROOT } from '../../src/config.ts';
+import { parseByteSize } from '../../src/bytes.ts';
+
+/** The problems loadConfig reports for `env`, or [] when it accepts it. */
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+}
+
+describe('loadConfig', () => {
+  it('applies the spec defaults when nothing is set', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      databaseUrl: undefined,
+      dataDir: path.join(PROJECT_ROOT, 'data'),
+      logLevel: 'debug',
+      logFormat: 'human',
+      noColor: false,
+      maxActiveContainers: 10,
+      idleStopMinutes: 30,
+      codeMemoryLimitBytes: 2 * 1024 ** 3,
+      serviceAdminEmails: [],
+      adminToken: undefined,
+      metricsToken: undefined,
+      editorPort: 8080,
+      nt4Port: 5810,
+    });
+  });
+
+  it('reads every variable and coerces numbers', () => {
+    const config = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '9000',
+      DATABASE_URL: 'postgres://u:p@db:5432/cp',
+      DATA_DIR: '/tmp/cp-data',
+      LOG_LEVEL: 'warning',
+      LOG_FORMAT: 'JSON',
+      NO_COLOR: '1',
+      MAX_ACTIVE_CONTAINERS: '25',
+      IDLE_STOP_MINUTES: '10',
+      CODE_MEMORY_LIMIT: '512m',
+      SERVICE_ADMIN_EMAIL: ' Coach@School.org, head@school.org ,',
+      ADMIN_TOKEN: 'a'.repeat(16),
+      METRICS_TOKEN: 'm'.repeat(20),
+      WORKSPACE_IMAGE: 'registry.local/ws:1.2',
+      EDITOR_PORT: '8443',
+      NT4_PORT: '5811',
+      WORKSPACE_NETWORK: 'class-net',
+    });
+    expect(config).toMatchObject({
+      host: '0.0.0.0',
+      port: 9000,
+      databaseUrl: 'postgres://u:p@db:5432/cp',
+      dataDir: '/tmp/cp-data',
+      logLevel: 'warning',
+      logFormat: 'json',
+      noColor: true,
+      maxActiveContainers: 25,
+      idleStopMinutes: 10,
+      codeMemoryLimitBytes: 512 * 1024 ** 2,
+      serviceAdminEmails: ['coach@school.org', 'head@school.org'],
+      adminToken: 'a'.repeat(16),
+      metricsToken: 'm'.repeat(20),
+      workspaceImage: 'registry.local/ws:1.2',
+      editorPort: 8443,
+      nt4Port: 5811,
+      workspaceNetwork: 'class-net',
+    });
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ PORT: '', LOG_LEVEL: '  ', ADMIN_TOKEN: '' })).toMatchObject({ port: 8080, logLevel: 'debug', adminToken: undefined });
+  });
+
+  it('refuses LOG_LEVEL=loud and lists the six levels', () => {
+    expect(problems({ LOG_LEVEL: 'loud' })).toEqual(['LOG_LEVEL="loud" is not valid: expected one of trace, debug, info, warning, error, fatal']);
+  });
+
+  it('reports one line per invalid variable, naming each', () => {
+    const lines = problems({ PORT: '70000', MAX_ACTIVE_CONTAINERS: '-1', IDLE_STOP_MINUTES: '2.5', CODE_MEMORY_LIMIT: '12q', SERVICE_ADMIN_EMAIL: 'coach' });
+    expect(lines).toHaveLength(5);
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'PORT="70000" is not valid: expected a TCP port from 0 (any free port) to 65535',
+        'MAX_ACTIVE_CONTAINERS="-1" is not valid: expected an integer from 0 to 10000',
+        'IDLE_STOP_MINUTES="2.5" is not valid: expected an integer number of minutes from 1 to 10080',
+        'CODE_MEMORY_LIMIT="12q" is not valid: expected a memory size of at least 6m: bytes, or a number with k, m or g (e.g. 512m, 2g)',
+        'SERVICE_ADMIN_EMAIL="coach" is not valid: expected a comma-separated list of email addresses',
+      ]),
+    );
+  });
+
+  it('never echoes a secret in its error line', () => {
+    expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 16 characters']);
+    expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);
+  });
+
+  it('requires SESSION_SECRET in production', () => {
+    expect(problems({ NODE_ENV: 'production' })).toEqual(['SESSION_SECRET is required when NODE_ENV=production: expected a secret of at least 32 characters']);
+    expect(problems({ NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(32) })).toEqual([]);
+  });
+
+  it('refuses a memory limit below Docker minimum of 6 MiB', () => {
+    expect(problems({ CODE_MEMORY_LIMIT: '5m' })).toHaveLength(1);
+    expect(problems({ CODE_MEMORY_LIMIT: '6m' })).toEqual([]);
+  });
+
+  it('treats any LOG_FORMAT other than json as human-readable, as the spec says', () => {
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('human');
+  });
+});
+
+describe('parseByteSize', () => {
+  it.each([
+    ['536870912', 536870912],
+    ['512m', 512 * 1024 ** 2],
+    ['512M', 512 * 1024 ** 2],
+    ['2g', 2 * 1024 ** 3],
+    ['2gb', 2 * 1024 ** 3],
+    ['64k', 64 * 1024],
+  ])('parses %s', (text, bytes) => {
+    expect(parseByteSize(text)).toBe(bytes);
+  });
+
+  it.each(['', 'm', '1.5g', '-1m', '2t', '12q', 'lots'])('refuses %j', (text) => {
+    expect(parseByteSize(text)).toBeUndefined();
+  });
+});
