@@ -1,8 +1,8 @@
 import Koa from 'koa';
-import type { DataSource } from 'typeorm';
 import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
+import type { StoreContext } from '../src/store/workspaces.ts';
 import { adminRouter } from './admin.ts';
 import { healthRouter } from './health.ts';
 import { metricsRouter } from './metrics.ts';
@@ -11,7 +11,7 @@ import { requestMetrics } from './middleware/request-metrics.ts';
 
 export interface AppDeps {
   config: Config;
-  db: DataSource;
+  store: StoreContext;
   metrics: Metrics;
   log: Logger;
 }
@@ -26,9 +26,9 @@ export function createApp(deps: AppDeps): Koa {
   app.use(requestMetrics(deps.metrics));
   app.use(errorMiddleware(deps.log));
   const routers = [
-    healthRouter(deps.db),
+    healthRouter(deps.store.db),
     metricsRouter(deps.metrics, { metricsToken: deps.config.metricsToken, adminToken: deps.config.adminToken }),
-    adminRouter({ db: deps.db, adminToken: deps.config.adminToken, environmentCap: deps.config.maxActiveContainers }),
+    adminRouter({ db: deps.store.db, adminToken: deps.config.adminToken, environmentCap: deps.config.maxActiveContainers }),
   ];
   for (const router of routers) {
     app.use(router.routes());

@@ -68,3 +68,4 @@ provision_docker() {
 
 provision_postgres
 provision_docker
+bash "$(dirname "$0")/build-test-image.sh"

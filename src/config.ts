@@ -31,6 +31,7 @@ export interface Config {
   editorPort: number;
   nt4Port: number;
   workspaceNetwork: string;
+  controlPlaneId: string;
 }
 
 /** Thrown by loadConfig with one line per invalid variable. */
@@ -103,6 +104,7 @@ export const VARIABLES: Record<string, VariableSpec> = {
   EDITOR_PORT: port(8080),
   NT4_PORT: port(5810),
   WORKSPACE_NETWORK: { accepts: 'a Docker network name', schema: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$' }, default: 'bridge' },
+  CONTROL_PLANE_ID: { accepts: 'a name of lower-case letters, digits and dashes (at most 40)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' }, default: 'default' },
 };
 
 function splitList(value: string): string[] {
@@ -159,5 +161,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     editorPort: values.EDITOR_PORT as number,
     nt4Port: values.NT4_PORT as number,
     workspaceNetwork: values.WORKSPACE_NETWORK as string,
+    controlPlaneId: values.CONTROL_PLANE_ID as string,
   };
 }

@@ -1,14 +1,33 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../api/app.ts';
+import { IdleSweep } from '../controllers/idle-sweep.ts';
+import { StatsSampler } from '../controllers/stats-sampler.ts';
+import { WorkspaceController } from '../controllers/workspaces.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ChangeFeed } from './db/changes.ts';
 import { migrate, openDatabase, type Database } from './db/database.ts';
+import { DockerRuntime } from './docker/docker-runtime.ts';
 import { categoryLogger, createRootLogger, type Logger } from './log.ts';
 import { createMetrics } from './metrics.ts';
 import { SERVICE } from './package-info.ts';
+import { ActivityRecorder } from './store/activity.ts';
+import type { StoreContext } from './store/workspaces.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT before their sockets are closed. */
 const SHUTDOWN_GRACE_MS = 10_000;
+
+/** How often activity gathered in memory is written to the database. */
+const ACTIVITY_FLUSH_MS = 10_000;
+
+/** Everything started after the database, stopped in reverse on the way down. */
+interface Running {
+  server: http.Server;
+  db: Database;
+  changes: ChangeFeed;
+  activity: ActivityRecorder;
+  controllers: { stop(): Promise<void> }[];
+}
 
 /**
  * Starts the control plane: config → database → migrations (under an advisory lock) → serve.
@@ -60,7 +79,24 @@ async function main(): Promise<void> {
   }
 
   const metrics = createMetrics();
-  const app = createApp({ config, db: db.dataSource, metrics, log: categoryLogger(root, 'http') });
+  const changes = new ChangeFeed();
+  if (config.databaseUrl !== undefined) changes.listen(config.databaseUrl, categoryLogger(root, 'db'));
+  const store: StoreContext = { db: db.dataSource, changes, environmentCap: config.maxActiveContainers, metrics, log: categoryLogger(root, 'containers') };
+  const activity = new ActivityRecorder(db.dataSource);
+  const runtime = new DockerRuntime({ controlPlaneId: config.controlPlaneId });
+  const workspaces = new WorkspaceController({
+    db: db.dataSource,
+    runtime,
+    changes,
+    metrics,
+    log: store.log,
+    environmentCap: config.maxActiveContainers,
+    template: { image: config.workspaceImage, memoryBytes: config.codeMemoryLimitBytes, network: config.workspaceNetwork, editorPort: config.editorPort },
+  });
+  const idleSweep = new IdleSweep({ store: { ...store, log: categoryLogger(root, 'idle') }, activity, idleMinutes: config.idleStopMinutes });
+  const stats = new StatsSampler({ runtime, metrics, log: store.log });
+
+  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http') });
   const server = http.createServer(app.callback());
   try {
     await listen(server, config.port, config.host);
@@ -68,6 +104,7 @@ async function main(): Promise<void> {
     const code = (error as NodeJS.ErrnoException).code;
     const reason = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : `failed (${code ?? 'unknown'})`;
     log.fatal({ host: config.host, port: config.port, code }, `cannot listen: ${config.host}:${config.port} ${reason}`);
+    await changes.close();
     await db.close();
     process.exit(1);
   }
@@ -76,7 +113,11 @@ async function main(): Promise<void> {
     { host: config.host, port, version: SERVICE.version, startupMs: Math.round(performance.now() - started) },
     `listening on http://${config.host}:${port}`,
   );
-  shutdown = once(() => stop(server, db, log));
+  activity.start(ACTIVITY_FLUSH_MS, (error) => log.error({ error }, 'writing workspace activity failed'));
+  await workspaces.start();
+  idleSweep.start();
+  stats.start();
+  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, idleSweep, stats] }, log));
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {
@@ -89,7 +130,8 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
   });
 }
 
-async function stop(server: http.Server, db: Database, log: Logger): Promise<void> {
+async function stop(running: Running, log: Logger): Promise<void> {
+  const { server } = running;
   log.info('shutting down: no new connections, waiting for in-flight requests');
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   // Keep-alive sockets become idle as their last request ends; close each then, not after keepAliveTimeout.
@@ -101,7 +143,11 @@ async function stop(server: http.Server, db: Database, log: Logger): Promise<voi
   await closed;
   clearInterval(reaper);
   clearTimeout(grace);
-  await db.close().catch((error: unknown) => log.error({ error }, 'closing the database failed'));
+  // Controllers stop taking work; containers are left exactly as they are.
+  await Promise.all(running.controllers.map((controller) => controller.stop()));
+  await running.activity.stop().catch((error: unknown) => log.error({ error }, 'writing workspace activity failed'));
+  await running.changes.close();
+  await running.db.close().catch((error: unknown) => log.error({ error }, 'closing the database failed'));
   log.info('stopped');
   process.exit(0);
 }

@@ -62,6 +62,7 @@ export function createMetrics() {
     activeWorkspaces: new Gauge({ name: 'active_workspaces', help: 'Workspaces with a running container at the last poll.', registers }),
     idleSweepStops: new Counter({ name: 'idle_sweep_stops_total', help: 'Workspaces stopped by the idle sweep.', registers }),
     capacityRejections: new Counter({ name: 'capacity_rejections_total', help: 'Workspace opens refused at the container cap.', registers }),
+    orphanContainers: new Counter({ name: 'orphan_containers_total', help: 'Managed containers found matching no workspace.', registers }),
     reconcileTotal: new Counter({ name: 'reconcile_total', help: 'Reconciles by controller and result.', labelNames: ['controller', 'result'] as const, registers }),
     reconcileDuration: new Histogram({
       name: 'reconcile_duration_seconds',

@@ -1,0 +1,83 @@
+import type { StatsSample, WorkspaceRuntime } from '../src/docker/runtime.ts';
+import type { Logger } from '../src/log.ts';
+import type { Metrics } from '../src/metrics.ts';
+
+export interface StatsSamplerOptions {
+  runtime: WorkspaceRuntime;
+  metrics: Metrics;
+  log: Logger;
+  intervalMs?: number;
+  /** Stats requests in flight at once. */
+  concurrency?: number;
+}
+
+/** Runs `work` over `items` with at most `limit` in flight. */
+async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * Every 15 s, samples running code containers with one-shot stats (milliseconds each, where
+ * stream=false costs 1–2 s because the daemon samples twice) and sets `container_cpu_percent`
+ * (from this sampler's consecutive samples) and `container_memory_percent` (of the container's
+ * limit) per workspace, and `active_workspaces`. Series of workspaces that stopped are removed.
+ */
+export class StatsSampler {
+  private readonly options: Required<StatsSamplerOptions>;
+  private readonly previous = new Map<string, StatsSample>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(options: StatsSamplerOptions) {
+    this.options = { intervalMs: 15_000, concurrency: 4, ...options };
+  }
+
+  start(): void {
+    void this.sampleSafely();
+    this.timer = setInterval(() => void this.sampleSafely(), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  private sampleSafely(): Promise<void> {
+    this.running ??= this.sample()
+      .catch((error: unknown) => this.options.log.warning({ error: (error as Error).message }, 'stats sampling failed'))
+      .finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /** One sampling pass. */
+  async sample(): Promise<void> {
+    const { runtime, metrics, concurrency } = this.options;
+    const running = (await runtime.listContainers()).filter((container) => container.role === 'code' && container.state === 'running');
+    metrics.activeWorkspaces.set(running.length);
+    const seen = new Set<string>();
+    await eachLimited(running, concurrency, async (container) => {
+      const sample = await runtime.stats(container.id).catch(() => undefined);
+      if (!sample) return;
+      const labels = { workspace_id: container.workspaceId };
+      seen.add(container.workspaceId);
+      metrics.containerMemoryPercent.set(labels, (sample.memoryUsageBytes / sample.memoryLimitBytes) * 100);
+      const before = this.previous.get(container.workspaceId);
+      this.previous.set(container.workspaceId, sample);
+      if (before && sample.systemNs > before.systemNs && sample.cpuTotalNs >= before.cpuTotalNs) {
+        const cpu = ((sample.cpuTotalNs - before.cpuTotalNs) / (sample.systemNs - before.systemNs)) * sample.onlineCpus * 100;
+        metrics.containerCpuPercent.set(labels, cpu);
+      }
+    });
+    for (const workspaceId of [...this.previous.keys()]) {
+      if (seen.has(workspaceId)) continue;
+      this.previous.delete(workspaceId);
+      metrics.containerCpuPercent.remove({ workspace_id: workspaceId });
+      metrics.containerMemoryPercent.remove({ workspace_id: workspaceId });
+    }
+  }
+}

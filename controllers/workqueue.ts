@@ -1,0 +1,153 @@
+import type { Logger } from '../src/log.ts';
+import type { Metrics } from '../src/metrics.ts';
+
+/** What a reconcile may ask for besides success: to be looked at again after a delay. */
+export interface ReconcileResult {
+  requeueAfterMs?: number;
+}
+
+export interface WorkQueueOptions {
+  /** The controller's name, the `controller` label of the metrics. */
+  name: string;
+  reconcile: (key: string) => Promise<ReconcileResult | void>;
+  metrics: Metrics;
+  log: Logger;
+  /** Reconciles running at once (different keys). */
+  concurrency?: number;
+  /** First retry delay after a failure; doubles per consecutive failure of the key. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Global cap on retries per second across all keys (a token bucket), as client-go's limiter. */
+  retriesPerSecond?: number;
+}
+
+/**
+ * A controller work queue in the manner of client-go: keys are deduplicated while waiting; one
+ * reconcile per key runs at a time (a key added while it runs is run again afterwards); a failed
+ * key is retried with per-key exponential backoff (about 100 ms up to 5 min) under a global rate
+ * cap; success forgets the key's backoff.
+ */
+export class WorkQueue {
+  private readonly options: Required<WorkQueueOptions>;
+  private readonly queue: string[] = [];
+  private readonly queued = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private tokens: number;
+  private lastRefill = Date.now();
+  private active = 0;
+  private stopped = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(options: WorkQueueOptions) {
+    this.options = { concurrency: 8, baseDelayMs: 100, maxDelayMs: 300_000, retriesPerSecond: 20, ...options };
+    this.tokens = this.options.retriesPerSecond;
+  }
+
+  /** Adds a key now (deduplicated). */
+  add(key: string): void {
+    if (this.stopped) return;
+    if (this.processing.has(key)) {
+      this.dirty.add(key);
+      return;
+    }
+    if (this.queued.has(key)) return;
+    this.queued.add(key);
+    this.queue.push(key);
+    this.updateDepth();
+    this.pump();
+  }
+
+  /** Adds a key after `delayMs`; an earlier pending delayed add of the same key wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.stopped) return;
+    if (delayMs <= 0) return this.add(key);
+    if (this.timers.has(key)) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref();
+    this.timers.set(key, timer);
+  }
+
+  /** Consecutive failures of a key (0 after a success). */
+  failuresOf(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  /** Resolves when nothing is queued or running (delayed adds not counted). */
+  async idle(): Promise<void> {
+    if (this.queue.length === 0 && this.active === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Stops taking keys and waits for running reconciles to finish. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    this.queue.length = 0;
+    this.queued.clear();
+    await this.idle();
+  }
+
+  private updateDepth(): void {
+    this.options.metrics.workqueueDepth.set({ controller: this.options.name }, this.queue.length);
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.active < this.options.concurrency && this.queue.length > 0) {
+      const key = this.queue.shift()!;
+      this.queued.delete(key);
+      this.processing.add(key);
+      this.active++;
+      this.updateDepth();
+      void this.process(key);
+    }
+    if (this.queue.length === 0 && this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private async process(key: string): Promise<void> {
+    const { name, metrics, log } = this.options;
+    const end = metrics.reconcileDuration.startTimer({ controller: name });
+    let retryAfter: number | undefined;
+    try {
+      const result = await this.options.reconcile(key);
+      this.failures.delete(key);
+      if (result?.requeueAfterMs !== undefined) {
+        retryAfter = result.requeueAfterMs;
+        metrics.reconcileTotal.inc({ controller: name, result: 'requeue' });
+      } else {
+        metrics.reconcileTotal.inc({ controller: name, result: 'success' });
+      }
+    } catch (error) {
+      const failures = (this.failures.get(key) ?? 0) + 1;
+      this.failures.set(key, failures);
+      retryAfter = this.retryDelay(failures);
+      metrics.reconcileTotal.inc({ controller: name, result: 'error' });
+      log.warning({ key, failures, retryInMs: retryAfter, error: (error as Error).message }, `${name} reconcile failed, retrying`);
+    } finally {
+      end();
+    }
+    this.processing.delete(key);
+    this.active--;
+    if (this.dirty.delete(key)) this.add(key);
+    else if (retryAfter !== undefined) this.addAfter(key, retryAfter);
+    this.pump();
+  }
+
+  /** Per-key exponential backoff, and no sooner than the global bucket allows. */
+  private retryDelay(failures: number): number {
+    const { baseDelayMs, maxDelayMs, retriesPerSecond } = this.options;
+    const perKey = Math.min(baseDelayMs * 2 ** (failures - 1), maxDelayMs);
+    const now = Date.now();
+    this.tokens = Math.min(retriesPerSecond, this.tokens + ((now - this.lastRefill) / 1000) * retriesPerSecond);
+    this.lastRefill = now;
+    this.tokens -= 1;
+    const bucket = this.tokens >= 0 ? 0 : (-this.tokens / retriesPerSecond) * 1000;
+    return Math.max(perKey, bucket);
+  }
+}

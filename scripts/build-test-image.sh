@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds the test workspace image classroom-workspace:test (test/fixtures/workspace) FROM scratch:
+# the project's pinned Node binary with the shared libraries ldd names for it and the loader,
+# a static busybox (sh, sleep, cat, ls, ...), the ws package and the stand-in editor/simulator.
+# Idempotent: the image carries the label service.test-image-hash=<hash of the build inputs>;
+# when the tag already has the current hash nothing happens (well under a second, no output).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TAG="${TEST_IMAGE_TAG:-classroom-workspace:test}"
+FIXTURE="$ROOT/test/fixtures/workspace"
+HASH_LABEL=service.test-image-hash
+
+say() { printf 'build-test-image: %s\n' "$*"; }
+die() { say "$*" >&2; exit 1; }
+
+[ -x "$ROOT/node_modules/.bin/node" ] || die "no Node in node_modules/.bin: run npm install first"
+NODE_BIN="$(readlink -f "$ROOT/node_modules/.bin/node")"
+WS_DIR="$ROOT/node_modules/ws"
+[ -f "$WS_DIR/package.json" ] || die "the ws package is missing from node_modules: run npm install first"
+
+# busybox must be static (the Debian package busybox is dynamic, busybox-static is not).
+busybox_ok() { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }
+if ! busybox_ok; then
+  [ "$(id -u)" = 0 ] || die "a static /bin/busybox is missing: install the Debian package busybox-static"
+  say "installing busybox-static"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null
+  busybox_ok || die "busybox-static did not provide a static /bin/busybox"
+fi
+
+# The shared objects the Node binary needs (absolute paths as ldd names them, loader included).
+mapfile -t LIBS < <(ldd "$NODE_BIN" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }')
+[ "${#LIBS[@]}" -gt 0 ] || die "ldd named no libraries for $NODE_BIN"
+
+input_hash() {
+  {
+    echo "node $("$NODE_BIN" --version) $NODE_BIN"
+    for lib in "${LIBS[@]}"; do echo "lib $lib $(readlink -f "$lib")"; done
+    (cd "$FIXTURE" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+    sha256sum "$0" | cut -d' ' -f1
+    sha256sum "$WS_DIR/package.json" | cut -d' ' -f1
+    sha256sum /bin/busybox | cut -d' ' -f1
+  } | sha256sum | cut -c1-16
+}
+HASH="$(input_hash)"
+
+current_hash() { docker image inspect --format "{{ index .Config.Labels \"$HASH_LABEL\" }}" "$TAG" 2>/dev/null || true; }
+up_to_date() {
+  [ "$(current_hash)" = "$HASH" ] && return 0
+  # Built before but the tag moved elsewhere: point the tag back at it.
+  local id
+  id="$(docker images -q --filter "label=$HASH_LABEL=$HASH" | head -n 1)"
+  [ -n "$id" ] && docker tag "$id" "$TAG" && return 0
+  return 1
+}
+up_to_date && exit 0
+
+# Serialise concurrent builds (two test runs at once); re-check once holding the lock.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"${TMPDIR:-/tmp}/classroom-workspace-test-image.lock"
+  flock 9
+  up_to_date && exit 0
+fi
+
+start_ms=$(( $(date +%s%N) / 1000000 ))
+say "building $TAG (inputs $HASH)"
+CTX="$(mktemp -d "${TMPDIR:-/tmp}/classroom-workspace-test-image.XXXXXX")"
+trap 'rm -rf "$CTX"' EXIT
+R="$CTX/rootfs"
+mkdir -p "$R/usr/local/bin" "$R/bin" "$R/etc" "$R/app/node_modules" "$R/home/student" "$R/tmp"
+cp -l "$NODE_BIN" "$R/usr/local/bin/node" 2>/dev/null || cp "$NODE_BIN" "$R/usr/local/bin/node"
+for lib in "${LIBS[@]}"; do
+  mkdir -p "$R$(dirname "$lib")"
+  cp -L "$lib" "$R$lib"
+done
+cp /bin/busybox "$R/bin/busybox"
+cp -r "$WS_DIR" "$R/app/node_modules/ws"
+cp "$FIXTURE/editor.mjs" "$FIXTURE/sim.mjs" "$R/app/"
+cp "$FIXTURE/passwd" "$FIXTURE/group" "$R/etc/"
+cp "$FIXTURE/Dockerfile" "$CTX/Dockerfile"
+
+old_id="$(docker image inspect --format '{{.Id}}' "$TAG" 2>/dev/null || true)"
+# No buildx on these machines: the classic builder (DOCKER_BUILDKIT=0) needs nothing else.
+if ! out="$(DOCKER_BUILDKIT=0 docker build --force-rm -q --label "$HASH_LABEL=$HASH" -t "$TAG" "$CTX" 2>&1)"; then
+  printf '%s\n' "$out" >&2
+  die "docker build failed"
+fi
+new_id="$(docker image inspect --format '{{.Id}}' "$TAG")"
+# The previous build of the tag is now untagged: remove it (fails harmlessly while a container uses it).
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then docker rmi "$old_id" >/dev/null 2>&1 || true; fi
+
+size="$(docker image inspect --format '{{.Size}}' "$TAG")"
+elapsed_ms=$(( $(date +%s%N) / 1000000 - start_ms ))
+say "built $TAG ($((size / 1000000)) MB) in $((elapsed_ms / 1000)).$(( elapsed_ms % 1000 / 100 )) s"

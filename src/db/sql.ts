@@ -1,0 +1,15 @@
+import type { DataSource, EntityManager } from 'typeorm';
+
+/**
+ * Runs one statement and returns its rows whatever its kind. (TypeORM's plain `query` returns
+ * `[rows, count]` for UPDATE and DELETE, so `UPDATE ... RETURNING` needs the structured result.)
+ */
+export async function queryRows<T>(db: DataSource | EntityManager, sql: string, parameters: unknown[] = []): Promise<T[]> {
+  const manager = 'manager' in db ? db.manager : db;
+  const runner = manager.queryRunner ?? manager.connection.createQueryRunner();
+  try {
+    return (await runner.query(sql, parameters, true)).records as T[];
+  } finally {
+    if (!manager.queryRunner) await runner.release();
+  }
+}

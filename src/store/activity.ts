@@ -1,0 +1,46 @@
+import type { DataSource } from 'typeorm';
+import { recordActivity } from './workspaces.ts';
+
+/**
+ * Gathers workspace activity in memory (proxied traffic, student API calls) and writes it in one
+ * statement per flush, never a database write per request. A failed flush keeps its batch for the next.
+ */
+export class ActivityRecorder {
+  private pending = new Map<string, Date>();
+  private timer: NodeJS.Timeout | undefined;
+  private readonly db: DataSource;
+
+  constructor(db: DataSource) {
+    this.db = db;
+  }
+
+  /** Marks a workspace active now. */
+  touch(workspaceId: string): void {
+    this.pending.set(workspaceId, new Date());
+  }
+
+  /** Writes everything gathered so far. */
+  async flush(): Promise<void> {
+    if (this.pending.size === 0) return;
+    const batch = this.pending;
+    this.pending = new Map();
+    try {
+      await recordActivity(this.db, batch);
+    } catch (error) {
+      for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
+      throw error;
+    }
+  }
+
+  /** Flushes every `intervalMs` until stopped; errors are passed to `onError`. */
+  start(intervalMs: number, onError: (error: unknown) => void): void {
+    this.timer = setInterval(() => this.flush().catch(onError), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and flushes what is left. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}

@@ -1,0 +1,257 @@
+import type { DataSource } from 'typeorm';
+import { names } from '../../src/docker/runtime.ts';
+import { LABELS } from '../../src/docker/runtime.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import { setCapOverride } from '../../src/store/settings.ts';
+import {
+  createUserWithWorkspace,
+  getWorkspace,
+  markWorkspaceDeleted,
+  openWorkspace,
+  restartCode,
+  stopWorkspace,
+  type WorkspaceRecord,
+} from '../../src/store/workspaces.ts';
+import { createHarness, docker, eventually, inspectByName, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { openTestDatabase, truncateAll } from '../helpers/db.ts';
+import { TcpProxy } from '../helpers/tcp-proxy.ts';
+
+let db: { url: string; dataSource: DataSource };
+let harness: Harness;
+const ids: string[] = [];
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+});
+afterAll(async () => {
+  await db.dataSource.destroy();
+});
+beforeEach(async () => {
+  await truncateAll(db.dataSource);
+});
+afterEach(async () => {
+  await harness?.stop();
+  await removeEverything(harness.controlPlaneId);
+});
+
+let counter = 0;
+/** A new student with a workspace, slug unique on this engine. */
+async function newWorkspace(): Promise<WorkspaceRecord> {
+  const tag = `${Date.now().toString(36)}${counter++}`;
+  const { workspace } = await createUserWithWorkspace(harness.store, { email: `student-${tag}@school.test` });
+  ids.push(workspace.id);
+  return workspace;
+}
+
+const running = (slug: string) => eventually(`${slug} code container running`, async () => {
+  const info = await inspectByName(names.code(slug));
+  return info?.State.Running ? info : undefined;
+});
+
+const observed = (id: string, state: string) => eventually(`observed_state ${state}`, async () => {
+  const workspace = await getWorkspace(db.dataSource, id);
+  return workspace?.observedState === state ? workspace : undefined;
+});
+
+describe('the workspace controller', () => {
+  it('creates and starts the code container with its volume, labels and memory limit when a workspace is opened', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    const info = await running(workspace.slug);
+    expect(info.Config.Labels).toEqual(expect.objectContaining({
+      [LABELS.managed]: 'true',
+      [LABELS.workspaceId]: workspace.id,
+      [LABELS.workspaceSlug]: workspace.slug,
+      [LABELS.role]: 'code',
+      [LABELS.restartGeneration]: '0',
+    }));
+    expect(info.HostConfig.Memory).toBe(64 * 1024 * 1024);
+    expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: names.volume(workspace.slug), Destination: '/home/student' })]);
+    const status = await observed(workspace.id, 'running');
+    expect(status.observedGeneration).toBe(status.generation);
+    expect(status.lastTransitionAt).not.toBeNull();
+    const starts = await harness.metrics.containerStartDuration.get();
+    expect(starts.values.find((value) => value.metricName === 'container_start_duration_seconds_count')?.value).toBe(1);
+  });
+
+  it('does nothing to a container that runs as specified', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    const before = await running(workspace.slug);
+    await observed(workspace.id, 'running');
+    const transition = (await getWorkspace(db.dataSource, workspace.id))!.lastTransitionAt;
+    await harness.controller.reconcile(workspace.id);
+    await harness.controller.reconcile(workspace.id);
+    const after = (await inspectByName(names.code(workspace.slug)))!;
+    expect(after.Id).toBe(before.Id);
+    expect(after.State.StartedAt).toBe(before.State.StartedAt);
+    expect((await getWorkspace(db.dataSource, workspace.id))!.lastTransitionAt).toEqual(transition);
+  });
+
+  it('recreates a container whose spec drifted', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    const before = await running(workspace.slug);
+    await harness.stop();
+    harness = createHarness(db.dataSource, {
+      controlPlaneId: harness.controlPlaneId,
+      template: { image: 'classroom-workspace:test', memoryBytes: 96 * 1024 * 1024, network: 'bridge', editorPort: 8080 },
+    });
+    await harness.controller.start();
+    const after = await eventually('recreated container', async () => {
+      const info = await inspectByName(names.code(workspace.slug));
+      return info && info.Id !== before.Id && info.State.Running ? info : undefined;
+    });
+    expect(after.HostConfig.Memory).toBe(96 * 1024 * 1024);
+    expect(after.Config.Labels[LABELS.specHash]).not.toBe(before.Config.Labels[LABELS.specHash]);
+  });
+
+  it('recreates the code container when restart-code bumps the restart generation', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    const before = await running(workspace.slug);
+    await restartCode(harness.store, SYSTEM_ACTOR, workspace.id);
+    const after = await eventually('restarted container', async () => {
+      const info = await inspectByName(names.code(workspace.slug));
+      return info && info.Id !== before.Id && info.State.Running ? info : undefined;
+    });
+    expect(after.Config.Labels[LABELS.restartGeneration]).toBe('1');
+  });
+
+  it('stops the code container of a workspace set to stopped', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    await running(workspace.slug);
+    await stopWorkspace(harness.store, SYSTEM_ACTOR, workspace.id);
+    await eventually('stopped container', async () => (await inspectByName(names.code(workspace.slug)))?.State.Running === false);
+    await observed(workspace.id, 'stopped');
+  });
+
+  it('removes the containers and the volume of a deleted workspace, then the row (finalizer)', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    await running(workspace.slug);
+    await markWorkspaceDeleted(harness.store, workspace.id);
+    await eventually('row gone', async () => (await getWorkspace(db.dataSource, workspace.id)) === undefined);
+    expect(await inspectByName(names.code(workspace.slug))).toBeUndefined();
+    await expect(docker.getVolume(names.volume(workspace.slug)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it('recreates a container removed behind its back (seen through the events stream)', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    const before = await running(workspace.slug);
+    await docker.getContainer(before.Id).remove({ force: true });
+    const after = await eventually('recreated container', async () => {
+      const info = await inspectByName(names.code(workspace.slug));
+      return info && info.Id !== before.Id && info.State.Running ? info : undefined;
+    });
+    expect(after.Id).not.toBe(before.Id);
+  });
+
+  it('starts again a container stopped behind its back while wanted running', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await openWorkspace(harness.store, workspace.id);
+    const before = await running(workspace.slug);
+    await docker.getContainer(before.Id).stop({ t: 1 });
+    const after = await eventually('restarted container', async () => {
+      const info = await inspectByName(names.code(workspace.slug));
+      return info?.State.Running && info.State.StartedAt !== before.State.StartedAt ? info : undefined;
+    });
+    expect(after.Id).toBe(before.Id);
+  });
+
+  it('removes an orphan (a managed container matching no workspace) after the grace period, keeping its volume', async () => {
+    harness = createHarness(db.dataSource);
+    const orphanId = '00000000-0000-4000-8000-000000000001';
+    const slug = `orphan-${Date.now().toString(36)}`;
+    await harness.runtime.ensureVolume({ workspaceId: orphanId, slug });
+    const orphan = await harness.runtime.createCodeContainer({
+      workspaceId: orphanId, slug, image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, restartGeneration: 0, specHash: 'x',
+    });
+    await harness.controller.start();
+    await eventually('orphan removed', async () => (await inspectByName(orphan.name)) === undefined);
+    expect(harness.records).toContainEqual(expect.objectContaining({ level: 'warning', workspaceId: orphanId, message: expect.stringContaining('orphan containers') }));
+    expect((await harness.metrics.orphanContainers.get()).values[0]?.value).toBe(1);
+    await expect(docker.getVolume(names.volume(slug)).inspect()).resolves.toBeDefined();
+  });
+
+  it('leaves orphans alone during the start-up grace period', async () => {
+    harness = createHarness(db.dataSource, { orphanStartupGraceMs: 60_000 });
+    const orphan = await harness.runtime.createCodeContainer({
+      workspaceId: '00000000-0000-4000-8000-000000000002', slug: `orphan-${Date.now().toString(36)}`, image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, restartGeneration: 0, specHash: 'x',
+    });
+    await harness.controller.start();
+    await harness.controller.queue.idle();
+    await harness.controller.reconcile('00000000-0000-4000-8000-000000000002');
+    expect(await inspectByName(orphan.name)).toBeDefined();
+  });
+
+  it('never starts more code containers than the cap, even when more are wanted running', async () => {
+    harness = createHarness(db.dataSource);
+    await setCapOverride(db.dataSource, SYSTEM_ACTOR, 1, 10);
+    const first = await newWorkspace();
+    const second = await newWorkspace();
+    // Both wanted running behind admission's back (as after lowering the cap).
+    await db.dataSource.query("UPDATE workspaces SET desired_state = 'running' WHERE id = ANY($1)", [[first.id, second.id]]);
+    await harness.controller.start();
+    const states = await eventually('one running, one waiting', async () => {
+      const a = await getWorkspace(db.dataSource, first.id);
+      const b = await getWorkspace(db.dataSource, second.id);
+      const pair = [a!.observedState, b!.observedState].sort();
+      return pair[0] === 'running' && pair[1] === 'waiting' ? pair : undefined;
+    });
+    expect(states).toEqual(['running', 'waiting']);
+    const runningCount = (await harness.runtime.listContainers()).filter((container) => container.state === 'running').length;
+    expect(runningCount).toBe(1);
+  });
+
+  it('sees another process edit at once through LISTEN/NOTIFY, without waiting for the resync', async () => {
+    harness = createHarness(db.dataSource);
+    harness.changes.listen(db.url, harness.store.log);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await harness.controller.queue.idle();
+    // Another process: its own data source and change feed, no in-process publish reaches us.
+    const other = createHarness(db.dataSource, { controlPlaneId: harness.controlPlaneId });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await openWorkspace(other.store, workspace.id);
+    await running(workspace.slug);
+    await harness.changes.close();
+  });
+
+  it('LISTENs again after the database connection drops, and resyncs', async () => {
+    harness = createHarness(db.dataSource);
+    const target = new URL(db.url);
+    const proxy = await new TcpProxy({ host: target.hostname, port: Number(target.port) }).listen();
+    const viaProxy = new URL(db.url);
+    viaProxy.port = String(proxy.port);
+    harness.changes.listen(viaProxy.toString(), harness.store.log);
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    proxy.dropConnections();
+    await eventually('listener reconnected', async () => harness.records.some((record) => record.message === 'change listener reconnected'));
+    const other = createHarness(db.dataSource, { controlPlaneId: harness.controlPlaneId });
+    await openWorkspace(other.store, workspace.id);
+    await running(workspace.slug);
+    await harness.changes.close();
+    await proxy.close();
+  });
+});
