@@ -13,4 +13,6 @@ export default {
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   testTimeout: 30000,
+  // One file at a time: files share one Docker Engine, and one of them restarts the daemon.
+  maxWorkers: 1,
 };

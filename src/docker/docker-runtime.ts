@@ -167,6 +167,8 @@ export class DockerRuntime implements WorkspaceRuntime {
           delay = 250;
           handlers.onConnect();
           const lines = readline.createInterface({ input: stream });
+          // readline re-emits the stream's errors (the daemon going away: "aborted"); the close below handles them.
+          lines.on('error', () => undefined);
           const ended = new Promise<void>((resolve) => {
             stream.once('end', resolve);
             stream.once('close', resolve);

@@ -1,0 +1,59 @@
+import type { DataSource } from 'typeorm';
+import { StatsSampler } from '../../controllers/stats-sampler.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import { createUserWithWorkspace, getWorkspace, openWorkspace, stopWorkspace } from '../../src/store/workspaces.ts';
+import { captureLogger, createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { openTestDatabase } from '../helpers/db.ts';
+
+let db: { url: string; dataSource: DataSource };
+let harness: Harness;
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  harness = createHarness(db.dataSource);
+  await harness.controller.start();
+});
+afterAll(async () => {
+  await harness.stop();
+  await removeEverything(harness.controlPlaneId);
+  await db.dataSource.destroy();
+});
+
+/** The value of a gauge series for one workspace, or undefined when the series does not exist. */
+async function series(name: 'containerCpuPercent' | 'containerMemoryPercent', workspaceId: string): Promise<number | undefined> {
+  const metric = await harness.metrics[name].get();
+  return metric.values.find((value) => value.labels.workspace_id === workspaceId)?.value;
+}
+
+describe('the stats sampler', () => {
+  it('sets CPU and memory percent per running workspace from one-shot stats, and removes the series when it stops', async () => {
+    const { workspace } = await createUserWithWorkspace(harness.store, { email: `stats-${Date.now().toString(36)}@school.test` });
+    await openWorkspace(harness.store, workspace.id);
+    await eventually('running', async () => (await getWorkspace(db.dataSource, workspace.id))?.observedState === 'running');
+    const sampler = new StatsSampler({ runtime: harness.runtime, metrics: harness.metrics, log: categoryLogger(captureLogger().root, 'containers') });
+
+    const started = performance.now();
+    await sampler.sample();
+    // One-shot stats: milliseconds per container, where stream=false takes 1-2 s.
+    expect(performance.now() - started).toBeLessThan(1000);
+    const memory = await series('containerMemoryPercent', workspace.id);
+    expect(memory).toBeGreaterThan(0);
+    expect(memory).toBeLessThan(100);
+    // CPU needs two consecutive samples of our own.
+    expect(await series('containerCpuPercent', workspace.id)).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sampler.sample();
+    const cpu = await series('containerCpuPercent', workspace.id);
+    expect(cpu).toBeGreaterThanOrEqual(0);
+    expect(cpu).toBeLessThanOrEqual(200);
+    expect((await harness.metrics.activeWorkspaces.get()).values[0]?.value).toBe(1);
+
+    await stopWorkspace(harness.store, SYSTEM_ACTOR, workspace.id);
+    await eventually('stopped', async () => (await getWorkspace(db.dataSource, workspace.id))?.observedState === 'stopped');
+    await sampler.sample();
+    expect(await series('containerMemoryPercent', workspace.id)).toBeUndefined();
+    expect(await series('containerCpuPercent', workspace.id)).toBeUndefined();
+    expect((await harness.metrics.activeWorkspaces.get()).values[0]?.value).toBe(0);
+  });
+});
