@@ -3,6 +3,7 @@ import { CreateRuns1795276467000 } from './1795276467000-CreateRuns.ts';
 import { CreateSettings1795276468000 } from './1795276468000-CreateSettings.ts';
 import { CreateAuditLog1795276469000 } from './1795276469000-CreateAuditLog.ts';
 import { CreateSessions1795276470000 } from './1795276470000-CreateSessions.ts';
+import { TuneAuditActorFilter1795277300000 } from './1795277300000-TuneAuditActorFilter.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   CreateSettings1795276468000,
   CreateAuditLog1795276469000,
   CreateSessions1795276470000,
+  TuneAuditActorFilter1795277300000,
 ];
