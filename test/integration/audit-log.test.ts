@@ -101,10 +101,16 @@ describe('GET /admin/audit-log', () => {
     expect(actions(await list({ action: '.promote' }))).toEqual([]);
   });
 
+  it('stores actor emails lower-case, so that the substring filter is case-insensitive', async () => {
+    await recordAudit(db.dataSource.manager, { actor: { id: null, email: 'Coach.Ada@School.Example' }, action: 'user.promote', target: { kind: 'user', id: 'u' } });
+    expect(emails(await list({ actor: 'ADA@school' }))).toEqual(['coach.ada@school.example']);
+    await expect(db.dataSource.query("INSERT INTO audit_log (actor_email, action, target_kind, target_id) VALUES ('Mixed@Case', 'user.promote', 'user', 'u')")).rejects.toThrow(/audit_log_actor_email_lower/);
+  });
+
   it('filters by a case-insensitive substring of the actor email', async () => {
-    await seed([{ email: 'Ada.Coach@school.example' }, { email: 'bob@school.example' }, { email: 'system' }, { email: 'ada@other.example' }]);
-    expect(emails(await list({ actor: 'ADA' }))).toEqual(['ada@other.example', 'Ada.Coach@school.example']);
-    expect(emails(await list({ actor: 'school.EXAMPLE' }))).toEqual(['bob@school.example', 'Ada.Coach@school.example']);
+    await seed([{ email: 'ada.coach@school.example' }, { email: 'bob@school.example' }, { email: 'system' }, { email: 'ada@other.example' }]);
+    expect(emails(await list({ actor: 'ADA' }))).toEqual(['ada@other.example', 'ada.coach@school.example']);
+    expect(emails(await list({ actor: 'school.EXAMPLE' }))).toEqual(['bob@school.example', 'ada.coach@school.example']);
     expect(emails(await list({ actor: 'system' }))).toEqual(['system']);
   });
 
