@@ -1,8 +1,8 @@
 import Router from '@koa/router';
 import type { JSONSchemaType } from 'ajv';
-import type { DataSource } from 'typeorm';
 import { listAudit } from '../src/store/audit.ts';
 import { getEffectiveCap, setCapOverride } from '../src/store/settings.ts';
+import { restartCode, statusOverview, stopWorkspace, type StoreContext, type WorkspaceRecord } from '../src/store/workspaces.ts';
 import { adminGate, type AuthState } from './middleware/auth.ts';
 import { jsonBody, validateBody, validateQuery, type BodyState, type QueryState } from './middleware/validate.ts';
 
@@ -45,9 +45,30 @@ const auditLogQuerySchema = {
 };
 
 export interface AdminDeps {
-  db: DataSource;
+  store: StoreContext;
   adminToken: string | undefined;
-  environmentCap: number;
+}
+
+/**
+ * The answer to a desired-state change: the new spec and the last observed status; 202 while it
+ * is still converging, 200 when what is observed already matches.
+ */
+function changeAnswer(workspace: WorkspaceRecord): { status: number; body: unknown } {
+  const converged = workspace.observedGeneration === workspace.generation && workspace.observedState === workspace.desiredState;
+  return {
+    status: converged ? 200 : 202,
+    body: {
+      workspace: {
+        id: workspace.id,
+        slug: workspace.slug,
+        desiredState: workspace.desiredState,
+        generation: workspace.generation,
+        restartGeneration: workspace.restartGeneration,
+        observedState: workspace.observedState,
+        observedGeneration: workspace.observedGeneration,
+      },
+    },
+  };
 }
 
 /** The admin API under `/admin`, behind the admin gate. Handlers only edit desired state through the store. */
@@ -55,19 +76,37 @@ export function adminRouter(deps: AdminDeps): Router<AuthState> {
   const router = new Router<AuthState>({ prefix: '/admin' });
   router.use(adminGate(deps.adminToken));
 
+  const { store } = deps;
+
+  router.get('/status', async (ctx) => {
+    ctx.body = await statusOverview(store.db, await getEffectiveCap(store.db, store.environmentCap));
+  });
+
+  router.post('/workspaces/:workspaceId/stop-containers', async (ctx) => {
+    const answer = changeAnswer(await stopWorkspace(store, ctx.state.actor!, ctx.params.workspaceId!));
+    ctx.status = answer.status;
+    ctx.body = answer.body;
+  });
+
+  router.post('/workspaces/:workspaceId/restart-code', async (ctx) => {
+    const answer = changeAnswer(await restartCode(store, ctx.state.actor!, ctx.params.workspaceId!));
+    ctx.status = answer.status;
+    ctx.body = answer.body;
+  });
+
   router.get('/config/max-active-containers', async (ctx) => {
-    ctx.body = await getEffectiveCap(deps.db, deps.environmentCap);
+    ctx.body = await getEffectiveCap(store.db, store.environmentCap);
   });
 
   router.post('/config/max-active-containers', jsonBody(), validateBody(capSchema), async (ctx) => {
     const { value } = (ctx.state as BodyState<CapBody>).body;
-    const change = await setCapOverride(deps.db, ctx.state.actor!, value, deps.environmentCap);
+    const change = await setCapOverride(store.db, ctx.state.actor!, value, store.environmentCap);
     ctx.body = { value, source: 'override', previous: change.from };
   });
 
   router.get('/audit-log', validateQuery<AuditLogQuery>(auditLogQuerySchema), async (ctx) => {
     const { since, until, ...filter } = (ctx.state as QueryState<AuditLogQuery>).query;
-    ctx.body = await listAudit(deps.db, {
+    ctx.body = await listAudit(store.db, {
       ...filter,
       since: since === undefined ? undefined : new Date(since),
       until: until === undefined ? undefined : new Date(until),

@@ -28,7 +28,7 @@ export function createApp(deps: AppDeps): Koa {
   const routers = [
     healthRouter(deps.store.db),
     metricsRouter(deps.metrics, { metricsToken: deps.config.metricsToken, adminToken: deps.config.adminToken }),
-    adminRouter({ db: deps.store.db, adminToken: deps.config.adminToken, environmentCap: deps.config.maxActiveContainers }),
+    adminRouter({ store: deps.store, adminToken: deps.config.adminToken }),
   ];
   for (const router of routers) {
     app.use(router.routes());

@@ -315,3 +315,53 @@ export async function recordActivity(db: DataSource, batch: Map<string, Date>): 
     [ids, times],
   );
 }
+
+/** A container of a workspace as /admin/status shows it: what is wanted and what was observed. */
+export interface ContainerStatus {
+  role: 'code' | 'sim';
+  runId?: string;
+  desiredState: string;
+  observedState: string;
+}
+
+/** The admin overview: every workspace with its containers, the active build count, and the capacity. */
+export interface StatusOverview {
+  workspaces: (Omit<WorkspaceRecord, 'lastTransitionAt' | 'lastActivityAt'> & {
+    lastTransitionAt: string | null;
+    lastActivityAt: string | null;
+    containers: ContainerStatus[];
+  })[];
+  /** Runs still compiling or booting (queued). */
+  activeBuilds: number;
+  capacity: { cap: number; source: 'override' | 'environment'; wantedRunning: number; running: number };
+}
+
+/** Reads the overview from recorded desired and observed state (never from Docker). */
+export async function statusOverview(db: DataSource, cap: { value: number; source: 'override' | 'environment' }): Promise<StatusOverview> {
+  const [workspaces, runs] = await Promise.all([
+    listWorkspaces(db),
+    db.query("SELECT id, workspace_id, desired_state, status FROM runs WHERE status IN ('queued', 'running')") as Promise<
+      { id: string; workspace_id: string; desired_state: string; status: string }[]
+    >,
+  ]);
+  const runsByWorkspace = Map.groupBy(runs, (run) => run.workspace_id);
+  const codeDesired: Record<DesiredState, string> = { running: 'running', stopped: 'stopped', deleted: 'removed' };
+  return {
+    workspaces: workspaces.map((workspace) => ({
+      ...workspace,
+      lastTransitionAt: workspace.lastTransitionAt?.toISOString() ?? null,
+      lastActivityAt: workspace.lastActivityAt?.toISOString() ?? null,
+      containers: [
+        { role: 'code', desiredState: codeDesired[workspace.desiredState], observedState: workspace.observedState },
+        ...(runsByWorkspace.get(workspace.id) ?? []).map((run) => ({ role: 'sim' as const, runId: run.id, desiredState: run.desired_state, observedState: run.status })),
+      ],
+    })),
+    activeBuilds: runs.filter((run) => run.status === 'queued').length,
+    capacity: {
+      cap: cap.value,
+      source: cap.source,
+      wantedRunning: workspaces.filter((workspace) => workspace.desiredState === 'running').length,
+      running: workspaces.filter((workspace) => workspace.observedState === 'running').length,
+    },
+  };
+}

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import readline from 'node:readline';
+import { randomBytes } from 'node:crypto';
 import { PROJECT_ROOT } from '../../src/config.ts';
 
 /** One JSON log record of the server process. */
@@ -31,7 +32,18 @@ export interface ServerProcess {
  */
 export function spawnServer(env: Record<string, string | undefined>): ServerProcess {
   const proc = spawn(process.execPath, [path.join(PROJECT_ROOT, 'src/main.ts')], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'debug', ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'debug',
+      // Its own label scope: a test server never takes anyone else's containers for orphans.
+      CONTROL_PLANE_ID: `test-${randomBytes(4).toString('hex')}`,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const records: LogRecord[] = [];

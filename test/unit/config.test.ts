@@ -32,6 +32,8 @@ describe('loadConfig', () => {
       metricsToken: undefined,
       editorPort: 8080,
       nt4Port: 5810,
+      workspaceNetwork: 'bridge',
+      controlPlaneId: 'default',
     });
   });
 
@@ -54,6 +56,7 @@ describe('loadConfig', () => {
       EDITOR_PORT: '8443',
       NT4_PORT: '5811',
       WORKSPACE_NETWORK: 'class-net',
+      CONTROL_PLANE_ID: 'room-12',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -73,6 +76,7 @@ describe('loadConfig', () => {
       editorPort: 8443,
       nt4Port: 5811,
       workspaceNetwork: 'class-net',
+      controlPlaneId: 'room-12',
     });
   });
 
