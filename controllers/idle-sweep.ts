@@ -1,4 +1,5 @@
 import type { ActivityRecorder } from '../src/store/activity.ts';
+import { Periodic } from './periodic.ts';
 import { stopIdleWorkspaces, type StoreContext } from '../src/store/workspaces.ts';
 
 export interface IdleSweepOptions {
@@ -16,29 +17,19 @@ export interface IdleSweepOptions {
  */
 export class IdleSweep {
   private readonly options: Required<IdleSweepOptions>;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly periodic: Periodic;
 
   constructor(options: IdleSweepOptions) {
     this.options = { intervalMs: 60_000, ...options };
+    this.periodic = new Periodic(() => this.sweep(), this.options.intervalMs, (error) => this.options.store.log.error({ error }, 'idle sweep failed'));
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.sweepSafely(), this.options.intervalMs);
-    this.timer.unref();
+    this.periodic.start();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private sweepSafely(): Promise<void> {
-    this.running ??= this.sweep()
-      .then(() => undefined)
-      .catch((error: unknown) => this.options.store.log.error({ error }, 'idle sweep failed'))
-      .finally(() => (this.running = undefined));
-    return this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** One sweep; returns the ids of the workspaces it stopped. */

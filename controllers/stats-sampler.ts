@@ -1,6 +1,7 @@
 import type { StatsSample, WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
+import { Periodic } from './periodic.ts';
 
 export interface StatsSamplerOptions {
   runtime: WorkspaceRuntime;
@@ -29,29 +30,21 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
 export class StatsSampler {
   private readonly options: Required<StatsSamplerOptions>;
   private readonly previous = new Map<string, StatsSample>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly periodic: Periodic;
 
   constructor(options: StatsSamplerOptions) {
     this.options = { intervalMs: 15_000, concurrency: 4, ...options };
+    this.periodic = new Periodic(() => this.sample(), this.options.intervalMs, (error) =>
+      this.options.log.warning({ error: (error as Error).message }, 'stats sampling failed'),
+    );
   }
 
   start(): void {
-    void this.sampleSafely();
-    this.timer = setInterval(() => void this.sampleSafely(), this.options.intervalMs);
-    this.timer.unref();
+    this.periodic.start({ immediately: true });
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
-  }
-
-  private sampleSafely(): Promise<void> {
-    this.running ??= this.sample()
-      .catch((error: unknown) => this.options.log.warning({ error: (error as Error).message }, 'stats sampling failed'))
-      .finally(() => (this.running = undefined));
-    return this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** One sampling pass. */

@@ -33,3 +33,21 @@ export async function truncateAll(dataSource: DataSource): Promise<void> {
   await dataSource.query('TRUNCATE users, workspaces, runs, audit_log, sessions RESTART IDENTITY CASCADE');
   await dataSource.query('UPDATE settings SET value = NULL');
 }
+
+/** A migrated database of its own for one test file; its fields are set in beforeAll. */
+export interface TestDatabase {
+  url: string;
+  dataSource: DataSource;
+}
+
+/**
+ * Registers the usual hooks of a test file: a fresh migrated database before all tests, emptied
+ * before each (unless `truncate: false`), closed after all. Returns the object the hooks fill in.
+ */
+export function useTestDatabase(options: { truncate?: boolean } = {}): TestDatabase {
+  const db = {} as TestDatabase;
+  beforeAll(async () => Object.assign(db, await openTestDatabase()));
+  afterAll(async () => db.dataSource?.destroy());
+  if (options.truncate !== false) beforeEach(async () => truncateAll(db.dataSource));
+  return db;
+}

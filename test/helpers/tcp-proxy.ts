@@ -62,3 +62,12 @@ export class TcpProxy {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
+
+/** Puts a TcpProxy in front of the database at `url`; returns the proxy and the URL through it. */
+export async function behindProxy(url: string): Promise<{ proxy: TcpProxy; url: string }> {
+  const target = new URL(url);
+  const proxy = await new TcpProxy({ host: target.hostname, port: Number(target.port) }).listen();
+  const through = new URL(url);
+  through.port = String(proxy.port);
+  return { proxy, url: through.toString() };
+}

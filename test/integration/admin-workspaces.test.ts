@@ -1,22 +1,14 @@
-import type { DataSource } from 'typeorm';
 import { createUserWithWorkspace, openWorkspace, writeWorkspaceStatus, type WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { openTestDatabase, truncateAll } from '../helpers/db.ts';
+import { useTestDatabase } from '../helpers/db.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-let db: { url: string; dataSource: DataSource };
+const db = useTestDatabase();
 let app: TestApp;
 
-beforeAll(async () => {
-  db = await openTestDatabase();
-});
-afterAll(async () => {
-  await db.dataSource.destroy();
-});
 beforeEach(async () => {
-  await truncateAll(db.dataSource);
   app = await startApp(db.dataSource, { ADMIN_TOKEN, MAX_ACTIVE_CONTAINERS: '4' });
 });
 afterEach(async () => {

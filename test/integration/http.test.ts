@@ -2,25 +2,16 @@ import type { DataSource } from 'typeorm';
 import { createDataSource } from '../../src/db/database.ts';
 import { SERVICE } from '../../src/package-info.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { openTestDatabase, truncateAll } from '../helpers/db.ts';
-import { TcpProxy } from '../helpers/tcp-proxy.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { behindProxy } from '../helpers/tcp-proxy.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
 const METRICS_TOKEN = 'metrics-token-0123456789';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-let db: { url: string; dataSource: DataSource };
+const db = useTestDatabase();
 let app: TestApp;
 
-beforeAll(async () => {
-  db = await openTestDatabase();
-});
-afterAll(async () => {
-  await db.dataSource.destroy();
-});
-beforeEach(async () => {
-  await truncateAll(db.dataSource);
-});
 afterEach(async () => {
   await app?.close();
 });
@@ -44,11 +35,8 @@ describe('GET /healthz', () => {
   });
 
   it('answers 503 naming the database check when the database is gone, and 200 again when it is back', async () => {
-    const target = new URL(db.url);
-    const proxy = await new TcpProxy({ host: target.hostname, port: Number(target.port) }).listen();
-    const viaProxy = new URL(db.url);
-    viaProxy.port = String(proxy.port);
-    const dataSource = createDataSource(viaProxy.toString(), 2);
+    const { proxy, url: viaProxy } = await behindProxy(db.url);
+    const dataSource = createDataSource(viaProxy, 2);
     await dataSource.initialize();
     app = await startApp(dataSource);
     proxy.dropConnections();
@@ -65,11 +53,8 @@ describe('GET /healthz', () => {
   });
 
   it('answers 503 with a timeout when the database hangs', async () => {
-    const target = new URL(db.url);
-    const proxy = await new TcpProxy({ host: target.hostname, port: Number(target.port) }).listen();
-    const viaProxy = new URL(db.url);
-    viaProxy.port = String(proxy.port);
-    const dataSource = createDataSource(viaProxy.toString(), 1);
+    const { proxy, url: viaProxy } = await behindProxy(db.url);
+    const dataSource = createDataSource(viaProxy, 1);
     await dataSource.initialize();
     app = await startApp(dataSource);
     proxy.stall();

@@ -1,4 +1,3 @@
-import type { DataSource } from 'typeorm';
 import { names } from '../../src/docker/runtime.ts';
 import { LABELS } from '../../src/docker/runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
@@ -13,22 +12,13 @@ import {
   type WorkspaceRecord,
 } from '../../src/store/workspaces.ts';
 import { createHarness, docker, eventually, inspectByName, removeEverything, type Harness } from '../helpers/controllers.ts';
-import { openTestDatabase, truncateAll } from '../helpers/db.ts';
-import { TcpProxy } from '../helpers/tcp-proxy.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { behindProxy } from '../helpers/tcp-proxy.ts';
 
-let db: { url: string; dataSource: DataSource };
+const db = useTestDatabase();
 let harness: Harness;
 const ids: string[] = [];
 
-beforeAll(async () => {
-  db = await openTestDatabase();
-});
-afterAll(async () => {
-  await db.dataSource.destroy();
-});
-beforeEach(async () => {
-  await truncateAll(db.dataSource);
-});
 afterEach(async () => {
   await harness?.stop();
   await removeEverything(harness.controlPlaneId);
@@ -238,11 +228,8 @@ describe('the workspace controller', () => {
 
   it('LISTENs again after the database connection drops, and resyncs', async () => {
     harness = createHarness(db.dataSource);
-    const target = new URL(db.url);
-    const proxy = await new TcpProxy({ host: target.hostname, port: Number(target.port) }).listen();
-    const viaProxy = new URL(db.url);
-    viaProxy.port = String(proxy.port);
-    harness.changes.listen(viaProxy.toString(), harness.store.log);
+    const { proxy, url: viaProxy } = await behindProxy(db.url);
+    harness.changes.listen(viaProxy, harness.store.log);
     await harness.controller.start();
     const workspace = await newWorkspace();
     await new Promise((resolve) => setTimeout(resolve, 300));

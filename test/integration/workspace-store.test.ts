@@ -1,4 +1,3 @@
-import type { DataSource } from 'typeorm';
 import { ChangeFeed } from '../../src/db/changes.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
@@ -17,20 +16,13 @@ import {
 } from '../../src/store/workspaces.ts';
 import { IdleSweep } from '../../controllers/idle-sweep.ts';
 import { captureLogger } from '../helpers/controllers.ts';
-import { openTestDatabase, truncateAll } from '../helpers/db.ts';
+import { useTestDatabase } from '../helpers/db.ts';
 
-let db: { url: string; dataSource: DataSource };
+const db = useTestDatabase();
 let store: StoreContext;
 let records: Record<string, unknown>[];
 
-beforeAll(async () => {
-  db = await openTestDatabase();
-});
-afterAll(async () => {
-  await db.dataSource.destroy();
-});
 beforeEach(async () => {
-  await truncateAll(db.dataSource);
   const logger = captureLogger();
   records = logger.records;
   store = { db: db.dataSource, changes: new ChangeFeed(), environmentCap: 10, metrics: createMetrics(), log: categoryLogger(logger.root, 'containers') };

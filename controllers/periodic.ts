@@ -1,0 +1,35 @@
+/**
+ * Runs `task` every `intervalMs` (optionally once at start), never two at a time; a failure is
+ * passed to `onError` and the next tick runs as usual. `stop()` waits for a running task.
+ */
+export class Periodic {
+  private readonly task: () => Promise<unknown>;
+  private readonly onError: (error: unknown) => void;
+  private readonly intervalMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(task: () => Promise<unknown>, intervalMs: number, onError: (error: unknown) => void) {
+    this.task = task;
+    this.intervalMs = intervalMs;
+    this.onError = onError;
+  }
+
+  start(options: { immediately?: boolean } = {}): void {
+    if (options.immediately) void this.tick();
+    this.timer = setInterval(() => void this.tick(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  private tick(): Promise<void> {
+    this.running ??= this.task()
+      .then(() => undefined, this.onError)
+      .finally(() => (this.running = undefined));
+    return this.running;
+  }
+}
