@@ -102,13 +102,21 @@ export class WorkspaceController {
       changes.subscribe((change) => change.kind === 'workspaces' && this.queue.add(change.id)),
       changes.onReconnect(() => void this.resyncAll()),
     );
-    let watch: EventSubscription | undefined;
-    watch = runtime.watch({
+    // One line when the stream is lost and one when it is back, not one per reconnect attempt.
+    let lost = false;
+    const watch: EventSubscription = runtime.watch({
       onEvent: (event) => this.queue.add(event.workspaceId),
-      onConnect: () => void this.resyncAll(),
-      onDisconnect: (error) => log.warning({ error: error.message }, 'Docker events stream lost, reconnecting'),
+      onConnect: () => {
+        if (lost) log.info('Docker events stream reconnected, resyncing');
+        lost = false;
+        void this.resyncAll();
+      },
+      onDisconnect: (error) => {
+        if (!lost) log.warning({ error: error.message }, 'Docker events stream lost, reconnecting');
+        lost = true;
+      },
     });
-    this.subscriptions.push(() => watch?.close());
+    this.subscriptions.push(() => watch.close());
     this.scheduleResync();
   }
 

@@ -1,0 +1,120 @@
+import { WorkQueue, type ReconcileResult } from '../../controllers/workqueue.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { createMetrics, type Metrics } from '../../src/metrics.ts';
+import { captureLogger } from '../helpers/controllers.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A queue over `reconcile`, with its metrics and the keys in the order they were reconciled. */
+function queue(reconcile: (key: string) => Promise<ReconcileResult | void>, options: { concurrency?: number; retriesPerSecond?: number; baseDelayMs?: number } = {}) {
+  const metrics: Metrics = createMetrics();
+  const calls: string[] = [];
+  const work = new WorkQueue({
+    name: 'test',
+    metrics,
+    log: categoryLogger(captureLogger().root, 'test'),
+    reconcile: async (key) => {
+      calls.push(key);
+      return reconcile(key);
+    },
+    ...options,
+  });
+  return { work, metrics, calls };
+}
+
+async function counter(metrics: Metrics, result: string): Promise<number> {
+  return (await metrics.reconcileTotal.get()).values.find((value) => value.labels.result === result)?.value ?? 0;
+}
+
+describe('WorkQueue', () => {
+  it('deduplicates a key added many times while it waits', async () => {
+    const { work, calls } = queue(async () => sleep(20), { concurrency: 1 });
+    work.add('busy');
+    for (let i = 0; i < 10; i++) work.add('a');
+    await work.idle();
+    expect(calls).toEqual(['busy', 'a']);
+  });
+
+  it('runs one reconcile per key at a time, and again once if the key was added meanwhile', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const { work, calls } = queue(async () => {
+      most = Math.max(most, ++inFlight);
+      await sleep(30);
+      inFlight--;
+    }, { concurrency: 4 });
+    work.add('a');
+    await sleep(5);
+    work.add('a');
+    work.add('a');
+    await work.idle();
+    expect(most).toBe(1);
+    expect(calls).toEqual(['a', 'a']);
+  });
+
+  it('runs different keys concurrently up to the concurrency', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const { work } = queue(async () => {
+      most = Math.max(most, ++inFlight);
+      await sleep(20);
+      inFlight--;
+    }, { concurrency: 3 });
+    for (const key of ['a', 'b', 'c', 'd', 'e']) work.add(key);
+    await work.idle();
+    expect(most).toBe(3);
+  });
+
+  it('retries a failing key with exponential backoff and forgets it on success', async () => {
+    const times: number[] = [];
+    let failuresLeft = 3;
+    const { work, metrics } = queue(async () => {
+      times.push(performance.now());
+      if (failuresLeft-- > 0) throw new Error('engine said no');
+    }, { baseDelayMs: 40 });
+    work.add('a');
+    while (times.length < 4) await sleep(10);
+    await work.idle();
+    const gaps = times.slice(1).map((time, i) => time - times[i]!);
+    expect(gaps[0]).toBeGreaterThanOrEqual(35);
+    expect(gaps[1]).toBeGreaterThanOrEqual(75);
+    expect(gaps[2]).toBeGreaterThanOrEqual(155);
+    expect(work.failuresOf('a')).toBe(0);
+    expect(await counter(metrics, 'error')).toBe(3);
+    expect(await counter(metrics, 'success')).toBe(1);
+  });
+
+  it('looks at a key again after the delay a reconcile asks for', async () => {
+    let rounds = 0;
+    const { work, metrics } = queue(async () => (++rounds < 3 ? { requeueAfterMs: 20 } : undefined));
+    work.add('a');
+    while (rounds < 3) await sleep(10);
+    expect(await counter(metrics, 'requeue')).toBe(2);
+  });
+
+  it('spaces retries of many failing keys by the global rate cap', async () => {
+    const times: number[] = [];
+    const { work } = queue(async (key) => {
+      times.push(performance.now());
+      if (key !== 'done') throw new Error('fail');
+    }, { retriesPerSecond: 10, baseDelayMs: 1, concurrency: 20 });
+    for (let i = 0; i < 20; i++) work.add(`k${i}`);
+    // 20 first attempts at once, then retries: the bucket holds 10, so the rest wait ~100 ms apart.
+    await sleep(600);
+    await work.shutdown();
+    const retries = times.length - 20;
+    expect(retries).toBeGreaterThan(10);
+    expect(retries).toBeLessThan(20);
+  });
+
+  it('reports its depth and stops taking keys after shutdown', async () => {
+    const { work, metrics, calls } = queue(async () => sleep(20), { concurrency: 1 });
+    work.add('a');
+    work.add('b');
+    expect((await metrics.workqueueDepth.get()).values[0]?.value).toBe(1);
+    await work.shutdown();
+    work.add('c');
+    await sleep(30);
+    expect(calls).toEqual(['a']);
+  });
+});
