@@ -3,7 +3,7 @@ import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import { captureLogger } from '../helpers/controllers.ts';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A queue over `reconcile`, with its metrics and the keys in the order they were reconciled. */
 function queue(reconcile: (key: string) => Promise<ReconcileResult | void>, options: { concurrency?: number; retriesPerSecond?: number; baseDelayMs?: number } = {}) {
