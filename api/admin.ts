@@ -3,7 +3,7 @@ import type { JSONSchemaType } from 'ajv';
 import { listAudit } from '../src/store/audit.ts';
 import { getEffectiveCap, setCapOverride } from '../src/store/settings.ts';
 import { restartCode, statusOverview, stopWorkspace, type StoreContext, type WorkspaceRecord } from '../src/store/workspaces.ts';
-import { adminGate, type AuthState } from './middleware/auth.ts';
+import { adminGate, type AuthState, type GateOptions } from './middleware/auth.ts';
 import { jsonBody, validateBody, validateQuery, type BodyState, type QueryState } from './middleware/validate.ts';
 
 /** The largest cap an admin may set; far above what one Docker host runs. */
@@ -46,7 +46,7 @@ const auditLogQuerySchema = {
 
 export interface AdminDeps {
   store: StoreContext;
-  adminToken: string | undefined;
+  gate: GateOptions;
 }
 
 /**
@@ -74,7 +74,7 @@ function changeAnswer(workspace: WorkspaceRecord): { status: number; body: unkno
 /** The admin API under `/admin`, behind the admin gate. Handlers only edit desired state through the store. */
 export function adminRouter(deps: AdminDeps): Router<AuthState> {
   const router = new Router<AuthState>({ prefix: '/admin' });
-  router.use(adminGate(deps.adminToken));
+  router.use(adminGate(deps.gate));
 
   const { store } = deps;
 

@@ -32,6 +32,23 @@ export interface Config {
   nt4Port: number;
   workspaceNetwork: string;
   controlPlaneId: string;
+  /** Where browsers reach the control plane (OAuth redirect URIs, cookie Secure flag, CSRF origin). */
+  publicUrl: string | undefined;
+  /** Trust X-Forwarded-* from a reverse proxy in front (Koa's app.proxy). */
+  trustProxy: boolean;
+  /** Enabled sign-in providers (at most two), in a stable order. */
+  providers: ProviderConfig[];
+}
+
+/** One configured identity provider. */
+export interface ProviderConfig {
+  name: 'github' | 'google' | 'oidc';
+  /** Shown on the sign-in page. */
+  label: string;
+  clientId: string;
+  clientSecret: string;
+  /** OpenID Connect issuer, for `oidc` (its discovery document names the endpoints). */
+  issuer?: string;
 }
 
 /** Thrown by loadConfig with one line per invalid variable. */
@@ -104,6 +121,20 @@ export const VARIABLES: Record<string, VariableSpec> = {
   EDITOR_PORT: port(8080),
   NT4_PORT: port(5810),
   WORKSPACE_NETWORK: { accepts: 'a Docker network name', schema: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$' }, default: 'bridge' },
+  PUBLIC_URL: {
+    accepts: 'an http:// or https:// URL without a path, e.g. https://robots.school.org',
+    schema: { type: 'string', pattern: '^https?://[^/?#]+/?$' },
+    check: (value) => URL.canParse(value),
+  },
+  TRUST_PROXY: { accepts: 'true or false', schema: { enum: ['true', 'false', '1', '0'] }, default: 'false' },
+  GITHUB_CLIENT_ID: { accepts: 'a GitHub OAuth app client id', schema: { type: 'string' } },
+  GITHUB_CLIENT_SECRET: { accepts: 'a GitHub OAuth app client secret', schema: { type: 'string' }, secret: true },
+  GOOGLE_CLIENT_ID: { accepts: 'a Google OAuth client id', schema: { type: 'string' } },
+  GOOGLE_CLIENT_SECRET: { accepts: 'a Google OAuth client secret', schema: { type: 'string' }, secret: true },
+  OIDC_ISSUER: { accepts: 'an OpenID Connect issuer URL (http:// only on loopback)', schema: { type: 'string', pattern: '^https?://' }, check: (value) => URL.canParse(value) },
+  OIDC_CLIENT_ID: { accepts: 'an OpenID Connect client id', schema: { type: 'string' } },
+  OIDC_CLIENT_SECRET: { accepts: 'an OpenID Connect client secret', schema: { type: 'string' }, secret: true },
+  OIDC_LABEL: { accepts: 'the name shown on the sign-in button', schema: { type: 'string', maxLength: 60 }, default: 'your school account' },
   CONTROL_PLANE_ID: { accepts: 'a name of lower-case letters, digits and dashes (at most 40)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' }, default: 'default' },
 };
 
@@ -139,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (values.NODE_ENV === 'production' && values.SESSION_SECRET === undefined) {
     problems.push('SESSION_SECRET is required when NODE_ENV=production: expected a secret of at least 32 characters');
   }
+  const providers = providersOf(values, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -162,5 +194,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nt4Port: values.NT4_PORT as number,
     workspaceNetwork: values.WORKSPACE_NETWORK as string,
     controlPlaneId: values.CONTROL_PLANE_ID as string,
+    publicUrl: values.PUBLIC_URL === undefined ? undefined : String(values.PUBLIC_URL).replace(/\/$/, ''),
+    trustProxy: values.TRUST_PROXY === 'true' || values.TRUST_PROXY === '1',
+    providers,
   };
+}
+
+/**
+ * The enabled providers: each whose client id and secret are both set (an id without its secret, or
+ * the reverse, is a problem). At most two may be enabled; `oidc` also needs OIDC_ISSUER.
+ */
+function providersOf(values: Record<string, unknown>, problems: string[]): ProviderConfig[] {
+  const providers: ProviderConfig[] = [];
+  const families = [
+    { name: 'github', prefix: 'GITHUB', label: 'GitHub' },
+    { name: 'google', prefix: 'GOOGLE', label: 'Google' },
+    { name: 'oidc', prefix: 'OIDC', label: String(values.OIDC_LABEL) },
+  ] as const;
+  for (const { name, prefix, label } of families) {
+    const clientId = values[`${prefix}_CLIENT_ID`] as string | undefined;
+    const clientSecret = values[`${prefix}_CLIENT_SECRET`] as string | undefined;
+    if (clientId === undefined && clientSecret === undefined) continue;
+    if (clientId === undefined || clientSecret === undefined) {
+      problems.push(`${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET must be set together (one of them is missing)`);
+      continue;
+    }
+    if (name === 'oidc' && values.OIDC_ISSUER === undefined) {
+      problems.push('OIDC_ISSUER is required when OIDC_CLIENT_ID is set: expected an OpenID Connect issuer URL');
+      continue;
+    }
+    providers.push({ name, label, clientId, clientSecret, ...(name === 'oidc' && { issuer: String(values.OIDC_ISSUER).replace(/\/$/, '') }) });
+  }
+  if (providers.length > 2) problems.push(`at most two sign-in providers may be configured; found ${providers.map((provider) => provider.name).join(', ')}`);
+  return providers;
 }

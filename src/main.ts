@@ -1,16 +1,23 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { createApp } from '../api/app.ts';
+import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
+import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
+import { Periodic } from '../controllers/periodic.ts';
 import { IdleSweep } from '../controllers/idle-sweep.ts';
 import { StatsSampler } from '../controllers/stats-sampler.ts';
 import { WorkspaceController } from '../controllers/workspaces.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { AllowlistFile } from './allowlist/allowlist-file.ts';
 import { ChangeFeed } from './db/changes.ts';
 import { migrate, openDatabase, type Database } from './db/database.ts';
 import { DockerRuntime } from './docker/docker-runtime.ts';
 import { categoryLogger, createRootLogger, type Logger } from './log.ts';
 import { createMetrics } from './metrics.ts';
 import { SERVICE } from './package-info.ts';
+import { loadSessionSecret } from './session-secret.ts';
+import { pruneExpiredSessions } from './store/sessions.ts';
 import { ActivityRecorder } from './store/activity.ts';
 import type { StoreContext } from './store/workspaces.ts';
 
@@ -19,6 +26,9 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 /** How often activity gathered in memory is written to the database. */
 const ACTIVITY_FLUSH_MS = 10_000;
+
+/** How often expired sessions are deleted. */
+const SESSION_PRUNE_MS = 60 * 60_000;
 
 /** Everything started after the database, stopped in reverse on the way down. */
 interface Running {
@@ -96,28 +106,47 @@ async function main(): Promise<void> {
   const idleSweep = new IdleSweep({ store: { ...store, log: categoryLogger(root, 'idle') }, activity, idleMinutes: config.idleStopMinutes });
   const stats = new StatsSampler({ runtime, metrics, log: store.log });
 
-  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http') });
-  const server = http.createServer(app.callback());
+  const authLog = categoryLogger(root, 'auth');
+  const { secret: sessionSecret, generated } = await loadSessionSecret(config.sessionSecret, config.dataDir);
+  if (generated) authLog.info({ file: path.join(config.dataDir, 'session-secret') }, 'no SESSION_SECRET set: generated one and kept it in the data directory');
+  const allowlist = new AllowlistWatcher({ file: new AllowlistFile(path.join(config.dataDir, 'allowlist.json')), log: authLog, implicit: config.serviceAdminEmails });
+  await allowlist.start();
+  await promoteConfiguredAdmins(db.dataSource, config.serviceAdminEmails, authLog);
+  const sessions = new Periodic(() => pruneExpiredSessions(db.dataSource), SESSION_PRUNE_MS, (error) => authLog.error({ error }, 'pruning expired sessions failed'));
+
+  const server = http.createServer();
   try {
     await listen(server, config.port, config.host);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason = code === 'EADDRINUSE' ? 'is already in use' : code === 'EACCES' ? 'needs privileges this process lacks' : `failed (${code ?? 'unknown'})`;
     log.fatal({ host: config.host, port: config.port, code }, `cannot listen: ${config.host}:${config.port} ${reason}`);
+    await allowlist.stop();
     await changes.close();
     await db.close();
     process.exit(1);
   }
   const { port } = server.address() as AddressInfo;
+  // Attached in the same tick as the listen callback, before any connection can be handled.
+  const publicOrigin = config.publicUrl ?? `http://${urlHost(config.host)}:${port}`;
+  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http'), authLog, publicOrigin, sessionSecret, allowlist });
+  server.on('request', app.callback());
   log.info(
-    { host: config.host, port, version: SERVICE.version, startupMs: Math.round(performance.now() - started) },
+    { host: config.host, port, publicUrl: publicOrigin, version: SERVICE.version, startupMs: Math.round(performance.now() - started) },
     `listening on http://${config.host}:${port}`,
   );
   activity.start(ACTIVITY_FLUSH_MS, (error) => log.error({ error }, 'writing workspace activity failed'));
   await workspaces.start();
   idleSweep.start();
   stats.start();
-  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, idleSweep, stats] }, log));
+  sessions.start();
+  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, idleSweep, stats, sessions, allowlist] }, log));
+}
+
+/** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<void> {

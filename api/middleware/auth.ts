@@ -1,14 +1,20 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context, Middleware } from 'koa';
-import { AuthenticationError } from '../../src/errors.ts';
+import type { Context, Middleware, Next } from 'koa';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import type { DataSource } from 'typeorm';
+import { AppError, AuthenticationError, AuthorizationError } from '../../src/errors.ts';
 import type { Actor } from '../../src/store/audit.ts';
+import { getUserById, type UserRecord } from '../../src/store/users.ts';
 
 /** The actor recorded for requests authenticated with the break-glass ADMIN_TOKEN. */
 export const ADMIN_TOKEN_ACTOR: Actor = { id: null, email: 'admin-token' };
 
 /** State that the gates leave for handlers. */
 export interface AuthState {
+  /** Who acts, for the audit log. */
   actor?: Actor;
+  /** The signed-in user, read from the database on this request. */
+  user?: UserRecord;
 }
 
 /** The bearer token of the request, or undefined. The scheme is case-insensitive (RFC 7235). */
@@ -23,31 +29,110 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/**
- * The admin gate: `Authorization: Bearer <ADMIN_TOKEN>` when the token is configured. Signed-in
- * admin sessions join it with the identity issue; until then, without a token, every request is 401.
- */
-export function adminGate(adminToken: string | undefined): Middleware<AuthState> {
-  return async (ctx, next) => {
-    const given = bearer(ctx);
-    if (adminToken === undefined || given === undefined || !secretsEqual(given, adminToken)) {
-      ctx.set('WWW-Authenticate', 'Bearer');
-      throw AuthenticationError('An admin session or a valid admin bearer token is required.');
+/** Per-client-address limits on failures: bad tokens, sign-in callbacks. */
+export class Throttle {
+  private readonly limiter: RateLimiterMemory;
+  constructor(points: number, durationSeconds: number) {
+    this.limiter = new RateLimiterMemory({ points, duration: durationSeconds });
+  }
+
+  /** Counts one attempt from this address; throws 429 `too_many_requests` once over the limit. */
+  async consume(ctx: Context): Promise<void> {
+    try {
+      await this.limiter.consume(ctx.ip);
+    } catch (rejection) {
+      const retryAfter = Math.max(1, Math.ceil(((rejection as { msBeforeNext?: number }).msBeforeNext ?? 1000) / 1000));
+      throw new AppError(429, 'too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
     }
-    ctx.state.actor = ADMIN_TOKEN_ACTOR;
+  }
+
+  /** Throws 429 when this address is already over the limit, without counting. */
+  async check(ctx: Context): Promise<void> {
+    const state = await this.limiter.get(ctx.ip);
+    if (state && state.consumedPoints >= this.limiter.points) {
+      const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
+      throw new AppError(429, 'too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
+    }
+  }
+}
+
+/**
+ * Loads the signed-in user from the database on every request that carries a session (so a
+ * demotion or deletion takes effect at once); a session whose user is gone is ended.
+ */
+export function loadUser(db: DataSource): Middleware<AuthState> {
+  return async (ctx, next) => {
+    const userId = ctx.session?.userId;
+    if (typeof userId === 'string') {
+      const user = await getUserById(db, userId);
+      if (user) ctx.state.user = user;
+      else ctx.session = null;
+    }
     await next();
   };
 }
 
-/** The metrics gate: `Authorization: Bearer <METRICS_TOKEN>` when set, else the admin gate. */
-export function metricsGate(metricsToken: string | undefined, adminToken: string | undefined): Middleware<AuthState> {
-  if (metricsToken === undefined) return adminGate(adminToken);
-  return async (ctx, next) => {
-    const given = bearer(ctx);
-    if (given === undefined || !secretsEqual(given, metricsToken)) {
-      ctx.set('WWW-Authenticate', 'Bearer');
-      throw AuthenticationError('A valid metrics bearer token is required.');
+/**
+ * Cross-site request check for cookie-authenticated requests that change state: the browser must
+ * say the request is same-origin (`Sec-Fetch-Site: same-origin`) or send an `Origin` equal to ours.
+ */
+export function assertSameOrigin(ctx: Context, publicOrigin: string): void {
+  const site = ctx.get('sec-fetch-site');
+  if (site === 'same-origin') return;
+  if (site === '' && ctx.get('origin') === publicOrigin) return;
+  if (site !== '' && site !== 'same-origin') throw new AppError(403, 'csrf_failed', 'This request came from another site and was refused.');
+  throw new AppError(403, 'csrf_failed', 'This request lacks a same-origin Origin header and was refused.');
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export interface GateOptions {
+  adminToken: string | undefined;
+  publicOrigin: string;
+  /** Counts failed bearer attempts per address. */
+  failures: Throttle;
+}
+
+/** Checks a bearer token if one is sent: true when valid, 401 (counted) when wrong; false when none is sent. */
+async function checkBearer(ctx: Context, expected: string | undefined, failures: Throttle): Promise<boolean> {
+  const given = bearer(ctx);
+  if (given === undefined && !ctx.get('authorization')) return false;
+  await failures.check(ctx);
+  if (given !== undefined && expected !== undefined && secretsEqual(given, expected)) return true;
+  await failures.consume(ctx);
+  ctx.set('WWW-Authenticate', 'Bearer');
+  throw AuthenticationError('The bearer token is not valid.');
+}
+
+/**
+ * The admin gate: `Authorization: Bearer <ADMIN_TOKEN>` (when configured; works before any admin
+ * has signed in), or a signed-in admin whose state-changing requests pass the same-origin check.
+ * No credentials → 401; a signed-in non-admin → 403.
+ */
+export function adminGate(options: GateOptions): Middleware<AuthState> {
+  return async (ctx, next: Next) => {
+    if (await checkBearer(ctx, options.adminToken, options.failures)) {
+      ctx.state.actor = ADMIN_TOKEN_ACTOR;
+      return next();
     }
-    await next();
+    const user = ctx.state.user;
+    if (!user) {
+      ctx.set('WWW-Authenticate', 'Bearer');
+      throw AuthenticationError('An admin session or a valid admin bearer token is required.');
+    }
+    if (user.role !== 'admin') throw AuthorizationError('This needs an admin account.');
+    if (!SAFE_METHODS.has(ctx.method)) assertSameOrigin(ctx, options.publicOrigin);
+    ctx.state.actor = { id: user.id, email: user.email };
+    return next();
+  };
+}
+
+/** The metrics gate: `Authorization: Bearer <METRICS_TOKEN>` when set, else the admin gate. */
+export function metricsGate(metricsToken: string | undefined, admin: GateOptions): Middleware<AuthState> {
+  if (metricsToken === undefined) return adminGate(admin);
+  return async (ctx, next) => {
+    if (await checkBearer(ctx, metricsToken, admin.failures)) return next();
+    ctx.set('WWW-Authenticate', 'Bearer');
+    throw AuthenticationError('A valid metrics bearer token is required.');
   };
 }

@@ -1,12 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DataSource } from 'typeorm';
-import { createApp } from '../../api/app.ts';
+import { createApp, type AllowlistView } from '../../api/app.ts';
 import { loadConfig } from '../../src/config.ts';
-import { categoryLogger, createRootLogger } from '../../src/log.ts';
 import { ChangeFeed } from '../../src/db/changes.ts';
+import { categoryLogger, createRootLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import type { StoreContext } from '../../src/store/workspaces.ts';
+
+/** The session-signing key of in-process test apps. */
+export const TEST_SESSION_SECRET = 'test-session-secret-0123456789abcdef';
 
 /** The app served in-process on a loopback port, with its metrics and captured JSON log lines. */
 export interface TestApp {
@@ -17,20 +20,35 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Serves createApp over `dataSource` with the config made from `env` (as the environment would be). */
-export async function startApp(dataSource: DataSource, env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * Serves createApp over `dataSource` with the config made from `env` (as the environment would be),
+ * on a free loopback port that is also its public origin unless PUBLIC_URL is given. Nobody is on
+ * the allowlist unless `allowlist` says so.
+ */
+export async function startApp(dataSource: DataSource, env: Record<string, string> = {}, options: { allowlist?: AllowlistView } = {}): Promise<TestApp> {
   const config = loadConfig(env);
   const logs: Record<string, unknown>[] = [];
   const sink = { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) };
   const root = createRootLogger({ level: 'debug', format: 'json', colour: false, sinks: { out: sink, err: sink } });
   const metrics = createMetrics();
   const store: StoreContext = { db: dataSource, changes: new ChangeFeed(), environmentCap: config.maxActiveContainers, metrics, log: categoryLogger(root, 'containers') };
-  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http') });
-  const server = http.createServer(app.callback());
+  const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const app = createApp({
+    config,
+    store,
+    metrics,
+    log: categoryLogger(root, 'http'),
+    authLog: categoryLogger(root, 'auth'),
+    publicOrigin: config.publicUrl ?? url,
+    sessionSecret: TEST_SESSION_SECRET,
+    allowlist: options.allowlist ?? { isAllowed: () => false },
+  });
+  server.on('request', app.callback());
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     metrics,
     store,
     logs,

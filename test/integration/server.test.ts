@@ -45,7 +45,7 @@ describe('the server process', () => {
     const deadline = Date.now() + 20_000;
     while (!server.stdout.some((line) => line.includes('listening on')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     const line = server.stdout.find((text) => text.includes('listening on'));
-    expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO \[control\.server\] listening on http:\/\/127\.0\.0\.1:\d+ host=127\.0\.0\.1 port=\d+ version=\S+ startupMs=\d+$/);
+    expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO \[control\.server\] listening on http:\/\/127\.0\.0\.1:\d+ host=127\.0\.0\.1 port=\d+ publicUrl=http:\/\/127\.0\.0\.1:\d+ version=\S+ startupMs=\d+$/);
     expect(server.stdout.join('\n')).not.toContain('\u001b[');
   });
 

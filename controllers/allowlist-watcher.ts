@@ -1,0 +1,134 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import { AllowlistFormatError, isAllowed } from '../src/allowlist/allowlist.ts';
+import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
+import type { Logger } from '../src/log.ts';
+
+export interface AllowlistWatcherOptions {
+  file: AllowlistFile;
+  /** The `control.auth` logger. */
+  log: Logger;
+  /** Emails always admitted whatever the file says (SERVICE_ADMIN_EMAIL). */
+  implicit: readonly string[];
+  /** Quiet time after a file event before reloading, so that a burst of events is one reload. */
+  debounceMs?: number;
+}
+
+/**
+ * Keeps the allowlist of the running control plane in step with its file: loads it at start, then
+ * reloads it on every change of the file (chokidar on the file's directory, because an atomic
+ * rename replaces the file's inode). A malformed file keeps the last good list and logs an error
+ * naming the problem; a missing file is an empty list (everyone blocked but SERVICE_ADMIN_EMAIL)
+ * with a warning. Edits apply well within a second.
+ */
+export class AllowlistWatcher {
+  private readonly file: AllowlistFile;
+  private readonly log: Logger;
+  private readonly implicit: ReadonlySet<string>;
+  private readonly debounceMs: number;
+  private readonly target: string;
+  private list: readonly string[] = [];
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private reloading: Promise<void> | undefined;
+  private reloadAgain = false;
+  private stopped = false;
+
+  constructor(options: AllowlistWatcherOptions) {
+    this.file = options.file;
+    this.log = options.log;
+    this.implicit = new Set(options.implicit.map((email) => email.trim().toLowerCase()));
+    this.debounceMs = options.debounceMs ?? 50;
+    this.target = path.resolve(options.file.path);
+  }
+
+  /** Starts watching the file's directory (created when missing) and loads the list once; resolves when both are done. */
+  async start(): Promise<void> {
+    const directory = path.dirname(this.target);
+    await mkdir(directory, { recursive: true });
+    this.stopped = false;
+    const watcher = watch(directory, {
+      depth: 0,
+      ignoreInitial: true,
+      awaitWriteFinish: false,
+      // Only the directory itself and the file: temp files and the `.lock` directory beside it are noise.
+      ignored: (entry: string) => {
+        const resolved = path.resolve(entry);
+        return resolved !== directory && resolved !== this.target;
+      },
+    });
+    this.watcher = watcher;
+    watcher.on('all', (_event, entry) => {
+      if (path.resolve(entry) === this.target) this.schedule();
+    });
+    watcher.on('error', (error) => this.log.error({ error, path: this.file.path }, 'allowlist watcher failed'));
+    await new Promise<void>((resolve) => watcher.once('ready', resolve));
+    // Loaded after the watch is in place, so that an edit made meanwhile is not missed.
+    await this.reload();
+  }
+
+  /** Stops watching; the last list stays in force. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.watcher?.close();
+    this.watcher = undefined;
+    await this.reloading;
+  }
+
+  /** Whether `email` may sign in: it is an implicit (SERVICE_ADMIN_EMAIL) email or matches the current list. */
+  isAllowed(email: string): boolean {
+    return this.implicit.has(email.trim().toLowerCase()) || isAllowed(this.list, email);
+  }
+
+  /** The current list (the last good one), sorted. */
+  entries(): readonly string[] {
+    return this.list;
+  }
+
+  /** Reloads `debounceMs` after the last of a burst of events. */
+  private schedule(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.reload(), this.debounceMs);
+  }
+
+  /** Reads the file now; one read at a time, and one more when asked again meanwhile. */
+  private reload(): Promise<void> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    this.reloading = (async () => {
+      do {
+        this.reloadAgain = false;
+        await this.load();
+      } while (this.reloadAgain && !this.stopped);
+    })().finally(() => (this.reloading = undefined));
+    return this.reloading;
+  }
+
+  /** One read of the file, applied and logged under the rules of the class comment. */
+  private async load(): Promise<void> {
+    const where = { path: this.file.path };
+    let entries: string[] | null;
+    try {
+      entries = await this.file.readIfExists();
+    } catch (error) {
+      if (error instanceof AllowlistFormatError) {
+        this.log.error({ ...where, problem: error.message, entries: this.list.length }, `allowlist file is malformed, keeping the last good list: ${error.message}`);
+      } else {
+        this.log.error({ ...where, error, entries: this.list.length }, 'allowlist file could not be read, keeping the last good list');
+      }
+      return;
+    }
+    if (entries === null) {
+      this.list = [];
+      this.log.warning(where, 'allowlist file missing: everyone is blocked except SERVICE_ADMIN_EMAIL');
+      return;
+    }
+    this.list = Object.freeze(entries);
+    this.log.info({ ...where, entries: entries.length }, `allowlist loaded: ${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}`);
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * The same-origin path to go to after sign-in, or undefined when `candidate` is not one: it must be
+ * an absolute path (`/…`), with no backslash, whitespace or control character, not protocol-relative
+ * (`//host`), and stay so after percent-decoding (up to three rounds, for double encoding).
+ * Resolved against `origin`, it must keep that origin.
+ */
+export function safeReturnTo(candidate: unknown, origin: string): string | undefined {
+  if (typeof candidate !== 'string' || candidate.length === 0 || candidate.length > 2048) return undefined;
+  let text = candidate;
+  for (let round = 0; round < 4; round++) {
+    if (!text.startsWith('/') || text.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/.test(text)) return undefined;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(text);
+    } catch {
+      return undefined;
+    }
+    if (decoded === text) break;
+    text = decoded;
+  }
+  const url = new URL(candidate, origin);
+  if (url.origin !== new URL(origin).origin) return undefined;
+  return `${url.pathname}${url.search}${url.hash}`;
+}
