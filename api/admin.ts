@@ -1,6 +1,11 @@
 import Router from '@koa/router';
 import type { JSONSchemaType } from 'ajv';
+import { AllowlistFormatError } from '../src/allowlist/allowlist.ts';
+import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
+import { addAllowlistEntry, removeAllowlistEntry } from '../src/allowlist/allowlist-store.ts';
+import { ConflictError } from '../src/errors.ts';
 import { listAudit } from '../src/store/audit.ts';
+import { deleteUser, demoteUser, listUsers, promoteUser } from '../src/store/users.ts';
 import { getEffectiveCap, setCapOverride } from '../src/store/settings.ts';
 import { restartCode, statusOverview, stopWorkspace, type StoreContext, type WorkspaceRecord } from '../src/store/workspaces.ts';
 import { adminGate, type AuthState, type GateOptions } from './middleware/auth.ts';
@@ -44,9 +49,33 @@ const auditLogQuerySchema = {
   additionalProperties: false,
 };
 
+interface AllowlistBody {
+  entry: string;
+}
+
+const allowlistSchema: JSONSchemaType<AllowlistBody> = {
+  type: 'object',
+  properties: { entry: { type: 'string', minLength: 1, maxLength: 254 } },
+  required: ['entry'],
+  additionalProperties: false,
+};
+
 export interface AdminDeps {
   store: StoreContext;
   gate: GateOptions;
+  allowlistFile: AllowlistFile;
+  /** SERVICE_ADMIN_EMAIL: allowlisted implicitly, listed beside the file's entries. */
+  implicitAllowlist: readonly string[];
+}
+
+/** Runs an allowlist edit, turning a malformed file (someone is editing it by hand) into a 409. */
+async function editAllowlist<T>(edit: () => Promise<T>): Promise<T> {
+  try {
+    return await edit();
+  } catch (error) {
+    if (error instanceof AllowlistFormatError) throw ConflictError('allowlist_file_invalid', `The allowlist file is not valid; fix it first. ${error.message}`);
+    throw error;
+  }
 }
 
 /**
@@ -92,6 +121,38 @@ export function adminRouter(deps: AdminDeps): Router<AuthState> {
     const answer = changeAnswer(await restartCode(store, ctx.state.actor!, ctx.params.workspaceId!));
     ctx.status = answer.status;
     ctx.body = answer.body;
+  });
+
+  router.get('/users', async (ctx) => {
+    ctx.body = { users: await listUsers(store.db) };
+  });
+
+  router.post('/users/:userId/promote', async (ctx) => {
+    ctx.body = await promoteUser(store.db, ctx.state.actor!, ctx.params.userId!);
+  });
+
+  router.post('/users/:userId/demote', async (ctx) => {
+    ctx.body = await demoteUser(store.db, ctx.state.actor!, ctx.params.userId!);
+  });
+
+  router.delete('/users/:userId', async (ctx) => {
+    ctx.body = { user: await deleteUser(store, ctx.state.actor!, ctx.params.userId!) };
+  });
+
+  router.get('/allowlist', async (ctx) => {
+    const entries = await editAllowlist(() => deps.allowlistFile.read());
+    ctx.body = { entries, implicit: deps.implicitAllowlist };
+  });
+
+  router.post('/allowlist', jsonBody(), validateBody(allowlistSchema), async (ctx) => {
+    const { entry } = (ctx.state as BodyState<AllowlistBody>).body;
+    const result = await editAllowlist(() => addAllowlistEntry(store.db, deps.allowlistFile, ctx.state.actor!, entry));
+    ctx.status = result.added ? 201 : 200;
+    ctx.body = result;
+  });
+
+  router.delete('/allowlist/:entry', async (ctx) => {
+    ctx.body = await editAllowlist(() => removeAllowlistEntry(store.db, deps.allowlistFile, ctx.state.actor!, ctx.params.entry!));
   });
 
   router.get('/config/max-active-containers', async (ctx) => {

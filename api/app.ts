@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import createSession from 'koa-session';
+import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
 import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
@@ -19,7 +20,7 @@ export const SESSION_COOKIE = 'cp_session';
 /** How long a session lasts (renewed while in use). */
 const SESSION_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** Who may sign in, as the auth and admin routes need it. */
+/** Who may sign in, as the auth routes need it. */
 export interface AllowlistView {
   isAllowed(email: string): boolean;
 }
@@ -36,6 +37,8 @@ export interface AppDeps {
   publicOrigin: string;
   sessionSecret: string;
   allowlist: AllowlistView;
+  /** The allowlist file the admin API edits. */
+  allowlistFile: AllowlistFile;
 }
 
 /**
@@ -78,7 +81,7 @@ export function createApp(deps: AppDeps): Koa {
       log: deps.authLog,
   });
   app.use(auth.grant);
-  const routers = [auth.router, healthRouter(store.db), metricsRouter(deps.metrics, config.metricsToken, gate), adminRouter({ store, gate })];
+  const routers = [auth.router, healthRouter(store.db), metricsRouter(deps.metrics, config.metricsToken, gate), adminRouter({ store, gate, allowlistFile: deps.allowlistFile, implicitAllowlist: adminEmails })];
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods({ throw: true }));

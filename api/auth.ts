@@ -55,7 +55,7 @@ function grantConfig(deps: AuthDeps, oidc: OidcEndpoints | undefined): Record<st
       scope: SCOPES[provider.name],
       callback: `/auth/callback/${provider.name}`,
       ...(provider.name !== 'github' && { nonce: true }),
-      ...(provider.name === 'oidc' && oidc && { oauth: 2, authorize_url: oidc.authorizationEndpoint, access_url: oidc.tokenEndpoint }),
+      ...(provider.name === 'oidc' && oidc && { oauth: 2, authorize_url: oidc.authorizationEndpoint, access_url: oidc.tokenEndpoint, scope_delimiter: ' ' }),
     };
   }
   return config;

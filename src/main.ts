@@ -109,7 +109,8 @@ async function main(): Promise<void> {
   const authLog = categoryLogger(root, 'auth');
   const { secret: sessionSecret, generated } = await loadSessionSecret(config.sessionSecret, config.dataDir);
   if (generated) authLog.info({ file: path.join(config.dataDir, 'session-secret') }, 'no SESSION_SECRET set: generated one and kept it in the data directory');
-  const allowlist = new AllowlistWatcher({ file: new AllowlistFile(path.join(config.dataDir, 'allowlist.json')), log: authLog, implicit: config.serviceAdminEmails });
+  const allowlistFile = new AllowlistFile(path.join(config.dataDir, 'allowlist.json'));
+  const allowlist = new AllowlistWatcher({ file: allowlistFile, log: authLog, implicit: config.serviceAdminEmails });
   await allowlist.start();
   await promoteConfiguredAdmins(db.dataSource, config.serviceAdminEmails, authLog);
   const sessions = new Periodic(() => pruneExpiredSessions(db.dataSource), SESSION_PRUNE_MS, (error) => authLog.error({ error }, 'pruning expired sessions failed'));
@@ -129,7 +130,7 @@ async function main(): Promise<void> {
   const { port } = server.address() as AddressInfo;
   // Attached in the same tick as the listen callback, before any connection can be handled.
   const publicOrigin = config.publicUrl ?? `http://${urlHost(config.host)}:${port}`;
-  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http'), authLog, publicOrigin, sessionSecret, allowlist });
+  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http'), authLog, publicOrigin, sessionSecret, allowlist, allowlistFile });
   server.on('request', app.callback());
   log.info(
     { host: config.host, port, publicUrl: publicOrigin, version: SERVICE.version, startupMs: Math.round(performance.now() - started) },

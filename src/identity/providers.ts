@@ -32,10 +32,10 @@ export interface OidcEndpoints {
 }
 
 /** GETs JSON from a provider with a timeout, turning every failure into an IdentityError. */
-async function getJson(url: string, headers: Record<string, string>, what: string): Promise<unknown> {
+async function getJson(url: string, headers: Record<string, string>, what: string, timeoutMs = PROVIDER_TIMEOUT_MS): Promise<unknown> {
   let response: Response;
   try {
-    response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
+    response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     const name = (error as Error).name;
     if (name === 'TimeoutError' || name === 'AbortError') throw new IdentityError('provider_timeout', `The identity provider did not answer in time (${what}).`);
@@ -66,15 +66,21 @@ export async function discoverOidc(issuer: string): Promise<OidcEndpoints> {
 /**
  * The verified identity behind an access token. GitHub: the primary address from its emails API,
  * only when verified. OpenID Connect (Google, generic): the userinfo `email` when `email_verified`
- * is true. The email is lower-cased. Anything else throws IdentityError.
+ * is true. The email is lower-cased. Anything else throws IdentityError. `timeoutMs` bounds each
+ * call to the provider.
  */
-export async function fetchIdentity(provider: ProviderConfig, accessToken: string, oidc?: OidcEndpoints): Promise<VerifiedIdentity> {
+export async function fetchIdentity(
+  provider: ProviderConfig,
+  accessToken: string,
+  oidc?: OidcEndpoints,
+  timeoutMs: number = PROVIDER_TIMEOUT_MS,
+): Promise<VerifiedIdentity> {
   const auth = { authorization: `Bearer ${accessToken}` };
   if (provider.name === 'github') {
     const github = { ...auth, accept: 'application/vnd.github+json', 'user-agent': 'workspace-control-plane' };
     const [user, emails] = await Promise.all([
-      getJson(`${GITHUB_API}/user`, github, 'profile') as Promise<{ name?: string | null; login?: string }>,
-      getJson(`${GITHUB_API}/user/emails`, github, 'emails') as Promise<{ email?: string; primary?: boolean; verified?: boolean }[]>,
+      getJson(`${GITHUB_API}/user`, github, 'profile', timeoutMs) as Promise<{ name?: string | null; login?: string }>,
+      getJson(`${GITHUB_API}/user/emails`, github, 'emails', timeoutMs) as Promise<{ email?: string; primary?: boolean; verified?: boolean }[]>,
     ]);
     const primary = Array.isArray(emails) ? emails.find((entry) => entry.primary) : undefined;
     if (!primary?.email || primary.verified !== true) {
@@ -84,7 +90,7 @@ export async function fetchIdentity(provider: ProviderConfig, accessToken: strin
   }
   const userinfoUrl = provider.name === 'google' ? GOOGLE_USERINFO : oidc?.userinfoEndpoint;
   if (!userinfoUrl) throw new IdentityError('provider_error', 'The identity provider is not ready (no userinfo endpoint).');
-  const claims = (await getJson(userinfoUrl, auth, 'userinfo')) as { email?: unknown; email_verified?: unknown; name?: unknown };
+  const claims = (await getJson(userinfoUrl, auth, 'userinfo', timeoutMs)) as { email?: unknown; email_verified?: unknown; name?: unknown };
   if (typeof claims.email !== 'string' || claims.email_verified !== true) {
     throw new IdentityError('no_verified_email', 'Your account has no verified email address. Verify it with your identity provider, then sign in again.');
   }

@@ -1,7 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DataSource } from 'typeorm';
+import os from 'node:os';
+import path from 'node:path';
 import { createApp, type AllowlistView } from '../../api/app.ts';
+import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
 import { loadConfig } from '../../src/config.ts';
 import { ChangeFeed } from '../../src/db/changes.ts';
 import { categoryLogger, createRootLogger } from '../../src/log.ts';
@@ -23,9 +26,13 @@ export interface TestApp {
 /**
  * Serves createApp over `dataSource` with the config made from `env` (as the environment would be),
  * on a free loopback port that is also its public origin unless PUBLIC_URL is given. Nobody is on
- * the allowlist unless `allowlist` says so.
+ * the allowlist unless `allowlist` says so; the allowlist file is a fresh path under the temp directory.
  */
-export async function startApp(dataSource: DataSource, env: Record<string, string> = {}, options: { allowlist?: AllowlistView } = {}): Promise<TestApp> {
+export async function startApp(
+  dataSource: DataSource,
+  env: Record<string, string> = {},
+  options: { allowlist?: AllowlistView; allowlistFile?: AllowlistFile; port?: number } = {},
+): Promise<TestApp> {
   const config = loadConfig(env);
   const logs: Record<string, unknown>[] = [];
   const sink = { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) };
@@ -33,7 +40,10 @@ export async function startApp(dataSource: DataSource, env: Record<string, strin
   const metrics = createMetrics();
   const store: StoreContext = { db: dataSource, changes: new ChangeFeed(), environmentCap: config.maxActiveContainers, metrics, log: categoryLogger(root, 'containers') };
   const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   const app = createApp({
@@ -45,6 +55,7 @@ export async function startApp(dataSource: DataSource, env: Record<string, strin
     publicOrigin: config.publicUrl ?? url,
     sessionSecret: TEST_SESSION_SECRET,
     allowlist: options.allowlist ?? { isAllowed: () => false },
+    allowlistFile: options.allowlistFile ?? new AllowlistFile(path.join(os.tmpdir(), `cp-test-allowlist-${port}`, 'allowlist.json')),
   });
   server.on('request', app.callback());
   return {

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import readline from 'node:readline';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { PROJECT_ROOT } from '../../src/config.ts';
 
 /** One JSON log record of the server process. */
@@ -97,4 +98,13 @@ export async function startServer(env: Record<string, string | undefined>, timeo
   const listening = await server.waitForLog((record) => record.message.startsWith('listening on'), timeoutMs);
   server.url = `http://127.0.0.1:${String(listening.port)}`;
   return server;
+}
+
+/** A loopback port that was free a moment ago (for a server whose URL must be known in advance). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

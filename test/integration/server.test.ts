@@ -1,8 +1,9 @@
 import net from 'node:net';
+import pg from 'pg';
 import type { AddressInfo } from 'node:net';
 import { SERVICE } from '../../src/package-info.ts';
 import { createEmptyDatabase, createTestDatabase } from '../helpers/db.ts';
-import { spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
+import { freePort, spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
@@ -17,13 +18,6 @@ function track(server: ServerProcess): ServerProcess {
   return server;
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('the server process', () => {
   it('migrates an empty database, serves /healthz, and logs JSON lines of the spec format', async () => {
@@ -131,5 +125,19 @@ describe('the server process', () => {
     expect((await fetch(`${b.url}/healthz`)).status).toBe(200);
     const applied = [a, b].map((server) => server.records.some((record) => record.message.startsWith('applied migrations')));
     expect(applied.sort()).toEqual([false, true]);
+  });
+
+  it('promotes an existing account listed in SERVICE_ADMIN_EMAIL at start-up, audited as system', async () => {
+    const url = await createTestDatabase();
+    const seed = new pg.Client({ connectionString: url });
+    await seed.connect();
+    await seed.query("INSERT INTO users (email, role) VALUES ('coach@school.test', 'user')");
+    const server = track(await startServer({ DATABASE_URL: url, SERVICE_ADMIN_EMAIL: 'Coach@School.test' }));
+    const { rows: users } = await seed.query('SELECT role FROM users');
+    const { rows: audit } = await seed.query('SELECT actor_id, actor_email, action FROM audit_log');
+    await seed.end();
+    expect(users).toEqual([{ role: 'admin' }]);
+    expect(audit).toEqual([{ actor_id: null, actor_email: 'system', action: 'user.promote' }]);
+    expect(server.records).toContainEqual(expect.objectContaining({ category: 'control.auth', email: 'coach@school.test', message: 'promoted to admin: listed in SERVICE_ADMIN_EMAIL' }));
   });
 });
