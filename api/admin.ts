@@ -128,11 +128,11 @@ export function adminRouter(deps: AdminDeps): Router<AuthState> {
   });
 
   router.post('/users/:userId/promote', async (ctx) => {
-    ctx.body = await promoteUser(store.db, ctx.state.actor!, ctx.params.userId!);
+    ctx.body = await promoteUser(store.db, ctx.state.actor!, ctx.params.userId!, store.changes);
   });
 
   router.post('/users/:userId/demote', async (ctx) => {
-    ctx.body = await demoteUser(store.db, ctx.state.actor!, ctx.params.userId!);
+    ctx.body = await demoteUser(store.db, ctx.state.actor!, ctx.params.userId!, store.changes);
   });
 
   router.delete('/users/:userId', async (ctx) => {

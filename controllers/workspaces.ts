@@ -183,7 +183,7 @@ export class WorkspaceController {
     }
     if (code?.state === 'running') {
       this.runningCode.add(id);
-      return this.status(workspace, 'running', '');
+      return this.status(workspace, 'running', '', this.endpointOf(code));
     }
     return this.startCode(workspace, code);
   }
@@ -208,13 +208,20 @@ export class WorkspaceController {
       if (!existing) metrics.containerStartDuration.observe((performance.now() - started) / 1000);
       this.runningCode.add(id);
       log.info({ workspaceId: id, slug: workspace.slug, containerId: container.id.slice(0, 12), cold: !existing }, 'code container started');
+      // Its address exists only once it runs.
+      const running = (await runtime.listContainers({ workspaceId: id })).find((candidate) => candidate.id === container.id);
+      return this.status(workspace, 'running', '', running && this.endpointOf(running));
     } catch (error) {
       await this.status(workspace, 'failed', (error as Error).message.slice(0, 500));
       throw error;
     } finally {
       this.starting.delete(id);
     }
-    return this.status(workspace, 'running', '');
+  }
+
+  /** `address:port` of a running code container's editor, or null when it has no address. */
+  private endpointOf(container: ManagedContainer): string | null {
+    return container.address ? `${container.address}:${this.options.template.editorPort}` : null;
   }
 
   private async finalize(workspace: WorkspaceRecord, containers: ManagedContainer[]): Promise<void> {
@@ -247,7 +254,7 @@ export class WorkspaceController {
     log.info({ workspaceId: id, containers: containers.map((container) => container.name) }, 'orphan containers removed (home volume kept)');
   }
 
-  private async status(workspace: WorkspaceRecord, state: ObservedState, message: string): Promise<void> {
-    await writeWorkspaceStatus(this.options.db, workspace.id, { observedState: state, observedGeneration: workspace.generation, statusMessage: message });
+  private async status(workspace: WorkspaceRecord, state: ObservedState, message: string, editorEndpoint: string | null = null): Promise<void> {
+    await writeWorkspaceStatus(this.options.db, workspace.id, { observedState: state, observedGeneration: workspace.generation, statusMessage: message, editorEndpoint });
   }
 }

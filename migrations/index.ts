@@ -4,6 +4,7 @@ import { CreateSettings1795276468000 } from './1795276468000-CreateSettings.ts';
 import { CreateAuditLog1795276469000 } from './1795276469000-CreateAuditLog.ts';
 import { CreateSessions1795276470000 } from './1795276470000-CreateSessions.ts';
 import { TuneAuditActorFilter1795277300000 } from './1795277300000-TuneAuditActorFilter.ts';
+import { AddObservedEndpoints1795278354000 } from './1795278354000-AddObservedEndpoints.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   CreateAuditLog1795276469000,
   CreateSessions1795276470000,
   TuneAuditActorFilter1795277300000,
+  AddObservedEndpoints1795278354000,
 ];

@@ -66,6 +66,14 @@ provision_docker() {
   exit 1
 }
 
+provision_chromium() {
+  if [ -x /usr/bin/chromium ]; then return; fi
+  need_root Chromium "Debian package chromium"
+  say "installing Chromium (for the browser tests)"
+  apt_install chromium
+}
+
 provision_postgres
 provision_docker
+provision_chromium
 bash "$(dirname "$0")/build-test-image.sh"

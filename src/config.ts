@@ -38,6 +38,8 @@ export interface Config {
   trustProxy: boolean;
   /** Enabled sign-in providers (at most two), in a stable order. */
   providers: ProviderConfig[];
+  /** How long the proxy waits for an upstream's response headers. */
+  proxyTimeoutMs: number;
 }
 
 /** One configured identity provider. */
@@ -135,6 +137,7 @@ export const VARIABLES: Record<string, VariableSpec> = {
   OIDC_CLIENT_ID: { accepts: 'an OpenID Connect client id', schema: { type: 'string' } },
   OIDC_CLIENT_SECRET: { accepts: 'an OpenID Connect client secret', schema: { type: 'string' }, secret: true },
   OIDC_LABEL: { accepts: 'the name shown on the sign-in button', schema: { type: 'string', maxLength: 60 }, default: 'your school account' },
+  PROXY_TIMEOUT_SECONDS: { accepts: 'seconds from 1 to 3600', schema: { type: 'number', exclusiveMinimum: 0, maximum: 3600 }, default: 60 },
   CONTROL_PLANE_ID: { accepts: 'a name of lower-case letters, digits and dashes (at most 40)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' }, default: 'default' },
 };
 
@@ -197,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: values.PUBLIC_URL === undefined ? undefined : String(values.PUBLIC_URL).replace(/\/$/, ''),
     trustProxy: values.TRUST_PROXY === 'true' || values.TRUST_PROXY === '1',
     providers,
+    proxyTimeoutMs: Math.round((values.PROXY_TIMEOUT_SECONDS as number) * 1000),
   };
 }
 

@@ -130,8 +130,9 @@ async function main(): Promise<void> {
   const { port } = server.address() as AddressInfo;
   // Attached in the same tick as the listen callback, before any connection can be handled.
   const publicOrigin = config.publicUrl ?? `http://${urlHost(config.host)}:${port}`;
-  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http'), authLog, publicOrigin, sessionSecret, allowlist, allowlistFile });
-  server.on('request', app.callback());
+  const app = createApp({ config, store, metrics, log: categoryLogger(root, 'http'), authLog, publicOrigin, sessionSecret, allowlist, allowlistFile, activity });
+  server.on('request', app.request);
+  server.on('upgrade', app.upgrade);
   log.info(
     { host: config.host, port, publicUrl: publicOrigin, version: SERVICE.version, startupMs: Math.round(performance.now() - started) },
     `listening on http://${config.host}:${port}`,
@@ -141,7 +142,7 @@ async function main(): Promise<void> {
   idleSweep.start();
   stats.start();
   sessions.start();
-  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, idleSweep, stats, sessions, allowlist] }, log));
+  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, idleSweep, stats, sessions, allowlist, { stop: async () => app.close() }] }, log));
 }
 
 /** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */

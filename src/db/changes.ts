@@ -5,7 +5,7 @@ import type { EntityManager } from 'typeorm';
 import type { Logger } from '../log.ts';
 
 /** Kinds of desired state whose changes are announced; each is a PostgreSQL NOTIFY channel. */
-export type ChangeKind = 'workspaces' | 'runs';
+export type ChangeKind = 'workspaces' | 'runs' | 'users';
 
 const CHANNEL_PREFIX = 'cp_';
 
@@ -70,7 +70,7 @@ export class ChangeFeed {
         });
         try {
           await client.connect();
-          for (const kind of ['workspaces', 'runs'] satisfies ChangeKind[]) await client.query(`LISTEN ${CHANNEL_PREFIX}${kind}`);
+          for (const kind of ['workspaces', 'runs', 'users'] satisfies ChangeKind[]) await client.query(`LISTEN ${CHANNEL_PREFIX}${kind}`);
           client.on('notification', (message) => {
             const kind = message.channel.slice(CHANNEL_PREFIX.length) as ChangeKind;
             if (message.payload) this.publish({ kind, id: message.payload });

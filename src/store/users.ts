@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { recordAudit, type Actor } from './audit.ts';
+import type { ChangeFeed } from '../db/changes.ts';
 import { createUserWithWorkspace, type StoreContext } from './workspaces.ts';
 
 export type Role = 'user' | 'admin';
@@ -94,14 +95,15 @@ async function lockAdmins(manager: EntityManager): Promise<number> {
 }
 
 /** Grants admin to an existing user (by id or email) and audits `user.promote`; already admin is a no-op, not audited. */
-export async function promoteUser(db: DataSource, actor: Actor, idOrEmail: string): Promise<{ user: UserRecord; changed: boolean }> {
-  return db.transaction(async (manager) => {
+export async function promoteUser(db: DataSource, actor: Actor, idOrEmail: string, changes?: ChangeFeed): Promise<{ user: UserRecord; changed: boolean }> {
+  return announceUser(changes, await db.transaction(async (manager) => {
     const user = await lockUser(manager, idOrEmail);
     if (user.role === 'admin') return { user, changed: false };
     await manager.query("UPDATE users SET role = 'admin', updated_at = now() WHERE id = $1", [user.id]);
     await recordAudit(manager, { actor, action: 'user.promote', target: { kind: 'user', id: user.id }, metadata: { email: user.email } });
+    await changes?.notify(manager, { kind: 'users', id: user.id });
     return { user: { ...user, role: 'admin' as const }, changed: true };
-  });
+  }));
 }
 
 /**
@@ -109,8 +111,8 @@ export async function promoteUser(db: DataSource, actor: Actor, idOrEmail: strin
  * last admin. The admin rows are locked first, so two concurrent demotions of the last two admins
  * cannot both pass. Their sessions end, so the change is felt at once.
  */
-export async function demoteUser(db: DataSource, actor: Actor, idOrEmail: string): Promise<{ user: UserRecord; changed: boolean }> {
-  return db.transaction(async (manager) => {
+export async function demoteUser(db: DataSource, actor: Actor, idOrEmail: string, changes?: ChangeFeed): Promise<{ user: UserRecord; changed: boolean }> {
+  return announceUser(changes, await db.transaction(async (manager) => {
     const admins = await lockAdmins(manager);
     const user = await lockUser(manager, idOrEmail);
     if (user.role !== 'admin') return { user, changed: false };
@@ -118,8 +120,15 @@ export async function demoteUser(db: DataSource, actor: Actor, idOrEmail: string
     await manager.query("UPDATE users SET role = 'user', updated_at = now() WHERE id = $1", [user.id]);
     await manager.query('DELETE FROM sessions WHERE user_id = $1', [user.id]);
     await recordAudit(manager, { actor, action: 'user.demote', target: { kind: 'user', id: user.id }, metadata: { email: user.email } });
+    await changes?.notify(manager, { kind: 'users', id: user.id });
     return { user: { ...user, role: 'user' as const }, changed: true };
-  });
+  }));
+}
+
+/** Publishes a changed user in process after commit (caches of roles drop it). */
+function announceUser<T extends { user: UserRecord; changed: boolean }>(changes: ChangeFeed | undefined, result: T): T {
+  if (result.changed) changes?.publish({ kind: 'users', id: result.user.id });
+  return result;
 }
 
 /**
@@ -143,8 +152,10 @@ export async function deleteUser(ctx: StoreContext, actor: Actor, idOrEmail: str
       target: { kind: 'user', id: found.id },
       metadata: { email: found.email, workspaceSlug: found.workspaceSlug },
     });
+    await ctx.changes.notify(manager, { kind: 'users', id: found.id });
     return found;
   });
   if (user.workspaceId) ctx.changes.publish({ kind: 'workspaces', id: user.workspaceId });
+  ctx.changes.publish({ kind: 'users', id: user.id });
   return user;
 }

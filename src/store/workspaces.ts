@@ -33,6 +33,8 @@ export interface WorkspaceRecord {
   statusMessage: string;
   lastTransitionAt: Date | null;
   lastActivityAt: Date | null;
+  /** `host:port` of the editor while the code container runs (observed by the controller). */
+  editorEndpoint: string | null;
 }
 
 /** The exact message of the spec shown to a student at the cap. */
@@ -42,7 +44,7 @@ export const AT_CAPACITY_MESSAGE = 'Server at capacity. Your coach has been noti
 export const AT_CAPACITY_RETRY_AFTER_SECONDS = 60;
 
 const COLUMNS = `id, user_id, slug, desired_state, generation, restart_generation, observed_state, observed_generation,
-  status_message, last_transition_at, last_activity_at`;
+  status_message, last_transition_at, last_activity_at, editor_endpoint`;
 
 interface WorkspaceRow {
   id: string;
@@ -56,6 +58,7 @@ interface WorkspaceRow {
   status_message: string;
   last_transition_at: Date | null;
   last_activity_at: Date | null;
+  editor_endpoint: string | null;
 }
 
 function toRecord(row: WorkspaceRow): WorkspaceRecord {
@@ -71,6 +74,7 @@ function toRecord(row: WorkspaceRow): WorkspaceRecord {
     statusMessage: row.status_message,
     lastTransitionAt: row.last_transition_at,
     lastActivityAt: row.last_activity_at,
+    editorEndpoint: row.editor_endpoint,
   };
 }
 
@@ -80,6 +84,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function getWorkspace(db: DataSource | EntityManager, id: string): Promise<WorkspaceRecord | undefined> {
   if (!UUID.test(id)) return undefined;
   const rows: WorkspaceRow[] = await db.query(`SELECT ${COLUMNS} FROM workspaces WHERE id = $1`, [id]);
+  return rows[0] && toRecord(rows[0]);
+}
+
+/** The workspace with this slug, or undefined. */
+export async function getWorkspaceBySlug(db: DataSource, slug: string): Promise<WorkspaceRecord | undefined> {
+  const rows: WorkspaceRow[] = await db.query(`SELECT ${COLUMNS} FROM workspaces WHERE slug = $1`, [slug]);
   return rows[0] && toRecord(rows[0]);
 }
 
@@ -248,6 +258,8 @@ export interface WorkspaceStatus {
   observedState: string;
   observedGeneration: number;
   statusMessage: string;
+  /** Where the editor answers while running; null otherwise. */
+  editorEndpoint?: string | null;
 }
 
 /**
@@ -258,9 +270,9 @@ export async function writeWorkspaceStatus(db: DataSource, id: string, status: W
   await db.query(
     `UPDATE workspaces SET
        last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
-       observed_state = $2, observed_generation = $3, status_message = $4
-     WHERE id = $1 AND (observed_state, observed_generation, status_message) IS DISTINCT FROM ($2, $3::bigint, $4)`,
-    [id, status.observedState, status.observedGeneration, status.statusMessage],
+       observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5
+     WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint) IS DISTINCT FROM ($2, $3::bigint, $4, $5)`,
+    [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null],
   );
 }
 

@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.ts';
 import { ChangeFeed } from '../../src/db/changes.ts';
 import { categoryLogger, createRootLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
+import { ActivityRecorder } from '../../src/store/activity.ts';
 import type { StoreContext } from '../../src/store/workspaces.ts';
 
 /** The session-signing key of in-process test apps. */
@@ -19,6 +20,7 @@ export interface TestApp {
   url: string;
   metrics: Metrics;
   store: StoreContext;
+  activity: ActivityRecorder;
   logs: Record<string, unknown>[];
   close(): Promise<void>;
 }
@@ -46,6 +48,7 @@ export async function startApp(
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
+  const activity = new ActivityRecorder(dataSource);
   const app = createApp({
     config,
     store,
@@ -56,13 +59,16 @@ export async function startApp(
     sessionSecret: TEST_SESSION_SECRET,
     allowlist: options.allowlist ?? { isAllowed: () => false },
     allowlistFile: options.allowlistFile ?? new AllowlistFile(path.join(os.tmpdir(), `cp-test-allowlist-${port}`, 'allowlist.json')),
+    activity,
   });
-  server.on('request', app.callback());
+  server.on('request', app.request);
+  server.on('upgrade', app.upgrade);
   return {
     url,
     metrics,
     store,
     logs,
-    close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+    activity,
+    close: () => new Promise((resolve) => (app.close(), server.closeAllConnections(), server.close(() => resolve()))),
   };
 }

@@ -182,7 +182,7 @@ describe('deleteUser', () => {
       [ada.workspaceId],
     );
     expect(workspaces).toEqual([{ user_id: null, desired_state: 'deleted', generation: '2' }]);
-    expect(changes).toEqual([{ kind: 'workspaces', id: ada.workspaceId }]);
+    expect(changes).toEqual([{ kind: 'workspaces', id: ada.workspaceId }, { kind: 'users', id: ada.id }]);
     expect(await audit()).toEqual([
       {
         actor_id: coach.id,

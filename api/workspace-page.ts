@@ -1,0 +1,60 @@
+import type { WorkspaceRecord } from '../src/store/workspaces.ts';
+import { escapeHtml, page } from './pages.ts';
+
+/** Words for the observed states on the page. */
+const STATE_TEXT: Record<string, string> = {
+  running: 'Running',
+  stopped: 'Stopped',
+  waiting: 'Waiting for a free slot',
+  failed: 'Failed to start',
+  unknown: 'Starting up…',
+};
+
+/**
+ * The workspace page at `/u/<slug>/` while the editor is not up: the state, an Open button that
+ * asks for admission (`POST api/workspace/open`), a toast with the server's message when it is
+ * refused (at capacity: the spec's exact text), and polling until the editor runs, then a reload
+ * (which the proxy then serves from the editor).
+ */
+export function workspacePage(workspace: WorkspaceRecord): string {
+  const base = `/u/${workspace.slug}/api/workspace`;
+  const wanted = workspace.desiredState === 'running';
+  const state = STATE_TEXT[workspace.observedState] ?? workspace.observedState;
+  return page(
+    `Workspace ${workspace.slug}`,
+    `<h1>Workspace ${escapeHtml(workspace.slug)}</h1>
+<p>State: <strong id="state">${escapeHtml(wanted && workspace.observedState !== 'running' ? 'Starting…' : state)}</strong></p>
+<p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
+<button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button>
+<div id="toast" role="alert" hidden style="position:fixed;bottom:1.5rem;left:50%;transform:translateX(-50%);background:#1d2430;color:#fff;padding:.8rem 1.2rem;border-radius:.4rem;max-width:30rem"></div>
+<script>
+const base = ${JSON.stringify(base)};
+const toast = document.getElementById('toast');
+const button = document.getElementById('open');
+function showToast(text) { toast.textContent = text; toast.hidden = false; setTimeout(() => { toast.hidden = true; }, 10000); }
+async function poll() {
+  const answer = await fetch(base, { headers: { accept: 'application/json' } });
+  if (!answer.ok) return setTimeout(poll, 2000);
+  const { workspace } = await answer.json();
+  document.getElementById('message').textContent = workspace.statusMessage;
+  if (workspace.ready) { location.reload(); return; }
+  document.getElementById('state').textContent = workspace.desiredState === 'running' ? 'Starting…' : 'Stopped';
+  button.disabled = workspace.desiredState === 'running';
+  if (workspace.desiredState === 'running') setTimeout(poll, 1000);
+}
+button.addEventListener('click', async () => {
+  button.disabled = true;
+  const answer = await fetch(base + '/open', { method: 'POST', headers: { accept: 'application/json' } });
+  if (!answer.ok) {
+    const body = await answer.json().catch(() => ({}));
+    showToast(body.error ? body.error.message : 'Could not open the workspace.');
+    button.disabled = false;
+    return;
+  }
+  document.getElementById('state').textContent = 'Starting…';
+  poll();
+});
+${wanted ? 'poll();' : ''}
+</script>`,
+  );
+}

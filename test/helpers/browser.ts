@@ -1,0 +1,79 @@
+/**
+ * A real headless browser for the tests: Debian's Chromium (installed by scripts/provision.sh)
+ * driven by playwright-core. Playwright's own browser download is never used.
+ *
+ * Pages may only reach 127.0.0.1: every other request (HTTP or WebSocket) is aborted in the
+ * browser before it is sent, so a test can never send traffic elsewhere.
+ */
+import { chromium } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route, WebSocketRoute } from 'playwright-core';
+
+/** Debian's Chromium (package `chromium`). */
+export const chromiumPath = '/usr/bin/chromium';
+
+/**
+ * How `request.failure()?.errorText` begins for a request the helper blocked
+ * (`route.abort('blockedbyclient')`; Chromium 156 reports `net::ERR_BLOCKED_BY_CLIENT.Inspector`).
+ * A request that was really sent to an unknown host would fail with `net::ERR_NAME_NOT_RESOLVED`.
+ */
+export const blockedErrorText = 'net::ERR_BLOCKED_BY_CLIENT';
+
+/** Flags for a closed network: without the background-networking ones Chromium keeps dialling out. */
+const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/**
+ * Starts headless Chromium. Each launch gets a fresh, empty profile: playwright-core makes a new
+ * temporary --user-data-dir (`<tmpdir>/playwright_chromiumdev_profile-*`) and removes it on close
+ * (passing --user-data-dir in args is refused by playwright).
+ */
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: 30_000 });
+}
+
+/** True for an address on 127.0.0.1 (http, https, ws or wss). */
+function isLoopback(url: string): boolean {
+  try {
+    return new URL(url).hostname === '127.0.0.1';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs `fn` with a page in a fresh browser context (no cookies or storage shared with other
+ * tests), and always closes the context afterwards. Requests not to 127.0.0.1 are aborted.
+ */
+export async function withPage<T>(
+  browser: Browser,
+  fn: (page: Page) => Promise<T>,
+  options: { baseURL?: string } = {},
+): Promise<T> {
+  const context: BrowserContext = await browser.newContext({
+    // Requests a service worker answers would bypass context.route.
+    serviceWorkers: 'block',
+    ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+  });
+  try {
+    context.setDefaultTimeout(10_000);
+    await context.route('**/*', (route: Route) =>
+      isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient'),
+    );
+    await context.routeWebSocket(/.*/, (ws: WebSocketRoute) => {
+      if (isLoopback(ws.url())) ws.connectToServer();
+      else void ws.close({ code: 1008, reason: 'blocked by the test browser' });
+    });
+    const page = await context.newPage();
+    return await fn(page);
+  } finally {
+    await context.close();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The headless browser harness (test/helpers/browser.ts) against a tiny loopback page: script,
+ * fetch, click, toast, screenshot, and the block on every address but 127.0.0.1.
+ */
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { blockedErrorText, launchBrowser, withPage } from '../helpers/browser.ts';
+
+const html = `<!doctype html>
+<html>
+  <head><meta charset="utf-8"><title>Harness</title></head>
+  <body>
+    <h1>Browser harness</h1>
+    <p id="result">loading</p>
+    <button id="show" type="button">Show toast</button>
+    <div id="toast" role="status" hidden></div>
+    <script>
+      fetch('/api').then((r) => r.json()).then((data) => {
+        document.getElementById('result').textContent = 'api says ' + data.message;
+      });
+      document.getElementById('show').addEventListener('click', () => {
+        const toast = document.getElementById('toast');
+        toast.textContent = 'Workspace saved';
+        toast.hidden = false;
+      });
+    </script>
+  </body>
+</html>`;
+
+let browser: Browser;
+let server: http.Server;
+let baseURL: string;
+const served: string[] = [];
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    served.push(`${req.method} ${req.url}`);
+    if (req.url === '/') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+    } else if (req.url === '/api') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'hello' }));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  server?.closeAllConnections();
+  server?.close();
+});
+
+test('loads a page, runs its script, clicks and reads the toast', async () => {
+  await withPage(
+    browser,
+    async (page) => {
+      await page.goto('/');
+      await page.getByText('api says hello').waitFor();
+      expect(await page.locator('#result').textContent()).toBe('api says hello');
+
+      expect(await page.locator('#toast').isVisible()).toBe(false);
+      await page.getByRole('button', { name: 'Show toast' }).click();
+      await page.getByText('Workspace saved').waitFor();
+      expect(await page.locator('#toast').textContent()).toBe('Workspace saved');
+    },
+    { baseURL },
+  );
+  expect(served).toEqual(expect.arrayContaining(['GET /', 'GET /api']));
+});
+
+test('aborts requests to anything but 127.0.0.1 before they are sent', async () => {
+  await withPage(browser, async (page) => {
+    await page.goto(`${baseURL}/`);
+    const failed = page.waitForEvent('requestfailed', (r) => r.url().startsWith('http://example.invalid/'));
+    const outcome = await page.evaluate(() =>
+      fetch('http://example.invalid/').then(
+        () => 'answered',
+        (e: unknown) => `rejected: ${String(e)}`,
+      ),
+    );
+    expect(outcome).toMatch(/^rejected: TypeError/);
+    // Blocked by the harness (ERR_BLOCKED_BY_CLIENT), not merely unresolvable (ERR_NAME_NOT_RESOLVED).
+    expect((await failed).failure()?.errorText.startsWith(blockedErrorText)).toBe(true);
+
+    // WebSockets too: closed by the harness, never connected.
+    const closeCode = await page.evaluate(
+      () =>
+        new Promise<number>((resolve) => {
+          const ws = new WebSocket('ws://example.invalid/');
+          ws.onclose = (event) => resolve(event.code);
+        }),
+    );
+    expect(closeCode).toBe(1008);
+  });
+});
+
+test('takes a PNG screenshot', async () => {
+  const file = path.join(os.tmpdir(), `browser-harness-${randomBytes(6).toString('hex')}.png`);
+  try {
+    await withPage(
+      browser,
+      async (page) => {
+        await page.goto('/');
+        await page.getByText('api says hello').waitFor();
+        await page.screenshot({ path: file });
+      },
+      { baseURL },
+    );
+    const png = await readFile(file);
+    expect(png.length).toBeGreaterThan(100);
+    expect(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
+  } finally {
+    await rm(file, { force: true });
+  }
+});
