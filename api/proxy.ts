@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream';
-import Cookies from 'cookies';
+import Keygrip from 'keygrip';
 import type { DataSource } from 'typeorm';
 import type { ChangeFeed } from '../src/db/changes.ts';
 import type { Logger } from '../src/log.ts';
@@ -98,9 +98,11 @@ export class WorkspaceProxy {
   private readonly workspaces = new TtlCache<WorkspaceRecord | null>();
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   private readonly unsubscribe: () => void;
+  private readonly keys: Keygrip;
 
   constructor(deps: ProxyDeps) {
     this.deps = deps;
+    this.keys = new Keygrip([deps.sessionSecret]);
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
     this.unsubscribe = deps.changes.subscribe((change) => (change.kind === 'users' ? this.users.clear() : change.kind === 'workspaces' && this.workspaces.clear()));
   }
@@ -111,10 +113,12 @@ export class WorkspaceProxy {
     this.agent.destroy();
   }
 
-  /** The signed-in user of a request (verified signed cookie → session row → user), cached for a second. */
+  /** The signed-in user of a request (cookie signature checked as koa-session signs it → session row → user), cached for a second. */
   private async userOf(req: http.IncomingMessage): Promise<SessionUser | undefined> {
-    const sessionId = new Cookies(req, {} as http.ServerResponse, { keys: [this.deps.sessionSecret] }).get(this.deps.sessionCookie, { signed: true });
-    if (!sessionId) return undefined;
+    const name = this.deps.sessionCookie;
+    const sessionId = cookieValue(req.headers.cookie, name);
+    const signature = cookieValue(req.headers.cookie, `${name}.sig`);
+    if (!sessionId || !signature || !this.keys.verify(`${name}=${sessionId}`, signature)) return undefined;
     let user = this.users.get(sessionId);
     if (user === undefined) {
       user = (await findSessionUser(this.deps.db, sessionId)) ?? null;
@@ -280,6 +284,15 @@ function withoutHopByHop(headers: http.IncomingHttpHeaders): http.OutgoingHttpHe
     .filter(Boolean);
   for (const name of [...HOP_BY_HOP, ...named]) delete result[name];
   return result;
+}
+
+/** The value of one cookie in a Cookie header, or undefined. */
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const at = part.indexOf('=');
+    if (at !== -1 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
+  }
+  return undefined;
 }
 
 /** A Cookie header without the named cookies, or undefined when none is left. */

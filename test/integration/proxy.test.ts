@@ -1,0 +1,263 @@
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { Readable } from 'node:stream';
+import WebSocket from 'ws';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import { stopWorkspace } from '../../src/store/workspaces.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, openAndWait, waitForState, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+let harness: Harness;
+let app: TestApp;
+let ada: Student;
+let bob: Student;
+let coach: Student;
+const tag = Date.now().toString(36);
+
+beforeAll(async () => {
+  harness = createHarness(db.dataSource);
+  await harness.controller.start();
+  app = await startApp(db.dataSource, { PROXY_TIMEOUT_SECONDS: '1.5' });
+  ada = await newStudent(harness.store, 'ada', tag);
+  bob = await newStudent(harness.store, 'bob', tag);
+  coach = await newStudent(harness.store, 'coach', tag, 'admin');
+  ada.workspace = await openAndWait(harness.store, ada.workspace);
+  bob.workspace = await openAndWait(harness.store, bob.workspace);
+}, 60_000);
+afterAll(async () => {
+  await app.close();
+  await harness.stop();
+  await removeEverything(harness.controlPlaneId);
+});
+
+const url = (student: Student, rest: string) => `${app.url}/u/${student.workspace.slug}${rest}`;
+const as = (student: Student, headers: Record<string, string> = {}) => ({ cookie: student.cookie, ...headers });
+
+/** A raw GET, exactly as written (fetch would normalise `..` and encodings). */
+function rawGet(target: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const { port } = new URL(app.url);
+    const request = http.request({ host: '127.0.0.1', port, path: target, headers }, (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+/** The sample count of a labelled series in the app's metrics text. */
+async function count(name: string, labels: string): Promise<number> {
+  const text = await app.metrics.registry.metrics();
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}_count{${labels}}`));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+describe('the workspace proxy over HTTP', () => {
+  it('forwards to the editor with the prefix stripped, without the session cookie or Authorization, with X-Forwarded-*', async () => {
+    const response = await fetch(url(ada, '/echo-headers?x=1'), {
+      headers: as(ada, { cookie: `theme=dark; ${ada.cookie}; lang=en`, authorization: 'Bearer student-token-0123' }),
+    });
+    expect(response.status).toBe(200);
+    const echo = (await response.json()) as { method: string; url: string; headers: Record<string, string> };
+    expect(echo.url).toBe('/echo-headers?x=1');
+    expect(echo.headers.cookie).toBe('theme=dark; lang=en');
+    expect(echo.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(echo.headers)).not.toContain('cp_session');
+    expect(echo.headers).toEqual(
+      expect.objectContaining({
+        'x-forwarded-for': '127.0.0.1',
+        'x-forwarded-proto': 'http',
+        'x-forwarded-host': new URL(app.url).host,
+        'x-forwarded-prefix': `/u/${ada.workspace.slug}`,
+      }),
+    );
+    expect(echo.headers['proxy-authorization']).toBeUndefined();
+  });
+
+  it('streams a 50 MB upload and a 50 MB download through intact', async () => {
+    const size = 50 * 1024 * 1024;
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    const sent = createHash('sha256');
+    const body = Readable.from(
+      (function* () {
+        for (let offset = 0; offset < size; offset += chunk.length) {
+          sent.update(chunk);
+          yield chunk;
+        }
+      })(),
+    );
+    const upload = await fetch(url(ada, '/upload'), { method: 'POST', body: Readable.toWeb(body) as ReadableStream, headers: as(ada), duplex: 'half' } as RequestInit);
+    expect(upload.status).toBe(200);
+    expect(await upload.json()).toEqual({ bytes: size, sha256: sent.digest('hex') });
+
+    const download = await fetch(url(ada, `/download?bytes=${size}`), { headers: as(ada) });
+    expect(download.status).toBe(200);
+    let received = 0;
+    for await (const part of download.body as unknown as AsyncIterable<Uint8Array>) received += part.length;
+    expect(received).toBe(size);
+  }, 60_000);
+
+  it('streams server-sent events as they come, not at the end', async () => {
+    const started = Date.now();
+    const response = await fetch(url(ada, '/sse?count=5&intervalMs=200'), { headers: as(ada, { accept: 'text/event-stream' }) });
+    expect(response.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const arrivals: number[] = [];
+    let text = '';
+    for await (const part of response.body as unknown as AsyncIterable<Uint8Array>) {
+      text += Buffer.from(part).toString();
+      arrivals.push(Date.now() - started);
+    }
+    expect(text.match(/^data: /gm)).toHaveLength(5);
+    // The first event arrived long before the last one was sent.
+    expect(arrivals[0]).toBeLessThan(arrivals.at(-1)! - 500);
+  });
+
+  it('answers 504 when the editor is slower than the proxy timeout, and counts it', async () => {
+    const response = await fetch(url(ada, '/slow?ms=4000'), { headers: as(ada) });
+    expect(response.status).toBe(504);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_timeout');
+    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="timeout"')).toBe(1);
+  });
+
+  it('breaks the response when the editor dies mid-response, and keeps serving', async () => {
+    const response = await fetch(url(ada, '/die-midway'), { headers: as(ada) });
+    await expect(response.text()).rejects.toThrow();
+    expect((await fetch(url(ada, '/healthz'), { headers: as(ada) })).status).toBe(200);
+  });
+
+  it('labels proxied requests with the route template only', async () => {
+    await fetch(url(ada, '/some/student/path-9137'), { headers: as(ada) });
+    const text = await app.metrics.registry.metrics();
+    expect(text).toMatch(/http_request_duration_seconds_count\{method="GET",route="\/u\/:slug\/\*",status_class="2xx"\}/);
+    expect(text).not.toContain('path-9137');
+    expect(text).not.toContain(ada.workspace.slug);
+    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="ok"')).toBeGreaterThan(0);
+  });
+
+  it('marks the workspace active on proxied requests, in batches', async () => {
+    await db.dataSource.query("UPDATE workspaces SET last_activity_at = now() - interval '1 hour' WHERE id = $1", [ada.workspace.id]);
+    await fetch(url(ada, '/healthz'), { headers: as(ada) });
+    const [before] = (await db.dataSource.query('SELECT last_activity_at FROM workspaces WHERE id = $1', [ada.workspace.id])) as { last_activity_at: Date }[];
+    expect(Date.now() - before!.last_activity_at.getTime()).toBeGreaterThan(50 * 60_000);
+    await app.activity.flush();
+    const [after] = (await db.dataSource.query('SELECT last_activity_at FROM workspaces WHERE id = $1', [ada.workspace.id])) as { last_activity_at: Date }[];
+    expect(Date.now() - after!.last_activity_at.getTime()).toBeLessThan(60_000);
+  });
+});
+
+describe('who may pass', () => {
+  it('lets the owner and admins in, and keeps other students out', async () => {
+    expect((await fetch(url(ada, '/healthz'), { headers: as(ada) })).status).toBe(200);
+    expect((await fetch(url(ada, '/healthz'), { headers: as(coach) })).status).toBe(200);
+    const other = await fetch(url(ada, '/healthz'), { headers: as(bob) });
+    expect(other.status).toBe(403);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+  });
+
+  it('sends a browser without a session to sign in, and answers an API client 401', async () => {
+    const browser = await fetch(url(ada, '/files?x=1'), { headers: { accept: 'text/html' }, redirect: 'manual' });
+    expect(browser.status).toBe(302);
+    expect(browser.headers.get('location')).toBe(`/auth/sign-in?return_to=${encodeURIComponent(`/u/${ada.workspace.slug}/files?x=1`)}`);
+    expect((await fetch(url(ada, '/files'))).status).toBe(401);
+  });
+
+  it('refuses a forged session cookie', async () => {
+    const forged = ada.cookie.replace(/cp_session\.sig=[^;]+/, 'cp_session.sig=forged');
+    expect((await fetch(url(ada, '/healthz'), { headers: { cookie: forged } })).status).toBe(401);
+  });
+
+  it.each([
+    ['a plain path', (a: string, b: string) => `/u/${b}/echo-headers`, 403],
+    ['an encoded slash in the slug', (a: string, b: string) => `/u/${a}%2F..%2F${b}/echo-headers`, 400],
+    ['a dot-dot segment', (a: string, b: string) => `/u/${a}/../${b}/echo-headers`, 400],
+    ['an encoded dot-dot', (a: string, b: string) => `/u/${a}/%2e%2e/${b}/echo-headers`, 400],
+    ['a double-encoded dot-dot', (a: string, b: string) => `/u/${a}/%252e%252e/${b}/echo-headers`, 400],
+    ['a double-encoded slash', (a: string, b: string) => `/u/${a}/..%252f${b}/echo-headers`, 400],
+    ['a backslash', (a: string, b: string) => `/u/${a}/..\\${b}/echo-headers`, 400],
+    ['an encoded backslash', (a: string, b: string) => `/u/${a}/..%5c${b}/echo-headers`, 400],
+    ['a percent-encoded slug', (a: string, b: string) => `/u/%${b.charCodeAt(0).toString(16)}${b.slice(1)}/echo-headers`, 400],
+    ['a traversal into the control plane', (a: string) => `/u/${a}/../../admin/status`, 400],
+    ['a traversal through the API prefix', (a: string) => `/u/${a}/api/../../../admin/status`, 400],
+  ])("cannot reach another student's workspace or the control plane through %s", async (_name, build, status) => {
+    const answer = await rawGet(build(ada.workspace.slug, bob.workspace.slug), { cookie: ada.cookie });
+    expect(answer.status).toBe(status);
+    expect(answer.body).not.toContain('"method"');
+  });
+});
+
+describe('the workspace proxy over WebSocket', () => {
+  const connect = (student: Student, headers: Record<string, string>) =>
+    new WebSocket(`${url(student, '/ws').replace('http', 'ws')}`, { headers: { cookie: ada.cookie, origin: app.url, ...headers } });
+
+  it('echoes 10,000 messages in order, text and binary', async () => {
+    const socket = connect(ada, {});
+    await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
+    const received: string[] = [];
+    const done = new Promise<void>((resolve) =>
+      socket.on('message', (data: Buffer) => {
+        received.push(data.toString());
+        if (received.length === 10_000) resolve();
+      }),
+    );
+    for (let i = 0; i < 10_000; i++) socket.send(i % 2 === 0 ? `message ${i}` : Buffer.from(`message ${i}`));
+    await done;
+    expect(received).toEqual(Array.from({ length: 10_000 }, (_, i) => `message ${i}`));
+    socket.close();
+  });
+
+  it.each([
+    ['no Origin', { origin: '' }, 403],
+    ['another Origin', { origin: 'http://evil.example' }, 403],
+    ["another student's session", { cookie: 'x' }, 401],
+  ])('refuses an upgrade with %s', async (_name, headers, status) => {
+    const socket = connect(ada, headers as Record<string, string>);
+    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    expect(refused).toBe(status);
+  });
+
+  it("refuses an upgrade to another student's workspace", async () => {
+    const socket = new WebSocket(`${url(bob, '/ws').replace('http', 'ws')}`, { headers: { cookie: ada.cookie, origin: app.url } });
+    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    expect(refused).toBe(403);
+  });
+
+  it('refuses an upgrade to something other than WebSocket', async () => {
+    const answer = await new Promise<number>((resolve) => {
+      const { port } = new URL(app.url);
+      const request = http.request({ host: '127.0.0.1', port, path: `/u/${ada.workspace.slug}/x`, headers: { cookie: ada.cookie, origin: app.url, connection: 'upgrade', upgrade: 'h2c' } });
+      request.on('response', (response) => resolve(response.statusCode ?? 0));
+      request.on('upgrade', (response) => resolve(response.statusCode ?? 0));
+      request.end();
+    });
+    expect(answer).toBe(400);
+  });
+});
+
+describe('an editor that is not up', () => {
+  it('answers 503 JSON to API clients and the workspace page to browsers while stopped', async () => {
+    await stopWorkspace(harness.store, SYSTEM_ACTOR, bob.workspace.id);
+    await waitForState(db.dataSource, bob.workspace.id, 'stopped');
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const api = await fetch(url(bob, '/files'), { headers: as(bob) });
+    expect(api.status).toBe(503);
+    expect(((await api.json()) as { error: { code: string } }).error.code).toBe('workspace_not_running');
+    const page = await fetch(url(bob, '/'), { headers: as(bob, { accept: 'text/html' }) });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<button id="open"');
+  });
+
+  it('answers 502 when the recorded editor does not answer, and counts it', async () => {
+    const before = await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"');
+    await db.dataSource.query("UPDATE workspaces SET editor_endpoint = '127.0.0.1:9' WHERE id = $1", [ada.workspace.id]);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const response = await fetch(url(ada, '/healthz'), { headers: as(ada) });
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
+    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 1);
+  });
+});
