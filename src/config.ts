@@ -105,7 +105,7 @@ export const VARIABLES: Record<string, VariableSpec> = {
   LOG_FORMAT: { accepts: '"json" for JSON lines; any other value means human-readable', schema: { type: 'string' }, default: 'human' },
   NO_COLOR: { accepts: 'any value (set: no ANSI colours)', schema: { type: 'string' } },
   MAX_ACTIVE_CONTAINERS: { accepts: 'an integer from 0 to 10000', schema: { type: 'integer', minimum: 0, maximum: 10000 }, default: 10 },
-  IDLE_STOP_MINUTES: { accepts: 'an integer number of minutes from 1 to 10080', schema: { type: 'integer', minimum: 1, maximum: 10080 }, default: 30 },
+  IDLE_STOP_MINUTES: { accepts: 'minutes from 0.05 to 10080 (decimals allowed)', schema: { type: 'number', minimum: 0.05, maximum: 10080 }, default: 30 },
   CODE_MEMORY_LIMIT: {
     accepts: 'a memory size of at least 6m: bytes, or a number with k, m or g (e.g. 512m, 2g)',
     schema: { type: 'string' },

@@ -89,13 +89,13 @@ describe('loadConfig', () => {
   });
 
   it('reports one line per invalid variable, naming each', () => {
-    const lines = problems({ PORT: '70000', MAX_ACTIVE_CONTAINERS: '-1', IDLE_STOP_MINUTES: '2.5', CODE_MEMORY_LIMIT: '12q', SERVICE_ADMIN_EMAIL: 'coach' });
+    const lines = problems({ PORT: '70000', MAX_ACTIVE_CONTAINERS: '-1', IDLE_STOP_MINUTES: '0', CODE_MEMORY_LIMIT: '12q', SERVICE_ADMIN_EMAIL: 'coach' });
     expect(lines).toHaveLength(5);
     expect(lines).toEqual(
       expect.arrayContaining([
         'PORT="70000" is not valid: expected a TCP port from 0 (any free port) to 65535',
         'MAX_ACTIVE_CONTAINERS="-1" is not valid: expected an integer from 0 to 10000',
-        'IDLE_STOP_MINUTES="2.5" is not valid: expected an integer number of minutes from 1 to 10080',
+        'IDLE_STOP_MINUTES="0" is not valid: expected minutes from 0.05 to 10080 (decimals allowed)',
         'CODE_MEMORY_LIMIT="12q" is not valid: expected a memory size of at least 6m: bytes, or a number with k, m or g (e.g. 512m, 2g)',
         'SERVICE_ADMIN_EMAIL="coach" is not valid: expected a comma-separated list of email addresses',
       ]),
