@@ -103,7 +103,9 @@ async function main(): Promise<void> {
     environmentCap: config.maxActiveContainers,
     template: { image: config.workspaceImage, memoryBytes: config.codeMemoryLimitBytes, network: config.workspaceNetwork, editorPort: config.editorPort },
   });
-  const idleSweep = new IdleSweep({ store: { ...store, log: categoryLogger(root, 'idle') }, activity, idleMinutes: config.idleStopMinutes });
+  // Every minute, or more often when the idle limit is short (a demo), so a workspace never overstays by much.
+  const sweepEveryMs = Math.min(60_000, Math.max(1000, (config.idleStopMinutes * 60_000) / 4));
+  const idleSweep = new IdleSweep({ store: { ...store, log: categoryLogger(root, 'idle') }, activity, idleMinutes: config.idleStopMinutes, intervalMs: sweepEveryMs });
   const stats = new StatsSampler({ runtime, metrics, log: store.log });
 
   const authLog = categoryLogger(root, 'auth');
