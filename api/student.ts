@@ -2,12 +2,10 @@ import Router from '@koa/router';
 import type { Metrics } from '../src/metrics.ts';
 import { AuthenticationError, AuthorizationError } from '../src/errors.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
-import { getActiveRun } from '../src/store/runs.ts';
+import { probeNt4 } from '../src/nt4.ts';
+import { createRun, getActiveRun, getWorkspaceRun, isTerminal, listRuns, requestRunStop, type RunRecord } from '../src/store/runs.ts';
 import { getWorkspaceBySlug, openWorkspace, type StoreContext, type WorkspaceRecord } from '../src/store/workspaces.ts';
 import { assertSameOrigin, type AuthState } from './middleware/auth.ts';
-
-/** The nt4 alive probe's timeout (spec: 500 ms). */
-export const NT4_PROBE_TIMEOUT_MS = 500;
 
 export interface StudentDeps {
   store: StoreContext;
@@ -32,9 +30,24 @@ function view(workspace: WorkspaceRecord) {
   };
 }
 
+/** A run as its student sees it. */
+function runView(run: RunRecord) {
+  return {
+    id: run.id,
+    status: run.status,
+    desiredState: run.desiredState,
+    queuedAt: run.queuedAt.toISOString(),
+    readyAt: run.readyAt?.toISOString() ?? null,
+    endedAt: run.endedAt?.toISOString() ?? null,
+    exitCode: run.exitCode,
+    reason: run.reason,
+    output: run.output,
+  };
+}
+
 /**
  * The student API under `/u/:slug/api`: the workspace's state, opening it (admission under the
- * cap), and the simulator's alive probe. Only the owner and admins pass; every call marks the
+ * cap), runs (start, list, one, stop), and the simulator's alive probe. Only the owner and admins pass; every call marks the
  * workspace active.
  */
 export function studentRouter(deps: StudentDeps): Router<StudentState> {
@@ -66,29 +79,40 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
     ctx.body = { workspace: view(workspace), alreadyRunning };
   });
 
+  router.post('/runs', async (ctx) => {
+    const run = await createRun(store, ctx.state.workspace.id);
+    ctx.status = 202;
+    ctx.body = { run: runView(run) };
+  });
+
+  router.get('/runs', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { runs: (await listRuns(store.db, ctx.state.workspace.id)).map(runView) };
+  });
+
+  router.get('/runs/:runId', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { run: runView(await getWorkspaceRun(store.db, ctx.state.workspace.id, ctx.params.runId!)) };
+  });
+
+  router.post('/runs/:runId/stop', async (ctx) => {
+    const run = await requestRunStop(store, ctx.state.workspace.id, ctx.params.runId!);
+    ctx.status = isTerminal(run.status) ? 200 : 202;
+    ctx.body = { run: runView(run) };
+  });
+
   router.get('/sim/status', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     const run = await getActiveRun(store.db, ctx.state.workspace.id);
     if (!run) return void (ctx.body = { alive: false, reason: 'no_active_run' });
     if (!run.simEndpoint) return void (ctx.body = { alive: false, runId: run.id, reason: 'not_started' });
-    const started = performance.now();
-    let outcome: 'ok' | 'timeout' | 'error' = 'ok';
-    let status: number | undefined;
-    try {
-      const answer = await fetch(`http://${run.simEndpoint}/`, { signal: AbortSignal.timeout(NT4_PROBE_TIMEOUT_MS) });
-      status = answer.status;
-      await answer.body?.cancel();
-    } catch (error) {
-      outcome = (error as Error).name === 'TimeoutError' ? 'timeout' : 'error';
-    }
-    const seconds = (performance.now() - started) / 1000;
-    metrics.proxyUpstreamDuration.observe({ upstream: 'nt4', outcome }, seconds);
-    // Any HTTP answer on the nt4 port means the simulator's server is up.
+    const probe = await probeNt4(run.simEndpoint);
+    metrics.proxyUpstreamDuration.observe({ upstream: 'nt4', outcome: probe.outcome }, probe.seconds);
     ctx.body = {
-      alive: outcome === 'ok',
+      alive: probe.outcome === 'ok',
       runId: run.id,
-      latencyMs: Math.round(seconds * 1000),
-      ...(outcome === 'ok' ? { status } : { reason: outcome === 'timeout' ? 'timeout' : 'unreachable' }),
+      latencyMs: Math.round(probe.seconds * 1000),
+      ...(probe.outcome === 'ok' ? { status: probe.status } : { reason: probe.outcome === 'timeout' ? 'timeout' : 'unreachable' }),
     };
   });
 

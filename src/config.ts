@@ -40,6 +40,10 @@ export interface Config {
   providers: ProviderConfig[];
   /** How long the proxy waits for an upstream's response headers. */
   proxyTimeoutMs: number;
+  /** The compile-and-boot command of a run, run by `sh -c` in the sim container. */
+  simCommand: string;
+  /** How long a run may compile and boot before it fails. */
+  runBuildTimeoutMs: number;
 }
 
 /** One configured identity provider. */
@@ -138,8 +142,23 @@ export const VARIABLES: Record<string, VariableSpec> = {
   OIDC_CLIENT_SECRET: { accepts: 'an OpenID Connect client secret', schema: { type: 'string' }, secret: true },
   OIDC_LABEL: { accepts: 'the name shown on the sign-in button', schema: { type: 'string', maxLength: 60 }, default: 'your school account' },
   PROXY_TIMEOUT_SECONDS: { accepts: 'seconds from 1 to 3600', schema: { type: 'number', exclusiveMinimum: 0, maximum: 3600 }, default: 60 },
+  SIM_COMMAND: { accepts: 'a shell command line', schema: { type: 'string', minLength: 1 }, default: './gradlew simulateJava' },
+  RUN_BUILD_TIMEOUT: {
+    accepts: 'a duration: seconds, or a number with s, m or h (e.g. 90s, 10m), from 1 s to 24 h',
+    schema: { type: 'string' },
+    default: '10m',
+    check: (value) => parseDurationMs(value) !== undefined,
+  },
   CONTROL_PLANE_ID: { accepts: 'a name of lower-case letters, digits and dashes (at most 40)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' }, default: 'default' },
 };
+
+/** Parses `600`, `90s`, `10m`, `1.5h` into milliseconds, between 1 s and 24 h; undefined otherwise. */
+export function parseDurationMs(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)\s*(s|m|h)?$/i.exec(text.trim());
+  if (!match) return undefined;
+  const ms = Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? 's').toLowerCase() as 's' | 'm' | 'h'];
+  return ms >= 1000 && ms <= 24 * 3_600_000 ? Math.round(ms) : undefined;
+}
 
 function splitList(value: string): string[] {
   return value.split(',').map((item) => item.trim().toLowerCase()).filter((item) => item !== '');
@@ -201,6 +220,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: values.TRUST_PROXY === 'true' || values.TRUST_PROXY === '1',
     providers,
     proxyTimeoutMs: Math.round((values.PROXY_TIMEOUT_SECONDS as number) * 1000),
+    simCommand: values.SIM_COMMAND as string,
+    runBuildTimeoutMs: parseDurationMs(String(values.RUN_BUILD_TIMEOUT))!,
   };
 }
 

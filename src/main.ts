@@ -6,6 +6,7 @@ import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
 import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
 import { Periodic } from '../controllers/periodic.ts';
 import { IdleSweep } from '../controllers/idle-sweep.ts';
+import { RunController } from '../controllers/runs.ts';
 import { StatsSampler } from '../controllers/stats-sampler.ts';
 import { WorkspaceController } from '../controllers/workspaces.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -107,6 +108,15 @@ async function main(): Promise<void> {
   const sweepEveryMs = Math.min(60_000, Math.max(1000, (config.idleStopMinutes * 60_000) / 4));
   const idleSweep = new IdleSweep({ store: { ...store, log: categoryLogger(root, 'idle') }, activity, idleMinutes: config.idleStopMinutes, intervalMs: sweepEveryMs });
   const stats = new StatsSampler({ runtime, metrics, log: store.log });
+  const runs = new RunController({
+    db: db.dataSource,
+    runtime,
+    changes,
+    metrics,
+    log: categoryLogger(root, 'runs'),
+    buildTimeoutMs: config.runBuildTimeoutMs,
+    template: { image: config.workspaceImage, memoryBytes: config.codeMemoryLimitBytes, network: config.workspaceNetwork, nt4Port: config.nt4Port, command: config.simCommand },
+  });
 
   const authLog = categoryLogger(root, 'auth');
   const { secret: sessionSecret, generated } = await loadSessionSecret(config.sessionSecret, config.dataDir);
@@ -141,10 +151,11 @@ async function main(): Promise<void> {
   );
   activity.start(ACTIVITY_FLUSH_MS, (error) => log.error({ error }, 'writing workspace activity failed'));
   await workspaces.start();
+  await runs.start();
   idleSweep.start();
   stats.start();
   sessions.start();
-  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, idleSweep, stats, sessions, allowlist, { stop: async () => app.close() }] }, log));
+  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, runs, idleSweep, stats, sessions, allowlist, { stop: async () => app.close() }] }, log));
 }
 
 /** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */

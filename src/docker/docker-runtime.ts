@@ -6,10 +6,12 @@ import {
   MANAGED_LABEL,
   names,
   type CodeContainerSpec,
+  type ContainerExit,
   type ContainerRole,
   type EventSubscription,
   type ManagedContainer,
   type RuntimeEvent,
+  type SimContainerSpec,
   type StatsSample,
   type WorkspaceRuntime,
 } from './runtime.ts';
@@ -84,32 +86,72 @@ export class DockerRuntime implements WorkspaceRuntime {
   }
 
   async createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer> {
-    const name = names.code(spec.slug);
+    return this.createContainer(names.code(spec.slug), {
+      Image: spec.image,
+      Env: [`EDITOR_PORT=${spec.editorPort}`],
+      Labels: {
+        ...this.baseLabels(spec),
+        [LABELS.role]: 'code',
+        [LABELS.specHash]: spec.specHash,
+        [LABELS.restartGeneration]: String(spec.restartGeneration),
+      },
+      HostConfig: this.hostConfig(spec),
+    });
+  }
+
+  async createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer> {
+    return this.createContainer(names.sim(spec.slug, spec.runId), {
+      Image: spec.image,
+      Cmd: ['sh', '-c', spec.command],
+      WorkingDir: HOME_PATH,
+      Env: [`NT4_PORT=${spec.nt4Port}`],
+      Labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId },
+      HostConfig: this.hostConfig(spec),
+    });
+  }
+
+  private hostConfig(spec: { slug: string; memoryBytes: number; network: string }): Docker.HostConfig {
+    return {
+      Memory: spec.memoryBytes,
+      MemorySwap: spec.memoryBytes,
+      NetworkMode: spec.network,
+      Mounts: [{ Type: 'volume', Source: names.volume(spec.slug), Target: HOME_PATH }],
+      RestartPolicy: { Name: 'no' },
+      // An init as PID 1 forwards SIGTERM to the command (a shell as PID 1 ignores it) and reaps zombies.
+      Init: true,
+    };
+  }
+
+  /** Creates a container by name; a name conflict means it is already there, and it is returned. */
+  private async createContainer(name: string, options: Docker.ContainerCreateOptions): Promise<ManagedContainer> {
     try {
-      await this.docker.createContainer({
-        name,
-        Image: spec.image,
-        Env: [`EDITOR_PORT=${spec.editorPort}`],
-        Labels: {
-          ...this.baseLabels(spec),
-          [LABELS.role]: 'code',
-          [LABELS.specHash]: spec.specHash,
-          [LABELS.restartGeneration]: String(spec.restartGeneration),
-        },
-        HostConfig: {
-          Memory: spec.memoryBytes,
-          MemorySwap: spec.memoryBytes,
-          NetworkMode: spec.network,
-          Mounts: [{ Type: 'volume', Source: names.volume(spec.slug), Target: HOME_PATH }],
-          RestartPolicy: { Name: 'no' },
-        },
-      });
+      await this.docker.createContainer({ name, ...options });
     } catch (error) {
       if (statusOf(error) !== 409) throw error;
     }
     const [container] = (await this.docker.listContainers({ all: true, filters: { name: [`^/${name}$`], label: this.labelFilters() } })).map(toManaged);
     if (!container) throw new Error(`container ${name} exists but is not managed by this control plane`);
     return container;
+  }
+
+  async exitOf(id: string): Promise<ContainerExit | undefined> {
+    try {
+      const { State } = await this.docker.getContainer(id).inspect();
+      return { running: State.Running || State.Restarting, exitCode: State.Running ? null : State.ExitCode, oomKilled: State.OOMKilled };
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async logsTail(id: string, lines: number): Promise<string> {
+    try {
+      const raw = (await this.docker.getContainer(id).logs({ stdout: true, stderr: true, tail: lines, follow: false })) as Buffer;
+      return demultiplex(raw);
+    } catch (error) {
+      if (statusOf(error) === 404) return '';
+      throw error;
+    }
   }
 
   async start(id: string): Promise<void> {
@@ -218,11 +260,24 @@ function toManaged(info: Docker.ContainerInfo): ManagedContainer {
   };
 }
 
+/** The text of a non-TTY container log: 8-byte frame headers (stream, size) stripped. */
+function demultiplex(raw: Buffer): string {
+  const parts: Buffer[] = [];
+  let offset = 0;
+  while (offset + 8 <= raw.length) {
+    const size = raw.readUInt32BE(offset + 4);
+    parts.push(raw.subarray(offset + 8, offset + 8 + size));
+    offset += 8 + size;
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
 function parseEvent(line: string): RuntimeEvent | undefined {
   try {
     const event = JSON.parse(line) as { Action?: string; Actor?: { Attributes?: Record<string, string> } };
-    const workspaceId = event.Actor?.Attributes?.[LABELS.workspaceId];
-    return workspaceId ? { workspaceId, action: event.Action ?? '' } : undefined;
+    const attributes = event.Actor?.Attributes ?? {};
+    const workspaceId = attributes[LABELS.workspaceId];
+    return workspaceId ? { workspaceId, runId: attributes[LABELS.runId], action: event.Action ?? '' } : undefined;
   } catch {
     return undefined;
   }

@@ -50,6 +50,27 @@ export interface CodeContainerSpec {
   specHash: string;
 }
 
+/** What a run's simulator container should be: the workspace image and home volume, running the sim command. */
+export interface SimContainerSpec {
+  workspaceId: string;
+  slug: string;
+  runId: string;
+  image: string;
+  memoryBytes: number;
+  network: string;
+  /** A shell command line: compile, then boot the simulator (SIM_COMMAND). */
+  command: string;
+  nt4Port: number;
+}
+
+/** How a container ended, or that it has not. */
+export interface ContainerExit {
+  running: boolean;
+  exitCode: number | null;
+  /** Set when the engine killed it for lack of memory. */
+  oomKilled: boolean;
+}
+
 /** One stats sample of a container. */
 export interface StatsSample {
   /** Cumulative CPU time of the container (ns). */
@@ -64,6 +85,8 @@ export interface StatsSample {
 /** A change seen on the engine: the workspace whose containers changed. */
 export interface RuntimeEvent {
   workspaceId: string;
+  /** Set for a run's simulator container. */
+  runId: string | undefined;
   action: string;
 }
 
@@ -81,6 +104,12 @@ export interface WorkspaceRuntime {
   removeVolume(slug: string): Promise<void>;
   /** Creates the code container (not started); a name conflict returns the existing one. */
   createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer>;
+  /** Creates a run's simulator container (not started); a name conflict returns the existing one. */
+  createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer>;
+  /** Whether a container still runs, and its exit code when it does not; undefined when it is gone. */
+  exitOf(id: string): Promise<ContainerExit | undefined>;
+  /** The last `lines` lines of a container's output (stdout and stderr), oldest first. */
+  logsTail(id: string, lines: number): Promise<string>;
   /** Starts a container; already running is success. */
   start(id: string): Promise<void>;
   /** Stops a container (SIGTERM, then SIGKILL after timeoutSeconds); already stopped or gone is success. */

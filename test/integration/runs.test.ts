@@ -1,0 +1,196 @@
+import { RunController } from '../../controllers/runs.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { createMetrics, type Metrics } from '../../src/metrics.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import { createRun, getRun, requestRunStop, type RunRecord } from '../../src/store/runs.ts';
+import { stopWorkspace, type WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { captureLogger, createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, openAndWait } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+let harness: Harness;
+let runs: RunController | undefined;
+let metrics: Metrics;
+let records: Record<string, unknown>[];
+let counter = 0;
+const tag = Date.now().toString(36);
+
+beforeAll(async () => {
+  harness = createHarness(db.dataSource);
+  await harness.controller.start();
+});
+afterAll(async () => {
+  await harness.stop();
+  await removeEverything(harness.controlPlaneId);
+});
+afterEach(async () => {
+  await runs?.stop();
+  runs = undefined;
+});
+
+/** A running workspace and a run controller whose simulator runs `sim` (the stand-in, with SIM_* settings). */
+async function setUp(sim: string, buildTimeoutMs = 30_000): Promise<WorkspaceRecord> {
+  const student = await newStudent(harness.store, `runner${counter++}`, tag);
+  const workspace = await openAndWait(harness.store, student.workspace);
+  metrics = createMetrics();
+  const logger = captureLogger();
+  records = logger.records;
+  runs = new RunController({
+    db: db.dataSource,
+    runtime: harness.runtime,
+    changes: harness.changes,
+    metrics,
+    log: categoryLogger(logger.root, 'runs'),
+    buildTimeoutMs,
+    probeIntervalMs: 100,
+    runningCheckMs: 500,
+    template: { image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: 'bridge', nt4Port: 5810, command: `${sim} node /app/sim.mjs` },
+  });
+  await runs.start();
+  return workspace;
+}
+
+const FAST = 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100';
+
+async function waitForStatus(id: string, status: string, timeoutMs = 20_000): Promise<RunRecord> {
+  return eventually(`run ${status}`, async () => {
+    const run = await getRun(db.dataSource, id);
+    return run?.status === status ? run : undefined;
+  }, timeoutMs);
+}
+
+/** The sim containers of a run, as Docker lists them. */
+async function simContainers(runId: string) {
+  return docker.listContainers({ all: true, filters: { label: [`service.run-id=${runId}`] } });
+}
+
+/** The value of one series in the metrics text, e.g. `runs_total{terminal_status="stopped"}`; 0 when absent. */
+async function value(series: string): Promise<number> {
+  const line = (await metrics.registry.metrics()).split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+/** Every control.runs record of a run carries its workspaceId and runId. */
+function expectRunLogs(run: RunRecord): void {
+  const mine = records.filter((record) => record.runId === run.id);
+  expect(mine.length).toBeGreaterThan(0);
+  for (const record of mine) expect(record).toEqual(expect.objectContaining({ category: 'control.runs', workspaceId: run.workspaceId, runId: run.id }));
+}
+
+describe('a run', () => {
+  it('goes queued → running at the first nt4 answer, then stopped on request; the container is removed', async () => {
+    const workspace = await setUp(FAST);
+    const run = await createRun(harness.store, workspace.id);
+    expect(run.status).toBe('queued');
+    const ready = await waitForStatus(run.id, 'running');
+    expect(ready.readyAt!.getTime()).toBeGreaterThan(run.queuedAt.getTime());
+    expect(ready.simEndpoint).toMatch(/^\d+\.\d+\.\d+\.\d+:5810$/);
+    expect(await value('run_build_duration_seconds_count')).toBe(1);
+    expect(await simContainers(run.id)).toHaveLength(1);
+    await requestRunStop(harness.store, workspace.id, run.id);
+    const stopped = await waitForStatus(run.id, 'stopped');
+    expect(stopped.reason).toBe('stopped by request');
+    expect(stopped.output).toContain('compiling');
+    expect(await simContainers(run.id)).toEqual([]);
+    expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
+    expect(await value('run_active_duration_seconds_count{terminal_status="stopped"}')).toBe(1);
+    expect(await value('run_build_duration_seconds_count')).toBe(1);
+    expectRunLogs(run);
+  });
+
+  it('is canceled when stopped during compile', async () => {
+    const workspace = await setUp('SIM_COMPILE_MS=20000');
+    const run = await createRun(harness.store, workspace.id);
+    await eventually('sim container', async () => (await simContainers(run.id)).length === 1);
+    await requestRunStop(harness.store, workspace.id, run.id);
+    const canceled = await waitForStatus(run.id, 'canceled');
+    expect(canceled.readyAt).toBeNull();
+    expect(await simContainers(run.id)).toEqual([]);
+    expect(await value('runs_total{terminal_status="canceled"}')).toBe(1);
+    expect(await value('run_build_duration_seconds_count')).toBe(0);
+    expect(await value('run_active_duration_seconds_count{terminal_status="canceled"}')).toBe(0);
+    expectRunLogs(run);
+  });
+
+  it('fails when compile exits non-zero, keeping the output that says why', async () => {
+    const workspace = await setUp('SIM_COMPILE_MS=200 SIM_COMPILE_EXIT=2');
+    const run = await createRun(harness.store, workspace.id);
+    const failed = await waitForStatus(run.id, 'failed');
+    expect(failed.exitCode).toBe(2);
+    expect(failed.reason).toBe('compile or boot failed (exit code 2)');
+    expect(failed.output).toContain('compilation failed');
+    expect(await simContainers(run.id)).toEqual([]);
+    expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
+    expect(await value('run_build_duration_seconds_count')).toBe(0);
+    expectRunLogs(run);
+  });
+
+  it('fails when the simulator never answers within the build timeout', async () => {
+    const workspace = await setUp('SIM_COMPILE_MS=100 SIM_NEVER_READY=1', 2000);
+    const run = await createRun(harness.store, workspace.id);
+    const failed = await waitForStatus(run.id, 'failed');
+    expect(failed.reason).toBe('the simulator was not ready within the build timeout (2 s)');
+    expect(failed.endedAt!.getTime() - failed.queuedAt.getTime()).toBeGreaterThanOrEqual(2000);
+    expect(await simContainers(run.id)).toEqual([]);
+    expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
+  });
+
+  it('fails when the simulator crashes while running', async () => {
+    const workspace = await setUp(`${FAST} SIM_CRASH_AFTER_MS=700`);
+    const run = await createRun(harness.store, workspace.id);
+    await waitForStatus(run.id, 'running');
+    const failed = await waitForStatus(run.id, 'failed');
+    expect(failed.exitCode).toBe(3);
+    expect(failed.reason).toBe('the simulator crashed (exit code 3)');
+    expect(failed.output).toContain('sim crashed');
+    expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
+    expect(await value('run_active_duration_seconds_count{terminal_status="failed"}')).toBe(1);
+    expect(await value('run_build_duration_seconds_count')).toBe(1);
+  });
+
+  it('is stopped when the simulator exits 0 on its own after ready', async () => {
+    const workspace = await setUp(`${FAST} SIM_EXIT_AFTER_MS=500`);
+    const run = await createRun(harness.store, workspace.id);
+    const stopped = await waitForStatus(run.id, 'stopped');
+    expect(stopped.exitCode).toBe(0);
+    expect(stopped.reason).toBe('the simulator exited on its own');
+    expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
+  });
+
+  it('ends when its workspace is stopped', async () => {
+    const workspace = await setUp(FAST);
+    const run = await createRun(harness.store, workspace.id);
+    await waitForStatus(run.id, 'running');
+    await stopWorkspace(harness.store, SYSTEM_ACTOR, workspace.id);
+    const stopped = await waitForStatus(run.id, 'stopped');
+    expect(stopped.reason).toBe('the workspace was stopped');
+    expect(await simContainers(run.id)).toEqual([]);
+    expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
+  });
+
+  it('is one run when two requests come at once', async () => {
+    const workspace = await setUp('SIM_COMPILE_MS=20000');
+    const results = await Promise.allSettled([createRun(harness.store, workspace.id), createRun(harness.store, workspace.id)]);
+    const made = results.filter((result): result is PromiseFulfilledResult<RunRecord> => result.status === 'fulfilled');
+    const refused = results.filter((result): result is PromiseRejectedResult => result.status === 'rejected');
+    expect(made).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.reason).toMatchObject({ status: 409, code: 'run_active', message: `Run ${made[0]!.value.id} is still active; stop it first.` });
+    await eventually('one sim container', async () => (await docker.listContainers({ all: true, filters: { label: [`service.workspace-id=${workspace.id}`, 'service.role=sim'] } })).length === 1);
+  });
+
+  it('is refused while the workspace is not wanted running', async () => {
+    const student = await newStudent(harness.store, `idle${counter++}`, tag);
+    await expect(createRun(harness.store, student.workspace.id)).rejects.toMatchObject({ status: 409, code: 'workspace_not_running' });
+  });
+
+  it('leaves no simulator container behind whose run is finished or unknown', async () => {
+    const workspace = await setUp(FAST);
+    const orphanRun = '00000000-0000-4000-8000-0000000000aa';
+    const orphan = await harness.runtime.createSimContainer({ workspaceId: workspace.id, slug: workspace.slug, runId: orphanRun, image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: 'bridge', command: 'sleep 60', nt4Port: 5810 });
+    await runs!.resyncAll();
+    await eventually('orphan sim removed', async () => (await simContainers(orphanRun)).length === 0);
+    expect(orphan.role).toBe('sim');
+  });
+});
