@@ -244,7 +244,9 @@ export class WorkspaceProxy {
     const started = performance.now();
     const upstream = net.connect(port, host);
     const touch = () => this.deps.activity.touch(workspace.id);
+    let connected = false;
     upstream.once('connect', () => {
+      connected = true;
       this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome: 'ok' }, (performance.now() - started) / 1000);
       const headers = this.upstreamHeaders(req, path.slug, true);
       const lines = [`${req.method} ${path.rest} HTTP/1.1`];
@@ -259,7 +261,7 @@ export class WorkspaceProxy {
       socket.pipe(upstream).pipe(socket);
     });
     upstream.once('error', () => {
-      if (upstream.connecting) {
+      if (!connected) {
         this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome: 'error' }, (performance.now() - started) / 1000);
         return rejectUpgrade(socket, 502, 'The editor could not be reached.');
       }

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Metrics } from '../src/metrics.ts';
 import { AuthenticationError, AuthorizationError } from '../src/errors.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
-import { probeNt4 } from '../src/nt4.ts';
+import { probeHttp } from '../src/probe.ts';
 import { createRun, getActiveRun, getWorkspaceRun, isTerminal, listRuns, requestRunStop, type RunRecord } from '../src/store/runs.ts';
 import { getWorkspaceBySlug, openWorkspace, type StoreContext, type WorkspaceRecord } from '../src/store/workspaces.ts';
 import { assertSameOrigin, type AuthState } from './middleware/auth.ts';
@@ -106,7 +106,7 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
     const run = await getActiveRun(store.db, ctx.state.workspace.id);
     if (!run) return void (ctx.body = { alive: false, reason: 'no_active_run' });
     if (!run.simEndpoint) return void (ctx.body = { alive: false, runId: run.id, reason: 'not_started' });
-    const probe = await probeNt4(run.simEndpoint);
+    const probe = await probeHttp(run.simEndpoint);
     metrics.proxyUpstreamDuration.observe({ upstream: 'nt4', outcome: probe.outcome }, probe.seconds);
     ctx.body = {
       alive: probe.outcome === 'ok',

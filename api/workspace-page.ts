@@ -1,14 +1,13 @@
 import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import { escapeHtml, page } from './pages.ts';
 
-/** Words for the observed states on the page. */
-const STATE_TEXT: Record<string, string> = {
-  running: 'Running',
-  stopped: 'Stopped',
-  waiting: 'Waiting for a free slot',
-  failed: 'Failed to start',
-  unknown: 'Starting up…',
-};
+/** What the page says of a workspace: what is wanted, then what is seen. */
+function stateText(workspace: WorkspaceRecord): string {
+  if (workspace.desiredState !== 'running') return workspace.observedState === 'running' ? 'Stopping…' : 'Stopped';
+  if (workspace.observedState === 'waiting') return 'Waiting for a free slot';
+  if (workspace.observedState === 'failed') return 'Failed to start';
+  return workspace.observedState === 'running' ? 'Running' : 'Starting…';
+}
 
 /**
  * The workspace page at `/u/<slug>/` while the editor is not up: the state, an Open button that
@@ -19,11 +18,10 @@ const STATE_TEXT: Record<string, string> = {
 export function workspacePage(workspace: WorkspaceRecord): string {
   const base = `/u/${workspace.slug}/api/workspace`;
   const wanted = workspace.desiredState === 'running';
-  const state = STATE_TEXT[workspace.observedState] ?? workspace.observedState;
   return page(
     `Workspace ${workspace.slug}`,
     `<h1>Workspace ${escapeHtml(workspace.slug)}</h1>
-<p>State: <strong id="state">${escapeHtml(wanted && workspace.observedState !== 'running' ? 'Starting…' : state)}</strong></p>
+<p>State: <strong id="state">${escapeHtml(stateText(workspace))}</strong></p>
 <p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
 <button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button>
 <div id="toast" role="alert" hidden style="position:fixed;bottom:1.5rem;left:50%;transform:translateX(-50%);background:#1d2430;color:#fff;padding:.8rem 1.2rem;border-radius:.4rem;max-width:30rem"></div>

@@ -1,7 +1,12 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import Docker from 'dockerode';
+import Keygrip from 'keygrip';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { SESSION_COOKIE } from '../api/app.ts';
 import { WorkspaceController } from '../controllers/workspaces.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { createDataSource, migrate } from '../src/db/database.ts';
@@ -39,9 +44,25 @@ export async function benchDatabase(name: string): Promise<{ dataSource: DataSou
   };
 }
 
-/** The control plane's pieces, wired as main.ts does, plus a hook called on every log record. */
-export function controlPlane(dataSource: DataSource, onLog: (record: Record<string, unknown>) => void = () => undefined) {
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
+/** The URL of benchmark database `name` on the benchmark server. */
+export function benchDatabaseUrl(name: string): string {
+  const url = new URL(SERVER_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Drops benchmark database `name` (closing its connections), e.g. after a child process that used it died. */
+export async function dropBenchDatabase(name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: SERVER_URL });
+  await client.connect();
+  await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => client.end());
+}
+
+/**
+ * The control plane's pieces, wired as main.ts does, plus a hook called on every log record.
+ * `controlPlaneId` scopes its containers (default: a fresh `bench-<hex>`).
+ */
+export function controlPlane(dataSource: DataSource, onLog: (record: Record<string, unknown>) => void = () => undefined, controlPlaneId = `bench-${randomBytes(4).toString('hex')}`) {
   const sink = { write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>) };
   const root = createRootLogger({ level: 'info', format: 'json', colour: false, sinks: { out: sink, err: sink } });
   const metrics = createMetrics();
@@ -89,10 +110,82 @@ export const percentile = (values: number[], p: number) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 
-/** Ends the process if the benchmark runs longer than `ms`. */
-export function deadline(ms: number): void {
+/** Ends the process if the benchmark runs longer than `ms`, after `cleanup` (given at most 30 s) when there is one. */
+export function deadline(ms: number, cleanup?: () => Promise<void>): void {
   setTimeout(() => {
     console.error(`benchmark exceeded ${ms / 1000} s, aborting`);
-    process.exit(1);
+    if (!cleanup) process.exit(1);
+    setTimeout(() => process.exit(1), 30_000).unref();
+    void cleanup()
+      .catch((error: unknown) => console.error('cleanup failed:', error))
+      .finally(() => process.exit(1));
   }, ms).unref();
+}
+
+/**
+ * A signed-in session for `userId`, made as koa-session makes one (a row in `sessions`, a cookie
+ * signed with the app's key, as test/helpers/session.ts does): the Cookie header value.
+ */
+export async function signedSessionCookie(db: DataSource, userId: string, secret: string): Promise<string> {
+  const sessionId = randomBytes(16).toString('hex');
+  await db.query("INSERT INTO sessions (id, user_id, data, expires_at) VALUES ($1, $2, $3, now() + interval '1 hour')", [
+    sessionId,
+    userId,
+    JSON.stringify({ userId, _expire: Date.now() + 3_600_000, _maxAge: 3_600_000 }),
+  ]);
+  const signature = new Keygrip([secret]).sign(`${SESSION_COOKIE}=${sessionId}`);
+  return `${SESSION_COOKIE}=${sessionId}; ${SESSION_COOKIE}.sig=${signature}`;
+}
+
+/** A free TCP port on 127.0.0.1 (free when asked; the caller binds it soon after). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Resident set size of process `pid` in bytes (VmRSS of /proc/<pid>/status). */
+export function processRssBytes(pid: number): number {
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) * 1024 : NaN;
+}
+
+let clockTicks: number | undefined;
+/** CPU time (user + system) process `pid` has used so far, in seconds (/proc/<pid>/stat). */
+export function processCpuSeconds(pid: number): number {
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name (which may contain spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/** CPU time (seconds) used so far by every process of the cgroup of `pid`, e.g. a whole container (cgroup v1 cpuacct or v2). */
+export function cgroupCpuSeconds(pid: number): number {
+  const lines = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n');
+  const v1 = lines.find((line) => /^\d+:[^:]*\bcpuacct\b[^:]*:/.test(line));
+  if (v1) return Number(readFileSync(`/sys/fs/cgroup/cpuacct${v1.slice(v1.lastIndexOf(':') + 1)}/cpuacct.usage`, 'utf8')) / 1e9;
+  const v2 = lines.find((line) => line.startsWith('0::'));
+  const stat = readFileSync(`/sys/fs/cgroup${v2!.slice(3)}/cpu.stat`, 'utf8');
+  return Number(/^usage_usec (\d+)$/m.exec(stat)?.[1]) / 1e6;
+}
+
+/** How busy the whole machine is over `ms` (0–100 % of all CPUs), from /proc/stat. */
+export async function machineBusyPercent(ms = 1000): Promise<number> {
+  const sample = () => {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = fields[3]! + (fields[4] ?? 0);
+    return { idle, total: fields.reduce((sum, value) => sum + value, 0) };
+  };
+  const a = sample();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const b = sample();
+  return 100 * (1 - (b.idle - a.idle) / (b.total - a.total));
+}
+
+/** Open file descriptors of process `pid`. */
+export function processOpenFds(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
 }

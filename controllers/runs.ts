@@ -3,7 +3,7 @@ import type { ChangeFeed } from '../src/db/changes.ts';
 import type { EventSubscription, ManagedContainer, WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
-import { probeNt4 } from '../src/nt4.ts';
+import { probeHttp } from '../src/probe.ts';
 import {
   finishRun,
   getRun,
@@ -61,7 +61,7 @@ export class RunController {
   private resyncTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RunControllerOptions) {
-    this.options = { probeIntervalMs: 250, runningCheckMs: 5000, resyncIntervalMs: 30_000, outputLines: 50, concurrency: 8, ...options };
+    this.options = { probeIntervalMs: 100, runningCheckMs: 5000, resyncIntervalMs: 30_000, outputLines: 50, concurrency: 8, ...options };
     this.queue = new WorkQueue({ name: 'runs', reconcile: (id) => this.reconcile(id), metrics: options.metrics, log: options.log, concurrency: this.options.concurrency });
   }
 
@@ -162,7 +162,7 @@ export class RunController {
     const endpoint = container.address ? `${container.address}:${this.options.template.nt4Port}` : undefined;
     if (!endpoint) return { requeueAfterMs: this.options.probeIntervalMs };
     if (run.simEndpoint !== endpoint) await recordSimEndpoint(this.options.db, run.id, endpoint);
-    const probe = await probeNt4(endpoint);
+    const probe = await probeHttp(endpoint);
     if (probe.outcome !== 'ok') return { requeueAfterMs: this.options.probeIntervalMs };
     const ready = await markRunReady(this.options.db, run.id);
     if (ready?.readyAt) {

@@ -4,6 +4,7 @@ import type { ChangeFeed } from '../src/db/changes.ts';
 import { names, type CodeContainerSpec, type EventSubscription, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
+import { probeHttp } from '../src/probe.ts';
 import { getEffectiveCap } from '../src/store/settings.ts';
 import {
   finalizeDeletedWorkspace,
@@ -43,6 +44,8 @@ export interface WorkspaceControllerOptions {
   orphanGraceMs?: number;
   /** How long a workspace waiting for capacity waits before it is looked at again. */
   capacityRetryMs?: number;
+  /** How often a started container's editor is probed until it answers. */
+  editorProbeMs?: number;
   concurrency?: number;
 }
 
@@ -77,6 +80,7 @@ export class WorkspaceController {
       orphanStartupGraceMs: 3 * 60_000,
       orphanGraceMs: 2 * 60_000,
       capacityRetryMs: 5000,
+      editorProbeMs: 250,
       concurrency: 16,
       ...options,
     };
@@ -150,8 +154,8 @@ export class WorkspaceController {
    * observed status last. Branches: row gone → the containers are orphans (removed after the grace
    * periods, the home volume kept); deleted → remove containers and volume, then the row (finalizer); stopped → stop the
    * code container; running → recreate a container whose spec hash or restart generation differs,
-   * create or start a missing or stopped one unless the cap is reached (then `waiting`), nothing
-   * to do when it runs as specified.
+   * create or start a missing or stopped one unless the cap is reached (then `waiting`), then
+   * `starting` until its editor answers and `running` after; nothing to do when it runs as specified.
    */
   async reconcile(id: string): Promise<ReconcileResult | void> {
     const { db, runtime } = this.options;
@@ -183,7 +187,7 @@ export class WorkspaceController {
     }
     if (code?.state === 'running') {
       this.runningCode.add(id);
-      return this.status(workspace, 'running', '', this.endpointOf(code));
+      return this.ready(workspace, code);
     }
     return this.startCode(workspace, code);
   }
@@ -210,13 +214,28 @@ export class WorkspaceController {
       log.info({ workspaceId: id, slug: workspace.slug, containerId: container.id.slice(0, 12), cold: !existing }, 'code container started');
       // Its address exists only once it runs.
       const running = (await runtime.listContainers({ workspaceId: id })).find((candidate) => candidate.id === container.id);
-      return this.status(workspace, 'running', '', running && this.endpointOf(running));
+      return this.ready(workspace, running ?? container);
     } catch (error) {
       await this.status(workspace, 'failed', (error as Error).message.slice(0, 500));
       throw error;
     } finally {
       this.starting.delete(id);
     }
+  }
+
+  /**
+   * A running code container is `running` once its editor answers (any HTTP answer within 500 ms),
+   * and only then gets its endpoint recorded, so the proxy never sends a student to an editor that
+   * is still starting; until then it is `starting` and looked at again shortly. A status already
+   * confirmed at this endpoint is not probed again.
+   */
+  private async ready(workspace: WorkspaceRecord, container: ManagedContainer): Promise<ReconcileResult | void> {
+    const endpoint = this.endpointOf(container);
+    const confirmed = workspace.observedState === 'running' && workspace.editorEndpoint === endpoint && workspace.observedGeneration === workspace.generation;
+    if (endpoint && confirmed) return;
+    if (endpoint && (await probeHttp(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint);
+    await this.status(workspace, 'starting', 'waiting for the editor to answer');
+    return { requeueAfterMs: this.options.editorProbeMs };
   }
 
   /** `address:port` of a running code container's editor, or null when it has no address. */

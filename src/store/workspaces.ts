@@ -301,7 +301,7 @@ export async function stopIdleWorkspaces(ctx: StoreContext, idleMinutes: number)
   const stopped = await ctx.db.transaction(async (manager) => {
     const rows = await queryRows<{ id: string; slug: string; last_activity_at: Date | null }>(manager, 
       `UPDATE workspaces SET desired_state = 'stopped', generation = generation + 1, updated_at = now()
-       WHERE desired_state = 'running' AND coalesce(last_activity_at, updated_at) < now() - make_interval(secs => $1 * 60)
+       WHERE desired_state = 'running' AND coalesce(last_activity_at, updated_at) < now() - make_interval(secs => $1::double precision * 60)
        RETURNING id, slug, last_activity_at`,
       [idleMinutes],
     );

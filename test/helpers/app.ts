@@ -29,18 +29,19 @@ export interface TestApp {
  * Serves createApp over `dataSource` with the config made from `env` (as the environment would be),
  * on a free loopback port that is also its public origin unless PUBLIC_URL is given. Nobody is on
  * the allowlist unless `allowlist` says so; the allowlist file is a fresh path under the temp directory.
+ * Pass the controllers' `changes` to wire them as main.ts does (edits through the app reach them at once).
  */
 export async function startApp(
   dataSource: DataSource,
   env: Record<string, string> = {},
-  options: { allowlist?: AllowlistView; allowlistFile?: AllowlistFile; port?: number } = {},
+  options: { allowlist?: AllowlistView; allowlistFile?: AllowlistFile; port?: number; changes?: ChangeFeed } = {},
 ): Promise<TestApp> {
   const config = loadConfig(env);
   const logs: Record<string, unknown>[] = [];
   const sink = { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) };
   const root = createRootLogger({ level: 'debug', format: 'json', colour: false, sinks: { out: sink, err: sink } });
   const metrics = createMetrics();
-  const store: StoreContext = { db: dataSource, changes: new ChangeFeed(), environmentCap: config.maxActiveContainers, metrics, log: categoryLogger(root, 'containers') };
+  const store: StoreContext = { db: dataSource, changes: options.changes ?? new ChangeFeed(), environmentCap: config.maxActiveContainers, metrics, log: categoryLogger(root, 'containers') };
   const server = http.createServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -5,6 +5,7 @@ import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { createRun, getRun, requestRunStop, type RunRecord } from '../../src/store/runs.ts';
 import { stopWorkspace, type WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { captureLogger, createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { startApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait } from '../helpers/workspaces.ts';
 
@@ -192,5 +193,63 @@ describe('a run', () => {
     await runs!.resyncAll();
     await eventually('orphan sim removed', async () => (await simContainers(orphanRun)).length === 0);
     expect(orphan.role).toBe('sim');
+  });
+});
+
+describe('the run API', () => {
+  it('starts, lists, shows and stops runs, and refuses what it must', async () => {
+    const workspace = await setUp(FAST);
+    const app = await startApp(db.dataSource, {}, { changes: harness.changes });
+    try {
+      // The workspace's user gets the session.
+      const [row] = (await db.dataSource.query('SELECT user_id FROM workspaces WHERE id = $1', [workspace.id])) as { user_id: string }[];
+      const { sessionFor } = await import('../helpers/session.ts');
+      const cookie = (await sessionFor(db.dataSource, row!.user_id)).cookie;
+      const stranger = await newStudent(harness.store, `stranger${counter++}`, tag);
+      const base = `${app.url}/u/${workspace.slug}/api`;
+      const call = (method: string, path: string, who = cookie) => fetch(`${base}${path}`, { method, headers: { cookie: who, origin: app.url, accept: 'application/json' } });
+
+      const started = await call('POST', '/runs');
+      expect(started.status).toBe(202);
+      const { run } = (await started.json()) as { run: { id: string; status: string } };
+      expect(run.status).toBe('queued');
+      const again = await call('POST', '/runs');
+      expect(again.status).toBe(409);
+      expect(await again.json()).toEqual({ error: { code: 'run_active', message: `Run ${run.id} is still active; stop it first.` } });
+
+      await waitForStatus(run.id, 'running');
+      const alive = (await (await call('GET', '/sim/status')).json()) as { alive: boolean; runId: string };
+      expect(alive).toEqual(expect.objectContaining({ alive: true, runId: run.id }));
+      const one = (await (await call('GET', `/runs/${run.id}`)).json()) as { run: { status: string; readyAt: string | null } };
+      expect(one.run).toEqual(expect.objectContaining({ status: 'running', readyAt: expect.any(String) }));
+
+      expect((await call('POST', `/runs/${run.id}/stop`)).status).toBe(202);
+      await waitForStatus(run.id, 'stopped');
+      const idempotent = await call('POST', `/runs/${run.id}/stop`);
+      expect(idempotent.status).toBe(200);
+      expect(((await idempotent.json()) as { run: { status: string } }).run.status).toBe('stopped');
+
+      const second = (await (await call('POST', '/runs')).json()) as { run: { id: string } };
+      const list = (await (await call('GET', '/runs')).json()) as { runs: { id: string }[] };
+      expect(list.runs.map((entry) => entry.id)).toEqual([second.run.id, run.id]);
+
+      for (const unknown of ['00000000-0000-4000-8000-000000000000', 'not-a-run']) {
+        const missing = await call('GET', `/runs/${unknown}`);
+        expect(missing.status).toBe(404);
+        expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('run_not_found');
+        expect((await call('POST', `/runs/${unknown}/stop`)).status).toBe(404);
+      }
+      // Another student's run is not theirs to see or stop, whichever way they ask.
+      const strangersWorkspace = `${app.url}/u/${stranger.workspace.slug}/api`;
+      expect((await fetch(`${strangersWorkspace}/runs/${run.id}`, { headers: { cookie: stranger.cookie } })).status).toBe(404);
+      expect((await call('GET', `/runs/${run.id}`, stranger.cookie)).status).toBe(403);
+      expect((await call('POST', `/runs/${run.id}/stop`, stranger.cookie)).status).toBe(403);
+      // A workspace that is not running takes no runs.
+      const idle = await fetch(`${strangersWorkspace}/runs`, { method: 'POST', headers: { cookie: stranger.cookie, origin: app.url } });
+      expect(idle.status).toBe(409);
+      expect(((await idle.json()) as { error: { code: string } }).error.code).toBe('workspace_not_running');
+    } finally {
+      await app.close();
+    }
   });
 });

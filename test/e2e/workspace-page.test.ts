@@ -1,0 +1,90 @@
+/**
+ * The workspace page in a real browser (Debian Chromium): at the cap, Open shows the spec's toast;
+ * once a slot is free, Open starts the workspace, the page polls, and reloads into the editor.
+ */
+import { rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import { AT_CAPACITY_MESSAGE, getWorkspace, openWorkspace, stopWorkspace } from '../../src/store/workspaces.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+let app: TestApp;
+let harness: Harness;
+let browser: Browser;
+let sam: Student;
+let other: Student;
+const tag = Date.now().toString(36);
+/** Kept after the run for a look (overwritten by the next one). */
+const screenshot = path.join(os.tmpdir(), 'workspace-page-at-capacity.png');
+
+beforeAll(async () => {
+  app = await startApp(db.dataSource, { MAX_ACTIVE_CONTAINERS: '1' });
+  harness = createHarness(db.dataSource, { changes: app.store.changes });
+  sam = await newStudent(harness.store, 'sam', tag);
+  other = await newStudent(harness.store, 'other', tag);
+  // Started after the students exist, the controller reconciles them at once: Sam's is observed stopped.
+  await harness.controller.start();
+  await waitForState(db.dataSource, sam.workspace.id, 'stopped');
+  // The one slot is taken: another workspace is wanted running.
+  await openWorkspace(harness.store, other.workspace.id);
+  browser = await launchBrowser();
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
+}, 30_000);
+
+/** The student's session cookies (`cp_session` and its signature) as the browser stores them. */
+function cookiesOf(student: Student) {
+  return student.cookie.split('; ').map((pair) => {
+    const at = pair.indexOf('=');
+    return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
+  });
+}
+
+it('shows the capacity toast on Open at the cap, then opens the editor once a slot is free', async () => {
+  await withPage(browser, async (page) => {
+    const cookies = cookiesOf(sam);
+    expect(cookies.map((cookie) => cookie.name)).toEqual(['cp_session', 'cp_session.sig']);
+    await page.context().addCookies(cookies);
+
+    // (a) At the cap: the page with the state and an Open button; Open shows the spec's message.
+    const response = await page.goto(`${app.url}/u/${sam.workspace.slug}/`);
+    expect(response?.status()).toBe(200);
+    expect(await page.locator('h1').textContent()).toBe(`Workspace ${sam.workspace.slug}`);
+    expect(await page.locator('#state').textContent()).toBe('Stopped');
+    const open = page.getByRole('button', { name: 'Open' });
+    expect(await open.isEnabled()).toBe(true);
+    const toast = page.locator('#toast');
+    expect(await toast.isVisible()).toBe(false);
+
+    await open.click();
+    await toast.waitFor({ state: 'visible', timeout: 5000 });
+    expect(await toast.textContent()).toBe(AT_CAPACITY_MESSAGE);
+    expect(AT_CAPACITY_MESSAGE).toBe('Server at capacity. Your coach has been notified. Please try again in a few minutes.');
+    expect((await getWorkspace(db.dataSource, sam.workspace.id))?.desiredState).toBe('stopped');
+    await rm(screenshot, { force: true });
+    await page.screenshot({ path: screenshot });
+    expect((await stat(screenshot)).size).toBeGreaterThan(0);
+    // The button comes back for another try.
+    expect(await open.isEnabled()).toBe(true);
+
+    // (b) A slot frees up: Open starts the workspace, the page polls, and reloads into the editor.
+    await stopWorkspace(harness.store, SYSTEM_ACTOR, other.workspace.id);
+    await open.click();
+    await page.getByText('editor stand-in').waitFor({ timeout: 20_000 });
+    expect(await page.locator('body').textContent()).toContain(`editor stand-in: /`);
+    expect(page.url()).toBe(`${app.url}/u/${sam.workspace.slug}/`);
+    expect((await getWorkspace(db.dataSource, sam.workspace.id))?.desiredState).toBe('running');
+  });
+}, 35_000);

@@ -1,0 +1,105 @@
+/**
+ * The idle sweep end to end, on real PostgreSQL and Docker: activity through the workspace proxy
+ * (a WebSocket whose every message marks the workspace active) keeps a workspace running, a
+ * workspace without traffic is stopped by the sweep and then by the controller, and a closed editor
+ * tab lets its workspace go idle too.
+ */
+import WebSocket from 'ws';
+import { IdleSweep } from '../../controllers/idle-sweep.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { getWorkspace } from '../../src/store/workspaces.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { captureLogger, createHarness, eventually, inspectByName, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, openAndWait, waitForState, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+let app: TestApp;
+let harness: Harness;
+let ada: Student;
+let bob: Student;
+let idleSweep: IdleSweep;
+let idleRecords: Record<string, unknown>[];
+const tag = Date.now().toString(36);
+/** IDLE_STOP_MINUTES of this test: 3 s. */
+const IDLE_MINUTES = 0.05;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  app = await startApp(db.dataSource);
+  harness = createHarness(db.dataSource, { changes: app.store.changes });
+  await harness.controller.start();
+  ada = await newStudent(harness.store, 'ada', tag);
+  bob = await newStudent(harness.store, 'bob', tag);
+  [ada.workspace, bob.workspace] = await Promise.all([openAndWait(harness.store, ada.workspace), openAndWait(harness.store, bob.workspace)]);
+  // Built as src/main.ts builds it, over the app's store and activity, with its log captured.
+  const { root, records } = captureLogger();
+  idleRecords = records;
+  idleSweep = new IdleSweep({ store: { ...app.store, log: categoryLogger(root, 'idle') }, activity: app.activity, idleMinutes: IDLE_MINUTES });
+}, 60_000);
+
+afterAll(async () => {
+  await app?.close();
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
+}, 30_000);
+
+const stopsTotal = async () => (await app.metrics.idleSweepStops.get()).values[0]?.value ?? 0;
+const idleLines = () => idleRecords.filter((record) => record.category === 'control.idle' && record.message === 'stopping idle workspace');
+
+/** Ada's editor tab: a WebSocket through the proxy with a message every 500 ms. */
+let socket: WebSocket | undefined;
+let ticker: NodeJS.Timeout | undefined;
+let echoed = 0;
+
+afterAll(() => {
+  clearInterval(ticker);
+  socket?.terminate();
+});
+
+it('stops the workspace without traffic and keeps the one with a live editor connection', async () => {
+  // The container runs a moment before the editor in it listens: wait until it answers through the proxy.
+  await eventually('the editor to answer', async () => (await fetch(`${app.url}/u/${ada.workspace.slug}/healthz`, { headers: { cookie: ada.cookie } })).ok);
+  const tab = new WebSocket(`${app.url.replace('http', 'ws')}/u/${ada.workspace.slug}/ws`, { headers: { cookie: ada.cookie, origin: app.url } });
+  socket = tab;
+  await new Promise((resolve, reject) => (tab.once('open', resolve), tab.once('error', reject)));
+  tab.on('message', () => echoed++);
+  let sent = 0;
+  ticker = setInterval(() => tab.send(`keep-alive ${sent++}`), 500);
+  // Bob has had no traffic since his open; the idle limit is 3 s.
+  await sleep(5000);
+  expect(echoed).toBeGreaterThanOrEqual(8);
+
+  expect(await idleSweep.sweep()).toEqual([bob.workspace.id]);
+  expect((await getWorkspace(db.dataSource, bob.workspace.id))?.desiredState).toBe('stopped');
+  await waitForState(db.dataSource, bob.workspace.id, 'stopped');
+  expect((await inspectByName(`ws-${bob.workspace.slug}-code`))?.State.Running).toBe(false);
+
+  expect(await getWorkspace(db.dataSource, ada.workspace.id)).toEqual(expect.objectContaining({ desiredState: 'running', observedState: 'running' }));
+  expect((await inspectByName(`ws-${ada.workspace.slug}-code`))?.State.Running).toBe(true);
+  expect(await stopsTotal()).toBe(1);
+  expect(idleLines()).toEqual([expect.objectContaining({ category: 'control.idle', level: 'info', workspaceId: bob.workspace.id, slug: bob.workspace.slug })]);
+
+  // Ada's tab is still served: the editor keeps echoing through the proxy.
+  const before = echoed;
+  await sleep(1000);
+  expect(echoed).toBeGreaterThan(before);
+}, 40_000);
+
+it('lets a workspace go idle once its editor tab closes', async () => {
+  expect(socket?.readyState).toBe(WebSocket.OPEN);
+  clearInterval(ticker);
+  const tab = socket!;
+  await new Promise((resolve) => (tab.once('close', resolve), tab.close()));
+  // Right after the tab closes, Ada's workspace is not idle yet...
+  expect(await idleSweep.sweep()).toEqual([]);
+  // ...but once the idle limit passes without traffic, it is stopped too.
+  await sleep(3500);
+  expect(await idleSweep.sweep()).toEqual([ada.workspace.id]);
+  expect((await getWorkspace(db.dataSource, ada.workspace.id))?.desiredState).toBe('stopped');
+  await waitForState(db.dataSource, ada.workspace.id, 'stopped');
+  expect((await inspectByName(`ws-${ada.workspace.slug}-code`))?.State.Running).toBe(false);
+  expect(await stopsTotal()).toBe(2);
+  expect(idleLines().map((record) => record.workspaceId)).toEqual([bob.workspace.id, ada.workspace.id]);
+}, 40_000);

@@ -1,0 +1,326 @@
+/**
+ * The student API under /u/<slug>/api on real PostgreSQL and Docker: the workspace's state (who may
+ * read it), opening it (CSRF, admission under the cap, the controller bringing it to ready), activity
+ * marking, and the simulator's nt4 alive probe against real stand-in simulator containers.
+ */
+import net from 'node:net';
+import type Docker from 'dockerode';
+import { AT_CAPACITY_MESSAGE, openWorkspace } from '../../src/store/workspaces.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+let app: TestApp;
+let harness: Harness;
+let ada: Student;
+let bob: Student;
+let carol: Student;
+let coach: Student;
+const tag = Date.now().toString(36);
+const SIM_LABELS = { 'service.test': 'student-api', 'service.test-run': tag };
+
+beforeAll(async () => {
+  app = await startApp(db.dataSource, { MAX_ACTIVE_CONTAINERS: '1' });
+  // The controller shares the app's change feed, so an open through the API reaches it at once.
+  harness = createHarness(db.dataSource, { changes: app.store.changes });
+  await harness.controller.start();
+  ada = await newStudent(harness.store, 'ada', tag);
+  bob = await newStudent(harness.store, 'bob', tag);
+  carol = await newStudent(harness.store, 'carol', tag);
+  coach = await newStudent(harness.store, 'coach', tag, 'admin');
+}, 30_000);
+
+afterAll(async () => {
+  await app?.close();
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
+  const mine = await docker.listContainers({ all: true, filters: { label: Object.entries(SIM_LABELS).map(([key, value]) => `${key}=${value}`) } });
+  for (const info of mine) await docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined);
+}, 30_000);
+
+const api = (student: Student, rest: string) => `${app.url}/u/${student.workspace.slug}/api${rest}`;
+
+type WorkspaceView = { id: string; slug: string; desiredState: string; observedState: string; statusMessage: string; ready: boolean };
+type ErrorBody = { error: { code: string; message: string } };
+
+function open(student: Student, as: Student, headers: Record<string, string> = { origin: app.url }): Promise<Response> {
+  return fetch(api(student, '/workspace/open'), { method: 'POST', headers: { cookie: as.cookie, accept: 'application/json', ...headers } });
+}
+
+async function row(student: Student): Promise<{ desired_state: string; generation: string; last_activity_at: Date | null }> {
+  const rows = (await db.dataSource.query('SELECT desired_state, generation, last_activity_at FROM workspaces WHERE id = $1', [student.workspace.id])) as {
+    desired_state: string;
+    generation: string;
+    last_activity_at: Date | null;
+  }[];
+  return rows[0]!;
+}
+
+/** The sample count of proxy_upstream_duration_seconds for nt4 with this outcome (0 when absent). */
+async function nt4Count(outcome: string): Promise<number> {
+  const text = await app.metrics.registry.metrics();
+  const line = text
+    .split('\n')
+    .find((candidate) => candidate.startsWith('proxy_upstream_duration_seconds_count{') && candidate.includes('upstream="nt4"') && candidate.includes(`outcome="${outcome}"`));
+  return line ? Number(line.split(' ').at(-1)) : 0;
+}
+
+async function nt4Counts(): Promise<Record<'ok' | 'timeout' | 'error', number>> {
+  return { ok: await nt4Count('ok'), timeout: await nt4Count('timeout'), error: await nt4Count('error') };
+}
+
+describe('GET /u/<slug>/api/workspace', () => {
+  it("answers the owner with the workspace's state", async () => {
+    const response = await fetch(api(ada, '/workspace'), { headers: { cookie: ada.cookie } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const body = (await response.json()) as { workspace: WorkspaceView };
+    expect(Object.keys(body.workspace).sort()).toEqual(['desiredState', 'id', 'observedState', 'ready', 'slug', 'statusMessage']);
+    expect(body.workspace).toEqual({
+      id: ada.workspace.id,
+      slug: ada.workspace.slug,
+      desiredState: 'stopped',
+      observedState: expect.any(String),
+      statusMessage: expect.any(String),
+      ready: false,
+    });
+  });
+
+  it('answers an admin', async () => {
+    const response = await fetch(api(ada, '/workspace'), { headers: { cookie: coach.cookie } });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { workspace: WorkspaceView }).workspace.id).toBe(ada.workspace.id);
+  });
+
+  it('refuses another student 403, the same for a workspace that does not exist', async () => {
+    const other = await fetch(api(ada, '/workspace'), { headers: { cookie: bob.cookie } });
+    expect(other.status).toBe(403);
+    const body = (await other.json()) as ErrorBody;
+    expect(body.error.code).toBe('forbidden');
+    expect(JSON.stringify(body)).not.toContain(ada.workspace.id);
+    const missing = await fetch(`${app.url}/u/nobody-${tag}/api/workspace`, { headers: { cookie: bob.cookie } });
+    expect(missing.status).toBe(403);
+    expect(((await missing.json()) as ErrorBody).error.code).toBe('forbidden');
+  });
+
+  it('answers 401 JSON without a session', async () => {
+    const response = await fetch(api(ada, '/workspace'));
+    expect(response.status).toBe(401);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(((await response.json()) as ErrorBody).error.code).toBe('authentication_required');
+  });
+});
+
+describe('POST /u/<slug>/api/workspace/open', () => {
+  // Runs while nothing is wanted running, so a request that slipped past the check would be admitted.
+  it.each([
+    ['without Origin', {}],
+    ['from another origin', { origin: 'http://evil.example' }],
+    ['marked cross-site by the browser', { origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' }],
+  ])('refuses a request %s with 403 csrf_failed and changes nothing', async (_name, headers: Record<string, string>) => {
+    expect(Number((await db.dataSource.query("SELECT count(*) AS n FROM workspaces WHERE desired_state = 'running'"))[0].n)).toBe(0);
+    const before = await row(bob);
+    const response = await open(bob, bob, headers);
+    expect(response.status).toBe(403);
+    expect(((await response.json()) as ErrorBody).error.code).toBe('csrf_failed');
+    const after = await row(bob);
+    expect(after.desired_state).toBe('stopped');
+    expect(after.generation).toBe(before.generation);
+  });
+
+  it('admits the owner from our origin (202, wanted running), and the controller brings it to ready', async () => {
+    const response = await open(ada, ada);
+    expect(response.status).toBe(202);
+    const body = (await response.json()) as { workspace: WorkspaceView; alreadyRunning: boolean };
+    expect(body.alreadyRunning).toBe(false);
+    expect(body.workspace).toEqual(expect.objectContaining({ id: ada.workspace.id, desiredState: 'running' }));
+    expect((await row(ada)).desired_state).toBe('running');
+    const ready = await eventually(
+      'the workspace to be ready',
+      async () => {
+        const answer = await fetch(api(ada, '/workspace'), { headers: { cookie: ada.cookie } });
+        const { workspace } = (await answer.json()) as { workspace: WorkspaceView };
+        return workspace.ready ? workspace : undefined;
+      },
+      20_000,
+    );
+    expect(ready).toEqual(expect.objectContaining({ desiredState: 'running', observedState: 'running', ready: true }));
+  }, 30_000);
+
+  describe('at the cap (MAX_ACTIVE_CONTAINERS=1, one workspace wanted running)', () => {
+    beforeAll(async () => {
+      // Independent of the test above: ada's workspace is wanted running (the harness store's cap is 10).
+      await openWorkspace(harness.store, ada.workspace.id);
+    });
+
+    it('refuses another student 503 at_capacity with Retry-After and the exact message, and changes nothing', async () => {
+      const rejections = (await app.metrics.capacityRejections.get()).values[0]?.value ?? 0;
+      const before = await row(bob);
+      const response = await open(bob, bob);
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('60');
+      expect(await response.json()).toEqual({ error: { code: 'at_capacity', message: AT_CAPACITY_MESSAGE } });
+      expect(AT_CAPACITY_MESSAGE).toBe('Server at capacity. Your coach has been notified. Please try again in a few minutes.');
+      const after = await row(bob);
+      expect(after.desired_state).toBe('stopped');
+      expect(after.generation).toBe(before.generation);
+      expect((await app.metrics.capacityRejections.get()).values[0]?.value).toBe(rejections + 1);
+    });
+
+    it('does not refuse a student whose workspace already runs (200, alreadyRunning)', async () => {
+      const response = await open(ada, ada);
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as { workspace: WorkspaceView; alreadyRunning: boolean };
+      expect(body.alreadyRunning).toBe(true);
+      expect(body.workspace.desiredState).toBe('running');
+    });
+  });
+});
+
+describe('activity', () => {
+  const stale = async (student: Student) => {
+    await db.dataSource.query("UPDATE workspaces SET last_activity_at = now() - interval '1 hour' WHERE id = $1", [student.workspace.id]);
+  };
+  const ageMs = async (student: Student) => Date.now() - (await row(student)).last_activity_at!.getTime();
+
+  it.each([
+    ['GET workspace', () => fetch(api(bob, '/workspace'), { headers: { cookie: bob.cookie } }), 200],
+    ['GET sim/status', () => fetch(api(bob, '/sim/status'), { headers: { cookie: bob.cookie } }), 200],
+    ['POST workspace/open (even refused at the cap)', () => open(bob, bob), 503],
+  ])('%s marks the workspace active, written at the next flush', async (_name, call, status) => {
+    await app.activity.flush();
+    await stale(bob);
+    expect((await call()).status).toBe(status);
+    // Gathered in memory: nothing is written per request.
+    expect(await ageMs(bob)).toBeGreaterThan(50 * 60_000);
+    await app.activity.flush();
+    expect(await ageMs(bob)).toBeLessThan(60_000);
+  });
+
+  it("an admin's call marks the workspace active too", async () => {
+    await app.activity.flush();
+    await stale(bob);
+    expect((await fetch(api(bob, '/workspace'), { headers: { cookie: coach.cookie } })).status).toBe(200);
+    await app.activity.flush();
+    expect(await ageMs(bob)).toBeLessThan(60_000);
+  });
+});
+
+describe('GET /u/<slug>/api/sim/status', () => {
+  const created: Docker.Container[] = [];
+
+  /** Starts a stand-in simulator container of this test and returns its bridge address. */
+  async function startSim(env: string[]): Promise<string> {
+    const container = await docker.createContainer({
+      Image: TEST_IMAGE,
+      Cmd: ['node', '/app/sim.mjs'],
+      Env: ['SIM_COMPILE_MS=0', 'SIM_BOOT_MS=0', ...env],
+      Labels: SIM_LABELS,
+      HostConfig: { NetworkMode: 'bridge' },
+    });
+    created.push(container);
+    await container.start();
+    const info = await container.inspect();
+    // NetworkSettings.IPAddress (the default bridge); newer engines only fill in Networks.
+    const settings = info.NetworkSettings as typeof info.NetworkSettings & { IPAddress?: string };
+    const ip = settings.IPAddress || Object.values(settings.Networks ?? {}).find((network) => network.IPAddress)?.IPAddress;
+    if (!ip) throw new Error('the simulator container has no address');
+    return ip;
+  }
+
+  /** True once something accepts TCP connections at ip:port. */
+  const accepts = (ip: string, port: number) =>
+    new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, ip);
+      socket.setTimeout(500, () => (socket.destroy(), resolve(false)));
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
+    });
+
+  /** Replaces the workspace's runs with one run; returns its id. */
+  async function setRun(student: Student, status: 'queued' | 'running', endpoint: string | null): Promise<string> {
+    await db.dataSource.query('DELETE FROM runs WHERE workspace_id = $1', [student.workspace.id]);
+    const rows = (await db.dataSource.query('INSERT INTO runs (workspace_id, status, sim_endpoint) VALUES ($1, $2, $3) RETURNING id', [
+      student.workspace.id,
+      status,
+      endpoint,
+    ])) as { id: string }[];
+    return rows[0]!.id;
+  }
+
+  async function simStatus(student: Student): Promise<{ status: number; body: Record<string, unknown>; ms: number; cacheControl: string | null }> {
+    const started = performance.now();
+    const response = await fetch(api(student, '/sim/status'), { headers: { cookie: student.cookie } });
+    const body = (await response.json()) as Record<string, unknown>;
+    return { status: response.status, body, ms: performance.now() - started, cacheControl: response.headers.get('cache-control') };
+  }
+
+  it('says no_active_run without an active run (a finished one does not count), and probes nothing', async () => {
+    const before = await nt4Counts();
+    const answer = await simStatus(carol);
+    expect(answer.status).toBe(200);
+    expect(answer.cacheControl).toBe('no-store');
+    expect(answer.body).toEqual({ alive: false, reason: 'no_active_run' });
+    await db.dataSource.query("INSERT INTO runs (workspace_id, status, sim_endpoint, ended_at) VALUES ($1, 'stopped', '127.0.0.1:9', now())", [carol.workspace.id]);
+    expect((await simStatus(carol)).body).toEqual({ alive: false, reason: 'no_active_run' });
+    expect(await nt4Counts()).toEqual(before);
+  });
+
+  it('says not_started for a queued run without a simulator endpoint, and probes nothing', async () => {
+    const before = await nt4Counts();
+    const runId = await setRun(carol, 'queued', null);
+    const answer = await simStatus(carol);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ alive: false, runId, reason: 'not_started' });
+    expect(await nt4Counts()).toEqual(before);
+  });
+
+  it('says alive for a running simulator, with its latency and status, and counts outcome ok', async () => {
+    const ip = await startSim([]);
+    await eventually('the simulator to answer', async () => (await fetch(`http://${ip}:5810/`, { signal: AbortSignal.timeout(1000) })).ok, 20_000);
+    const runId = await setRun(carol, 'running', `${ip}:5810`);
+    const before = await nt4Counts();
+    const answer = await simStatus(carol);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ alive: true, runId, latencyMs: expect.any(Number), status: 200 });
+    expect(answer.body.latencyMs as number).toBeGreaterThanOrEqual(0);
+    expect(answer.body.latencyMs as number).toBeLessThan(500);
+    expect(await nt4Counts()).toEqual({ ...before, ok: before.ok + 1 });
+  }, 30_000);
+
+  it('says timeout for a simulator that never answers, within well under 1.5 s, and counts outcome timeout', async () => {
+    const ip = await startSim(['SIM_HANG_PROBE=1']);
+    await eventually('the hanging simulator to listen', async () => accepts(ip, 5810), 20_000);
+    const runId = await setRun(carol, 'running', `${ip}:5810`);
+    const before = await nt4Counts();
+    const answer = await simStatus(carol);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ alive: false, runId, latencyMs: expect.any(Number), reason: 'timeout' });
+    expect(answer.body.latencyMs as number).toBeGreaterThanOrEqual(450);
+    expect(answer.body.latencyMs as number).toBeLessThan(1000);
+    expect(answer.ms).toBeLessThan(1000);
+    expect(await nt4Counts()).toEqual({ ...before, timeout: before.timeout + 1 });
+  }, 30_000);
+
+  it('says unreachable for a simulator that is gone (closed port), and counts outcome error', async () => {
+    const runId = await setRun(carol, 'running', '127.0.0.1:9');
+    const before = await nt4Counts();
+    const answer = await simStatus(carol);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ alive: false, runId, latencyMs: expect.any(Number), reason: 'unreachable' });
+    expect(answer.ms).toBeLessThan(500);
+    expect(await nt4Counts()).toEqual({ ...before, error: before.error + 1 });
+  });
+
+  it("refuses another student's probe", async () => {
+    const response = await fetch(api(carol, '/sim/status'), { headers: { cookie: bob.cookie } });
+    expect(response.status).toBe(403);
+  });
+
+  afterAll(async () => {
+    for (const container of created) await container.remove({ force: true }).catch(() => undefined);
+  });
+});
+
