@@ -259,5 +259,9 @@ describe('an editor that is not up', () => {
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
     expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 1);
+    const socket = new WebSocket(`${url(ada, '/ws').replace('http', 'ws')}`, { headers: { cookie: ada.cookie, origin: app.url } });
+    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    expect(refused).toBe(502);
+    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 2);
   });
 });
