@@ -33,3 +33,21 @@ export class Periodic {
     return this.running;
   }
 }
+
+/**
+ * Runs `task` every `intervalMs` ± 10 % (jitter, so that replicas and controllers do not resync in
+ * step), each run after the previous one finished. Returns the function that stops it.
+ */
+export function everyWithJitter(task: () => Promise<unknown>, intervalMs: number): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const schedule = () => {
+    timer = setTimeout(() => void task().finally(() => !stopped && schedule()), intervalMs * (0.9 + Math.random() * 0.2));
+    timer.unref();
+  };
+  schedule();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}

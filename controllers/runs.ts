@@ -16,6 +16,7 @@ import {
   type TerminalStatus,
 } from '../src/store/runs.ts';
 import { getWorkspace } from '../src/store/workspaces.ts';
+import { everyWithJitter } from './periodic.ts';
 import { WorkQueue, type ReconcileResult } from './workqueue.ts';
 
 /** What a run's simulator container is made from (configuration). */
@@ -58,7 +59,6 @@ export class RunController {
   readonly queue: WorkQueue;
   private readonly options: Required<RunControllerOptions>;
   private subscriptions: (() => void)[] = [];
-  private resyncTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RunControllerOptions) {
     this.options = { probeIntervalMs: 100, runningCheckMs: 5000, resyncIntervalMs: 30_000, outputLines: 50, concurrency: 8, ...options };
@@ -82,20 +82,15 @@ export class RunController {
       onDisconnect: () => undefined,
     });
     this.subscriptions.push(() => watch.close());
-    this.scheduleResync();
+    this.subscriptions.push(everyWithJitter(() => this.resyncAll(), this.options.resyncIntervalMs));
   }
 
   /** Stops the triggers and waits for running reconciles; simulator containers are left as they are. */
   async stop(): Promise<void> {
-    clearTimeout(this.resyncTimer);
     for (const unsubscribe of this.subscriptions.splice(0)) unsubscribe();
     await this.queue.shutdown();
   }
 
-  private scheduleResync(): void {
-    this.resyncTimer = setTimeout(() => void this.resyncAll().finally(() => this.scheduleResync()), this.options.resyncIntervalMs * (0.9 + Math.random() * 0.2));
-    this.resyncTimer.unref();
-  }
 
   /** Enqueues every unfinished run and the run of every simulator container. */
   async resyncAll(): Promise<void> {

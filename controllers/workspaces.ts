@@ -13,6 +13,7 @@ import {
   writeWorkspaceStatus,
   type WorkspaceRecord,
 } from '../src/store/workspaces.ts';
+import { everyWithJitter } from './periodic.ts';
 import { WorkQueue, type ReconcileResult } from './workqueue.ts';
 
 /** Observed states a workspace's status can show. */
@@ -72,7 +73,6 @@ export class WorkspaceController {
   private readonly orphanSeenAt = new Map<string, number>();
   private startedAt = Date.now();
   private subscriptions: (() => void)[] = [];
-  private resyncTimer: NodeJS.Timeout | undefined;
 
   constructor(options: WorkspaceControllerOptions) {
     this.options = {
@@ -121,23 +121,15 @@ export class WorkspaceController {
       },
     });
     this.subscriptions.push(() => watch.close());
-    this.scheduleResync();
+    this.subscriptions.push(everyWithJitter(() => this.resyncAll(), this.options.resyncIntervalMs));
   }
 
   /** Stops the triggers and waits for running reconciles. Containers are left as they are. */
   async stop(): Promise<void> {
-    clearTimeout(this.resyncTimer);
     for (const unsubscribe of this.subscriptions.splice(0)) unsubscribe();
     await this.queue.shutdown();
   }
 
-  private scheduleResync(): void {
-    const period = this.options.resyncIntervalMs * (0.9 + Math.random() * 0.2);
-    this.resyncTimer = setTimeout(() => {
-      void this.resyncAll().finally(() => this.scheduleResync());
-    }, period);
-    this.resyncTimer.unref();
-  }
 
   /** Enqueues every workspace in the database and every workspace that has containers. */
   async resyncAll(): Promise<void> {
