@@ -22,6 +22,9 @@ import { studentRouter } from './student.ts';
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'cp_session';
 
+/** Sign-in callbacks per client address per minute: a whole class behind one school NAT signs in at the start of a lesson. */
+export const SIGN_IN_CALLBACKS_PER_MINUTE = 120;
+
 /** How long a session lasts (renewed while in use). */
 const SESSION_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -70,6 +73,8 @@ export function createApp(deps: AppDeps): AppHandlers {
   const app = new Koa();
   app.silent = true;
   app.proxy = config.trustProxy;
+  // Only the nearest proxy's word counts: a client's own X-Forwarded-For entries cannot pick its address.
+  app.maxIpsCount = 1;
   app.keys = [deps.sessionSecret];
   app.use(requestMetrics(deps.metrics));
   app.use(errorMiddleware(deps.log));
@@ -97,7 +102,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       publicOrigin: deps.publicOrigin,
       isAllowed: (email) => adminEmails.includes(email) || deps.allowlist.isAllowed(email),
       adminEmails,
-      callbacks: new Throttle(30, 60),
+      callbacks: new Throttle(SIGN_IN_CALLBACKS_PER_MINUTE, 60),
       log: deps.authLog,
   });
   app.use(auth.grant);

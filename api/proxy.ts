@@ -53,19 +53,26 @@ export function parseWorkspacePath(target: string): WorkspacePath {
   return { slug, rest: `${rest}${query}`, api: rest === '/api' || rest.startsWith('/api/') };
 }
 
-/** A small time-bounded cache, cleared by key or entirely. */
+/**
+ * A small time-bounded cache, cleared entirely on a change. `load` does not store a value whose
+ * lookup began before the last clear, so a lookup racing a demotion cannot put the old role back.
+ */
 class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
-  get(key: string): V | undefined {
+  private epoch = 0;
+  async load(key: string, lookup: () => Promise<V>): Promise<V> {
     const entry = this.entries.get(key);
-    if (!entry || entry.expires < Date.now()) return undefined;
-    return entry.value;
-  }
-  set(key: string, value: V): void {
-    if (this.entries.size > 10_000) this.entries.clear();
-    this.entries.set(key, { value, expires: Date.now() + CACHE_TTL_MS });
+    if (entry && entry.expires >= Date.now()) return entry.value;
+    const epoch = this.epoch;
+    const value = await lookup();
+    if (epoch === this.epoch) {
+      if (this.entries.size > 10_000) this.entries.clear();
+      this.entries.set(key, { value, expires: Date.now() + CACHE_TTL_MS });
+    }
+    return value;
   }
   clear(): void {
+    this.epoch++;
     this.entries.clear();
   }
 }
@@ -99,6 +106,8 @@ export class WorkspaceProxy {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   private readonly unsubscribe: () => void;
   private readonly keys: Keygrip;
+  /** Open WebSocket connections (both ends), closed on shutdown: an HTTP server's close does not end them. */
+  private readonly tunnels = new Set<Duplex>();
 
   constructor(deps: ProxyDeps) {
     this.deps = deps;
@@ -107,10 +116,17 @@ export class WorkspaceProxy {
     this.unsubscribe = deps.changes.subscribe((change) => (change.kind === 'users' ? this.users.clear() : change.kind === 'workspaces' && this.workspaces.clear()));
   }
 
-  /** Stops following changes and closes idle upstream connections. */
+  /** Stops following changes, ends every proxied WebSocket and closes idle upstream connections. */
   close(): void {
     this.unsubscribe();
+    for (const socket of this.tunnels) socket.destroy();
     this.agent.destroy();
+  }
+
+  /** Tracks a socket until it closes. */
+  private track(socket: Duplex): void {
+    this.tunnels.add(socket);
+    socket.once('close', () => this.tunnels.delete(socket));
   }
 
   /** The signed-in user of a request (cookie signature checked as koa-session signs it → session row → user), cached for a second. */
@@ -119,21 +135,11 @@ export class WorkspaceProxy {
     const sessionId = cookieValue(req.headers.cookie, name);
     const signature = cookieValue(req.headers.cookie, `${name}.sig`);
     if (!sessionId || !signature || !this.keys.verify(`${name}=${sessionId}`, signature)) return undefined;
-    let user = this.users.get(sessionId);
-    if (user === undefined) {
-      user = (await findSessionUser(this.deps.db, sessionId)) ?? null;
-      this.users.set(sessionId, user);
-    }
-    return user ?? undefined;
+    return (await this.users.load(sessionId, async () => (await findSessionUser(this.deps.db, sessionId)) ?? null)) ?? undefined;
   }
 
   private async workspaceOf(slug: string): Promise<WorkspaceRecord | undefined> {
-    let workspace = this.workspaces.get(slug);
-    if (workspace === undefined) {
-      workspace = (await getWorkspaceBySlug(this.deps.db, slug)) ?? null;
-      this.workspaces.set(slug, workspace);
-    }
-    return workspace ?? undefined;
+    return (await this.workspaces.load(slug, async () => (await getWorkspaceBySlug(this.deps.db, slug)) ?? null)) ?? undefined;
   }
 
   /** Authorises a request for a workspace; an answer to send instead when it may not pass. */
@@ -184,21 +190,37 @@ export class WorkspaceProxy {
       this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome }, (performance.now() - started) / 1000);
     };
     const upstream = http.request({ host, port, method: req.method, path: path.rest, headers: this.upstreamHeaders(req, path.slug), agent: this.agent });
-    const timer = setTimeout(() => {
-      observe('timeout');
-      upstream.destroy();
-      if (!res.headersSent) sendError(res, 504, 'upstream_timeout', 'The editor did not answer in time.');
-      else res.destroy();
-    }, this.deps.timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    // The timeout is for the editor's answer: it starts once the request body has been sent (an upload may take long).
+    upstream.once('finish', () => {
+      timer = setTimeout(() => {
+        observe('timeout');
+        upstream.destroy();
+        if (!res.headersSent) sendError(res, 504, 'upstream_timeout', 'The editor did not answer in time.');
+        else res.destroy();
+      }, this.deps.timeoutMs);
+    });
     upstream.on('response', (answer) => {
       clearTimeout(timer);
       observe('ok');
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.headers));
+      const status = answer.statusCode ?? 0;
+      if (status < 100 || status > 599) {
+        answer.destroy();
+        return sendError(res, 502, 'upstream_error', 'The editor sent an invalid answer.');
+      }
+      try {
+        // No status message: the editor's text could hold characters Node refuses to write (and would throw).
+        res.writeHead(status, withoutOwnCookies(withoutHopByHop(answer.headers), this.deps.sessionCookie));
+      } catch {
+        answer.destroy();
+        return sendError(res, 502, 'upstream_error', 'The editor sent an invalid answer.');
+      }
       // An upstream that dies mid-response ends ours abruptly too: the client sees a broken response, not a truncated success.
       pipeline(answer, res, (error) => error && res.destroy());
     });
     upstream.on('error', () => {
       clearTimeout(timer);
+      if (res.writableEnded) return;
       if (decided) return res.destroy();
       observe('error');
       if (!res.headersSent) sendError(res, 502, 'upstream_error', 'The editor could not be reached.');
@@ -234,15 +256,19 @@ export class WorkspaceProxy {
    */
   async upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, path: { slug: string; rest: string }): Promise<void> {
     socket.on('error', () => socket.destroy());
+    this.track(socket);
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return rejectUpgrade(socket, 400, 'Only WebSocket upgrades are proxied.');
     if (req.headers.origin !== this.deps.publicOrigin) return rejectUpgrade(socket, 403, 'WebSocket connections must come from this site.');
     const admission = await this.admit(req, path.slug).catch(() => ({ status: 500, code: 'internal_error', message: 'Something went wrong on our side.' }));
+    // The client may have gone while we looked it up: open nothing for it.
+    if (socket.destroyed) return;
     if ('status' in admission) return rejectUpgrade(socket, admission.status, admission.message);
     const { workspace } = admission;
     if (workspace.observedState !== 'running' || !workspace.editorEndpoint) return rejectUpgrade(socket, 503, `Workspace ${workspace.slug} is not running.`);
     const [host, port] = splitEndpoint(workspace.editorEndpoint);
     const started = performance.now();
     const upstream = net.connect(port, host);
+    this.track(upstream);
     const touch = () => this.deps.activity.touch(workspace.id);
     let connected = false;
     upstream.once('connect', () => {
@@ -285,6 +311,21 @@ function withoutHopByHop(headers: http.IncomingHttpHeaders): http.OutgoingHttpHe
     .map((name) => name.trim().toLowerCase())
     .filter(Boolean);
   for (const name of [...HOP_BY_HOP, ...named]) delete result[name];
+  return result;
+}
+
+/**
+ * Response headers without any Set-Cookie for the control plane's own session cookies, so that
+ * an editor can never replace a user's session.
+ */
+function withoutOwnCookies(headers: http.OutgoingHttpHeaders, sessionCookie: string): http.OutgoingHttpHeaders {
+  const cookies = headers['set-cookie'];
+  if (!cookies) return headers;
+  const ours = (line: string) => line.trim().startsWith(`${sessionCookie}=`) || line.trim().startsWith(`${sessionCookie}.sig=`);
+  const kept = (Array.isArray(cookies) ? cookies : [String(cookies)]).filter((line) => !ours(line));
+  const result = { ...headers };
+  if (kept.length > 0) result['set-cookie'] = kept;
+  else delete result['set-cookie'];
   return result;
 }
 

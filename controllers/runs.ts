@@ -184,9 +184,10 @@ export class RunController {
     if (container) {
       await runtime.stop(container.id, 5);
       output = (await runtime.logsTail(container.id, this.options.outputLines)).slice(-16_000);
-      await runtime.remove(container.id);
     }
+    // The end is recorded before the container goes: if recording fails, the next pass still finds it.
     const finished = await finishRun(db, run.id, { status, reason, exitCode, output });
+    if (container) await runtime.remove(container.id);
     if (!finished) return;
     metrics.runsTotal.inc({ terminal_status: status });
     if (finished.readyAt && finished.endedAt) {

@@ -34,7 +34,7 @@ export class WorkQueue {
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; due: number }>();
   private tokens: number;
   private lastRefill = Date.now();
   private active = 0;
@@ -60,17 +60,20 @@ export class WorkQueue {
     this.pump();
   }
 
-  /** Adds a key after `delayMs`; an earlier pending delayed add of the same key wins. */
+  /** Adds a key after `delayMs`; of several delayed adds of one key, the soonest wins. */
   addAfter(key: string, delayMs: number): void {
     if (this.stopped) return;
     if (delayMs <= 0) return this.add(key);
-    if (this.timers.has(key)) return;
+    const due = Date.now() + delayMs;
+    const pending = this.timers.get(key);
+    if (pending && pending.due <= due) return;
+    if (pending) clearTimeout(pending.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, delayMs);
     timer.unref();
-    this.timers.set(key, timer);
+    this.timers.set(key, { timer, due });
   }
 
   /** Consecutive failures of a key (0 after a success). */
@@ -87,7 +90,7 @@ export class WorkQueue {
   /** Stops taking keys and waits for running reconciles to finish. */
   async shutdown(): Promise<void> {
     this.stopped = true;
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.queue.length = 0;
     this.queued.clear();

@@ -174,7 +174,7 @@ export class WorkspaceController {
       const reason = code.specHash !== this.specHash ? 'spec changed' : 'restart requested';
       this.options.log.info({ workspaceId: id, slug: workspace.slug, reason }, 'recreating code container');
       await runtime.remove(code.id);
-      this.runningCode.delete(id);
+      // It keeps its slot under the cap: a running workspace is never refused, even after the cap was lowered.
       code = undefined;
     }
     if (code?.state === 'running') {

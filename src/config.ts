@@ -189,6 +189,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const spec = VARIABLES[name]!;
     return `${name}=${spec.secret ? '<hidden>' : JSON.stringify(given[name])} is not valid: expected ${spec.accepts}`;
   });
+  if (typeof values.PUBLIC_URL === 'string' && values.PUBLIC_URL.startsWith('https:') && !['true', '1'].includes(String(values.TRUST_PROXY))) {
+    problems.push('PUBLIC_URL is https but TRUST_PROXY is not true: TLS ends at a proxy in front, so set TRUST_PROXY=true (secure cookies need it)');
+  }
   if (values.NODE_ENV === 'production' && values.SESSION_SECRET === undefined) {
     problems.push('SESSION_SECRET is required when NODE_ENV=production: expected a secret of at least 32 characters');
   }

@@ -34,6 +34,8 @@ const SESSION_PRUNE_MS = 60 * 60_000;
 /** Everything started after the database, stopped in reverse on the way down. */
 interface Running {
   server: http.Server;
+  /** Ends proxied WebSockets, which an HTTP server's close leaves open. */
+  closeTunnels(): void;
   db: Database;
   changes: ChangeFeed;
   activity: ActivityRecorder;
@@ -155,7 +157,7 @@ async function main(): Promise<void> {
   idleSweep.start();
   stats.start();
   sessions.start();
-  shutdown = once(() => stop({ server, db, changes, activity, controllers: [workspaces, runs, idleSweep, stats, sessions, allowlist, { stop: async () => app.close() }] }, log));
+  shutdown = once(() => stop({ server, closeTunnels: app.close, db, changes, activity, controllers: [workspaces, runs, idleSweep, stats, sessions, allowlist] }, log));
 }
 
 /** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */
@@ -178,6 +180,8 @@ async function stop(running: Running, log: Logger): Promise<void> {
   const { server } = running;
   log.info('shutting down: no new connections, waiting for in-flight requests');
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // Editor WebSockets are connections, not requests: end them now (browsers reconnect to the next process).
+  running.closeTunnels();
   // Keep-alive sockets become idle as their last request ends; close each then, not after keepAliveTimeout.
   const reaper = setInterval(() => server.closeIdleConnections(), 50);
   const grace = setTimeout(() => {

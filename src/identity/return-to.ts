@@ -1,7 +1,8 @@
 /**
  * The same-origin path to go to after sign-in, or undefined when `candidate` is not one: it must be
- * an absolute path (`/…`), with no backslash, whitespace or control character, not protocol-relative
- * (`//host`), and stay so after percent-decoding (up to three rounds, for double encoding).
+ * an absolute path (`/…`), with no backslash, whitespace or control character, no `.` or `..`
+ * segment, not protocol-relative (`//host`), and stay so after percent-decoding (up to three rounds,
+ * for double encoding) and after URL normalisation.
  * Resolved against `origin`, it must keep that origin.
  */
 export function safeReturnTo(candidate: unknown, origin: string): string | undefined {
@@ -18,7 +19,10 @@ export function safeReturnTo(candidate: unknown, origin: string): string | undef
     if (decoded === text) break;
     text = decoded;
   }
+  // Dot segments are refused outright: `/..//host` normalises to the protocol-relative `//host`.
+  if (text.split(/[?#]/, 1)[0]!.split('/').some((segment) => segment === '.' || segment === '..')) return undefined;
   const url = new URL(candidate, origin);
   if (url.origin !== new URL(origin).origin) return undefined;
-  return `${url.pathname}${url.search}${url.hash}`;
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  return path.startsWith('//') || path.startsWith('/\\') ? undefined : path;
 }

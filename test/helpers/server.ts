@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import { once } from 'node:events';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -43,6 +45,8 @@ export function spawnServer(env: Record<string, string | undefined>): ServerProc
       LOG_LEVEL: 'debug',
       // Its own label scope: a test server never takes anyone else's containers for orphans.
       CONTROL_PLANE_ID: `test-${randomBytes(4).toString('hex')}`,
+      // Its own data directory (session secret, allowlist), never the project's data/.
+      DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'cp-server-')),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

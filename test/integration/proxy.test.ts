@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
+import net from 'node:net';
 import { Readable } from 'node:stream';
 import WebSocket from 'ws';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
@@ -263,5 +264,30 @@ describe('an editor that is not up', () => {
     const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
     expect(refused).toBe(502);
     expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 2);
+  });
+
+  it('survives an editor that answers with an invalid status line, and never passes on its own session cookie', async () => {
+    const answers = [
+      'HTTP/1.1 200 O\u0001K\r\nContent-Length: 2\r\n\r\nhi',
+      'HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\nhi',
+      'HTTP/1.1 200 OK\r\nSet-Cookie: cp_session=stolen; Path=/\r\nSet-Cookie: cp_session.sig=x; Path=/\r\nSet-Cookie: theme=dark\r\nContent-Length: 2\r\n\r\nok',
+    ];
+    const rogue = net.createServer((socket) => socket.once('data', () => socket.end(answers.shift() ?? '')));
+    await new Promise<void>((resolve) => rogue.listen(0, '127.0.0.1', resolve));
+    const { port } = rogue.address() as net.AddressInfo;
+    await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // A reason phrase Node refuses to write is dropped (it used to throw and end the process).
+    const oddReason = await fetch(url(ada, '/x'), { headers: as(ada) });
+    expect(oddReason.status).toBe(200);
+    expect(await oddReason.text()).toBe('hi');
+    const invalid = await fetch(url(ada, '/x'), { headers: as(ada) });
+    expect(invalid.status).toBe(502);
+    const cookies = await fetch(url(ada, '/x'), { headers: as(ada) });
+    expect(cookies.status).toBe(200);
+    expect(cookies.headers.getSetCookie()).toEqual(['theme=dark']);
+    // Still serving.
+    expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+    await new Promise((resolve) => rogue.close(resolve));
   });
 });

@@ -3,7 +3,9 @@ import { names } from '../../src/docker/runtime.ts';
 import { createUserWithWorkspace, getWorkspace, openWorkspace, type WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { createHarness, eventually, inspectByName, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
+import WebSocket from 'ws';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { sessionFor } from '../helpers/session.ts';
 
 let db: { url: string; dataSource: DataSource };
 const controlPlaneId = newControlPlaneId();
@@ -18,7 +20,8 @@ afterAll(async () => {
   await db.dataSource.destroy();
 });
 
-const env = () => ({ DATABASE_URL: db.url, WORKSPACE_IMAGE: TEST_IMAGE, CODE_MEMORY_LIMIT: '64m', CONTROL_PLANE_ID: controlPlaneId });
+const SESSION_SECRET = 'restart-test-session-secret-0123456789';
+const env = () => ({ DATABASE_URL: db.url, WORKSPACE_IMAGE: TEST_IMAGE, CODE_MEMORY_LIMIT: '64m', CONTROL_PLANE_ID: controlPlaneId, SESSION_SECRET });
 
 describe('restart safety', () => {
   it('adopts running containers after a SIGKILL: same containers, no restarts, state reported within seconds', async () => {
@@ -51,7 +54,16 @@ describe('restart safety', () => {
       expect(after.State.StartedAt).toBe(before[index]!.State.StartedAt);
       expect(after.RestartCount).toBe(0);
     }
+    // An open editor WebSocket does not hold up a graceful stop.
+    const [owner] = (await db.dataSource.query('SELECT user_id FROM workspaces WHERE id = $1', [workspaces[0]!.id])) as { user_id: string }[];
+    const { cookie } = await sessionFor(db.dataSource, owner!.user_id, SESSION_SECRET);
+    const socket = new WebSocket(`${server.url.replace('http', 'ws')}/u/${workspaces[0]!.slug}/ws`, { headers: { cookie, origin: server.url } });
+    await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    const stopping = Date.now();
     expect(await server.stop('SIGTERM')).toBe(0);
+    expect(Date.now() - stopping).toBeLessThan(5000);
+    await closed;
     // A graceful stop leaves them running too.
     for (const workspace of workspaces) expect((await inspectByName(names.code(workspace.slug)))!.State.Running).toBe(true);
   }, 60_000);

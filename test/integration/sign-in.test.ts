@@ -224,13 +224,26 @@ describe('rate limits per client address', () => {
     }
   });
 
-  it('limits sign-in callbacks to 30 a minute', async () => {
+  it('limits sign-in callbacks to 120 a minute', async () => {
     const limited = await startTestApp({ anyPort: true });
     try {
-      for (let i = 0; i < 30; i++) expect((await fetch(`${limited.url}/auth/callback/oidc`)).status).toBe(400);
+      for (let i = 0; i < 120; i++) expect((await fetch(`${limited.url}/auth/callback/oidc`)).status).toBe(400);
       expect((await fetch(`${limited.url}/auth/callback/oidc`)).status).toBe(429);
     } finally {
       await limited.close();
+    }
+  });
+});
+
+describe('rate limits behind a proxy', () => {
+  it('counts by the address the nearest proxy saw, not by what a client writes into X-Forwarded-For', async () => {
+    const proxied = await startApp(db.dataSource, { ADMIN_TOKEN, TRUST_PROXY: 'true' });
+    try {
+      const attempt = (i: number) => fetch(`${proxied.url}/admin/status`, { headers: { authorization: 'Bearer wrong-token', 'x-forwarded-for': `10.0.0.${i}, 192.0.2.1` } });
+      for (let i = 0; i < 20; i++) expect((await attempt(i)).status).toBe(401);
+      expect((await attempt(99)).status).toBe(429);
+    } finally {
+      await proxied.close();
     }
   });
 });

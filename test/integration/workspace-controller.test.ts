@@ -212,6 +212,25 @@ describe('the workspace controller', () => {
     expect(runningCount).toBe(1);
   });
 
+  it('keeps a restarted workspace running after the cap was lowered below the running count', async () => {
+    harness = createHarness(db.dataSource);
+    await harness.controller.start();
+    const first = await newWorkspace();
+    const second = await newWorkspace();
+    await openWorkspace(harness.store, first.id);
+    await openWorkspace(harness.store, second.id);
+    const before = await running(first.slug);
+    await running(second.slug);
+    await setCapOverride(db.dataSource, SYSTEM_ACTOR, 1, 10);
+    await restartCode(harness.store, SYSTEM_ACTOR, first.id);
+    await eventually('recreated and running', async () => {
+      const info = await inspectByName(names.code(first.slug));
+      return info && info.Id !== before.Id && info.State.Running ? info : undefined;
+    });
+    await observed(first.id, 'running');
+    expect((await inspectByName(names.code(second.slug)))!.State.Running).toBe(true);
+  });
+
   it('sees another process edit at once through LISTEN/NOTIFY, without waiting for the resync', async () => {
     harness = createHarness(db.dataSource);
     harness.changes.listen(db.url, harness.store.log);

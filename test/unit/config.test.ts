@@ -107,6 +107,13 @@ describe('loadConfig', () => {
     expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);
   });
 
+  it('requires TRUST_PROXY with an https PUBLIC_URL (TLS ends at a proxy in front)', () => {
+    expect(problems({ PUBLIC_URL: 'https://robots.school.org' })).toEqual([
+      'PUBLIC_URL is https but TRUST_PROXY is not true: TLS ends at a proxy in front, so set TRUST_PROXY=true (secure cookies need it)',
+    ]);
+    expect(loadConfig({ PUBLIC_URL: 'https://robots.school.org/', TRUST_PROXY: 'true' })).toMatchObject({ publicUrl: 'https://robots.school.org', trustProxy: true });
+  });
+
   it('requires SESSION_SECRET in production', () => {
     expect(problems({ NODE_ENV: 'production' })).toEqual(['SESSION_SECRET is required when NODE_ENV=production: expected a secret of at least 32 characters']);
     expect(problems({ NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(32) })).toEqual([]);

@@ -117,4 +117,13 @@ describe('WorkQueue', () => {
     await sleep(30);
     expect(calls).toEqual(['a']);
   });
+
+  it('lets a sooner delayed add replace a later one (a short requeue after a long backoff)', async () => {
+    const { work, calls } = queue(async () => undefined);
+    work.addAfter('a', 60_000);
+    work.addAfter('a', 30);
+    await sleep(100);
+    expect(calls).toEqual(['a']);
+    await work.shutdown();
+  });
 });
