@@ -93,14 +93,15 @@ export function createApp(deps: AppDeps): AppHandlers {
       app,
     ),
   );
-  app.use(loadUser(store.db));
-  const gate: GateOptions = { adminToken: config.adminToken, publicOrigin: deps.publicOrigin, failures: new Throttle(20, 300) };
   const adminEmails = config.serviceAdminEmails;
+  const isAllowed = (email: string) => adminEmails.includes(email) || deps.allowlist.isAllowed(email);
+  app.use(loadUser(store.db, isAllowed));
+  const gate: GateOptions = { adminToken: config.adminToken, publicOrigin: deps.publicOrigin, failures: new Throttle(20, 300) };
   const auth = authRoutes({
       store,
       providers: config.providers,
       publicOrigin: deps.publicOrigin,
-      isAllowed: (email) => adminEmails.includes(email) || deps.allowlist.isAllowed(email),
+      isAllowed,
       adminEmails,
       callbacks: new Throttle(SIGN_IN_CALLBACKS_PER_MINUTE, 60),
       log: deps.authLog,
@@ -126,6 +127,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     sessionSecret: deps.sessionSecret,
     trustProxy: config.trustProxy,
     timeoutMs: config.proxyTimeoutMs,
+    isAllowed,
   });
   const koa = app.callback();
   return {

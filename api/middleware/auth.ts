@@ -56,16 +56,22 @@ export class Throttle {
   }
 }
 
+/** Whether a signed-in user may still act: admins always, others while the allowlist admits their email. */
+export function stillAllowed(user: { role: string; email: string }, isAllowed: (email: string) => boolean): boolean {
+  return user.role === 'admin' || isAllowed(user.email);
+}
+
 /**
  * Loads the signed-in user from the database on every request that carries a session (so a
- * demotion or deletion takes effect at once); a session whose user is gone is ended.
+ * demotion or deletion takes effect at once). A session whose user is gone, or whose email was
+ * taken off the allowlist (admins excepted), is ended.
  */
-export function loadUser(db: DataSource): Middleware<AuthState> {
+export function loadUser(db: DataSource, isAllowed: (email: string) => boolean): Middleware<AuthState> {
   return async (ctx, next) => {
     const userId = ctx.session?.userId;
     if (typeof userId === 'string') {
       const user = await getUserById(db, userId);
-      if (user) ctx.state.user = user;
+      if (user && stillAllowed(user, isAllowed)) ctx.state.user = user;
       else ctx.session = null;
     }
     await next();

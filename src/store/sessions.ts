@@ -40,10 +40,10 @@ export async function pruneExpiredSessions(db: DataSource): Promise<number> {
   return (await queryRows(db, 'DELETE FROM sessions WHERE expires_at <= now() RETURNING id')).length;
 }
 
-/** The user behind a live session, for the proxy's fast path: id and role, or undefined. */
-export async function findSessionUser(db: DataSource, sessionId: string): Promise<{ id: string; role: 'user' | 'admin' } | undefined> {
-  const rows: { id: string; role: 'user' | 'admin' }[] = await db.query(
-    'SELECT u.id, u.role FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1 AND s.expires_at > now()',
+/** The user behind a live session, for the proxy's fast path: id, email and role, or undefined. */
+export async function findSessionUser(db: DataSource, sessionId: string): Promise<{ id: string; email: string; role: 'user' | 'admin' } | undefined> {
+  const rows: { id: string; email: string; role: 'user' | 'admin' }[] = await db.query(
+    'SELECT u.id, u.email, u.role FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1 AND s.expires_at > now()',
     [sessionId],
   );
   return rows[0];

@@ -27,8 +27,8 @@ export interface TestApp {
 
 /**
  * Serves createApp over `dataSource` with the config made from `env` (as the environment would be),
- * on a free loopback port that is also its public origin unless PUBLIC_URL is given. Nobody is on
- * the allowlist unless `allowlist` says so; the allowlist file is a fresh path under the temp directory.
+ * on a free loopback port that is also its public origin unless PUBLIC_URL is given. Everyone is on
+ * the allowlist unless `allowlist` says otherwise; the allowlist file is a fresh path under the temp directory.
  * Pass the controllers' `changes` to wire them as main.ts does (edits through the app reach them at once).
  */
 export async function startApp(
@@ -58,7 +58,7 @@ export async function startApp(
     authLog: categoryLogger(root, 'auth'),
     publicOrigin: config.publicUrl ?? url,
     sessionSecret: TEST_SESSION_SECRET,
-    allowlist: options.allowlist ?? { isAllowed: () => false },
+    allowlist: options.allowlist ?? { isAllowed: () => true },
     allowlistFile: options.allowlistFile ?? new AllowlistFile(path.join(os.tmpdir(), `cp-test-allowlist-${port}`, 'allowlist.json')),
     activity,
   });

@@ -183,6 +183,15 @@ describe('sign-in through a real OpenID Connect provider', () => {
     expect((await me(again.browser)).status).toBe(401);
   });
 
+  it('ends the access of a student taken off the allowlist, at once', async () => {
+    const { browser } = await signIn(account('ada@school.test'));
+    expect((await me(browser)).status).toBe(200);
+    await writeFile(file.path, JSON.stringify({ entries: ['district.test'] }));
+    await eventually('allowlist reloaded', async () => !watcher.isAllowed('ada@school.test'));
+    expect((await me(browser)).status).toBe(401);
+    expect((await browser.fetch(`${app.url}/u/ada/x`)).status).toBe(401);
+  });
+
   it('requires a same-origin check on cookie-authenticated admin changes', async () => {
     const { browser } = await signIn(account('head@school.test'));
     const post = (headers: Record<string, string>) =>
