@@ -128,7 +128,7 @@ async function serve(): Promise<void> {
     authLog: categoryLogger(root, 'auth'),
     publicOrigin: origin,
     sessionSecret: secret,
-    allowlist: { isAllowed: () => false },
+    allowlist: { isAllowed: () => true },
     allowlistFile: new AllowlistFile(path.join(allowlistDir, 'allowlist.json')),
     activity,
   });

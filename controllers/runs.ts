@@ -185,15 +185,16 @@ export class RunController {
       await runtime.stop(container.id, 5);
       output = (await runtime.logsTail(container.id, this.options.outputLines)).slice(-16_000);
     }
-    // The end is recorded before the container goes: if recording fails, the next pass still finds it.
+    // The end is recorded (and counted) before the container goes: if recording fails, the next pass still finds it.
     const finished = await finishRun(db, run.id, { status, reason, exitCode, output });
-    if (container) await runtime.remove(container.id);
-    if (!finished) return;
-    metrics.runsTotal.inc({ terminal_status: status });
-    if (finished.readyAt && finished.endedAt) {
-      metrics.runActiveDuration.observe({ terminal_status: status }, (finished.endedAt.getTime() - finished.readyAt.getTime()) / 1000);
+    if (finished) {
+      metrics.runsTotal.inc({ terminal_status: status });
+      if (finished.readyAt && finished.endedAt) {
+        metrics.runActiveDuration.observe({ terminal_status: status }, (finished.endedAt.getTime() - finished.readyAt.getTime()) / 1000);
+      }
+      log[status === 'failed' ? 'warning' : 'info']({ status, reason, exitCode }, `run ${status}: ${reason}`);
     }
-    log[status === 'failed' ? 'warning' : 'info']({ status, reason, exitCode }, `run ${status}: ${reason}`);
+    if (container) await runtime.remove(container.id);
   }
 
   private async simContainers(runId: string, workspaceId: string | undefined): Promise<ManagedContainer[]> {

@@ -1,3 +1,5 @@
+import http from 'node:http';
+
 /** The nt4 alive probe's timeout (spec: 500 ms); the editor's readiness probe uses the same. */
 export const PROBE_TIMEOUT_MS = 500;
 
@@ -14,13 +16,26 @@ export interface Probe {
  * port, or the editor. Any HTTP answer means the server is up (a NetworkTables server answers
  * plain GETs too, with an error status); a hang is `timeout`, a refused or broken connection `error`.
  */
-export async function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<Probe> {
+export function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<Probe> {
   const started = performance.now();
-  try {
-    const answer = await fetch(`http://${endpoint}/`, { signal: AbortSignal.timeout(timeoutMs) });
-    await answer.body?.cancel();
-    return { outcome: 'ok', status: answer.status, seconds: (performance.now() - started) / 1000 };
-  } catch (error) {
-    return { outcome: (error as Error).name === 'TimeoutError' ? 'timeout' : 'error', seconds: (performance.now() - started) / 1000 };
-  }
+  const at = endpoint.lastIndexOf(':');
+  const seconds = () => (performance.now() - started) / 1000;
+  return new Promise((resolve) => {
+    // A fresh connection each time (no agent): containers come and go and their addresses are
+    // reused, so a pooled keep-alive socket could belong to one that is gone.
+    const request = http.get({ host: endpoint.slice(0, at), port: Number(endpoint.slice(at + 1)), path: '/', agent: false }, (answer) => {
+      clearTimeout(timer);
+      answer.resume();
+      request.destroy();
+      resolve({ outcome: 'ok', status: answer.statusCode, seconds: seconds() });
+    });
+    const timer = setTimeout(() => {
+      request.destroy();
+      resolve({ outcome: 'timeout', seconds: seconds() });
+    }, timeoutMs);
+    request.on('error', () => {
+      clearTimeout(timer);
+      resolve({ outcome: 'error', seconds: seconds() });
+    });
+  });
 }

@@ -25,6 +25,9 @@ export const HOME_PATH = '/home/student';
 /** How often the events stream is checked with a ping; a failed ping drops and reconnects it. */
 const PING_INTERVAL_MS = 5000;
 
+/** The longest any single engine call may take (a stop waits up to its own timeout inside it): a hung daemon fails the reconcile, which is retried. */
+const CALL_TIMEOUT_MS = 60_000;
+
 /** The HTTP status of a dockerode error, if any. */
 function statusOf(error: unknown): number | undefined {
   const status = (error as { statusCode?: unknown })?.statusCode;
@@ -49,11 +52,15 @@ export interface DockerRuntimeOptions {
 
 /** The WorkspaceRuntime over a Docker Engine, through dockerode. */
 export class DockerRuntime implements WorkspaceRuntime {
+  /** For calls: each bounded by CALL_TIMEOUT_MS. */
   readonly docker: Docker;
+  /** For the events stream only, which is long-lived and may be quiet for long (a ping watches it instead). */
+  private readonly events: Docker;
   private readonly controlPlaneId: string;
 
   constructor(options: DockerRuntimeOptions) {
-    this.docker = new Docker(options.docker);
+    this.docker = new Docker({ ...options.docker, timeout: CALL_TIMEOUT_MS });
+    this.events = new Docker(options.docker);
     this.controlPlaneId = options.controlPlaneId;
   }
 
@@ -204,7 +211,7 @@ export class DockerRuntime implements WorkspaceRuntime {
       let delay = 250;
       while (!abort.signal.aborted) {
         try {
-          const stream = await this.docker.getEvents({ filters: { type: ['container'], label: this.labelFilters() }, abortSignal: abort.signal });
+          const stream = await this.events.getEvents({ filters: { type: ['container'], label: this.labelFilters() }, abortSignal: abort.signal });
           current = stream;
           delay = 250;
           handlers.onConnect();

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { names } from '../../src/docker/runtime.ts';
 import { createUserWithWorkspace, getWorkspace, openWorkspace, type WorkspaceRecord } from '../../src/store/workspaces.ts';
@@ -21,7 +24,10 @@ afterAll(async () => {
 });
 
 const SESSION_SECRET = 'restart-test-session-secret-0123456789';
-const env = () => ({ DATABASE_URL: db.url, WORKSPACE_IMAGE: TEST_IMAGE, CODE_MEMORY_LIMIT: '64m', CONTROL_PLANE_ID: controlPlaneId, SESSION_SECRET });
+// The students' domain is allowlisted, or their sessions would not pass.
+const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-restart-'));
+writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
+const env = () => ({ DATABASE_URL: db.url, WORKSPACE_IMAGE: TEST_IMAGE, CODE_MEMORY_LIMIT: '64m', CONTROL_PLANE_ID: controlPlaneId, SESSION_SECRET, DATA_DIR });
 
 describe('restart safety', () => {
   it('adopts running containers after a SIGKILL: same containers, no restarts, state reported within seconds', async () => {

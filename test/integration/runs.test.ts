@@ -93,7 +93,7 @@ describe('a run', () => {
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.reason).toBe('stopped by request');
     expect(stopped.output).toContain('compiling');
-    expect(await simContainers(run.id)).toEqual([]);
+    await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
     expect(await value('run_active_duration_seconds_count{terminal_status="stopped"}')).toBe(1);
     expect(await value('run_build_duration_seconds_count')).toBe(1);
@@ -107,7 +107,7 @@ describe('a run', () => {
     await requestRunStop(harness.store, workspace.id, run.id);
     const canceled = await waitForStatus(run.id, 'canceled');
     expect(canceled.readyAt).toBeNull();
-    expect(await simContainers(run.id)).toEqual([]);
+    await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await value('runs_total{terminal_status="canceled"}')).toBe(1);
     expect(await value('run_build_duration_seconds_count')).toBe(0);
     expect(await value('run_active_duration_seconds_count{terminal_status="canceled"}')).toBe(0);
@@ -121,7 +121,7 @@ describe('a run', () => {
     expect(failed.exitCode).toBe(2);
     expect(failed.reason).toBe('compile or boot failed (exit code 2)');
     expect(failed.output).toContain('compilation failed');
-    expect(await simContainers(run.id)).toEqual([]);
+    await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
     expect(await value('run_build_duration_seconds_count')).toBe(0);
     expectRunLogs(run);
@@ -133,7 +133,7 @@ describe('a run', () => {
     const failed = await waitForStatus(run.id, 'failed');
     expect(failed.reason).toBe('the simulator was not ready within the build timeout (2 s)');
     expect(failed.endedAt!.getTime() - failed.queuedAt.getTime()).toBeGreaterThanOrEqual(2000);
-    expect(await simContainers(run.id)).toEqual([]);
+    await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
   });
 
@@ -166,7 +166,7 @@ describe('a run', () => {
     await stopWorkspace(harness.store, SYSTEM_ACTOR, workspace.id);
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.reason).toBe('the workspace was stopped');
-    expect(await simContainers(run.id)).toEqual([]);
+    await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
   });
 
