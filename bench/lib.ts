@@ -1,17 +1,15 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import Docker from 'dockerode';
-import Keygrip from 'keygrip';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
-import { SESSION_COOKIE } from '../api/app.ts';
 import { WorkspaceController } from '../controllers/workspaces.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { createDataSource, migrate } from '../src/db/database.ts';
 import { CONTROL_PLANE_LABEL, DockerRuntime } from '../src/docker/docker-runtime.ts';
 import { createRootLogger, categoryLogger } from '../src/log.ts';
+import { sessionFor } from '../test/helpers/session.ts';
 import { createMetrics } from '../src/metrics.ts';
 import type { StoreContext } from '../src/store/workspaces.ts';
 
@@ -122,29 +120,12 @@ export function deadline(ms: number, cleanup?: () => Promise<void>): void {
   }, ms).unref();
 }
 
-/**
- * A signed-in session for `userId`, made as koa-session makes one (a row in `sessions`, a cookie
- * signed with the app's key, as test/helpers/session.ts does): the Cookie header value.
- */
+/** The Cookie header of a signed-in session for `userId` (made as koa-session makes one; see test/helpers/session.ts). */
 export async function signedSessionCookie(db: DataSource, userId: string, secret: string): Promise<string> {
-  const sessionId = randomBytes(16).toString('hex');
-  await db.query("INSERT INTO sessions (id, user_id, data, expires_at) VALUES ($1, $2, $3, now() + interval '1 hour')", [
-    sessionId,
-    userId,
-    JSON.stringify({ userId, _expire: Date.now() + 3_600_000, _maxAge: 3_600_000 }),
-  ]);
-  const signature = new Keygrip([secret]).sign(`${SESSION_COOKIE}=${sessionId}`);
-  return `${SESSION_COOKIE}=${sessionId}; ${SESSION_COOKIE}.sig=${signature}`;
+  return (await sessionFor(db, userId, secret)).cookie;
 }
 
-/** A free TCP port on 127.0.0.1 (free when asked; the caller binds it soon after). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+export { freePort } from '../test/helpers/server.ts';
 
 /** Resident set size of process `pid` in bytes (VmRSS of /proc/<pid>/status). */
 export function processRssBytes(pid: number): number {
