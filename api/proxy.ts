@@ -186,9 +186,10 @@ export class WorkspaceProxy {
     this.forward(req, res, workspace, path);
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }): void {
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, retried = false): void {
     const [host, port] = splitEndpoint(workspace.editorEndpoint!);
     const started = performance.now();
+    const bodiless = !req.headers['content-length'] && !req.headers['transfer-encoding'];
     let decided = false;
     const observe = (outcome: string) => {
       if (decided) return;
@@ -227,9 +228,12 @@ export class WorkspaceProxy {
       answer.on('close', () => !answer.complete && res.destroy());
       answer.pipe(res);
     });
-    upstream.on('error', () => {
+    upstream.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       if (res.writableEnded) return;
+      // A kept-alive socket whose container is gone (its address reused by another) fails on first use:
+      // a request without a body is retried once on a fresh socket, as Node's docs advise.
+      if (!decided && !retried && bodiless && upstream.reusedSocket && error.code === 'ECONNRESET') return this.forward(req, res, workspace, path, true);
       if (decided) return res.destroy();
       observe('error');
       if (!res.headersSent) sendError(res, 502, 'upstream_error', 'The editor could not be reached.');
@@ -239,6 +243,7 @@ export class WorkspaceProxy {
       clearTimeout(timer);
       if (!res.writableFinished) upstream.destroy();
     });
+    if (bodiless) return void upstream.end();
     req.on('error', () => upstream.destroy());
     req.pipe(upstream);
   }

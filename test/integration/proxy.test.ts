@@ -290,4 +290,28 @@ describe('an editor that is not up', () => {
     expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
     await new Promise((resolve) => rogue.close(resolve));
   });
+
+  it('retries once on a fresh connection when a kept-alive socket turns out dead', async () => {
+    // Each connection answers its first request, then resets on the next one (as a gone container's socket does).
+    let connections = 0;
+    const flaky = net.createServer((socket) => {
+      connections++;
+      let requests = 0;
+      socket.on('data', () => {
+        if (requests++ === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+        else socket.resetAndDestroy();
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    const { port } = flaky.address() as net.AddressInfo;
+    await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await fetch(url(ada, '/first'), { headers: as(ada) })).status).toBe(200);
+    const second = await fetch(url(ada, '/second'), { headers: as(ada) });
+    expect(second.status).toBe(200);
+    expect(await second.text()).toBe('ok');
+    expect(connections).toBe(2);
+    flaky.close();
+  });
 });
