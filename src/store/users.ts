@@ -2,7 +2,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { recordAudit, type Actor } from './audit.ts';
 import type { ChangeFeed } from '../db/changes.ts';
-import { createUserWithWorkspace, type StoreContext } from './workspaces.ts';
+import { createUserWithWorkspace, markDeletedIn, type StoreContext } from './workspaces.ts';
 
 export type Role = 'user' | 'admin';
 
@@ -142,7 +142,7 @@ export async function deleteUser(ctx: StoreContext, actor: Actor, idOrEmail: str
     const found = await lockUser(manager, idOrEmail);
     if (found.role === 'admin' && admins <= 1) throw ConflictError('last_admin', `${found.email} is the last admin and cannot be deleted.`);
     if (found.workspaceId) {
-      await manager.query("UPDATE workspaces SET desired_state = 'deleted', generation = generation + 1, updated_at = now() WHERE id = $1", [found.workspaceId]);
+      await markDeletedIn(manager, found.workspaceId);
       await ctx.changes.notify(manager, { kind: 'workspaces', id: found.workspaceId });
     }
     await manager.query('DELETE FROM users WHERE id = $1', [found.id]);

@@ -245,12 +245,18 @@ export async function restartCode(ctx: StoreContext, actor: Actor, id: string): 
 export async function markWorkspaceDeleted(ctx: StoreContext, id: string): Promise<WorkspaceRecord> {
   return changeWorkspace(ctx, async (manager) => {
     await lockWorkspace(manager, id);
-    const rows = await queryRows<WorkspaceRow>(manager, 
-      `UPDATE workspaces SET desired_state = 'deleted', generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
-      [id],
-    );
-    return toRecord(rows[0]!);
+    return markDeletedIn(manager, id);
   });
+}
+
+/** Marks a workspace deleted inside the caller's transaction (the caller announces the change). */
+export async function markDeletedIn(manager: EntityManager, id: string): Promise<WorkspaceRecord> {
+  const rows = await queryRows<WorkspaceRow>(
+    manager,
+    `UPDATE workspaces SET desired_state = 'deleted', generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id],
+  );
+  return toRecord(rows[0]!);
 }
 
 /** The observed half of a workspace, written by the workspace controller. */
