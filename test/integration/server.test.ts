@@ -48,10 +48,14 @@ describe('the server process', () => {
     const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     const body = '{"value": 4}';
-    socket.write(`POST /admin/config/max-active-containers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
     let answer = '';
     socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // `Expect: 100-continue` makes the server say when it has parsed the headers: the request is then in flight for sure.
+    socket.write(`POST /admin/config/max-active-containers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`);
+    const deadline = Date.now() + 10_000;
+    while (!answer.includes('100 Continue') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+    socket.write(body.slice(0, 5));
     server.proc.kill('SIGTERM');
     await server.waitForLog((record) => record.message.startsWith('shutting down'));
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -59,7 +63,7 @@ describe('the server process', () => {
     expect(await fetch(`${server.url}/healthz`).then(() => 'answered', () => 'refused')).toBe('refused');
     socket.write(body.slice(5));
     expect(await server.exited).toBe(0);
-    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
     expect(answer).toContain('"value":4');
   });
 
