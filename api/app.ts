@@ -142,7 +142,7 @@ export function createApp(deps: AppDeps): AppHandlers {
         res.writeHead(301, { location: `/u/${path.slug}/${target.slice(3 + path.slug.length)}`, 'content-length': 0 });
         return void res.end();
       }
-      void proxy.request(req, res, path);
+      proxy.request(req, res, path);
     },
     upgrade(req, socket, head) {
       const path = parseWorkspacePath(req.url ?? '/');

@@ -2,6 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import Keygrip from 'keygrip';
+import { Pool, type Dispatcher } from 'undici';
 import type { DataSource } from 'typeorm';
 import type { ChangeFeed } from '../src/db/changes.ts';
 import type { Logger } from '../src/log.ts';
@@ -54,15 +55,19 @@ export function parseWorkspacePath(target: string): WorkspacePath {
 }
 
 /**
- * A small time-bounded cache, cleared entirely on a change. `load` does not store a value whose
- * lookup began before the last clear, so a lookup racing a demotion cannot put the old role back.
+ * A small time-bounded cache, cleared entirely on a change. A fresh entry is answered at once,
+ * without a promise (the proxy's hot path); a miss is looked up, and `get` does not store a value
+ * whose lookup began before the last clear, so a lookup racing a demotion cannot put the old role back.
  */
 class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
   private epoch = 0;
-  async load(key: string, lookup: () => Promise<V>): Promise<V> {
+  get(key: string, lookup: () => Promise<V>): V | Promise<V> {
     const entry = this.entries.get(key);
     if (entry && entry.expires >= Date.now()) return entry.value;
+    return this.miss(key, lookup);
+  }
+  private async miss(key: string, lookup: () => Promise<V>): Promise<V> {
     const epoch = this.epoch;
     const value = await lookup();
     if (epoch === this.epoch) {
@@ -95,6 +100,8 @@ export interface ProxyDeps {
 
 type SessionUser = { id: string; email: string; role: 'user' | 'admin' };
 
+type Admission = { workspace: WorkspaceRecord } | { status: number; code: string; message: string };
+
 /**
  * The reverse proxy to each workspace's editor, outside Koa so that it streams both ways without
  * buffering: `request` serves every path under `/u/<slug>/` except `/u/<slug>/api/...`, `upgrade`
@@ -105,15 +112,22 @@ export class WorkspaceProxy {
   private readonly deps: ProxyDeps;
   private readonly users = new TtlCache<SessionUser | null>();
   private readonly workspaces = new TtlCache<WorkspaceRecord | null>();
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  /** Upstream connection pools by workspace id, keyed by the container they reach. */
+  private readonly pools = new Map<string, { key: string; pool: Pool }>();
   private readonly unsubscribe: () => void;
   private readonly keys: Keygrip;
+  private readonly cookieNames: string[];
+  private readonly forwardedProto: string;
+  private readonly publicHost: string;
   /** Open WebSocket connections (both ends), closed on shutdown: an HTTP server's close does not end them. */
   private readonly tunnels = new Set<Duplex>();
 
   constructor(deps: ProxyDeps) {
     this.deps = deps;
     this.keys = new Keygrip([deps.sessionSecret]);
+    this.cookieNames = [deps.sessionCookie, `${deps.sessionCookie}.sig`];
+    this.forwardedProto = deps.publicOrigin.startsWith('https:') ? 'https' : 'http';
+    this.publicHost = new URL(deps.publicOrigin).host;
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
     this.unsubscribe = deps.changes.subscribe((change) => (change.kind === 'users' ? this.users.clear() : change.kind === 'workspaces' && this.workspaces.clear()));
   }
@@ -122,7 +136,8 @@ export class WorkspaceProxy {
   close(): void {
     this.unsubscribe();
     for (const socket of this.tunnels) socket.destroy();
-    this.agent.destroy();
+    for (const { pool } of this.pools.values()) void pool.destroy().catch(() => undefined);
+    this.pools.clear();
   }
 
   /** Tracks a socket until it closes. */
@@ -132,25 +147,33 @@ export class WorkspaceProxy {
   }
 
   /** The signed-in user of a request (cookie signature checked as koa-session signs it → session row → user); verified pairs are cached for a second. */
-  private async userOf(req: http.IncomingMessage): Promise<SessionUser | undefined> {
+  private userOf(req: http.IncomingMessage): SessionUser | null | Promise<SessionUser | null> {
     const name = this.deps.sessionCookie;
     const sessionId = cookieValue(req.headers.cookie, name);
     const signature = cookieValue(req.headers.cookie, `${name}.sig`);
-    if (!sessionId || !signature) return undefined;
+    if (!sessionId || !signature) return null;
     // Keyed by the pair, so a cache hit is a pair verified within the last second: no HMAC per request.
-    const user = await this.users.load(`${sessionId}.${signature}`, async () =>
+    return this.users.get(`${sessionId}.${signature}`, async () =>
       this.keys.verify(`${name}=${sessionId}`, signature) ? ((await findSessionUser(this.deps.db, sessionId)) ?? null) : null,
     );
-    return user ?? undefined;
   }
 
-  private async workspaceOf(slug: string): Promise<WorkspaceRecord | undefined> {
-    return (await this.workspaces.load(slug, async () => (await getWorkspaceBySlug(this.deps.db, slug)) ?? null)) ?? undefined;
+  private workspaceOf(slug: string): WorkspaceRecord | null | Promise<WorkspaceRecord | null> {
+    return this.workspaces.get(slug, async () => (await getWorkspaceBySlug(this.deps.db, slug)) ?? null);
   }
 
-  /** Authorises a request for a workspace; an answer to send instead when it may not pass. */
-  private async admit(req: http.IncomingMessage, slug: string): Promise<{ workspace: WorkspaceRecord } | { status: number; code: string; message: string }> {
-    const [user, workspace] = await Promise.all([this.userOf(req), this.workspaceOf(slug)]);
+  /**
+   * Authorises a request for a workspace; an answer to send instead when it may not pass. Answered
+   * without a promise when both the session user and the workspace are cached (the common case).
+   */
+  private admit(req: http.IncomingMessage, slug: string): Admission | Promise<Admission> {
+    const user = this.userOf(req);
+    const workspace = this.workspaceOf(slug);
+    if (user instanceof Promise || workspace instanceof Promise) return Promise.all([user, workspace]).then(([u, w]) => this.decide(u, w));
+    return this.decide(user, workspace);
+  }
+
+  private decide(user: SessionUser | null, workspace: WorkspaceRecord | null): Admission {
     if (!user || !stillAllowed(user, this.deps.isAllowed)) return { status: 401, code: 'authentication_required', message: 'Sign in to use this workspace.' };
     if (!workspace || workspace.desiredState === 'deleted' || !(user.role === 'admin' || workspace.userId === user.id)) {
       // The same answer whether the workspace exists or not, so slugs cannot be probed.
@@ -160,19 +183,33 @@ export class WorkspaceProxy {
   }
 
   /** Serves one proxied HTTP request (the caller has checked that `path` is a proxied path). */
-  async request(req: http.IncomingMessage, res: http.ServerResponse, path: { slug: string; rest: string }): Promise<void> {
-    const { metrics, activity } = this.deps;
+  request(req: http.IncomingMessage, res: http.ServerResponse, path: { slug: string; rest: string }): void {
+    const { metrics } = this.deps;
     metrics.httpRequestsInFlight.inc();
-    const done = metrics.httpRequestDuration.startTimer({ method: req.method ?? 'GET', route: PROXY_ROUTE });
+    const started = performance.now();
+    const method = req.method ?? 'GET';
     res.once('close', () => {
       metrics.httpRequestsInFlight.dec();
-      done({ status_class: `${Math.floor(res.statusCode / 100)}xx` });
+      metrics.httpRequestDuration.observe({ method, route: PROXY_ROUTE, status_class: `${Math.floor(res.statusCode / 100)}xx` }, (performance.now() - started) / 1000);
     });
+    const failed = (error: unknown) => {
+      this.deps.log.error({ error }, 'proxying a request failed');
+      if (!res.headersSent) sendError(res, 500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+      else res.destroy();
+    };
+    try {
+      const admission = this.admit(req, path.slug);
+      if (admission instanceof Promise) admission.then((answer) => this.proceed(req, res, path, answer)).catch(failed);
+      else this.proceed(req, res, path, admission);
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  /** Answers a request once it is known whether it may pass: forwarded, refused, or the workspace page. */
+  private proceed(req: http.IncomingMessage, res: http.ServerResponse, path: { slug: string; rest: string }, admission: Admission): void {
+    const { activity } = this.deps;
     const browser = (req.headers.accept ?? '').includes('text/html');
-    const admission = await this.admit(req, path.slug).catch((error: unknown) => {
-      this.deps.log.error({ error }, 'proxy authorisation failed');
-      return { status: 500, code: 'internal_error', message: 'Something went wrong on our side; it has been logged.' };
-    });
     if ('status' in admission) {
       if (admission.status === 401 && browser) return redirect(res, `/auth/sign-in?return_to=${encodeURIComponent(`/u/${path.slug}${path.rest}`)}`);
       return sendError(res, admission.status, admission.code, admission.message);
@@ -186,80 +223,95 @@ export class WorkspaceProxy {
     this.forward(req, res, workspace, path);
   }
 
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, retried = false): void {
-    const [host, port] = splitEndpoint(workspace.editorEndpoint!);
-    const started = performance.now();
-    const bodiless = !req.headers['content-length'] && !req.headers['transfer-encoding'];
-    let decided = false;
-    const observe = (outcome: string) => {
-      if (decided) return;
-      decided = true;
-      this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome }, (performance.now() - started) / 1000);
-    };
-    const upstream = http.request({ host, port, method: req.method, path: path.rest, headers: this.upstreamHeaders(req, path.slug), agent: this.agent });
-    let timer: NodeJS.Timeout | undefined;
-    // The timeout is for the editor's answer: it starts once the request body has been sent (an upload may take long).
-    upstream.once('finish', () => {
-      timer = setTimeout(() => {
-        observe('timeout');
-        upstream.destroy();
-        if (!res.headersSent) sendError(res, 504, 'upstream_timeout', 'The editor did not answer in time.');
-        else res.destroy();
-      }, this.deps.timeoutMs);
+  /**
+   * The connection pool to a workspace's editor. One per running container: a container that
+   * replaces another (a restart, or an address another workspace's container had) gets a fresh
+   * pool, and the old one closes once its requests are done, so no kept-alive socket to a gone
+   * container is ever reused.
+   */
+  private poolFor(workspace: WorkspaceRecord): Pool {
+    const key = `${workspace.editorEndpoint}@${workspace.lastTransitionAt?.getTime() ?? 0}`;
+    const current = this.pools.get(workspace.id);
+    if (current?.key === key) return current.pool;
+    if (current) void current.pool.close().catch(() => undefined);
+    const pool = new Pool(`http://${workspace.editorEndpoint}`, {
+      connections: 256,
+      // The timeout is for the editor's answer: undici starts it once the request body has been sent (an upload may take long).
+      headersTimeout: this.deps.timeoutMs,
+      // Server-sent events and long polls may be quiet for long: no timeout between body chunks.
+      bodyTimeout: 0,
+      connect: { timeout: Math.min(this.deps.timeoutMs, 10_000) },
     });
-    upstream.on('response', (answer) => {
-      clearTimeout(timer);
-      observe('ok');
-      const status = answer.statusCode ?? 0;
-      if (status < 100 || status > 599) {
-        answer.destroy();
-        return sendError(res, 502, 'upstream_error', 'The editor sent an invalid answer.');
-      }
-      try {
-        // No status message: the editor's text could hold characters Node refuses to write (and would throw).
-        res.writeHead(status, withoutOwnCookies(withoutHopByHop(answer.headers), this.deps.sessionCookie));
-      } catch {
-        answer.destroy();
-        return sendError(res, 502, 'upstream_error', 'The editor sent an invalid answer.');
-      }
-      // An upstream that dies mid-response ends ours abruptly too: the client sees a broken response, not a truncated success.
-      // (pipe, not stream.pipeline: pipeline costs an AbortController and a DOMException per call on this hot path.)
-      answer.on('error', () => res.destroy());
-      answer.on('close', () => !answer.complete && res.destroy());
-      answer.pipe(res);
-    });
-    upstream.on('error', (error: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      if (res.writableEnded) return;
-      // A kept-alive socket whose container is gone (its address reused by another) fails on first use:
-      // a request without a body is retried once on a fresh socket, as Node's docs advise.
-      if (!decided && !retried && bodiless && upstream.reusedSocket && error.code === 'ECONNRESET') return this.forward(req, res, workspace, path, true);
-      if (decided) return res.destroy();
-      observe('error');
-      if (!res.headersSent) sendError(res, 502, 'upstream_error', 'The editor could not be reached.');
-      else res.destroy();
-    });
-    res.on('close', () => {
-      clearTimeout(timer);
-      if (!res.writableFinished) upstream.destroy();
-    });
-    if (bodiless) return void upstream.end();
-    req.on('error', () => upstream.destroy());
-    req.pipe(upstream);
+    this.pools.set(workspace.id, { key, pool });
+    return pool;
   }
 
-  /** The request headers the editor gets: no hop-by-hop, no Authorization, no session cookie; X-Forwarded-* set. */
-  private upstreamHeaders(req: http.IncomingMessage, slug: string, keepUpgrade = false): http.OutgoingHttpHeaders {
-    const headers = keepUpgrade ? copyWithout(req.headers, DROPPED_ALWAYS) : withoutHopByHop(req.headers, DROPPED_ALWAYS);
-    const cookie = withoutCookies(req.headers.cookie, [this.deps.sessionCookie, `${this.deps.sessionCookie}.sig`]);
-    if (cookie) headers.cookie = cookie;
+  /** Sends one request on to the editor and its answer back, streamed both ways. */
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, retried = false): void {
+    const bodiless = !req.headers['content-length'] && !req.headers['transfer-encoding'];
+    const handler = new Forwarding(this, req, res, workspace, path, bodiless && !retried && IDEMPOTENT.has(req.method ?? ''));
+    try {
+      this.poolFor(workspace).dispatch({ method: req.method ?? 'GET', path: path.rest, headers: this.upstreamHeaders(req, path.slug), body: bodiless ? null : req }, handler);
+    } catch (error) {
+      handler.onError(error as Error);
+    }
+  }
+
+  /** Sends a request once more, on a new connection (see Forwarding). */
+  retry(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }): void {
+    this.forward(req, res, workspace, path, true);
+  }
+
+  /** The names of the control plane's own session cookies, never passed on either way. */
+  get ownCookies(): string[] {
+    return this.cookieNames;
+  }
+
+  /** Counts one answer (or failure) of the editor in `proxy_upstream_duration_seconds`. */
+  observeUpstream(outcome: string, started: number): void {
+    this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome }, (performance.now() - started) / 1000);
+  }
+
+  /**
+   * The request headers the editor gets, as a flat name/value list in the order they came: no
+   * hop-by-hop ones (except for a WebSocket upgrade, which needs Connection and Upgrade), no
+   * Authorization, no Expect, the Cookie header without our session cookies, one Host and
+   * Content-Length at most, and X-Forwarded-* set by us (the client's own are replaced, or with
+   * TRUST_PROXY extended).
+   */
+  private upstreamHeaders(req: http.IncomingMessage, slug: string, keepUpgrade = false): string[] {
+    const raw = req.rawHeaders;
+    const named = keepUpgrade ? undefined : connectionNamed(req.headers.connection);
+    const result: string[] = [];
+    let host = false;
+    let length = false;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      const lower = name.toLowerCase();
+      if (REPLACED.has(lower) || (!keepUpgrade && (HOP_BY_HOP_SET.has(lower) || named?.has(lower)))) continue;
+      if (lower === 'host') {
+        if (host) continue;
+        host = true;
+      } else if (lower === 'content-length') {
+        if (length) continue;
+        length = true;
+      }
+      result.push(name, raw[i + 1]!);
+    }
+    const cookie = withoutCookies(req.headers.cookie, this.cookieNames);
+    if (cookie) result.push('cookie', cookie);
     const client = req.socket.remoteAddress ?? '';
-    const forwardedFor = this.deps.trustProxy && req.headers['x-forwarded-for'] ? `${String(req.headers['x-forwarded-for'])}, ${client}` : client;
-    headers['x-forwarded-for'] = forwardedFor;
-    headers['x-forwarded-proto'] = this.deps.publicOrigin.startsWith('https:') ? 'https' : 'http';
-    headers['x-forwarded-host'] = req.headers.host ?? new URL(this.deps.publicOrigin).host;
-    headers['x-forwarded-prefix'] = `/u/${slug}`;
-    return headers;
+    result.push(
+      'x-forwarded-for',
+      this.deps.trustProxy && req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${client}` : client,
+      'x-forwarded-proto',
+      this.forwardedProto,
+      'x-forwarded-host',
+      req.headers.host ?? this.publicHost,
+      'x-forwarded-prefix',
+      `/u/${slug}`,
+    );
+    return result;
   }
 
   /**
@@ -272,7 +324,9 @@ export class WorkspaceProxy {
     this.track(socket);
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return rejectUpgrade(socket, 400, 'Only WebSocket upgrades are proxied.');
     if (req.headers.origin !== this.deps.publicOrigin) return rejectUpgrade(socket, 403, 'WebSocket connections must come from this site.');
-    const admission = await this.admit(req, path.slug).catch(() => ({ status: 500, code: 'internal_error', message: 'Something went wrong on our side.' }));
+    const admission = await Promise.resolve()
+      .then(() => this.admit(req, path.slug))
+      .catch((): Admission => ({ status: 500, code: 'internal_error', message: 'Something went wrong on our side.' }));
     // The client may have gone while we looked it up: open nothing for it.
     if (socket.destroyed) return;
     if ('status' in admission) return rejectUpgrade(socket, admission.status, admission.message);
@@ -289,9 +343,7 @@ export class WorkspaceProxy {
       this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome: 'ok' }, (performance.now() - started) / 1000);
       const headers = this.upstreamHeaders(req, path.slug, true);
       const lines = [`${req.method} ${path.rest} HTTP/1.1`];
-      for (const [name, value] of Object.entries(headers)) {
-        for (const item of Array.isArray(value) ? value : [value]) if (item !== undefined) lines.push(`${name}: ${String(item)}`);
-      }
+      for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
       touch();
@@ -311,42 +363,131 @@ export class WorkspaceProxy {
   }
 }
 
+/** Methods a request of which may be sent again when the connection fails before any answer (RFC 9110 §9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Connection failures before any answer after which an idempotent request is sent once more on a new connection. */
+const RETRIED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/**
+ * One proxied request as undici reports it: the editor's answer is written to the client as it
+ * arrives, with backpressure both ways, and every failure becomes 502/504 (before the answer
+ * started) or an aborted response (after: the client sees a broken response, not a truncated success).
+ *
+ * It implements undici's raw handler (onConnect/onHeaders/onData/onComplete/onError): it gets the
+ * editor's headers as they came, which are filtered and written on without parsing them into an
+ * object (the newer onResponse* interface parses the headers and trailers of every response).
+ */
+class Forwarding implements Dispatcher.DispatchHandler {
+  private readonly proxy: WorkspaceProxy;
+  private readonly req: http.IncomingMessage;
+  private readonly res: http.ServerResponse;
+  private readonly workspace: WorkspaceRecord;
+  private readonly path: { slug: string; rest: string };
+  private readonly retry: boolean;
+  private readonly started = performance.now();
+  private abort: ((error: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
+  private answered = false;
+
+  constructor(proxy: WorkspaceProxy, req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, retry: boolean) {
+    this.proxy = proxy;
+    this.req = req;
+    this.res = res;
+    this.workspace = workspace;
+    this.path = path;
+    this.retry = retry;
+    // The client gone before the end: stop asking the editor.
+    res.once('close', () => !res.writableFinished && this.abort?.(new Error('the client went away')));
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    this.abort = abort;
+    if (this.res.destroyed) abort(new Error('the client went away'));
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (status < 200) return true; // 1xx: informational, the answer follows.
+    this.answered = true;
+    this.proxy.observeUpstream('ok', this.started);
+    if (status > 599) return this.refuse('The editor sent an invalid answer.');
+    try {
+      // No status message: the editor's text could hold characters Node refuses to write (and would throw).
+      this.res.writeHead(status, responseHeaders(rawHeaders, this.proxy.ownCookies));
+    } catch {
+      return this.refuse('The editor sent an invalid answer.');
+    }
+    this.resume = resume;
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.res.write(chunk)) return true;
+    this.res.once('drain', this.resume!);
+    return false;
+  }
+
+  onComplete(): void {
+    this.res.end();
+  }
+
+  onError(error: Error): void {
+    const { res } = this;
+    if (res.destroyed || res.writableEnded) return;
+    if (this.answered) return void res.destroy();
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    if (this.retry && RETRIED_CODES.has(code)) return this.proxy.retry(this.req, res, this.workspace, this.path);
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+      this.proxy.observeUpstream('timeout', this.started);
+      return sendError(res, 504, 'upstream_timeout', 'The editor did not answer in time.');
+    }
+    this.proxy.observeUpstream('error', this.started);
+    sendError(res, 502, 'upstream_error', 'The editor could not be reached.');
+  }
+
+  private refuse(message: string): false {
+    if (!this.res.headersSent) sendError(this.res, 502, 'upstream_error', message);
+    else this.res.destroy();
+    this.abort?.(new Error(message));
+    return false;
+  }
+}
+
 function splitEndpoint(endpoint: string): [string, number] {
   const at = endpoint.lastIndexOf(':');
   return [endpoint.slice(0, at), Number(endpoint.slice(at + 1))];
 }
 
-/** Request headers never forwarded, beside the hop-by-hop ones: credentials (and cookie, rebuilt without ours). */
-const DROPPED_ALWAYS = new Set(['authorization', 'cookie']);
+/** Request headers never passed on as sent: credentials, Cookie (rebuilt without ours), Expect (this hop answered it), X-Forwarded-* (set by us). */
+const REPLACED = new Set(['authorization', 'cookie', 'expect', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-prefix']);
 const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
 
-/** A copy of `headers` without the `dropped` names (built fresh: `delete` makes slow objects). */
-function copyWithout(headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders, dropped: Set<string>, alsoDropped?: Set<string>): http.OutgoingHttpHeaders {
-  const result: http.OutgoingHttpHeaders = {};
-  for (const name in headers) if (!dropped.has(name) && !alsoDropped?.has(name)) result[name] = headers[name];
-  return result;
-}
-
-/** Headers without the hop-by-hop ones (including those the Connection header names), and without `extra`. */
-function withoutHopByHop(headers: http.IncomingHttpHeaders, extra?: Set<string>): http.OutgoingHttpHeaders {
-  const named = headers.connection ? String(headers.connection).split(',').map((name) => name.trim().toLowerCase()) : [];
-  const dropped = named.length > 0 ? new Set([...HOP_BY_HOP, ...named]) : HOP_BY_HOP_SET;
-  return copyWithout(headers, dropped, extra);
+/** The header names a Connection header lists (hop-by-hop too), lower-cased; undefined when none. */
+function connectionNamed(connection: string | string[] | undefined): Set<string> | undefined {
+  if (!connection) return undefined;
+  return new Set(String(connection).split(',').map((name) => name.trim().toLowerCase()));
 }
 
 /**
- * Response headers without any Set-Cookie for the control plane's own session cookies, so that
- * an editor can never replace a user's session.
+ * The editor's response headers to write on, as a flat name/value list in their order, bytes kept
+ * as they came (latin1): without hop-by-hop ones (including those its Connection header names) and
+ * without any Set-Cookie for the control plane's own session cookies, so that an editor can never
+ * replace a user's session.
  */
-function withoutOwnCookies(headers: http.OutgoingHttpHeaders, sessionCookie: string): http.OutgoingHttpHeaders {
-  const cookies = headers['set-cookie'];
-  if (!cookies) return headers;
-  const ours = (line: string) => line.trim().startsWith(`${sessionCookie}=`) || line.trim().startsWith(`${sessionCookie}.sig=`);
-  const kept = (Array.isArray(cookies) ? cookies : [String(cookies)]).filter((line) => !ours(line));
-  const result = { ...headers };
-  if (kept.length > 0) result['set-cookie'] = kept;
-  else delete result['set-cookie'];
-  return result;
+function responseHeaders(raw: Buffer[], ownCookies: string[]): string[] {
+  const result: string[] = [];
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1');
+    const lower = name.toLowerCase();
+    const value = raw[i + 1]!.toString('latin1');
+    if (lower === 'connection') named = connectionNamed(value);
+    if (HOP_BY_HOP_SET.has(lower)) continue;
+    if (lower === 'set-cookie' && ownCookies.some((cookie) => value.trimStart().startsWith(`${cookie}=`))) continue;
+    result.push(name, value);
+  }
+  if (!named) return result;
+  return result.filter((_, i) => !named.has(result[i - (i % 2)]!.toLowerCase()));
 }
 
 /** The value of one cookie in a Cookie header, or undefined. */

@@ -4,7 +4,9 @@
  * measured in the same run on loopback and the project's own container.
  *
  * - HTTP: `GET /healthz` of the editor, 50 connections, wrk (1 thread), ROUNDS (3) rounds with the
- *   three targets interleaved (order rotated each round); medians. Saturated: 10 s per run after a
+ *   targets interleaved (order rotated each round); medians. Beside direct, the control plane and
+ *   CHP, a fourth target is the floor: a bare Node proxy (same server, same undici client, nothing
+ *   else), which shows how much of the distance to `direct` is Node's HTTP work on this machine. Saturated: 10 s per run after a
  *   1 s warm-up, requests/s, p50, p99. Targets: ≥ 0.7× direct throughput, ≥ 1.5× CHP's, added p99
  *   (control plane − direct) < 2 ms. Paced: the same connections at about PACED_RATE (1,000)
  *   requests/s for 5 s, where no target queues, so p99 − direct p99 is the latency one hop adds
@@ -39,6 +41,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
 import WebSocket from 'ws';
 import { createApp } from '../api/app.ts';
 import { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
@@ -173,6 +176,38 @@ async function serve(): Promise<void> {
   }
 }
 
+/**
+ * The floor: the least a Node proxy can do per request on this machine, with the same HTTP server
+ * and the same upstream client (undici) as the control plane, and nothing else: no session, no
+ * authorisation, no header rewriting, no metrics, no activity. It strips the `/u/<slug>` prefix
+ * and forwards to the editor. It shows how much of the gap to `direct` is Node's HTTP work itself.
+ */
+async function bare(): Promise<void> {
+  const prefix = process.env.BENCH_PREFIX!;
+  const pool = new Pool(`http://${process.env.BENCH_UPSTREAM!}`, { connections: 256 });
+  const server = http.createServer((req, res) => {
+    pool.dispatch(
+      { method: req.method ?? 'GET', path: (req.url ?? '/').slice(prefix.length), headers: { host: req.headers.host ?? '' } },
+      {
+        onRequestStart: () => undefined,
+        onResponseStart(_controller, status, headers) {
+          delete headers.connection;
+          delete headers['keep-alive'];
+          delete headers['transfer-encoding'];
+          res.writeHead(status, headers);
+        },
+        onResponseData: (_controller, chunk) => void res.write(chunk),
+        onResponseEnd: () => res.end(),
+        onResponseError: () => res.destroy(),
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  process.on('disconnect', () => process.exit(0));
+  process.on('message', (message: { type: string }) => message.type === 'stop' && process.exit(0));
+  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The benchmark.
 
@@ -241,10 +276,24 @@ async function main(): Promise<void> {
       throw new Error(`configurable-http-proxy did not take the route: ${String(error)}\n${chpOutput}`);
     });
 
+    // The bare Node proxy (the floor), its own process too.
+    const bareChild = fork(import.meta.filename, ['bare'], {
+      execArgv: ['--no-warnings=ExperimentalWarning'],
+      env: { ...process.env, BENCH_UPSTREAM: ready.editorEndpoint, BENCH_PREFIX: `/u/${ready.slug}` },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    cleanups.push(() => stopChild(bareChild, true));
+    const barePort = await new Promise<number>((resolve, reject) => {
+      bareChild.once('exit', (code) => reject(new Error(`the bare proxy exited (${code}) before it listened`)));
+      bareChild.once('message', (message: { port: number }) => resolve(message.port));
+    });
+    bareChild.removeAllListeners('exit');
+
     const targets: HttpTarget[] = [
       { name: 'direct (editor container)', url: `http://${ready.editorEndpoint}/healthz`, headers: {} },
       { name: 'control plane /u/<slug>/', url: `${ready.origin}/u/${ready.slug}/healthz`, headers: { Cookie: ready.cookie }, proxyPid: cpPid },
       { name: 'configurable-http-proxy', url: `http://127.0.0.1:${chpPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: chp.pid! },
+      { name: 'bare Node proxy (floor)', url: `http://127.0.0.1:${barePort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: bareChild.pid! },
     ];
     for (const target of targets) {
       const answer = await get(target.url, target.headers);
@@ -324,9 +373,9 @@ async function main(): Promise<void> {
             `    ${target.name.padEnd(28)}${s.rps.toFixed(0).padStart(9)}${s.p50Ms.toFixed(2).padStart(9)}${s.p99Ms.toFixed(2).padStart(9)}${String(s.errors).padStart(8)}${(Number.isNaN(s.proxyCpuUs) ? '—' : s.proxyCpuUs.toFixed(1)).padStart(18)}${s.editorCpuUs.toFixed(1).padStart(19)}`,
           );
         });
-        return summaries as [Summary, Summary, Summary];
+        return summaries as [Summary, Summary, Summary, Summary];
       };
-      const [direct, proxied, chpSummary] = table(`saturated: ${HTTP_SECONDS} s per run after 1 s warm-up`, saturated);
+      const [direct, proxied, chpSummary, bareSummary] = table(`saturated: ${HTTP_SECONDS} s per run after 1 s warm-up`, saturated);
       const vsDirect = proxied.rps / direct.rps;
       const vsChp = proxied.rps / chpSummary.rps;
       const addedP99 = proxied.p99Ms - direct.p99Ms;
@@ -334,6 +383,7 @@ async function main(): Promise<void> {
       console.log(`    control plane / configurable-http-proxy throughput ${vsChp.toFixed(2)}x (target ≥ 1.5x): ${verdict(vsChp >= 1.5)}`);
       console.log(`    added p99 (control plane − direct) ${addedP99.toFixed(2)} ms (target < 2 ms): ${verdict(addedP99 < 2)}`);
       console.log(`    (configurable-http-proxy / direct ${(chpSummary.rps / direct.rps).toFixed(2)}x, its added p99 ${(chpSummary.p99Ms - direct.p99Ms).toFixed(2)} ms)`);
+      console.log(`    (bare Node proxy / direct ${(bareSummary.rps / direct.rps).toFixed(2)}x: the ceiling of any Node proxy here; control plane / bare ${(proxied.rps / bareSummary.rps).toFixed(2)}x)`);
       // Saturated, a closed loop's latency is connections / throughput (Little's law): a proxy slower than the
       // editor adds queueing, not its own latency. At a rate every target sustains, p99 shows what one hop adds.
       const [pacedDirect, pacedProxied, pacedChp] = table(`paced: about ${PACED_RATE} req/s offered (each connection waits 0–${((2000 * HTTP_CONNECTIONS) / PACED_RATE).toFixed(0)} ms between requests), ${PACED_SECONDS} s per run`, paced);
@@ -400,6 +450,8 @@ function softNofile(pid: number): number {
 async function stopChild(child: ChildProcess, ipc: boolean): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
+  // A child that died just now may still look connected: sending to it then fails with EPIPE.
+  child.on('error', () => undefined);
   if (ipc && child.connected) child.send({ type: 'stop' });
   else child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -570,4 +622,5 @@ async function wsThroughput(url: string, headers: Record<string, string>, origin
 
 // Last, so that every module-level constant above is initialised first.
 if (process.argv[2] === 'serve') await serve();
+else if (process.argv[2] === 'bare') await bare();
 else await main();

@@ -305,13 +305,16 @@ describe('an editor that is not up', () => {
     });
     await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
     const { port } = flaky.address() as net.AddressInfo;
-    await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect((await fetch(url(ada, '/first'), { headers: as(ada) })).status).toBe(200);
-    const second = await fetch(url(ada, '/second'), { headers: as(ada) });
-    expect(second.status).toBe(200);
-    expect(await second.text()).toBe('ok');
-    expect(connections).toBe(2);
-    flaky.close();
+    try {
+      await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      expect((await fetch(url(ada, '/first'), { headers: as(ada) })).status).toBe(200);
+      const second = await fetch(url(ada, '/second'), { headers: as(ada) });
+      expect(second.status).toBe(200);
+      expect(await second.text()).toBe('ok');
+      expect(connections).toBe(2);
+    } finally {
+      flaky.close();
+    }
   });
 });
