@@ -26,6 +26,8 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authe
 export type WorkspacePath = { slug: string; rest: string; api: boolean } | { invalid: string } | undefined;
 
 const SLUG = /^[a-z0-9-]{1,40}$/;
+/** A `.` or `..` path segment. */
+const DOT_SEGMENT = /(^|\/)\.\.?(\/|$)/;
 
 /**
  * Splits a raw request target under `/u/` into slug and rest, in the one canonical form used for
@@ -43,14 +45,16 @@ export function parseWorkspacePath(target: string): WorkspacePath {
   const slug = slugEnd === -1 ? path.slice(3) : path.slice(3, slugEnd);
   if (!SLUG.test(slug)) return { invalid: 'The workspace name in this path is not valid.' };
   const rest = slugEnd === -1 ? '/' : path.slice(slugEnd);
-  if (/%(2f|5c|25)/i.test(rest) || rest.includes('\\')) return { invalid: 'This path contains an encoded separator, which is not allowed.' };
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(rest);
-  } catch {
-    return { invalid: 'This path is not validly encoded.' };
+  if (rest.includes('\\') || /%(2f|5c|25)/i.test(rest)) return { invalid: 'This path contains an encoded separator, which is not allowed.' };
+  let decoded = rest;
+  if (rest.includes('%')) {
+    try {
+      decoded = decodeURIComponent(rest);
+    } catch {
+      return { invalid: 'This path is not validly encoded.' };
+    }
   }
-  if (decoded.split('/').some((segment) => segment === '..' || segment === '.')) return { invalid: 'This path contains a dot segment, which is not allowed.' };
+  if (DOT_SEGMENT.test(decoded)) return { invalid: 'This path contains a dot segment, which is not allowed.' };
   return { slug, rest: `${rest}${query}`, api: rest === '/api' || rest.startsWith('/api/') };
 }
 
@@ -147,14 +151,12 @@ export class WorkspaceProxy {
   }
 
   /** The signed-in user of a request (cookie signature checked as koa-session signs it → session row → user); verified pairs are cached for a second. */
-  private userOf(req: http.IncomingMessage): SessionUser | null | Promise<SessionUser | null> {
-    const name = this.deps.sessionCookie;
-    const sessionId = cookieValue(req.headers.cookie, name);
-    const signature = cookieValue(req.headers.cookie, `${name}.sig`);
-    if (!sessionId || !signature) return null;
+  private userOf(cookies: SessionCookies): SessionUser | null | Promise<SessionUser | null> {
+    const { id, signature } = cookies;
+    if (!id || !signature) return null;
     // Keyed by the pair, so a cache hit is a pair verified within the last second: no HMAC per request.
-    return this.users.get(`${sessionId}.${signature}`, async () =>
-      this.keys.verify(`${name}=${sessionId}`, signature) ? ((await findSessionUser(this.deps.db, sessionId)) ?? null) : null,
+    return this.users.get(`${id}.${signature}`, async () =>
+      this.keys.verify(`${this.deps.sessionCookie}=${id}`, signature) ? ((await findSessionUser(this.deps.db, id)) ?? null) : null,
     );
   }
 
@@ -166,8 +168,10 @@ export class WorkspaceProxy {
    * Authorises a request for a workspace; an answer to send instead when it may not pass. Answered
    * without a promise when both the session user and the workspace are cached (the common case).
    */
-  private admit(req: http.IncomingMessage, slug: string): Admission | Promise<Admission> {
-    const user = this.userOf(req);
+  private admit(cookies: SessionCookies, slug: string): Admission | Promise<Admission> {
+    const user = this.userOf(cookies);
+    // No session cookie: 401 without asking the database anything.
+    if (user === null) return this.decide(null, null);
     const workspace = this.workspaceOf(slug);
     if (user instanceof Promise || workspace instanceof Promise) return Promise.all([user, workspace]).then(([u, w]) => this.decide(u, w));
     return this.decide(user, workspace);
@@ -192,22 +196,26 @@ export class WorkspaceProxy {
       metrics.httpRequestsInFlight.dec();
       metrics.httpRequestDuration.observe({ method, route: PROXY_ROUTE, status_class: `${Math.floor(res.statusCode / 100)}xx` }, (performance.now() - started) / 1000);
     });
-    const failed = (error: unknown) => {
-      this.deps.log.error({ error }, 'proxying a request failed');
-      if (!res.headersSent) sendError(res, 500, 'internal_error', 'Something went wrong on our side; it has been logged.');
-      else res.destroy();
-    };
     try {
-      const admission = this.admit(req, path.slug);
-      if (admission instanceof Promise) admission.then((answer) => this.proceed(req, res, path, answer)).catch(failed);
-      else this.proceed(req, res, path, admission);
+      const cookies = sessionCookies(req.headers.cookie, this.cookieNames);
+      const admission = this.admit(cookies, path.slug);
+      if (admission instanceof Promise) {
+        admission.then((answer) => this.proceed(req, res, path, cookies, answer)).catch((error: unknown) => this.failed(res, error));
+      } else this.proceed(req, res, path, cookies, admission);
     } catch (error) {
-      failed(error);
+      this.failed(res, error);
     }
   }
 
+  /** An unexpected failure while serving a proxied request: logged, answered 500 (or the response broken off). */
+  private failed(res: http.ServerResponse, error: unknown): void {
+    this.deps.log.error({ error }, 'proxying a request failed');
+    if (!res.headersSent) sendError(res, 500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+    else res.destroy();
+  }
+
   /** Answers a request once it is known whether it may pass: forwarded, refused, or the workspace page. */
-  private proceed(req: http.IncomingMessage, res: http.ServerResponse, path: { slug: string; rest: string }, admission: Admission): void {
+  private proceed(req: http.IncomingMessage, res: http.ServerResponse, path: { slug: string; rest: string }, cookies: SessionCookies, admission: Admission): void {
     const { activity } = this.deps;
     const browser = (req.headers.accept ?? '').includes('text/html');
     if ('status' in admission) {
@@ -220,7 +228,7 @@ export class WorkspaceProxy {
       if (browser) return sendHtml(res, path.rest === '/' ? 200 : 503, workspacePage(workspace));
       return sendError(res, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, { 'Retry-After': '5' });
     }
-    this.forward(req, res, workspace, path);
+    this.forward(req, res, workspace, path, cookies);
   }
 
   /**
@@ -247,19 +255,19 @@ export class WorkspaceProxy {
   }
 
   /** Sends one request on to the editor and its answer back, streamed both ways. */
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, retried = false): void {
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, cookies: SessionCookies, retried = false): void {
     const bodiless = !req.headers['content-length'] && !req.headers['transfer-encoding'];
-    const handler = new Forwarding(this, req, res, workspace, path, bodiless && !retried && IDEMPOTENT.has(req.method ?? ''));
+    const handler = new Forwarding(this, req, res, workspace, path, cookies, bodiless && !retried && IDEMPOTENT.has(req.method ?? ''));
     try {
-      this.poolFor(workspace).dispatch({ method: req.method ?? 'GET', path: path.rest, headers: this.upstreamHeaders(req, path.slug), body: bodiless ? null : req }, handler);
+      this.poolFor(workspace).dispatch({ method: req.method ?? 'GET', path: path.rest, headers: this.upstreamHeaders(req, path.slug, cookies.others), body: bodiless ? null : req }, handler);
     } catch (error) {
       handler.onError(error as Error);
     }
   }
 
   /** Sends a request once more, on a new connection (see Forwarding). */
-  retry(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }): void {
-    this.forward(req, res, workspace, path, true);
+  retry(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, cookies: SessionCookies): void {
+    this.forward(req, res, workspace, path, cookies, true);
   }
 
   /** The names of the control plane's own session cookies, never passed on either way. */
@@ -279,7 +287,7 @@ export class WorkspaceProxy {
    * Content-Length at most, and X-Forwarded-* set by us (the client's own are replaced, or with
    * TRUST_PROXY extended).
    */
-  private upstreamHeaders(req: http.IncomingMessage, slug: string, keepUpgrade = false): string[] {
+  private upstreamHeaders(req: http.IncomingMessage, slug: string, cookie: string | undefined, keepUpgrade = false): string[] {
     const raw = req.rawHeaders;
     const named = keepUpgrade ? undefined : connectionNamed(req.headers.connection);
     const result: string[] = [];
@@ -298,7 +306,6 @@ export class WorkspaceProxy {
       }
       result.push(name, raw[i + 1]!);
     }
-    const cookie = withoutCookies(req.headers.cookie, this.cookieNames);
     if (cookie) result.push('cookie', cookie);
     const client = req.socket.remoteAddress ?? '';
     result.push(
@@ -324,8 +331,9 @@ export class WorkspaceProxy {
     this.track(socket);
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return rejectUpgrade(socket, 400, 'Only WebSocket upgrades are proxied.');
     if (req.headers.origin !== this.deps.publicOrigin) return rejectUpgrade(socket, 403, 'WebSocket connections must come from this site.');
+    const cookies = sessionCookies(req.headers.cookie, this.cookieNames);
     const admission = await Promise.resolve()
-      .then(() => this.admit(req, path.slug))
+      .then(() => this.admit(cookies, path.slug))
       .catch((): Admission => ({ status: 500, code: 'internal_error', message: 'Something went wrong on our side.' }));
     // The client may have gone while we looked it up: open nothing for it.
     if (socket.destroyed) return;
@@ -341,7 +349,7 @@ export class WorkspaceProxy {
     upstream.once('connect', () => {
       connected = true;
       this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome: 'ok' }, (performance.now() - started) / 1000);
-      const headers = this.upstreamHeaders(req, path.slug, true);
+      const headers = this.upstreamHeaders(req, path.slug, cookies.others, true);
       const lines = [`${req.method} ${path.rest} HTTP/1.1`];
       for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
@@ -384,18 +392,20 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private readonly res: http.ServerResponse;
   private readonly workspace: WorkspaceRecord;
   private readonly path: { slug: string; rest: string };
+  private readonly cookies: SessionCookies;
   private readonly retry: boolean;
   private readonly started = performance.now();
   private abort: ((error: Error) => void) | undefined;
   private resume: (() => void) | undefined;
   private answered = false;
 
-  constructor(proxy: WorkspaceProxy, req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, retry: boolean) {
+  constructor(proxy: WorkspaceProxy, req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: { slug: string; rest: string }, cookies: SessionCookies, retry: boolean) {
     this.proxy = proxy;
     this.req = req;
     this.res = res;
     this.workspace = workspace;
     this.path = path;
+    this.cookies = cookies;
     this.retry = retry;
     // The client gone before the end: stop asking the editor.
     res.once('close', () => !res.writableFinished && this.abort?.(new Error('the client went away')));
@@ -436,7 +446,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (res.destroyed || res.writableEnded) return;
     if (this.answered) return void res.destroy();
     const code = (error as NodeJS.ErrnoException).code ?? '';
-    if (this.retry && RETRIED_CODES.has(code)) return this.proxy.retry(this.req, res, this.workspace, this.path);
+    if (this.retry && RETRIED_CODES.has(code)) return this.proxy.retry(this.req, res, this.workspace, this.path, this.cookies);
     if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
       this.proxy.observeUpstream('timeout', this.started);
       return sendError(res, 504, 'upstream_timeout', 'The editor did not answer in time.');
@@ -465,6 +475,8 @@ const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
 /** The header names a Connection header lists (hop-by-hop too), lower-cased; undefined when none. */
 function connectionNamed(connection: string | string[] | undefined): Set<string> | undefined {
   if (!connection) return undefined;
+  // The usual values name no header: no set to build for every response.
+  if (typeof connection === 'string' && /^\s*(keep-alive|close)\s*$/i.test(connection)) return undefined;
   return new Set(String(connection).split(',').map((name) => name.trim().toLowerCase()));
 }
 
@@ -490,23 +502,37 @@ function responseHeaders(raw: Buffer[], ownCookies: string[]): string[] {
   return result.filter((_, i) => !named.has(result[i - (i % 2)]!.toLowerCase()));
 }
 
-/** The value of one cookie in a Cookie header, or undefined. */
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at !== -1 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
-  }
-  return undefined;
+/** The session cookie pair of a request, and its other cookies (the Cookie header the editor gets). */
+interface SessionCookies {
+  id: string | undefined;
+  signature: string | undefined;
+  others: string | undefined;
 }
 
-/** A Cookie header without the named cookies, or undefined when none is left. */
-function withoutCookies(header: string | undefined, names: string[]): string | undefined {
-  if (!header) return undefined;
-  const kept = header
-    .split(';')
-    .map((part) => part.trim())
-    .filter((part) => part && !names.includes(part.slice(0, part.indexOf('=') === -1 ? part.length : part.indexOf('='))));
-  return kept.length > 0 ? kept.join('; ') : undefined;
+/**
+ * Splits a Cookie header in one pass into the session cookie (`names[0]`, first one wins), its
+ * signature (`names[1]`) and the other cookies, joined again with `; `.
+ */
+function sessionCookies(header: string | undefined, names: string[]): SessionCookies {
+  const result: SessionCookies = { id: undefined, signature: undefined, others: undefined };
+  if (!header) return result;
+  let others = '';
+  for (let start = 0; start < header.length; ) {
+    let end = header.indexOf(';', start);
+    if (end === -1) end = header.length;
+    const part = header.slice(start, end).trim();
+    start = end + 1;
+    if (!part) continue;
+    const at = part.indexOf('=');
+    const name = at === -1 ? part : part.slice(0, at).trim();
+    if (name === names[0]) {
+      if (at !== -1) result.id ??= part.slice(at + 1).trim();
+    } else if (name === names[1]) {
+      if (at !== -1) result.signature ??= part.slice(at + 1).trim();
+    } else others = others ? `${others}; ${part}` : part;
+  }
+  if (others) result.others = others;
+  return result;
 }
 
 function sendError(res: http.ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {

@@ -6,7 +6,8 @@ import { recordActivity } from './workspaces.ts';
  * statement per flush, never a database write per request. A failed flush keeps its batch for the next.
  */
 export class ActivityRecorder {
-  private pending = new Map<string, Date>();
+  /** Workspace id → when it was last active (epoch ms: no Date allocated per request). */
+  private pending = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private readonly db: DataSource;
 
@@ -16,7 +17,7 @@ export class ActivityRecorder {
 
   /** Marks a workspace active now. */
   touch(workspaceId: string): void {
-    this.pending.set(workspaceId, new Date());
+    this.pending.set(workspaceId, Date.now());
   }
 
   /** Writes everything gathered so far. */
@@ -25,7 +26,7 @@ export class ActivityRecorder {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await recordActivity(this.db, batch);
+      await recordActivity(this.db, new Map([...batch].map(([id, at]) => [id, new Date(at)])));
     } catch (error) {
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
       throw error;

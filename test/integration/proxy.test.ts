@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { Readable } from 'node:stream';
 import WebSocket from 'ws';
+import { createDataSource } from '../../src/db/database.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { stopWorkspace } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -289,6 +290,23 @@ describe('an editor that is not up', () => {
     // Still serving.
     expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
     await new Promise((resolve) => rogue.close(resolve));
+  });
+
+  it('answers 500 JSON and logs it when the database fails while authorising, then keeps serving', async () => {
+    // An app of its own whose database connection is gone: its caches are empty, so it must ask the database.
+    const lost = createDataSource(db.url, 1);
+    await lost.initialize();
+    const broken = await startApp(lost);
+    await lost.destroy();
+    try {
+      const answer = await fetch(`${broken.url}/u/${ada.workspace.slug}/headers`, { headers: as(ada) });
+      expect(answer.status).toBe(500);
+      expect(await answer.json()).toEqual({ error: { code: 'internal_error', message: 'Something went wrong on our side; it has been logged.' } });
+      expect(broken.logs).toContainEqual(expect.objectContaining({ level: 'error', message: 'proxying a request failed' }));
+      expect((await fetch(`${broken.url}/u/${ada.workspace.slug}/headers`)).status).toBe(401);
+    } finally {
+      await broken.close();
+    }
   });
 
   it('retries once on a fresh connection when a kept-alive socket turns out dead', async () => {
