@@ -81,6 +81,26 @@ describe('the workspace proxy over HTTP', () => {
     expect(echo.headers['proxy-authorization']).toBeUndefined();
   });
 
+  it('drops hop-by-hop request headers, including those Connection names, and replaces a client\'s X-Forwarded-*', async () => {
+    const answer = await rawGet(`/u/${ada.workspace.slug}/echo-headers`, {
+      cookie: ada.cookie,
+      connection: 'keep-alive, X-Secret-Hop',
+      'x-secret-hop': '1',
+      te: 'trailers',
+      'x-forwarded-for': '203.0.113.9',
+      'x-forwarded-host': 'evil.example',
+      'x-custom': 'kept',
+    });
+    expect(answer.status).toBe(200);
+    const echo = JSON.parse(answer.body) as { headers: Record<string, string> };
+    expect(echo.headers['x-secret-hop']).toBeUndefined();
+    expect(echo.headers.te).toBeUndefined();
+    expect(echo.headers['x-custom']).toBe('kept');
+    expect(echo.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(echo.headers['x-forwarded-host']).toBe(new URL(app.url).host);
+    expect(echo.headers.cookie).toBeUndefined();
+  });
+
   it('streams a 50 MB upload and a 50 MB download through intact', async () => {
     const size = 50 * 1024 * 1024;
     const chunk = Buffer.alloc(64 * 1024, 7);
@@ -272,24 +292,33 @@ describe('an editor that is not up', () => {
       'HTTP/1.1 200 O\u0001K\r\nContent-Length: 2\r\n\r\nhi',
       'HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\nhi',
       'HTTP/1.1 200 OK\r\nSet-Cookie: cp_session=stolen; Path=/\r\nSet-Cookie: cp_session.sig=x; Path=/\r\nSet-Cookie: theme=dark\r\nContent-Length: 2\r\n\r\nok',
+      'HTTP/1.1 200 OK\r\nX-Hop: secret\r\nConnection: keep-alive, X-Hop\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok',
     ];
     const rogue = net.createServer((socket) => socket.once('data', () => socket.end(answers.shift() ?? '')));
     await new Promise<void>((resolve) => rogue.listen(0, '127.0.0.1', resolve));
     const { port } = rogue.address() as net.AddressInfo;
-    await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    // A reason phrase Node refuses to write is dropped (it used to throw and end the process).
-    const oddReason = await fetch(url(ada, '/x'), { headers: as(ada) });
-    expect(oddReason.status).toBe(200);
-    expect(await oddReason.text()).toBe('hi');
-    const invalid = await fetch(url(ada, '/x'), { headers: as(ada) });
-    expect(invalid.status).toBe(502);
-    const cookies = await fetch(url(ada, '/x'), { headers: as(ada) });
-    expect(cookies.status).toBe(200);
-    expect(cookies.headers.getSetCookie()).toEqual(['theme=dark']);
-    // Still serving.
-    expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
-    await new Promise((resolve) => rogue.close(resolve));
+    try {
+      await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      // A reason phrase Node refuses to write is dropped (it used to throw and end the process).
+      const oddReason = await fetch(url(ada, '/x'), { headers: as(ada) });
+      expect(oddReason.status).toBe(200);
+      expect(await oddReason.text()).toBe('hi');
+      const invalid = await fetch(url(ada, '/x'), { headers: as(ada) });
+      expect(invalid.status).toBe(502);
+      const cookies = await fetch(url(ada, '/x'), { headers: as(ada) });
+      expect(cookies.status).toBe(200);
+      expect(cookies.headers.getSetCookie()).toEqual(['theme=dark']);
+      // A header the editor's Connection names is hop-by-hop, even when it comes before Connection.
+      const named = await fetch(url(ada, '/x'), { headers: as(ada) });
+      expect(named.status).toBe(200);
+      expect(named.headers.get('x-hop')).toBeNull();
+      expect(named.headers.get('x-kept')).toBe('yes');
+      // Still serving.
+      expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+    } finally {
+      await new Promise((resolve) => rogue.close(resolve));
+    }
   });
 
   it('answers 500 JSON and logs it when the database fails while authorising, then keeps serving', async () => {
