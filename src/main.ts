@@ -39,6 +39,8 @@ interface Running {
   db: Database;
   changes: ChangeFeed;
   activity: ActivityRecorder;
+  /** The controllers' start, which a signal may interrupt: awaited before they are stopped. */
+  starting: Promise<void>;
   controllers: { stop(): Promise<void> }[];
 }
 
@@ -151,13 +153,17 @@ async function main(): Promise<void> {
     { host: config.host, port, publicUrl: publicOrigin, version: SERVICE.version, startupMs: Math.round(performance.now() - started) },
     `listening on http://${config.host}:${port}`,
   );
-  activity.start(ACTIVITY_FLUSH_MS, (error) => log.error({ error }, 'writing workspace activity failed'));
-  await workspaces.start();
-  await runs.start();
-  idleSweep.start();
-  stats.start();
-  sessions.start();
-  shutdown = once(() => stop({ server, closeTunnels: app.close, db, changes, activity, controllers: [workspaces, runs, idleSweep, stats, sessions, allowlist] }, log));
+  const starting = (async () => {
+    activity.start(ACTIVITY_FLUSH_MS, (error) => log.error({ error }, 'writing workspace activity failed'));
+    await workspaces.start();
+    await runs.start();
+    idleSweep.start();
+    stats.start();
+    sessions.start();
+  })();
+  // Set in the same tick as the listening line: from then on a signal stops gracefully, even while the controllers are still starting.
+  shutdown = once(() => stop({ server, closeTunnels: app.close, db, changes, activity, starting, controllers: [workspaces, runs, idleSweep, stats, sessions, allowlist] }, log));
+  await starting;
 }
 
 /** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */
@@ -191,7 +197,8 @@ async function stop(running: Running, log: Logger): Promise<void> {
   await closed;
   clearInterval(reaper);
   clearTimeout(grace);
-  // Controllers stop taking work; containers are left exactly as they are.
+  // Controllers stop taking work (those still starting first finish starting); containers are left exactly as they are.
+  await running.starting.catch(() => undefined);
   await Promise.all(running.controllers.map((controller) => controller.stop()));
   await running.activity.stop().catch((error: unknown) => log.error({ error }, 'writing workspace activity failed'));
   await running.changes.close();

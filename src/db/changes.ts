@@ -75,7 +75,8 @@ export class ChangeFeed {
             const kind = message.channel.slice(CHANNEL_PREFIX.length) as ChangeKind;
             if (message.payload) this.publish({ kind, id: message.payload });
           });
-          if (!first) log.info('change listener reconnected');
+          if (first) log.debug('change listener connected');
+          else log.info('change listener reconnected');
           if (!first) this.emitter.emit('reconnect');
           first = false;
           delay = 250;

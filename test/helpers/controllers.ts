@@ -74,17 +74,23 @@ export async function removeEverything(controlPlaneId: string): Promise<void> {
   for (const volume of Volumes ?? []) await docker.getVolume(volume.Name).remove().catch(() => undefined);
 }
 
-/** Polls `probe` every 50 ms until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
+/**
+ * Polls `probe` every 50 ms until it returns a truthy value or `timeoutMs` passes (then throws with
+ * `what`). It always probes once more after the deadline, so one stall of the test process at the
+ * wrong moment cannot fail a condition that holds.
+ */
 export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  while (Date.now() < deadline) {
+  for (let final = false; ; ) {
+    final = Date.now() >= deadline;
     try {
       const value = await probe();
       if (value) return value;
     } catch (error) {
       last = error;
     }
+    if (final) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);

@@ -59,7 +59,8 @@ export function spawnServer(env: Record<string, string | undefined>): ServerProc
     records,
     stdout: [],
     stderr: [],
-    exited: once(proc, 'exit').then(([code]) => code as number | null),
+    // 'close', not 'exit': by then its output has been read to the end (stdio may outlive 'exit').
+    exited: once(proc, 'close').then(([code]) => code as number | null),
     waitForLog(predicate, timeoutMs = 20_000) {
       const found = records.find(predicate);
       if (found) return Promise.resolve(found);
@@ -99,7 +100,14 @@ export function spawnServer(env: Record<string, string | undefined>): ServerProc
 /** Spawns the server and waits until it listens; sets `url`. */
 export async function startServer(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<ServerProcess> {
   const server = spawnServer(env);
-  const listening = await server.waitForLog((record) => record.message.startsWith('listening on'), timeoutMs);
+  let listening: LogRecord;
+  try {
+    listening = await server.waitForLog((record) => record.message.startsWith('listening on'), timeoutMs);
+  } catch (error) {
+    // Not handed to the caller, so nothing else would stop it.
+    server.proc.kill('SIGKILL');
+    throw error;
+  }
   server.url = `http://127.0.0.1:${String(listening.port)}`;
   return server;
 }

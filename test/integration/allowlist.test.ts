@@ -160,8 +160,11 @@ describe('AllowlistWatcher', () => {
     return watcher;
   }
   const logged = (level: string) => records.filter((record) => record.level === level && record.category === 'control.auth');
-  /** Waits at most one second (the spec's "immediately") for `probe`. */
-  const withinASecond = (what: string, probe: () => boolean) => eventually(what, async () => probe(), 1000);
+  /**
+   * Waits for `probe` (the spec's "immediately": a watch event and a 50 ms debounce, about 0.1 s here).
+   * The deadline is generous so that a loaded CI machine cannot fail it; the behaviour, not a timing, is tested.
+   */
+  const soon = (what: string, probe: () => boolean) => eventually(what, async () => probe(), 5000);
 
   afterEach(async () => {
     await watcher?.stop();
@@ -197,30 +200,30 @@ describe('AllowlistWatcher', () => {
     const started = await startWatcher();
     expect(started.isAllowed('ana@robotics.club')).toBe(false);
     await writeFile(filePath, '{"entries": ["robotics.club"]}\n');
-    await withinASecond('the new list', () => started.isAllowed('ana@robotics.club') && !started.isAllowed('ben@school.org'));
+    await soon('the new list', () => started.isAllowed('ana@robotics.club') && !started.isAllowed('ben@school.org'));
     expect(logged('info').at(-1)).toMatchObject({ entries: 1, message: 'allowlist loaded: 1 entry' });
   });
 
   it('should follow edits made through AllowlistFile within a second', async () => {
     const started = await startWatcher();
     await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
-    await withinASecond('the added entry', () => started.isAllowed('ana@school.org'));
+    await soon('the added entry', () => started.isAllowed('ana@school.org'));
     await removeAllowlistEntry(db.dataSource, file, coach, 'school.org');
-    await withinASecond('the removed entry', () => !started.isAllowed('ana@school.org'));
+    await soon('the removed entry', () => !started.isAllowed('ana@school.org'));
   });
 
   it('should keep the last good list and log an error naming the problem when the file turns malformed', async () => {
     await file.add('school.org');
     const started = await startWatcher();
     await writeFile(filePath, '{"entries": ["school.org", "robotics club"]}');
-    const error = await eventually('the error', async () => logged('error').at(-1), 1000);
+    const error = await eventually('the error', async () => logged('error').at(-1), 5000);
     expect(error).toMatchObject({ path: filePath });
     expect(String(error.message)).toMatch(/keeping the last good list.*entries\[1\] is invalid: "robotics club" contains whitespace/);
     expect(started.entries()).toEqual(['school.org']);
     expect(started.isAllowed('ana@school.org')).toBe(true);
     // Fixing the file applies the fixed list.
     await writeFile(filePath, '{"entries": ["robotics.club"]}');
-    await withinASecond('the fixed list', () => started.isAllowed('ana@robotics.club') && !started.isAllowed('ana@school.org'));
+    await soon('the fixed list', () => started.isAllowed('ana@robotics.club') && !started.isAllowed('ana@school.org'));
   });
 
   it('should block everyone but SERVICE_ADMIN_EMAIL with a warning when the file is deleted, and recover when it is restored', async () => {
@@ -228,22 +231,22 @@ describe('AllowlistWatcher', () => {
     const started = await startWatcher();
     const saved = await readText();
     await unlink(filePath);
-    await withinASecond('the empty list', () => started.entries().length === 0);
+    await soon('the empty list', () => started.entries().length === 0);
     expect(started.isAllowed('ana@school.org')).toBe(false);
     expect(started.isAllowed('boss@admin.org')).toBe(true);
     expect(logged('warning').at(-1)).toMatchObject({ path: filePath, message: 'allowlist file missing: everyone is blocked except SERVICE_ADMIN_EMAIL' });
     await writeFile(filePath, saved);
-    await withinASecond('the restored list', () => started.isAllowed('ana@school.org'));
+    await soon('the restored list', () => started.isAllowed('ana@school.org'));
   });
 
   it('should pick up a file replaced by an atomic rename, again and again', async () => {
     await file.add('school.org');
     const started = await startWatcher();
     await replaceAtomically('{"entries": ["robotics.club"]}');
-    await withinASecond('the first replacement', () => started.isAllowed('ana@robotics.club') && !started.isAllowed('ana@school.org'));
+    await soon('the first replacement', () => started.isAllowed('ana@robotics.club') && !started.isAllowed('ana@school.org'));
     // The watched inode changed with the first rename; the second must be seen all the same.
     await replaceAtomically('{"entries": ["other.org"]}');
-    await withinASecond('the second replacement', () => started.isAllowed('ana@other.org') && !started.isAllowed('ana@robotics.club'));
+    await soon('the second replacement', () => started.isAllowed('ana@other.org') && !started.isAllowed('ana@robotics.club'));
   });
 
   it('should stop following the file once stopped', async () => {
@@ -323,11 +326,12 @@ describe('concurrent edits', () => {
       expect(reads.problems).toEqual([]);
       expect(reads.whole).toBeGreaterThan(0);
       // The watcher only ever saw whole files and ends with every entry.
-      await eventually('the watcher to see every entry', async () => watcher.entries().length === expected.length, 2000);
+      await eventually('the watcher to see every entry', async () => watcher.entries().length === expected.length, 10_000);
       expect(capture.records.filter((record) => record.level === 'error')).toEqual([]);
       expect((await readdir(path.dirname(filePath))).sort()).toEqual(['allowlist.json']);
     } finally {
       await watcher.stop();
     }
-  });
+    // Six writers contend for one lock with fsync'd edits: give a slow disk room.
+  }, 90_000);
 });

@@ -48,6 +48,8 @@ describe('a control-plane restart during a run', () => {
     const after = await sims();
     expect(after).toHaveLength(1);
     expect(after[0]!.Id).toBe(compiling!.Id);
+    // The line follows the database write through the process's stdout: wait for it, then count.
+    await server.waitForLog((record) => record.runId === run.id && record.message.startsWith('simulator ready'));
     expect(server.records.filter((record) => record.runId === run.id && record.message.startsWith('simulator ready'))).toHaveLength(1);
   }, 90_000);
 });

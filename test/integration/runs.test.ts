@@ -72,6 +72,19 @@ async function value(series: string): Promise<number> {
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
+/**
+ * A series' value once it equals `expected`, else its value after 5 s. Metrics are updated just
+ * after the status write a test waits for, so they are polled, not read once.
+ */
+async function settled(series: string, expected: number): Promise<number> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const current = await value(series);
+    if (current === expected || Date.now() > deadline) return current;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Every control.runs record of a run carries its workspaceId and runId. */
 function expectRunLogs(run: RunRecord): void {
   const mine = records.filter((record) => record.runId === run.id);
@@ -87,16 +100,16 @@ describe('a run', () => {
     const ready = await waitForStatus(run.id, 'running');
     expect(ready.readyAt!.getTime()).toBeGreaterThan(run.queuedAt.getTime());
     expect(ready.simEndpoint).toMatch(/^\d+\.\d+\.\d+\.\d+:5810$/);
-    expect(await value('run_build_duration_seconds_count')).toBe(1);
+    expect(await settled('run_build_duration_seconds_count', 1)).toBe(1);
     expect(await simContainers(run.id)).toHaveLength(1);
     await requestRunStop(harness.store, workspace.id, run.id);
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.reason).toBe('stopped by request');
     expect(stopped.output).toContain('compiling');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
-    expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
-    expect(await value('run_active_duration_seconds_count{terminal_status="stopped"}')).toBe(1);
-    expect(await value('run_build_duration_seconds_count')).toBe(1);
+    expect(await settled('runs_total{terminal_status="stopped"}', 1)).toBe(1);
+    expect(await settled('run_active_duration_seconds_count{terminal_status="stopped"}', 1)).toBe(1);
+    expect(await settled('run_build_duration_seconds_count', 1)).toBe(1);
     expectRunLogs(run);
   });
 
@@ -108,9 +121,9 @@ describe('a run', () => {
     const canceled = await waitForStatus(run.id, 'canceled');
     expect(canceled.readyAt).toBeNull();
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
-    expect(await value('runs_total{terminal_status="canceled"}')).toBe(1);
-    expect(await value('run_build_duration_seconds_count')).toBe(0);
-    expect(await value('run_active_duration_seconds_count{terminal_status="canceled"}')).toBe(0);
+    expect(await settled('runs_total{terminal_status="canceled"}', 1)).toBe(1);
+    expect(await settled('run_build_duration_seconds_count', 0)).toBe(0);
+    expect(await settled('run_active_duration_seconds_count{terminal_status="canceled"}', 0)).toBe(0);
     expectRunLogs(run);
   });
 
@@ -122,8 +135,8 @@ describe('a run', () => {
     expect(failed.reason).toBe('compile or boot failed (exit code 2)');
     expect(failed.output).toContain('compilation failed');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
-    expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
-    expect(await value('run_build_duration_seconds_count')).toBe(0);
+    expect(await settled('runs_total{terminal_status="failed"}', 1)).toBe(1);
+    expect(await settled('run_build_duration_seconds_count', 0)).toBe(0);
     expectRunLogs(run);
   });
 
@@ -134,29 +147,29 @@ describe('a run', () => {
     expect(failed.reason).toBe('the simulator was not ready within the build timeout (2 s)');
     expect(failed.endedAt!.getTime() - failed.queuedAt.getTime()).toBeGreaterThanOrEqual(2000);
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
-    expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
+    expect(await settled('runs_total{terminal_status="failed"}', 1)).toBe(1);
   });
 
   it('fails when the simulator crashes while running', async () => {
-    const workspace = await setUp(`${FAST} SIM_CRASH_AFTER_MS=700`);
+    const workspace = await setUp(`${FAST} SIM_CRASH_AFTER_MS=3000`);
     const run = await createRun(harness.store, workspace.id);
     await waitForStatus(run.id, 'running');
     const failed = await waitForStatus(run.id, 'failed');
     expect(failed.exitCode).toBe(3);
     expect(failed.reason).toBe('the simulator crashed (exit code 3)');
     expect(failed.output).toContain('sim crashed');
-    expect(await value('runs_total{terminal_status="failed"}')).toBe(1);
-    expect(await value('run_active_duration_seconds_count{terminal_status="failed"}')).toBe(1);
-    expect(await value('run_build_duration_seconds_count')).toBe(1);
+    expect(await settled('runs_total{terminal_status="failed"}', 1)).toBe(1);
+    expect(await settled('run_active_duration_seconds_count{terminal_status="failed"}', 1)).toBe(1);
+    expect(await settled('run_build_duration_seconds_count', 1)).toBe(1);
   });
 
   it('is stopped when the simulator exits 0 on its own after ready', async () => {
-    const workspace = await setUp(`${FAST} SIM_EXIT_AFTER_MS=500`);
+    const workspace = await setUp(`${FAST} SIM_EXIT_AFTER_MS=3000`);
     const run = await createRun(harness.store, workspace.id);
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.exitCode).toBe(0);
     expect(stopped.reason).toBe('the simulator exited on its own');
-    expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
+    expect(await settled('runs_total{terminal_status="stopped"}', 1)).toBe(1);
   });
 
   it('ends when its workspace is stopped', async () => {
@@ -167,7 +180,7 @@ describe('a run', () => {
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.reason).toBe('the workspace was stopped');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
-    expect(await value('runs_total{terminal_status="stopped"}')).toBe(1);
+    expect(await settled('runs_total{terminal_status="stopped"}', 1)).toBe(1);
   });
 
   it('is one run when two requests come at once', async () => {

@@ -72,8 +72,11 @@ describe('the server process', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const { port } = blocker.address() as AddressInfo;
     const server = track(spawnServer({ DATABASE_URL: await createTestDatabase(), PORT: String(port) }));
-    expect(await server.exited).toBe(1);
-    blocker.close();
+    try {
+      expect(await server.exited).toBe(1);
+    } finally {
+      blocker.close();
+    }
     const fatal = server.records.filter((record) => record.level === 'fatal');
     expect(fatal).toEqual([expect.objectContaining({ message: `cannot listen: 127.0.0.1:${port} is already in use` })]);
     expect(server.stderr.join('\n')).not.toMatch(/\n\s+at /);
@@ -89,10 +92,13 @@ describe('the server process', () => {
     expect(warning.message).toBe('database not reachable (ECONNREFUSED), retrying');
     expect(JSON.stringify(warning)).not.toContain('password');
     const proxy = await new TcpProxy({ host: real.hostname, port: Number(real.port) }).listen(port);
-    await server.waitForLog((record) => record.message.startsWith('listening on'));
-    expect(server.stderr.join('\n')).not.toMatch(/\n\s+at /);
-    expect(await server.stop()).toBe(0);
-    await proxy.close();
+    try {
+      await server.waitForLog((record) => record.message.startsWith('listening on'));
+      expect(server.stderr.join('\n')).not.toMatch(/\n\s+at /);
+      expect(await server.stop()).toBe(0);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('exits 0 on SIGTERM while still waiting for the database', async () => {
@@ -122,9 +128,8 @@ describe('the server process', () => {
 
   it('starts two processes on one empty database without a migration race', async () => {
     const url = await createEmptyDatabase();
-    const [a, b] = await Promise.all([startServer({ DATABASE_URL: url }), startServer({ DATABASE_URL: url })]);
-    track(a);
-    track(b);
+    // Tracked as soon as each is up, so that one failing to start does not leave the other running.
+    const [a, b] = await Promise.all([startServer({ DATABASE_URL: url }).then(track), startServer({ DATABASE_URL: url }).then(track)]);
     expect((await fetch(`${a.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${b.url}/healthz`)).status).toBe(200);
     const applied = [a, b].map((server) => server.records.some((record) => record.message.startsWith('applied migrations')));

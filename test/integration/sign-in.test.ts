@@ -106,10 +106,11 @@ describe('sign-in through a real OpenID Connect provider', () => {
     expect((await browser.fetch(`${app.url}/admin/status`)).status).toBe(200);
   });
 
-  it('follows an allowlist edit made on disk within a second', async () => {
+  it('follows an allowlist edit made on disk at once', async () => {
     expect((await signIn(account('carol@school.test'))).response.status).toBe(403);
     await writeFile(file.path, JSON.stringify({ entries: ['ada@school.test', 'carol@school.test'] }));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The watcher has applied the edit (a watch event and a 50 ms debounce): the next sign-in is let in.
+    await eventually('the edit applied', async () => watcher.isAllowed('carol@school.test'), 5000);
     expect((await signIn(account('carol@school.test'))).chain.at(-1)).toBe(`${app.url}/u/carol/`);
   });
 

@@ -239,10 +239,13 @@ describe('the workspace controller', () => {
     await harness.controller.queue.idle();
     // Another process: its own data source and change feed, no in-process publish reaches us.
     const other = createHarness(db.dataSource, { controlPlaneId: harness.controlPlaneId });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    await openWorkspace(other.store, workspace.id);
-    await running(workspace.slug);
-    await harness.changes.close();
+    try {
+      await eventually('listener connected', async () => harness.records.some((record) => record.message === 'change listener connected'));
+      await openWorkspace(other.store, workspace.id);
+      await running(workspace.slug);
+    } finally {
+      await harness.changes.close();
+    }
   });
 
   it('LISTENs again after the database connection drops, and resyncs', async () => {
@@ -250,14 +253,17 @@ describe('the workspace controller', () => {
     const { proxy, url: viaProxy } = await behindProxy(db.url);
     harness.changes.listen(viaProxy, harness.store.log);
     await harness.controller.start();
-    const workspace = await newWorkspace();
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    proxy.dropConnections();
-    await eventually('listener reconnected', async () => harness.records.some((record) => record.message === 'change listener reconnected'));
-    const other = createHarness(db.dataSource, { controlPlaneId: harness.controlPlaneId });
-    await openWorkspace(other.store, workspace.id);
-    await running(workspace.slug);
-    await harness.changes.close();
-    await proxy.close();
+    try {
+      const workspace = await newWorkspace();
+      await eventually('listener connected', async () => harness.records.some((record) => record.message === 'change listener connected'));
+      proxy.dropConnections();
+      await eventually('listener reconnected', async () => harness.records.some((record) => record.message === 'change listener reconnected'));
+      const other = createHarness(db.dataSource, { controlPlaneId: harness.controlPlaneId });
+      await openWorkspace(other.store, workspace.id);
+      await running(workspace.slug);
+    } finally {
+      await harness.changes.close();
+      await proxy.close();
+    }
   });
 });
