@@ -225,6 +225,7 @@ export class WorkspaceProxy {
     const { workspace } = admission;
     activity.touch(workspace.id);
     if (workspace.observedState !== 'running' || !workspace.editorEndpoint) {
+      this.dropPool(workspace.id);
       if (browser) return sendHtml(res, path.rest === '/' ? 200 : 503, workspacePage(workspace));
       return sendError(res, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, { 'Retry-After': '5' });
     }
@@ -252,6 +253,14 @@ export class WorkspaceProxy {
     });
     this.pools.set(workspace.id, { key, pool });
     return pool;
+  }
+
+  /** Closes a workspace's pool (its editor is not running), once the requests on it are done. */
+  private dropPool(workspaceId: string): void {
+    const current = this.pools.get(workspaceId);
+    if (!current) return;
+    this.pools.delete(workspaceId);
+    void current.pool.close().catch(() => undefined);
   }
 
   /** Sends one request on to the editor and its answer back, streamed both ways. */
