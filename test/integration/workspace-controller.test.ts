@@ -184,8 +184,11 @@ describe('the workspace controller', () => {
 
   it('leaves orphans alone during the start-up grace period', async () => {
     harness = createHarness(db.dataSource, { orphanStartupGraceMs: 60_000 });
+    const slug = `orphan-${Date.now().toString(36)}`;
+    // Created first, with our labels, so that the cleanup finds it (a volume Docker makes for a mount has none).
+    await harness.runtime.ensureVolume({ workspaceId: '00000000-0000-4000-8000-000000000002', slug });
     const orphan = await harness.runtime.createCodeContainer({
-      workspaceId: '00000000-0000-4000-8000-000000000002', slug: `orphan-${Date.now().toString(36)}`, image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, restartGeneration: 0, specHash: 'x',
+      workspaceId: '00000000-0000-4000-8000-000000000002', slug, image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, restartGeneration: 0, specHash: 'x',
     });
     await harness.controller.start();
     await harness.controller.queue.idle();
