@@ -116,8 +116,8 @@ export class WorkspaceProxy {
   private readonly deps: ProxyDeps;
   private readonly users = new TtlCache<SessionUser | null>();
   private readonly workspaces = new TtlCache<WorkspaceRecord | null>();
-  /** Upstream connection pools by workspace id, keyed by the container they reach. */
-  private readonly pools = new Map<string, { key: string; pool: Pool }>();
+  /** Upstream connection pools by workspace id, with the container they reach (its address and start). */
+  private readonly pools = new Map<string, { endpoint: string; since: number; pool: Pool }>();
   private readonly unsubscribe: () => void;
   private readonly keys: Keygrip;
   private readonly cookieNames: string[];
@@ -239,11 +239,12 @@ export class WorkspaceProxy {
    * container is ever reused.
    */
   private poolFor(workspace: WorkspaceRecord): Pool {
-    const key = `${workspace.editorEndpoint}@${workspace.lastTransitionAt?.getTime() ?? 0}`;
+    const endpoint = workspace.editorEndpoint!;
+    const since = workspace.lastTransitionAt?.getTime() ?? 0;
     const current = this.pools.get(workspace.id);
-    if (current?.key === key) return current.pool;
-    if (current) void current.pool.close().catch(() => undefined);
-    const pool = new Pool(`http://${workspace.editorEndpoint}`, {
+    if (current?.endpoint === endpoint && current.since === since) return current.pool;
+    this.dropPool(workspace.id);
+    const pool = new Pool(`http://${endpoint}`, {
       connections: 256,
       // The timeout is for the editor's answer: undici starts it once the request body has been sent (an upload may take long).
       headersTimeout: this.deps.timeoutMs,
@@ -251,11 +252,11 @@ export class WorkspaceProxy {
       bodyTimeout: 0,
       connect: { timeout: Math.min(this.deps.timeoutMs, 10_000) },
     });
-    this.pools.set(workspace.id, { key, pool });
+    this.pools.set(workspace.id, { endpoint, since, pool });
     return pool;
   }
 
-  /** Closes a workspace's pool (its editor is not running), once the requests on it are done. */
+  /** Closes a workspace's pool (its editor is not running, or was replaced), once the requests on it are done. */
   private dropPool(workspaceId: string): void {
     const current = this.pools.get(workspaceId);
     if (!current) return;

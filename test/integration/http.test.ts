@@ -1,9 +1,8 @@
-import type { DataSource } from 'typeorm';
 import { createDataSource } from '../../src/db/database.ts';
 import { SERVICE } from '../../src/package-info.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { behindProxy } from '../helpers/tcp-proxy.ts';
+import { behindProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789';
 const METRICS_TOKEN = 'metrics-token-0123456789';
@@ -12,9 +11,25 @@ const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const db = useTestDatabase();
 let app: TestApp;
 
+/** Closed after each test, even a failing one: a TCP proxy and its data source. */
+const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await app?.close();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
+
+/** Serves the app on a data source of `poolSize` connections reached through a TCP proxy the test can break. */
+async function appBehindProxy(poolSize: number): Promise<TcpProxy> {
+  const { proxy, url } = await behindProxy(db.url);
+  const dataSource = createDataSource(url, poolSize);
+  cleanups.push(async () => {
+    await proxy.close();
+    await dataSource.destroy().catch(() => undefined);
+  });
+  await dataSource.initialize();
+  app = await startApp(dataSource);
+  return proxy;
+}
 
 /** The body of a JSON error response, checked for the shape every error must have. */
 async function errorOf(response: Response): Promise<{ code: string; message: string }> {
@@ -35,42 +50,24 @@ describe('GET /healthz', () => {
   });
 
   it('answers 503 naming the database check when the database is gone, and 200 again when it is back', async () => {
-    const { proxy, url: viaProxy } = await behindProxy(db.url);
-    const dataSource = createDataSource(viaProxy, 2);
-    await dataSource.initialize();
-    try {
-      app = await startApp(dataSource);
-      proxy.dropConnections();
-      await proxy.close();
-      const down = await fetch(`${app.url}/healthz`);
-      expect(down.status).toBe(503);
-      expect(await down.json()).toEqual({ ok: false, service: SERVICE.name, version: SERVICE.version, checks: { database: 'unreachable' }, failed: ['database'] });
-      await proxy.listen(proxy.port);
-      const up = await fetch(`${app.url}/healthz`);
-      expect(up.status).toBe(200);
-    } finally {
-      await app?.close();
-      await proxy.close();
-      await dataSource.destroy().catch(() => undefined);
-    }
+    const proxy = await appBehindProxy(2);
+    proxy.dropConnections();
+    await proxy.close();
+    const down = await fetch(`${app.url}/healthz`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toEqual({ ok: false, service: SERVICE.name, version: SERVICE.version, checks: { database: 'unreachable' }, failed: ['database'] });
+    await proxy.listen(proxy.port);
+    const up = await fetch(`${app.url}/healthz`);
+    expect(up.status).toBe(200);
   });
 
   it('answers 503 with a timeout when the database hangs', async () => {
-    const { proxy, url: viaProxy } = await behindProxy(db.url);
-    const dataSource = createDataSource(viaProxy, 1);
-    await dataSource.initialize();
-    try {
-      app = await startApp(dataSource);
-      proxy.stall();
-      const response = await fetch(`${app.url}/healthz`);
-      expect(response.status).toBe(503);
-      // `timeout`: the check's own 2 s limit answered, not the stalled database.
-      expect(((await response.json()) as { checks: unknown }).checks).toEqual({ database: 'timeout' });
-    } finally {
-      await app?.close();
-      await proxy.close();
-      await dataSource.destroy().catch(() => undefined);
-    }
+    const proxy = await appBehindProxy(1);
+    proxy.stall();
+    const response = await fetch(`${app.url}/healthz`);
+    expect(response.status).toBe(503);
+    // `timeout`: the check's own 2 s limit answered, not the stalled database.
+    expect(((await response.json()) as { checks: unknown }).checks).toEqual({ database: 'timeout' });
   });
 });
 

@@ -77,12 +77,8 @@ async function value(series: string): Promise<number> {
  * after the status write a test waits for, so they are polled, not read once.
  */
 async function settled(series: string, expected: number): Promise<number> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const current = await value(series);
-    if (current === expected || Date.now() > deadline) return current;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await eventually(series, async () => (await value(series)) === expected, 5000).catch(() => undefined);
+  return value(series);
 }
 
 /** Every control.runs record of a run carries its workspaceId and runId. */
