@@ -1,4 +1,5 @@
 import readline from 'node:readline';
+import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import {
@@ -59,8 +60,12 @@ export class DockerRuntime implements WorkspaceRuntime {
   private readonly controlPlaneId: string;
 
   constructor(options: DockerRuntimeOptions) {
-    this.docker = new Docker({ ...options.docker, timeout: CALL_TIMEOUT_MS });
-    this.events = new Docker(options.docker);
+    // A new connection per call: Node's default agent keeps idle sockets for 5 s, and a call made as
+    // one of them times out fails with "socket hang up" (the 5 s ping hit that every third time,
+    // dropping the events stream every 15 s). A local socket's connect costs far less than any call.
+    const agent = new http.Agent({ keepAlive: false });
+    this.docker = new Docker({ agent, ...options.docker, timeout: CALL_TIMEOUT_MS });
+    this.events = new Docker({ agent, ...options.docker });
     this.controlPlaneId = options.controlPlaneId;
   }
 
