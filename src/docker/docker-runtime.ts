@@ -63,9 +63,10 @@ export class DockerRuntime implements WorkspaceRuntime {
     // A new connection per call: Node's default agent keeps idle sockets for 5 s, and a call made as
     // one of them times out fails with "socket hang up" (the 5 s ping hit that every third time,
     // dropping the events stream every 15 s). A local socket's connect costs far less than any call.
-    const agent = new http.Agent({ keepAlive: false });
-    this.docker = new Docker({ agent, ...options.docker, timeout: CALL_TIMEOUT_MS });
-    this.events = new Docker({ agent, ...options.docker });
+    // (docker-modem passes `agent` on to http.request; @types/dockerode does not list it.)
+    const base = { agent: new http.Agent({ keepAlive: false }), ...options.docker } as Docker.DockerOptions;
+    this.docker = new Docker({ ...base, timeout: CALL_TIMEOUT_MS });
+    this.events = new Docker(base);
     this.controlPlaneId = options.controlPlaneId;
   }
 
