@@ -18,6 +18,8 @@ export const PROXY_ROUTE = '/u/:slug/*';
 
 /** How long a looked-up session user or workspace is reused before the database is asked again. */
 const CACHE_TTL_MS = 1000;
+/** How long before it expires a cache entry in use is looked up again in the background. */
+const REFRESH_AHEAD_MS = 250;
 
 /** Headers that belong to one connection and never cross a proxy (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
@@ -60,29 +62,44 @@ export function parseWorkspacePath(target: string): WorkspacePath {
 
 /**
  * A small time-bounded cache, cleared entirely on a change. A fresh entry is answered at once,
- * without a promise (the proxy's hot path); a miss is looked up, and `get` does not store a value
- * whose lookup began before the last clear, so a lookup racing a demotion cannot put the old role back.
+ * without a promise (the proxy's hot path), and never after it expires. Concurrent misses of one key
+ * share one lookup, and an entry still in use during its last REFRESH_AHEAD_MS is looked up again in
+ * the background, so steady traffic does not wait on the database each time an entry expires. A
+ * lookup that began before the last clear is neither stored nor shared, so a lookup racing a
+ * demotion cannot put the old role back.
  */
 class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
+  private readonly pending = new Map<string, Promise<V>>();
   private epoch = 0;
   get(key: string, lookup: () => Promise<V>): V | Promise<V> {
     const entry = this.entries.get(key);
-    if (entry && entry.expires >= Date.now()) return entry.value;
-    return this.miss(key, lookup);
-  }
-  private async miss(key: string, lookup: () => Promise<V>): Promise<V> {
-    const epoch = this.epoch;
-    const value = await lookup();
-    if (epoch === this.epoch) {
-      if (this.entries.size > 10_000) this.entries.clear();
-      this.entries.set(key, { value, expires: Date.now() + CACHE_TTL_MS });
+    const now = Date.now();
+    if (entry && entry.expires >= now) {
+      // A failed refresh leaves the entry to expire; the next miss then reports the failure.
+      if (entry.expires - now < REFRESH_AHEAD_MS && !this.pending.has(key)) this.load(key, lookup).catch(() => undefined);
+      return entry.value;
     }
-    return value;
+    return this.pending.get(key) ?? this.load(key, lookup);
+  }
+  private load(key: string, lookup: () => Promise<V>): Promise<V> {
+    const epoch = this.epoch;
+    const loading = lookup().then((value) => {
+      if (epoch === this.epoch) {
+        if (this.entries.size > 10_000) this.entries.clear();
+        this.entries.set(key, { value, expires: Date.now() + CACHE_TTL_MS });
+      }
+      return value;
+    });
+    this.pending.set(key, loading);
+    const settled = () => this.pending.get(key) === loading && this.pending.delete(key);
+    loading.then(settled, settled);
+    return loading;
   }
   clear(): void {
     this.epoch++;
     this.entries.clear();
+    this.pending.clear();
   }
 }
 

@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { jest } from '@jest/globals';
 import WebSocket from 'ws';
 import { createDataSource } from '../../src/db/database.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { stopWorkspace } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, waitForState, type Student } from '../helpers/workspaces.ts';
 
@@ -215,6 +217,71 @@ describe('who may pass', () => {
     const answer = await rawGet(build(ada.workspace.slug, bob.workspace.slug), { cookie: ada.cookie });
     expect(answer.status).toBe(status);
     expect(answer.body).not.toContain('"method"');
+  });
+});
+
+describe("the proxy's lookups of sessions", () => {
+  /**
+   * An app of its own (cold caches) whose database calls are counted, and whose session lookups can
+   * be held at a gate: the real database answers each of them once the gate opens.
+   */
+  async function countedApp(): Promise<{ app: TestApp; lookups: () => number; hold: () => void; release: () => void; close: () => Promise<void> }> {
+    const counted = createDataSource(db.url, 2);
+    await counted.initialize();
+    let lookups = 0;
+    let gate: Promise<void> | undefined;
+    let open = () => undefined as void;
+    const query = counted.query.bind(counted);
+    jest.spyOn(counted, 'query').mockImplementation(async (...args) => {
+      if (args[0].includes('FROM sessions s JOIN users')) {
+        lookups++;
+        await gate;
+      }
+      return query(...args);
+    });
+    const own = await startApp(counted);
+    return {
+      app: own,
+      lookups: () => lookups,
+      hold: () => void (gate = new Promise<void>((resolve) => (open = resolve))),
+      release: () => open(),
+      close: async () => {
+        open();
+        await own.close();
+        await counted.destroy();
+      },
+    };
+  }
+
+  it('looks a session up once for many requests that arrive together', async () => {
+    const counted = await countedApp();
+    try {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) })));
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+      expect(counted.lookups()).toBe(1);
+    } finally {
+      await counted.close();
+    }
+  });
+
+  it('looks a session in use up again before it expires, so steady traffic does not wait on the database', async () => {
+    const counted = await countedApp();
+    const get = () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) });
+    try {
+      expect((await get()).status).toBe(200);
+      // Inside the entry's last quarter second: answered from the cache, and looked up again behind it.
+      await sleep(800);
+      expect((await get()).status).toBe(200);
+      await eventually('the background lookup', async () => counted.lookups() === 2, 5000);
+      // Past the first entry's second (it was stored before the first answer, 800 ms + 300 ms ago),
+      // with the database held: the refreshed entry answers at once.
+      await sleep(300);
+      counted.hold();
+      const answer = await Promise.race([get().then((response) => response.status), sleep(3000).then(() => 'waited for the database')]);
+      expect(answer).toBe(200);
+    } finally {
+      await counted.close();
+    }
   });
 });
 
