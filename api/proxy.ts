@@ -150,7 +150,13 @@ export class WorkspaceProxy {
     this.forwardedProto = deps.publicOrigin.startsWith('https:') ? 'https' : 'http';
     this.publicHost = new URL(deps.publicOrigin).host;
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
-    this.unsubscribe = deps.changes.subscribe((change) => (change.kind === 'users' ? this.users.clear() : change.kind === 'workspaces' && this.workspaces.clear()));
+    this.unsubscribe = deps.changes.subscribe((change) => {
+      if (change.kind === 'users') this.users.clear();
+      if (change.kind !== 'workspaces') return;
+      this.workspaces.clear();
+      // Stopped, restarted or deleted: the editor it reached is going, and its idle connections go now.
+      this.dropPool(change.id);
+    });
   }
 
   /** Stops following changes, ends every proxied WebSocket and closes idle upstream connections. */

@@ -437,4 +437,28 @@ describe('an editor that is not up', () => {
       flaky.close();
     }
   });
+
+  it("closes its kept-alive connections to a workspace's editor as soon as the workspace is stopped", async () => {
+    const open = new Set<net.Socket>();
+    const editor = net.createServer((socket) => {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok'));
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => editor.listen(0, '127.0.0.1', resolve));
+    const { port } = editor.address() as net.AddressInfo;
+    try {
+      await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
+      await sleep(1100);
+      expect((await fetch(url(ada, '/kept'), { headers: as(ada) })).status).toBe(200);
+      expect(open.size).toBe(1);
+      await stopWorkspace(app.store, SYSTEM_ACTOR, ada.workspace.id);
+      // Left to itself, undici keeps an idle connection for 4 s.
+      await eventually('the kept-alive connection to be closed', async () => open.size === 0, 1500);
+    } finally {
+      for (const socket of open) socket.destroy();
+      editor.close();
+    }
+  });
 });
