@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import Docker from 'dockerode';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { WorkspaceController } from '../controllers/workspaces.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { createDataSource, migrate } from '../src/db/database.ts';
-import { CONTROL_PLANE_LABEL, DockerRuntime } from '../src/docker/docker-runtime.ts';
+import { CONTROL_PLANE_LABEL, DockerRuntime, engineClient } from '../src/docker/docker-runtime.ts';
 import { createRootLogger, categoryLogger } from '../src/log.ts';
 import { sessionFor } from '../test/helpers/session.ts';
 import { createMetrics } from '../src/metrics.ts';
@@ -17,7 +16,7 @@ import type { StoreContext } from '../src/store/workspaces.ts';
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54329/postgres';
 export const IMAGE = 'classroom-workspace:test';
 export const MEMORY = 64 * 1024 * 1024;
-export const docker = new Docker();
+export const docker = engineClient();
 
 /** Creates (dropping first) a benchmark database with the real migrations and returns a data source on it. */
 export async function benchDatabase(name: string): Promise<{ dataSource: DataSource; drop(): Promise<void> }> {

@@ -44,6 +44,16 @@ async function tolerate(action: () => Promise<unknown>, statuses: number[]): Pro
   }
 }
 
+/**
+ * A dockerode client that opens a new connection for every call. Node's default agent keeps idle
+ * sockets for 5 s, and a call made just as one of them times out fails with "socket hang up" (a
+ * 5 s ping hit that every third time). A local socket's connect costs far less than any engine call.
+ */
+export function engineClient(options: Docker.DockerOptions = {}): Docker {
+  // docker-modem passes `agent` on to http.request; @types/dockerode does not list it.
+  return new Docker({ agent: new http.Agent({ keepAlive: false }), ...options } as Docker.DockerOptions);
+}
+
 export interface DockerRuntimeOptions {
   /** Value of the control-plane label on everything this instance creates and lists. */
   controlPlaneId: string;
@@ -60,13 +70,8 @@ export class DockerRuntime implements WorkspaceRuntime {
   private readonly controlPlaneId: string;
 
   constructor(options: DockerRuntimeOptions) {
-    // A new connection per call: Node's default agent keeps idle sockets for 5 s, and a call made as
-    // one of them times out fails with "socket hang up" (the 5 s ping hit that every third time,
-    // dropping the events stream every 15 s). A local socket's connect costs far less than any call.
-    // (docker-modem passes `agent` on to http.request; @types/dockerode does not list it.)
-    const base = { agent: new http.Agent({ keepAlive: false }), ...options.docker } as Docker.DockerOptions;
-    this.docker = new Docker({ ...base, timeout: CALL_TIMEOUT_MS });
-    this.events = new Docker(base);
+    this.docker = engineClient({ ...options.docker, timeout: CALL_TIMEOUT_MS });
+    this.events = engineClient(options.docker);
     this.controlPlaneId = options.controlPlaneId;
   }
 

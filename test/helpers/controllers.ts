@@ -3,7 +3,7 @@ import Docker from 'dockerode';
 import type { DataSource } from 'typeorm';
 import { WorkspaceController, type WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
 import { ChangeFeed } from '../../src/db/changes.ts';
-import { CONTROL_PLANE_LABEL, DockerRuntime } from '../../src/docker/docker-runtime.ts';
+import { CONTROL_PLANE_LABEL, DockerRuntime, engineClient } from '../../src/docker/docker-runtime.ts';
 import { categoryLogger, createRootLogger, type Logger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import type { StoreContext } from '../../src/store/workspaces.ts';
@@ -11,7 +11,7 @@ import type { StoreContext } from '../../src/store/workspaces.ts';
 /** The test workspace image built by scripts/build-test-image.sh. */
 export const TEST_IMAGE = 'classroom-workspace:test';
 
-export const docker = new Docker();
+export const docker = engineClient();
 
 /** A unique control-plane id, so a test touches only what it made. */
 export const newControlPlaneId = () => `test-${randomBytes(4).toString('hex')}`;

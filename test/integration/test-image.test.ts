@@ -7,10 +7,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import Docker from 'dockerode';
+import { engineClient } from '../../src/docker/docker-runtime.ts';
 import WebSocket from 'ws';
 
 const IMAGE = 'classroom-workspace:test';
-const docker = new Docker();
+const docker = engineClient();
 const prefix = `image-fixture-${process.pid}-${Date.now().toString(36)}`;
 const perTest: string[] = [];
 
