@@ -1,5 +1,6 @@
 import readline from 'node:readline';
 import http from 'node:http';
+import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import {
@@ -50,8 +51,12 @@ async function tolerate(action: () => Promise<unknown>, statuses: number[]): Pro
  * 5 s ping hit that every third time). A local socket's connect costs far less than any engine call.
  */
 export function engineClient(options: Docker.DockerOptions = {}): Docker {
-  // docker-modem passes `agent` on to http.request; @types/dockerode does not list it.
-  return new Docker({ agent: new http.Agent({ keepAlive: false }), ...options } as Docker.DockerOptions);
+  const docker = new Docker(options);
+  // docker-modem resolves the protocol (a socket, or DOCKER_HOST with TLS) and passes its `agent` on
+  // to http.request or https.request, which each take only their own kind (SSH brings its own).
+  const modem = docker.modem as { protocol?: string; agent?: http.Agent };
+  modem.agent ??= modem.protocol === 'https' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+  return docker;
 }
 
 export interface DockerRuntimeOptions {

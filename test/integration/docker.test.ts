@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
+import { DockerRuntime, engineClient } from '../../src/docker/docker-runtime.ts';
 import { eventually } from '../helpers/controllers.ts';
 
 describe('the Docker Engine', () => {
@@ -42,6 +42,22 @@ describe('the Docker Engine', () => {
       for (const socket of open) socket.destroy();
       relay.close();
       rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('speaks TLS to an engine reached over https (DOCKER_HOST with TLS), with its connection-per-call agent', async () => {
+    // A plain TCP listener stands in: a TLS client's first byte is a handshake record (0x16).
+    let first: number | undefined;
+    const listener = net.createServer((socket) => socket.once('data', (data: Buffer) => ((first = data[0]), socket.destroy())).on('error', () => undefined));
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = listener.address() as net.AddressInfo;
+      // The ping fails (nothing speaks Docker there); an http.Agent given to https.request would have
+      // thrown before connecting (ERR_INVALID_PROTOCOL), so the listener would have seen nothing.
+      await engineClient({ protocol: 'https', host: '127.0.0.1', port, timeout: 5000 }).ping().catch(() => undefined);
+      expect(first).toBe(0x16);
+    } finally {
+      listener.close();
     }
   });
 });
