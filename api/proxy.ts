@@ -20,6 +20,8 @@ export const PROXY_ROUTE = '/u/:slug/*';
 const CACHE_TTL_MS = 1000;
 /** How long before it expires a cache entry in use is looked up again in the background. */
 const REFRESH_AHEAD_MS = 250;
+/** How long one lookup is shared: a request after that starts its own, so a hung connection stalls only the requests that shared it. */
+const SHARED_LOOKUP_MS = 2000;
 
 /** Headers that belong to one connection and never cross a proxy (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
@@ -63,10 +65,10 @@ export function parseWorkspacePath(target: string): WorkspacePath {
 /**
  * A small time-bounded cache, cleared entirely on a change. A fresh entry is answered at once,
  * without a promise (the proxy's hot path), and never after it expires. Concurrent misses of one key
- * share one lookup, and an entry still in use during its last REFRESH_AHEAD_MS is looked up again in
- * the background, so steady traffic does not wait on the database each time an entry expires. A
- * lookup that began before the last clear is neither stored nor shared, so a lookup racing a
- * demotion cannot put the old role back.
+ * share one lookup (for SHARED_LOOKUP_MS at most), and an entry still in use during its last
+ * REFRESH_AHEAD_MS is looked up again in the background, so frequent traffic does not wait on the
+ * database each time an entry expires. A lookup that began before the last clear is neither stored
+ * nor shared, so a lookup racing a demotion cannot put the old role back.
  */
 class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
@@ -92,7 +94,9 @@ class TtlCache<V> {
       return value;
     });
     this.pending.set(key, loading);
-    const settled = () => this.pending.get(key) === loading && this.pending.delete(key);
+    const unshare = () => this.pending.get(key) === loading && this.pending.delete(key);
+    const timer = setTimeout(unshare, SHARED_LOOKUP_MS).unref();
+    const settled = () => (clearTimeout(timer), unshare());
     loading.then(settled, settled);
     return loading;
   }

@@ -226,7 +226,7 @@ describe("the proxy's lookups of sessions", () => {
    * be held at a gate: the real database answers each of them once the gate opens.
    */
   async function countedApp(): Promise<{ app: TestApp; lookups: () => number; hold: () => void; release: () => void; close: () => Promise<void> }> {
-    const counted = createDataSource(db.url, 2);
+    const counted = createDataSource(db.url, 3);
     await counted.initialize();
     let lookups = 0;
     let gate: Promise<void> | undefined;
@@ -239,7 +239,10 @@ describe("the proxy's lookups of sessions", () => {
       }
       return query(...args);
     });
-    const own = await startApp(counted);
+    const own = await startApp(counted).catch(async (error: unknown) => {
+      await counted.destroy();
+      throw error;
+    });
     return {
       app: own,
       lookups: () => lookups,
@@ -252,33 +255,54 @@ describe("the proxy's lookups of sessions", () => {
       },
     };
   }
+  const inFlight = async (of: TestApp) => (await of.metrics.httpRequestsInFlight.get()).values[0]?.value ?? 0;
 
   it('looks a session up once for many requests that arrive together', async () => {
     const counted = await countedApp();
     try {
-      const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) })));
-      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+      counted.hold();
+      const answers = Promise.all(Array.from({ length: 20 }, () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) })));
+      // All twenty are in the proxy, waiting on the database, before it answers.
+      await eventually('20 requests in flight', async () => (await inFlight(counted.app)) === 20, 10_000);
+      expect(counted.lookups()).toBe(1);
+      counted.release();
+      expect((await answers).map((answer) => answer.status)).toEqual(Array(20).fill(200));
       expect(counted.lookups()).toBe(1);
     } finally {
       await counted.close();
     }
   });
 
-  it('looks a session in use up again before it expires, so steady traffic does not wait on the database', async () => {
+  it('looks a session in use up again before it expires, answering from the cache meanwhile', async () => {
     const counted = await countedApp();
     const get = () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) });
     try {
       expect((await get()).status).toBe(200);
-      // Inside the entry's last quarter second: answered from the cache, and looked up again behind it.
+      expect(counted.lookups()).toBe(1);
+      // Inside the entry's last quarter second (it was stored just before the first answer), with the database held.
       await sleep(800);
-      expect((await get()).status).toBe(200);
-      await eventually('the background lookup', async () => counted.lookups() === 2, 5000);
-      // Past the first entry's second (it was stored before the first answer, 800 ms + 300 ms ago),
-      // with the database held: the refreshed entry answers at once.
-      await sleep(300);
       counted.hold();
       const answer = await Promise.race([get().then((response) => response.status), sleep(3000).then(() => 'waited for the database')]);
+      // Answered from the cache at once, while the lookup it started waits at the gate.
       expect(answer).toBe(200);
+      expect(counted.lookups()).toBe(2);
+    } finally {
+      await counted.close();
+    }
+  });
+
+  it('shares a lookup for 2 s at most, so one that hangs does not hold up every later request', async () => {
+    const counted = await countedApp();
+    const get = () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) });
+    try {
+      counted.hold();
+      const first = get();
+      await eventually('the first lookup', async () => counted.lookups() === 1, 5000);
+      await sleep(3000);
+      const second = get();
+      await eventually('a lookup of its own for the later request', async () => counted.lookups() === 2, 5000);
+      counted.release();
+      expect([(await first).status, (await second).status]).toEqual([200, 200]);
     } finally {
       await counted.close();
     }
