@@ -24,7 +24,7 @@ const REFRESH_AHEAD_MS = 250;
 const SHARED_LOOKUP_MS = 2000;
 
 /** Headers that belong to one connection and never cross a proxy (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 /** A path under /u/: the raw slug segment and the rest, or why it is refused. */
 export type WorkspacePath = { slug: string; rest: string; api: boolean } | { invalid: string } | undefined;
@@ -333,7 +333,7 @@ export class WorkspaceProxy {
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i]!;
       const lower = name.toLowerCase();
-      if (REPLACED.has(lower) || (!keepUpgrade && (HOP_BY_HOP_SET.has(lower) || named?.has(lower)))) continue;
+      if (REPLACED.has(lower) || (!keepUpgrade && (HOP_BY_HOP.has(lower) || named?.has(lower)))) continue;
       if (lower === 'host') {
         if (host) continue;
         host = true;
@@ -385,7 +385,7 @@ export class WorkspaceProxy {
     let connected = false;
     upstream.once('connect', () => {
       connected = true;
-      this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome: 'ok' }, (performance.now() - started) / 1000);
+      this.observeUpstream('ok', started);
       const headers = this.upstreamHeaders(req, path.slug, cookies.others, true);
       const lines = [`${req.method} ${path.rest} HTTP/1.1`];
       for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
@@ -398,7 +398,7 @@ export class WorkspaceProxy {
     });
     upstream.once('error', () => {
       if (!connected) {
-        this.deps.metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome: 'error' }, (performance.now() - started) / 1000);
+        this.observeUpstream('error', started);
         return rejectUpgrade(socket, 502, 'The editor could not be reached.');
       }
       socket.destroy();
@@ -507,7 +507,6 @@ function splitEndpoint(endpoint: string): [string, number] {
 
 /** Request headers never passed on as sent: credentials, Cookie (rebuilt without ours), Expect (this hop answered it), X-Forwarded-* (set by us). */
 const REPLACED = new Set(['authorization', 'cookie', 'expect', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-prefix']);
-const HOP_BY_HOP_SET = new Set(HOP_BY_HOP);
 
 /** The header names a Connection header lists (hop-by-hop too), lower-cased; undefined when none. */
 function connectionNamed(connection: string | string[] | undefined): Set<string> | undefined {
@@ -531,7 +530,7 @@ function responseHeaders(raw: Buffer[], ownCookies: string[]): string[] {
     const lower = name.toLowerCase();
     const value = raw[i + 1]!.toString('latin1');
     if (lower === 'connection') named = connectionNamed(value);
-    if (HOP_BY_HOP_SET.has(lower)) continue;
+    if (HOP_BY_HOP.has(lower)) continue;
     if (lower === 'set-cookie' && ownCookies.some((cookie) => value.trimStart().startsWith(`${cookie}=`))) continue;
     result.push(name, value);
   }

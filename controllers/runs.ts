@@ -91,7 +91,6 @@ export class RunController {
     await this.queue.shutdown();
   }
 
-
   /** Enqueues every unfinished run and the run of every simulator container. */
   async resyncAll(): Promise<void> {
     try {

@@ -130,7 +130,6 @@ export class WorkspaceController {
     await this.queue.shutdown();
   }
 
-
   /** Enqueues every workspace in the database and every workspace that has containers. */
   async resyncAll(): Promise<void> {
     try {

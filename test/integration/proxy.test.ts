@@ -225,7 +225,7 @@ describe("the proxy's lookups of sessions", () => {
    * An app of its own (cold caches) whose database calls are counted, and whose session lookups can
    * be held at a gate: the real database answers each of them once the gate opens.
    */
-  async function countedApp(): Promise<{ app: TestApp; lookups: () => number; hold: () => void; release: () => void; close: () => Promise<void> }> {
+  async function countedApp(): Promise<{ app: TestApp; get: () => Promise<Response>; lookups: () => number; hold: () => void; release: () => void; close: () => Promise<void> }> {
     const counted = createDataSource(db.url, 3);
     await counted.initialize();
     let lookups = 0;
@@ -245,6 +245,7 @@ describe("the proxy's lookups of sessions", () => {
     });
     return {
       app: own,
+      get: () => fetch(`${own.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) }),
       lookups: () => lookups,
       hold: () => void (gate = new Promise<void>((resolve) => (open = resolve))),
       release: () => open(),
@@ -261,7 +262,7 @@ describe("the proxy's lookups of sessions", () => {
     const counted = await countedApp();
     try {
       counted.hold();
-      const answers = Promise.all(Array.from({ length: 20 }, () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) })));
+      const answers = Promise.all(Array.from({ length: 20 }, () => counted.get()));
       // All twenty are in the proxy, waiting on the database, before it answers.
       await eventually('20 requests in flight', async () => (await inFlight(counted.app)) === 20, 10_000);
       expect(counted.lookups()).toBe(1);
@@ -275,7 +276,7 @@ describe("the proxy's lookups of sessions", () => {
 
   it('looks a session in use up again before it expires, answering from the cache meanwhile', async () => {
     const counted = await countedApp();
-    const get = () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) });
+    const { get } = counted;
     try {
       expect((await get()).status).toBe(200);
       expect(counted.lookups()).toBe(1);
@@ -293,7 +294,7 @@ describe("the proxy's lookups of sessions", () => {
 
   it('shares a lookup for 2 s at most, so one that hangs does not hold up every later request', async () => {
     const counted = await countedApp();
-    const get = () => fetch(`${counted.app.url}/u/${ada.workspace.slug}/healthz`, { headers: as(ada) });
+    const { get } = counted;
     try {
       counted.hold();
       const first = get();
