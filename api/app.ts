@@ -2,21 +2,28 @@ import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import Koa from 'koa';
 import createSession from 'koa-session';
-import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
+import type { Backups } from '../src/backup/backups.ts';
 import type { Config } from '../src/config.ts';
-import type { Logger } from '../src/log.ts';
+import { canonicalEmail } from '../src/identity/email.ts';
+import { categoryLogger, type Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
-import { sessionStore } from '../src/store/sessions.ts';
-import type { StoreContext } from '../src/store/workspaces.ts';
+import type { Store } from '../src/store/index.ts';
+import { ANONYMOUS_SESSION_TTL_MS } from '../src/store/sessions.ts';
 import { adminRouter } from './admin.ts';
 import { authRoutes } from './auth.ts';
 import { healthRouter } from './health.ts';
 import { metricsRouter } from './metrics.ts';
 import { loadUser, Throttle, type GateOptions } from './middleware/auth.ts';
 import { errorMiddleware } from './middleware/errors.ts';
+import { implementedMethodsOnly } from './middleware/methods.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
-import { parseWorkspacePath, PROXY_ROUTE, WorkspaceProxy } from './proxy.ts';
+import { HANDOVER_PREFIX, parseWorkspacePath, PROXY_ROUTE, WorkspaceHosts, WorkspaceProxy } from './proxy/index.ts';
+import { panelRouter } from './panel/index.ts';
+import { redirect, refuseUpgrade, sendError } from './responses.ts';
+import { homeRouter } from './home.ts';
+import { linkRouter } from './links.ts';
+import { LiveEvents } from './live.ts';
 import { studentRouter } from './student.ts';
 
 /** The session cookie's name. */
@@ -25,51 +32,77 @@ export const SESSION_COOKIE = 'cp_session';
 /** Sign-in callbacks per client address per minute: a whole class behind one school NAT signs in at the start of a lesson. */
 export const SIGN_IN_CALLBACKS_PER_MINUTE = 120;
 
-/** How long a session lasts (renewed while in use). */
+/** Sign-in links an address may make through the admin API per hour (the CLI is not limited): a large class, one by one. */
+const SIGN_IN_LINKS_PER_HOUR = 200;
+
+/** How long a signed-in session lasts (renewed while in use); one without a user lasts ANONYMOUS_SESSION_TTL_MS, renewed by nothing. */
 const SESSION_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Who may sign in, as the auth routes need it. */
 export interface AllowlistView {
   isAllowed(email: string): boolean;
+  /** Calls `listener` after every reload of the list; returns the unsubscribe function (a fixed list has none). */
+  onChange?(listener: () => void): () => void;
 }
 
 export interface AppDeps {
   config: Config;
-  store: StoreContext;
+  store: Store;
   metrics: Metrics;
-  /** Logger of `control.http`. */
+  /** The root logger; the app logs under `control.http`, `control.auth` and `control.containers`. */
   log: Logger;
-  /** Logger of `control.auth`. */
-  authLog: Logger;
   /** The origin browsers use (PUBLIC_URL, or the listening address). */
   publicOrigin: string;
   sessionSecret: string;
   allowlist: AllowlistView;
-  /** The allowlist file the admin API edits. */
-  allowlistFile: AllowlistFile;
   /** Gathers workspace activity (proxied traffic, student API calls) for the idle sweep. */
   activity: ActivityRecorder;
+  /** Workspace backups, for the admin API. */
+  backups: Backups;
 }
 
 /** The HTTP server's handlers: requests and WebSocket upgrades. */
 export interface AppHandlers {
-  /** The Koa application (everything but the proxy). */
-  koa: Koa;
-  request(req: http.IncomingMessage, res: http.ServerResponse): void;
-  upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** The HTTP server's 'request' listener (no `this`: it may be passed as it is). */
+  request: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  /** The HTTP server's 'upgrade' listener (no `this` either). */
+  upgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Releases the proxy's upstream connections and subscriptions. */
-  close(): void;
+  close: () => void;
 }
 
 /**
  * Builds the handlers of the HTTP server. Paths under `/u/<slug>/` (but its `api/`) go to the
  * workspace proxy, which streams and authorises on its own; a malformed `/u/` path is refused
- * there, in the canonical form in which it is routed. Everything else goes to the Koa application:
- * request metrics outermost (they see the final status), then the error middleware, the session
- * (PostgreSQL store) and the signed-in user, then one router per surface.
+ * there, in the canonical form in which it is routed. In host mode (WORKSPACE_HOST), a request whose
+ * Host is under the workspace domain goes to the proxy whatever its path (the workspace's own
+ * origin: nothing of the control plane is served there), and so does `/auth/workspace/<slug>`, the
+ * hand-over to it. Everything else goes to the Koa application: request metrics outermost (they
+ * see the final status), then the error middleware, the session (PostgreSQL store) and the
+ * signed-in user, then one router per surface.
  */
 export function createApp(deps: AppDeps): AppHandlers {
   const { config, store } = deps;
+  const httpLog = categoryLogger(deps.log, 'http');
+  // In the stored form of emails (an internationalised domain in ASCII), as sign-in compares them.
+  const adminEmails = config.serviceAdminEmails.map((email) => canonicalEmail(email) ?? email);
+  const isAllowed = (email: string) => adminEmails.includes(email) || deps.allowlist.isAllowed(email);
+  const hosts = config.workspaceHost ? new WorkspaceHosts(config.workspaceHost, deps.publicOrigin, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`]) : undefined;
+  const proxy = new WorkspaceProxy({
+    store,
+    changes: store.changes,
+    metrics: deps.metrics,
+    activity: deps.activity,
+    log: httpLog,
+    publicOrigin: deps.publicOrigin,
+    sessionCookie: SESSION_COOKIE,
+    sessionSecret: deps.sessionSecret,
+    trustProxy: config.trustProxy,
+    timeoutMs: config.proxyTimeoutMs,
+    isAllowed,
+    hosts,
+  });
+  const authLog = categoryLogger(deps.log, 'auth');
   const app = new Koa();
   app.silent = true;
   app.proxy = config.trustProxy;
@@ -77,7 +110,8 @@ export function createApp(deps: AppDeps): AppHandlers {
   app.maxIpsCount = 1;
   app.keys = [deps.sessionSecret];
   app.use(requestMetrics(deps.metrics));
-  app.use(errorMiddleware(deps.log));
+  app.use(errorMiddleware(httpLog));
+  app.use(implementedMethodsOnly());
   app.use(
     createSession(
       {
@@ -88,78 +122,118 @@ export function createApp(deps: AppDeps): AppHandlers {
         sameSite: 'lax',
         secure: deps.publicOrigin.startsWith('https:'),
         signed: true,
-        store: sessionStore(store.db),
+        // A session that ends (sign-out) ends what was handed over from it at once: its open editor WebSockets, its workspace cookies.
+        store: {
+          ...store.sessions.koa,
+          destroy: async (key: string) => {
+            await store.sessions.koa.destroy(key);
+            proxy.sessionEnded(key);
+          },
+        },
+        // A session without a signed-in user (a sign-in under way) is short-lived, its cookie too.
+        beforeSave: (ctx: Koa.Context, session: { userId?: unknown }) => {
+          ctx.sessionOptions.maxAge = typeof session.userId === 'string' ? SESSION_MAX_AGE_MS : ANONYMOUS_SESSION_TTL_MS;
+        },
       },
       app,
     ),
   );
-  const adminEmails = config.serviceAdminEmails;
-  const isAllowed = (email: string) => adminEmails.includes(email) || deps.allowlist.isAllowed(email);
-  app.use(loadUser(store.db, isAllowed));
+  app.use(loadUser(store.users, isAllowed));
   const gate: GateOptions = { adminToken: config.adminToken, publicOrigin: deps.publicOrigin, failures: new Throttle(20, 300) };
   const auth = authRoutes({
-      store,
-      providers: config.providers,
-      publicOrigin: deps.publicOrigin,
-      isAllowed,
-      adminEmails,
-      callbacks: new Throttle(SIGN_IN_CALLBACKS_PER_MINUTE, 60),
-      log: deps.authLog,
+    users: store.users,
+    providers: config.providers,
+    publicOrigin: deps.publicOrigin,
+    isAllowed,
+    adminEmails,
+    callbacks: new Throttle(SIGN_IN_CALLBACKS_PER_MINUTE, 60),
+    log: authLog,
   });
   app.use(auth.grant);
-  const student = studentRouter({ store, metrics: deps.metrics, activity: deps.activity, publicOrigin: deps.publicOrigin });
+  // What an open admin panel hears without reloading (changes, capacity refusals).
+  const live = new LiveEvents(store.changes);
+  const student = studentRouter({
+    store,
+    live,
+    metrics: deps.metrics,
+    activity: deps.activity,
+    publicOrigin: deps.publicOrigin,
+    containersLog: categoryLogger(deps.log, 'containers'),
+    editorUrl: hosts ? (slug) => proxy.editorUrl(slug)! : undefined,
+  });
   app.use(student.routes());
   app.use(student.allowedMethods({ throw: true }));
-  const routers = [auth.router, healthRouter(store.db), metricsRouter(deps.metrics, config.metricsToken, gate), adminRouter({ store, gate, allowlistFile: deps.allowlistFile, implicitAllowlist: adminEmails })];
+  const routers = [
+    auth.router,
+    healthRouter(store.ping),
+    metricsRouter(deps.metrics, config.metricsToken, gate),
+    adminRouter({
+      store,
+      gate,
+      implicitAllowlist: adminEmails,
+      metrics: deps.metrics,
+      live,
+      isAllowed,
+      linkMints: new Throttle(SIGN_IN_LINKS_PER_HOUR, 3600),
+      backups: deps.backups,
+    }),
+    panelRouter(),
+    linkRouter({ store, publicOrigin: deps.publicOrigin, isAllowed, adminEmails, failures: new Throttle(20, 300), log: authLog }),
+    homeRouter(),
+  ];
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods({ throw: true }));
   }
 
-  const proxy = new WorkspaceProxy({
-    db: store.db,
-    changes: store.changes,
-    metrics: deps.metrics,
-    activity: deps.activity,
-    log: deps.log,
-    publicOrigin: deps.publicOrigin,
-    sessionCookie: SESSION_COOKIE,
-    sessionSecret: deps.sessionSecret,
-    trustProxy: config.trustProxy,
-    timeoutMs: config.proxyTimeoutMs,
-    isAllowed,
-  });
+  // An allowlist reload ends the open WebSockets of those it no longer admits.
+  const stopFollowingAllowlist = deps.allowlist.onChange?.(() => proxy.allowlistChanged());
   const koa = app.callback();
   return {
-    koa: app,
     request(req, res) {
+      if (hosts) {
+        const slug = hosts.slugOf(req.headers.host);
+        if (slug !== undefined) return proxy.hostRequest(req, res, slug);
+        const handover = handoverSlug(req.url ?? '/');
+        if (handover !== undefined) return proxy.handover(req, res, handover);
+      }
       const path = parseWorkspacePath(req.url ?? '/');
       if (path === undefined || ('slug' in path && path.api)) return void koa(req, res);
       if ('invalid' in path) return refuse(res, 400, 'invalid_path', path.invalid, deps.metrics, req.method);
       const target = req.url ?? '/';
-      if (!target.startsWith(`/u/${path.slug}/`)) {
-        // `/u/<slug>` without its slash: relative links of the editor need the slash.
-        res.writeHead(301, { location: `/u/${path.slug}/${target.slice(3 + path.slug.length)}`, 'content-length': 0 });
-        return void res.end();
-      }
+      // `/u/<slug>` without its slash: relative links of the editor need the slash.
+      if (!target.startsWith(`/u/${path.slug}/`)) return redirect(res, `/u/${path.slug}/${target.slice(3 + path.slug.length)}`, 301);
       proxy.request(req, res, path);
     },
     upgrade(req, socket, head) {
+      if (hosts) {
+        const slug = hosts.slugOf(req.headers.host);
+        if (slug !== undefined) return void proxy.hostUpgrade(req, socket, head, slug);
+        return refuseUpgrade(socket, 404, 'not_found', "WebSocket connections are served only on a workspace's own host.");
+      }
       const path = parseWorkspacePath(req.url ?? '/');
       if (path === undefined || ('slug' in path && path.api) || 'invalid' in path) {
-        socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-        return;
+        return refuseUpgrade(socket, 404, 'not_found', 'WebSocket connections are served only under a workspace.');
       }
       void proxy.upgrade(req, socket, head, path);
     },
-    close: () => proxy.close(),
+    close: () => {
+      stopFollowingAllowlist?.();
+      proxy.close();
+      live.close();
+    },
   };
+}
+
+/** The slug of a hand-over path, `/auth/workspace/<slug>` with any query (host mode), or undefined for any other path. */
+function handoverSlug(target: string): string | undefined {
+  if (!target.startsWith(HANDOVER_PREFIX)) return undefined;
+  const path = target.split('?', 1)[0]!.slice(HANDOVER_PREFIX.length);
+  return /^[a-z0-9-]{1,40}$/.test(path) ? path : undefined;
 }
 
 /** A JSON error for a request that never reaches a router, counted like the others. */
 function refuse(res: http.ServerResponse, status: number, code: string, message: string, metrics: Metrics, method = 'GET'): void {
-  const body = JSON.stringify({ error: { code, message } });
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+  sendError(res, status, code, message);
   metrics.httpRequestDuration.observe({ method, route: PROXY_ROUTE, status_class: `${Math.floor(status / 100)}xx` }, 0);
 }

@@ -5,10 +5,11 @@ import type { ProviderConfig } from '../src/config.ts';
 import { discoverOidc, fetchIdentity, IdentityError, type OidcEndpoints } from '../src/identity/providers.ts';
 import { safeReturnTo } from '../src/identity/return-to.ts';
 import type { Logger } from '../src/log.ts';
-import { signInUser } from '../src/store/users.ts';
-import type { StoreContext } from '../src/store/workspaces.ts';
+import { AuthenticationError } from '../src/errors.ts';
+import type { UserStore } from '../src/store/users.ts';
 import { assertSameOrigin, type AuthState, type Throttle } from './middleware/auth.ts';
 import { escapeHtml, page } from './pages.ts';
+import { presentUser } from './presenters.ts';
 
 // grant's typings declare an ES default export, but the package is `module.exports = grant`.
 const grant = grantModule as unknown as (typeof grantModule)['default'];
@@ -17,14 +18,14 @@ const grant = grantModule as unknown as (typeof grantModule)['default'];
 export const GRANT_PREFIX = '/connect';
 
 export interface AuthDeps {
-  store: StoreContext;
+  users: UserStore;
   providers: ProviderConfig[];
   publicOrigin: string;
   /** Whether an email may sign in (the allowlist, plus SERVICE_ADMIN_EMAIL). */
   isAllowed: (email: string) => boolean;
   /** SERVICE_ADMIN_EMAIL, lower-case: admins at first sign-in. */
   adminEmails: readonly string[];
-  /** Counts sign-in callbacks per client address. */
+  /** Counts failing sign-in callbacks per client address (see the callback). */
   callbacks: Throttle;
   /** Logger of `control.auth`. */
   log: Logger;
@@ -125,28 +126,44 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
     ctx.redirect(`${GRANT_PREFIX}/${provider.name}`);
   });
 
+  /**
+   * The callback: grant's answer in the session → the provider's verified email → the allowlist →
+   * the user. Only callbacks that fail before the provider vouched for anyone (an unknown provider,
+   * no sign-in under way in this session, a state mismatch, an error from the provider) count
+   * against the address's limit: a school's class behind one address signs in at once, and a
+   * callback completing a sign-in the browser started is never refused.
+   */
   router.get('/auth/callback/:provider', async (ctx) => {
-    await deps.callbacks.consume(ctx);
     const provider = enabled.get(ctx.params.provider!);
     const session = ctx.session!;
     const response = (session.grant as { response?: GrantResponse } | undefined)?.response;
     const returnTo = typeof session.returnTo === 'string' ? session.returnTo : undefined;
     delete session.grant;
     delete session.returnTo;
-    if (!provider) return failure(ctx, 404, 'This sign-in provider is not configured here.');
-    if (!response) return failure(ctx, 400, 'The sign-in took too long or was started elsewhere. Please start again.');
+    /** A failing callback: counted (429 once over the limit), then its page. */
+    const failed = async (status: number, message: string) => {
+      await deps.callbacks.consume(ctx);
+      failure(ctx, status, message);
+    };
+    if (!provider) return failed(404, 'This sign-in provider is not configured here.');
+    if (!response) return failed(400, 'The sign-in took too long or was started elsewhere. Please start again.');
     if (response.error !== undefined || !response.access_token) {
       const detail = JSON.stringify(response.error ?? 'no access token');
       deps.log.info({ provider: provider.name, detail }, 'sign-in refused by the provider');
-      if (detail.includes('access_denied')) return failure(ctx, 403, 'You did not allow the sign-in at the identity provider.');
-      if (detail.includes('state')) return failure(ctx, 400, 'The sign-in could not be verified (state mismatch). Please start again.');
-      return failure(ctx, 502, 'The identity provider reported an error. Please try again.');
+      if (detail.includes('access_denied')) return failed(403, 'You did not allow the sign-in at the identity provider.');
+      if (detail.includes('state')) return failed(400, 'The sign-in could not be verified (state mismatch). Please start again.');
+      return failed(502, 'The identity provider reported an error. Please try again.');
     }
     let identity;
     try {
       identity = await fetchIdentity(provider, response.access_token, provider.name === 'oidc' ? await ensureOidc() : undefined);
     } catch (error) {
       if (!(error instanceof IdentityError)) throw error;
+      if (error.reason === 'invalid_email') {
+        // Never trimmed or repaired into an address, which could be someone else's.
+        deps.log.info({ provider: provider.name, reason: error.reason, problem: error.message }, 'sign-in refused: the email is not valid');
+        return failure(ctx, 403, error.message);
+      }
       deps.log.info({ provider: provider.name, reason: error.reason }, 'sign-in failed: no verified identity');
       return failure(ctx, error.reason === 'no_verified_email' ? 403 : 502, error.message);
     }
@@ -159,7 +176,7 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
         `<h1>Not allowed</h1><p class="error">The email ${escapeHtml(identity.email)} is not allowed to sign in here. Ask your coach to add it to the allowlist.</p><a class="button" href="/auth/sign-in">Back</a>`,
       );
     }
-    const { user, created } = await signInUser(deps.store, { email: identity.email, name: identity.name, admin: deps.adminEmails.includes(identity.email) });
+    const { user, created } = await deps.users.signIn({ email: identity.email, name: identity.name, admin: deps.adminEmails.includes(identity.email) });
     await session.regenerate();
     ctx.session!.userId = user.id;
     deps.log.info({ provider: provider.name, userId: user.id, email: user.email, created, role: user.role }, 'signed in');
@@ -175,19 +192,15 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
 
   router.get('/auth/me', async (ctx) => {
     const user = ctx.state.user;
-    if (!user) {
-      ctx.status = 401;
-      ctx.body = { error: { code: 'authentication_required', message: 'Not signed in.' } };
-      return;
-    }
-    ctx.body = { user };
+    if (!user) throw AuthenticationError('Not signed in.');
+    ctx.body = { user: presentUser(user) };
   });
 
   const grantRoutes: Middleware<AuthState> = async (ctx, next) => {
     if (ctx.path !== GRANT_PREFIX && !ctx.path.startsWith(`${GRANT_PREFIX}/`)) return next();
     // The route label for metrics; grant answers its own routes, an unknown provider falls through to 404.
     (ctx as { _matchedRoute?: string })._matchedRoute = `${GRANT_PREFIX}/:provider`;
-    return grantMiddleware(ctx as unknown as Context, next);
+    return grantMiddleware(ctx, next);
   };
   return { grant: grantRoutes, router };
 }

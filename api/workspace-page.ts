@@ -12,8 +12,9 @@ function stateText(workspace: WorkspaceRecord): string {
 /**
  * The workspace page at `/u/<slug>/` while the editor is not up: the state, an Open button that
  * asks for admission (`POST api/workspace/open`), a toast with the server's message when it is
- * refused (at capacity: the spec's exact text), and polling until the editor runs, then a reload
- * (which the proxy then serves from the editor).
+ * refused (at capacity: the spec's exact text), and polling until the editor runs. Then it goes
+ * where the student API says the editor is (`editorUrl`: host mode, the workspace's own origin,
+ * where the hand-over ends), else reloads (path mode: the proxy then serves the editor here).
  */
 export function workspacePage(workspace: WorkspaceRecord): string {
   const base = `/u/${workspace.slug}/api/workspace`;
@@ -35,7 +36,7 @@ async function poll() {
   if (!answer.ok) return setTimeout(poll, 2000);
   const { workspace } = await answer.json();
   document.getElementById('message').textContent = workspace.statusMessage;
-  if (workspace.ready) { location.reload(); return; }
+  if (workspace.ready) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.reload(); return; }
   document.getElementById('state').textContent = workspace.desiredState === 'running' ? 'Starting…' : 'Stopped';
   button.disabled = workspace.desiredState === 'running';
   if (workspace.desiredState === 'running') setTimeout(poll, 1000);

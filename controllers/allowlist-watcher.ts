@@ -3,6 +3,7 @@ import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { AllowlistFormatError, isAllowed } from '../src/allowlist/allowlist.ts';
 import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
+import { canonicalEmail } from '../src/identity/email.ts';
 import type { Logger } from '../src/log.ts';
 
 export interface AllowlistWatcherOptions {
@@ -20,7 +21,8 @@ export interface AllowlistWatcherOptions {
  * reloads it on every change of the file (chokidar on the file's directory, because an atomic
  * rename replaces the file's inode). A malformed file keeps the last good list and logs an error
  * naming the problem; a missing file is an empty list (everyone blocked but SERVICE_ADMIN_EMAIL)
- * with a warning. Edits apply well within a second.
+ * with a warning. Edits apply well within a second, and every reload is announced to the listeners
+ * of `onChange` (the proxy ends the open WebSockets of those the new list no longer admits).
  */
 export class AllowlistWatcher {
   private readonly file: AllowlistFile;
@@ -34,11 +36,12 @@ export class AllowlistWatcher {
   private reloading: Promise<void> | undefined;
   private reloadAgain = false;
   private stopped = false;
+  private readonly listeners = new Set<() => void>();
 
   constructor(options: AllowlistWatcherOptions) {
     this.file = options.file;
     this.log = options.log;
-    this.implicit = new Set(options.implicit.map((email) => email.trim().toLowerCase()));
+    this.implicit = new Set(options.implicit.map((email) => canonicalEmail(email.trim()) ?? email.trim().toLowerCase()));
     this.debounceMs = options.debounceMs ?? 50;
     this.target = path.resolve(options.file.path);
   }
@@ -77,9 +80,16 @@ export class AllowlistWatcher {
     await this.reloading;
   }
 
-  /** Whether `email` may sign in: it is an implicit (SERVICE_ADMIN_EMAIL) email or matches the current list. */
+  /** Whether `email` may sign in: it is an implicit (SERVICE_ADMIN_EMAIL) email or matches the current list (never trimmed, see email.ts). */
   isAllowed(email: string): boolean {
-    return this.implicit.has(email.trim().toLowerCase()) || isAllowed(this.list, email);
+    const address = canonicalEmail(email);
+    return (address !== undefined && this.implicit.has(address)) || isAllowed(this.list, email);
+  }
+
+  /** Calls `listener` after every reload of the file (whether or not the list changed); returns the unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** The current list (the last good one), sorted. */
@@ -117,7 +127,10 @@ export class AllowlistWatcher {
       entries = await this.file.readIfExists();
     } catch (error) {
       if (error instanceof AllowlistFormatError) {
-        this.log.error({ ...where, problem: error.message, entries: this.list.length }, `allowlist file is malformed, keeping the last good list: ${error.message}`);
+        this.log.error(
+          { ...where, problem: error.message, entries: this.list.length },
+          `allowlist file is malformed, keeping the last good list: ${error.message}`,
+        );
       } else {
         this.log.error({ ...where, error, entries: this.list.length }, 'allowlist file could not be read, keeping the last good list');
       }
@@ -126,9 +139,21 @@ export class AllowlistWatcher {
     if (entries === null) {
       this.list = [];
       this.log.warning(where, 'allowlist file missing: everyone is blocked except SERVICE_ADMIN_EMAIL');
-      return;
+    } else {
+      this.list = Object.freeze(entries);
+      this.log.info({ ...where, entries: entries.length }, `allowlist loaded: ${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}`);
     }
-    this.list = Object.freeze(entries);
-    this.log.info({ ...where, entries: entries.length }, `allowlist loaded: ${entries.length} ${entries.length === 1 ? 'entry' : 'entries'}`);
+    this.announce();
+  }
+
+  /** Tells every listener of a reload; one that throws is logged and the others still hear it. */
+  private announce(): void {
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.log.error({ error }, 'an allowlist listener failed');
+      }
+    }
   }
 }

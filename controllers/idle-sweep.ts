@@ -1,11 +1,15 @@
+import type { Logger } from '../src/log.ts';
+import type { Metrics } from '../src/metrics.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
+import type { WorkspaceStore } from '../src/store/workspaces.ts';
 import { Periodic } from './periodic.ts';
-import { stopIdleWorkspaces, type StoreContext } from '../src/store/workspaces.ts';
 
 export interface IdleSweepOptions {
-  /** The store, with `log` of the `control.idle` category. */
-  store: StoreContext;
+  workspaces: WorkspaceStore;
   activity: ActivityRecorder;
+  metrics: Metrics;
+  /** Logger of `control.idle`. */
+  log: Logger;
   idleMinutes: number;
   intervalMs?: number;
 }
@@ -21,7 +25,11 @@ export class IdleSweep {
 
   constructor(options: IdleSweepOptions) {
     this.options = { intervalMs: 60_000, ...options };
-    this.periodic = new Periodic(() => this.sweep(), this.options.intervalMs, (error) => this.options.store.log.error({ error }, 'idle sweep failed'));
+    this.periodic = new Periodic(
+      () => this.sweep(),
+      this.options.intervalMs,
+      (error) => this.options.log.error({ error }, 'idle sweep failed'),
+    );
   }
 
   start(): void {
@@ -34,13 +42,16 @@ export class IdleSweep {
 
   /** One sweep; returns the ids of the workspaces it stopped. */
   async sweep(): Promise<string[]> {
-    const { store, activity, idleMinutes } = this.options;
+    const { workspaces, activity, idleMinutes, log, metrics } = this.options;
     await activity.flush();
-    const stopped = await stopIdleWorkspaces(store, idleMinutes);
+    const stopped = await workspaces.stopIdle(idleMinutes);
     for (const workspace of stopped) {
-      store.log.info({ workspaceId: workspace.id, slug: workspace.slug, lastActivityAt: workspace.lastActivityAt?.toISOString() ?? null, idleMinutes }, 'stopping idle workspace');
+      log.info(
+        { workspaceId: workspace.id, slug: workspace.slug, lastActivityAt: workspace.lastActivityAt?.toISOString() ?? null, idleMinutes },
+        'stopping idle workspace',
+      );
     }
-    store.metrics.idleSweepStops.inc(stopped.length);
+    metrics.idleSweepStops.inc(stopped.length);
     return stopped.map((workspace) => workspace.id);
   }
 }

@@ -1,23 +1,12 @@
-import type { DataSource } from 'typeorm';
-import type { ChangeFeed } from '../src/db/changes.ts';
-import type { EventSubscription, ManagedContainer, WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
-import { probeHttp } from '../src/probe.ts';
-import {
-  finishRun,
-  getRun,
-  isTerminal,
-  listActiveRunIds,
-  listActiveRunIdsOf,
-  markRunReady,
-  recordSimEndpoint,
-  type RunRecord,
-  type TerminalStatus,
-} from '../src/store/runs.ts';
-import { getWorkspace } from '../src/store/workspaces.ts';
-import { everyWithJitter } from './periodic.ts';
-import { WorkQueue, type ReconcileResult } from './workqueue.ts';
+import { probeHttp, type Probe } from '../src/probe.ts';
+import type { Store } from '../src/store/index.ts';
+import { isTerminal, type RunRecord, type TerminalStatus } from '../src/store/runs.ts';
+import type { WorkspaceRecord } from '../src/store/workspaces.ts';
+import { Controller } from './controller.ts';
+import type { ReconcileResult } from './workqueue.ts';
 
 /** What a run's simulator container is made from (configuration). */
 export interface SimTemplate {
@@ -30,9 +19,8 @@ export interface SimTemplate {
 }
 
 export interface RunControllerOptions {
-  db: DataSource;
+  store: Pick<Store, 'runs' | 'workspaces' | 'changes'>;
   runtime: WorkspaceRuntime;
-  changes: ChangeFeed;
   metrics: Metrics;
   /** Logger of `control.runs`. */
   log: Logger;
@@ -46,6 +34,8 @@ export interface RunControllerOptions {
   resyncIntervalMs?: number;
   /** How many lines of the simulator's output a finished run keeps. */
   outputLines?: number;
+  /** Asks a simulator's nt4 port whether it answers (an HTTP GET with the 500 ms probe timeout). */
+  probe?: (endpoint: string) => Promise<Probe>;
   concurrency?: number;
 }
 
@@ -55,97 +45,84 @@ export interface RunControllerOptions {
  * only enqueue run ids: committed run and workspace changes, engine events on sim containers, and
  * a periodic resync; a compiling run is re-examined every probe interval.
  */
-export class RunController {
-  readonly queue: WorkQueue;
-  private readonly options: Required<RunControllerOptions>;
-  private subscriptions: (() => void)[] = [];
+export class RunController extends Controller {
+  private readonly options: Required<Omit<RunControllerOptions, 'concurrency'>>;
 
   constructor(options: RunControllerOptions) {
-    this.options = { probeIntervalMs: 100, runningCheckMs: 5000, resyncIntervalMs: 30_000, outputLines: 50, concurrency: 8, ...options };
-    this.queue = new WorkQueue({ name: 'runs', reconcile: (id) => this.reconcile(id), metrics: options.metrics, log: options.log, concurrency: this.options.concurrency });
+    super({ name: 'runs', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 8 });
+    this.options = { probeIntervalMs: 100, runningCheckMs: 5000, resyncIntervalMs: 30_000, outputLines: 50, probe: probeHttp, ...options };
   }
 
-  /** Subscribes to every trigger and enqueues every unfinished run and every sim container (adoption). */
-  async start(): Promise<void> {
-    const { changes, runtime, db } = this.options;
-    this.subscriptions.push(
-      changes.subscribe((change) => {
-        if (change.kind === 'runs') this.queue.add(change.id);
-        // A workspace stopped or deleted ends its runs.
-        if (change.kind === 'workspaces') void listActiveRunIdsOf(db, change.id).then((ids) => ids.forEach((id) => this.queue.add(id)), () => undefined);
-      }),
-      changes.onReconnect(() => void this.resyncAll()),
-    );
-    const watch: EventSubscription = runtime.watch({
-      onEvent: (event) => event.runId && this.queue.add(event.runId),
-      onConnect: () => void this.resyncAll(),
-      onDisconnect: () => undefined,
+  /** Follows every trigger, which enqueues every unfinished run and the run of every sim container (adoption). */
+  override async start(): Promise<void> {
+    const { store, runtime } = this.options;
+    this.follow({
+      changes: store.changes,
+      // A workspace stopped or deleted ends its runs.
+      keysOfChange: (change) => (change.kind === 'runs' ? [change.id] : change.kind === 'workspaces' ? store.runs.activeIds(change.id) : []),
+      runtime,
+      keyOfEvent: (event) => event.runId,
+      allKeys: async () => {
+        const [ids, containers] = await Promise.all([store.runs.activeIds(), runtime.listContainers()]);
+        const fromContainers = containers.filter((container) => container.role === 'sim' && container.runId).map((container) => container.runId!);
+        return [...new Set([...ids, ...fromContainers])];
+      },
+      resyncIntervalMs: this.options.resyncIntervalMs,
+      log: this.options.log,
     });
-    this.subscriptions.push(() => watch.close());
-    this.subscriptions.push(everyWithJitter(() => this.resyncAll(), this.options.resyncIntervalMs));
-  }
-
-  /** Stops the triggers and waits for running reconciles; simulator containers are left as they are. */
-  async stop(): Promise<void> {
-    for (const unsubscribe of this.subscriptions.splice(0)) unsubscribe();
-    await this.queue.shutdown();
-  }
-
-  /** Enqueues every unfinished run and the run of every simulator container. */
-  async resyncAll(): Promise<void> {
-    try {
-      const [ids, containers] = await Promise.all([listActiveRunIds(this.options.db), this.options.runtime.listContainers()]);
-      const fromContainers = containers.filter((container) => container.role === 'sim' && container.runId).map((container) => container.runId!);
-      for (const id of new Set([...ids, ...fromContainers])) this.queue.add(id);
-    } catch (error) {
-      this.options.log.warning({ error: (error as Error).message }, 'run resync failed; the next one will retry');
-    }
   }
 
   /**
-   * Compares a run with its simulator container and takes one step, writing the run's status:
-   * record gone or finished → remove its container; workspace no longer wanted running, or a stop
-   * requested → end it (`stopped` once it was ready, `canceled` before); no container → create and
-   * start it (a running run whose container vanished fails); container exited → `failed` (non-zero,
-   * or exit before ready) or `stopped` (exit 0 after ready), keeping its last output; compiling
-   * past RUN_BUILD_TIMEOUT → `failed`; compiling and the nt4 probe answers → `running`, observing
-   * the build duration. The container is removed whenever the run ends.
+   * Compares a run with its simulator container and takes the one step that moves the run on,
+   * writing its status: queued → `running` when the nt4 probe first answers, or to an end.
+   * Whenever a run ends, its last output is kept and its container removed.
    */
-  async reconcile(runId: string): Promise<ReconcileResult | void> {
-    const { db, runtime } = this.options;
-    const run = await getRun(db, runId);
+  override async reconcile(runId: string): Promise<ReconcileResult | void> {
+    const { store, runtime } = this.options;
+    const run = await store.runs.get(runId);
     const containers = await this.simContainers(runId, run?.workspaceId);
+    // Record gone or finished: its containers go.
     if (!run || isTerminal(run.status)) {
       for (const container of containers) await runtime.remove(container.id);
-      if (!run && containers.length > 0) this.options.log.warning({ runId, containers: containers.map((container) => container.name) }, 'removed simulator containers of an unknown run');
+      if (!run && containers.length > 0)
+        this.options.log.warning({ runId, containers: containers.map((container) => container.name) }, 'removed simulator containers of an unknown run');
       return;
     }
     const log = this.options.log.child({ workspaceId: run.workspaceId, runId: run.id }) as Logger;
     const [container, ...extra] = containers;
     for (const duplicate of extra) await runtime.remove(duplicate.id);
 
-    const workspace = await getWorkspace(db, run.workspaceId);
+    // Workspace no longer wanted running, or a stop requested: `stopped` once it was ready, `canceled` before.
+    const workspace = await store.workspaces.get(run.workspaceId);
     const wasReady = run.status === 'running';
-    if (!workspace || workspace.desiredState !== 'running') return this.end(run, container, wasReady ? 'stopped' : 'canceled', 'the workspace was stopped', log);
+    if (!workspace || workspace.desiredState !== 'running')
+      return this.end(run, container, wasReady ? 'stopped' : 'canceled', 'the workspace was stopped', log);
     if (run.desiredState === 'stopped') return this.end(run, container, wasReady ? 'stopped' : 'canceled', 'stopped by request', log);
 
+    // No container: create and start it, unless it ran and vanished or the build time is up (both `failed`).
     if (!container) {
       if (wasReady) return this.end(run, undefined, 'failed', 'the simulator container disappeared', log);
       if (this.pastBuildTimeout(run)) return this.end(run, undefined, 'failed', this.timeoutReason(), log);
-      return this.createSim(run, workspace.slug, log);
+      return this.createSim(run, workspace, log);
     }
 
+    // Exited: `failed` before ready or on a non-zero exit (out of memory named), `stopped` on exit 0 after ready.
     const exit = await runtime.exitOf(container.id);
     if (!exit) return { requeueAfterMs: 100 };
     if (!exit.running) {
       const code = exit.exitCode;
       if (!wasReady) {
-        const reason = exit.oomKilled ? 'compile or boot ran out of memory' : code === 0 ? 'the simulator exited before it was ready' : `compile or boot failed (exit code ${code})`;
+        const reason = exit.oomKilled
+          ? 'compile or boot ran out of memory'
+          : code === 0
+            ? 'the simulator exited before it was ready'
+            : `compile or boot failed (exit code ${code})`;
         return this.end(run, container, 'failed', reason, log, code);
       }
       if (code === 0) return this.end(run, container, 'stopped', 'the simulator exited on its own', log, code);
       return this.end(run, container, 'failed', exit.oomKilled ? 'the simulator ran out of memory' : `the simulator crashed (exit code ${code})`, log, code);
     }
+    // Running and ready: look again later. Compiling: probe.
     if (wasReady) return { requeueAfterMs: this.options.runningCheckMs };
     return this.probe(run, container, log);
   }
@@ -155,10 +132,10 @@ export class RunController {
     if (this.pastBuildTimeout(run)) return this.end(run, container, 'failed', this.timeoutReason(), log);
     const endpoint = container.address ? `${container.address}:${this.options.template.nt4Port}` : undefined;
     if (!endpoint) return { requeueAfterMs: this.options.probeIntervalMs };
-    if (run.simEndpoint !== endpoint) await recordSimEndpoint(this.options.db, run.id, endpoint);
-    const probe = await probeHttp(endpoint);
+    if (run.simEndpoint !== endpoint) await this.options.store.runs.recordSimEndpoint(run.id, endpoint);
+    const probe = await this.options.probe(endpoint);
     if (probe.outcome !== 'ok') return { requeueAfterMs: this.options.probeIntervalMs };
-    const ready = await markRunReady(this.options.db, run.id);
+    const ready = await this.options.store.runs.markReady(run.id);
     if (ready?.readyAt) {
       const seconds = (ready.readyAt.getTime() - ready.queuedAt.getTime()) / 1000;
       this.options.metrics.runBuildDuration.observe(seconds);
@@ -167,25 +144,35 @@ export class RunController {
     return { requeueAfterMs: this.options.runningCheckMs };
   }
 
-  private async createSim(run: RunRecord, slug: string, log: Logger): Promise<ReconcileResult> {
+  private async createSim(run: RunRecord, workspace: WorkspaceRecord, log: Logger): Promise<ReconcileResult> {
     const { runtime, template } = this.options;
-    await runtime.ensureVolume({ workspaceId: run.workspaceId, slug });
-    const container = await runtime.createSimContainer({ ...template, workspaceId: run.workspaceId, slug, runId: run.id });
+    const slug = workspace.slug;
+    // The code container's home: the one a restore put in, else the default.
+    const homeVolume = names.home(workspace);
+    await runtime.ensureVolume({ workspaceId: run.workspaceId, slug }, homeVolume);
+    const container = await runtime.createSimContainer({ ...template, workspaceId: run.workspaceId, slug, runId: run.id, homeVolume });
     await runtime.start(container.id);
     log.info({ container: container.name }, 'simulator container started: compiling and booting');
     return { requeueAfterMs: this.options.probeIntervalMs };
   }
 
   /** Ends a run: keeps the container's last output, removes the container, records the terminal status and counts it. */
-  private async end(run: RunRecord, container: ManagedContainer | undefined, status: TerminalStatus, reason: string, log: Logger, exitCode: number | null = null): Promise<void> {
-    const { runtime, metrics, db } = this.options;
+  private async end(
+    run: RunRecord,
+    container: ManagedContainer | undefined,
+    status: TerminalStatus,
+    reason: string,
+    log: Logger,
+    exitCode: number | null = null,
+  ): Promise<void> {
+    const { runtime, metrics, store } = this.options;
     let output = '';
     if (container) {
       await runtime.stop(container.id, 5);
       output = (await runtime.logsTail(container.id, this.options.outputLines)).slice(-16_000);
     }
     // The end is recorded (and counted) before the container goes: if recording fails, the next pass still finds it.
-    const finished = await finishRun(db, run.id, { status, reason, exitCode, output });
+    const finished = await store.runs.finish(run.id, { status, reason, exitCode, output });
     if (finished) {
       metrics.runsTotal.inc({ terminal_status: status });
       if (finished.readyAt && finished.endedAt) {

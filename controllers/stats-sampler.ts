@@ -34,8 +34,10 @@ export class StatsSampler {
 
   constructor(options: StatsSamplerOptions) {
     this.options = { intervalMs: 15_000, concurrency: 4, ...options };
-    this.periodic = new Periodic(() => this.sample(), this.options.intervalMs, (error) =>
-      this.options.log.warning({ error: (error as Error).message }, 'stats sampling failed'),
+    this.periodic = new Periodic(
+      () => this.sample(),
+      this.options.intervalMs,
+      (error) => this.options.log.warning({ error: (error as Error).message }, 'stats sampling failed'),
     );
   }
 

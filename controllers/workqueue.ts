@@ -46,6 +46,11 @@ export class WorkQueue {
     this.tokens = this.options.retriesPerSecond;
   }
 
+  /** The controller's name. */
+  get name(): string {
+    return this.options.name;
+  }
+
   /** Adds a key now (deduplicated). */
   add(key: string): void {
     if (this.stopped) return;

@@ -1,23 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { DataSource } from 'typeorm';
-import type { ChangeFeed } from '../src/db/changes.ts';
-import { names, type CodeContainerSpec, type EventSubscription, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { ImageMissingError, names, type CodeContainerSpec, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
-import { probeHttp } from '../src/probe.ts';
-import { getEffectiveCap } from '../src/store/settings.ts';
-import {
-  finalizeDeletedWorkspace,
-  getWorkspace,
-  listWorkspaceIds,
-  writeWorkspaceStatus,
-  type WorkspaceRecord,
-} from '../src/store/workspaces.ts';
-import { everyWithJitter } from './periodic.ts';
-import { WorkQueue, type ReconcileResult } from './workqueue.ts';
-
-/** Observed states a workspace's status can show. */
-export type ObservedState = 'running' | 'starting' | 'stopped' | 'waiting' | 'failed';
+import { probeHttp, type Probe } from '../src/probe.ts';
+import type { Store } from '../src/store/index.ts';
+import type { ObservedState, WorkspaceRecord } from '../src/store/workspaces.ts';
+import { Controller } from './controller.ts';
+import type { ReconcileResult } from './workqueue.ts';
 
 /** The parts of a code container that come from configuration. */
 export interface CodeTemplate {
@@ -28,15 +17,12 @@ export interface CodeTemplate {
 }
 
 export interface WorkspaceControllerOptions {
-  db: DataSource;
+  store: Pick<Store, 'workspaces' | 'settings' | 'changes'>;
   runtime: WorkspaceRuntime;
-  changes: ChangeFeed;
   metrics: Metrics;
   /** Logger of `control.containers`. */
   log: Logger;
   template: CodeTemplate;
-  /** MAX_ACTIVE_CONTAINERS, used while no override is stored. */
-  environmentCap: number;
   /** Full resync period (±10 % jitter). */
   resyncIntervalMs?: number;
   /** Orphans are left alone this long after the controller starts. */
@@ -47,6 +33,8 @@ export interface WorkspaceControllerOptions {
   capacityRetryMs?: number;
   /** How often a started container's editor is probed until it answers. */
   editorProbeMs?: number;
+  /** Asks an editor whether it answers (an HTTP GET with the probe timeout). */
+  probe?: (endpoint: string) => Promise<Probe>;
   concurrency?: number;
 }
 
@@ -60,102 +48,79 @@ const LIVE = new Set(['running', 'restarting', 'paused']);
 
 /**
  * Converges each workspace's code container and home volume to its spec, and records the observed
- * status. Triggers only enqueue workspace ids: committed changes (the change feed), engine events
+ * status. Triggers only enqueue workspace ids: committed workspace and cap changes, engine events
  * (and a list-everything on every events (re)connect), and a periodic full resync.
  */
-export class WorkspaceController {
-  readonly queue: WorkQueue;
-  private readonly options: Required<WorkspaceControllerOptions>;
+export class WorkspaceController extends Controller {
+  private readonly options: Required<Omit<WorkspaceControllerOptions, 'concurrency'>>;
   private readonly specHash: string;
   /** Workspaces whose code container runs, as this controller last saw them: the cap's count. */
   private readonly runningCode = new Set<string>();
   private readonly starting = new Set<string>();
   private readonly orphanSeenAt = new Map<string, number>();
+  /** Whether the containers already running were counted (adoption); nothing starts before. */
+  private adopted = false;
   private startedAt = Date.now();
-  private subscriptions: (() => void)[] = [];
+  private networkChecked = false;
+  private missingImageReported: string | undefined;
 
   constructor(options: WorkspaceControllerOptions) {
+    super({ name: 'workspaces', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 16 });
     this.options = {
       resyncIntervalMs: 30_000,
       orphanStartupGraceMs: 3 * 60_000,
       orphanGraceMs: 2 * 60_000,
       capacityRetryMs: 5000,
       editorProbeMs: 250,
-      concurrency: 16,
+      probe: probeHttp,
       ...options,
     };
     this.specHash = codeSpecHash(options.template);
-    this.queue = new WorkQueue({
-      name: 'workspaces',
-      reconcile: (id) => this.reconcile(id),
-      metrics: options.metrics,
-      log: options.log,
-      concurrency: this.options.concurrency,
-    });
   }
 
-  /** Adopts what runs, subscribes to every trigger, and enqueues everything once. */
-  async start(): Promise<void> {
+  /** Adopts what runs, then follows every trigger (which enqueues everything once). */
+  override async start(): Promise<void> {
     this.startedAt = Date.now();
-    const { changes, runtime, log } = this.options;
-    // Adopt: count the code containers already running before anything may start another.
-    for (const container of await runtime.listContainers().catch(() => [])) {
-      if (container.role === 'code' && container.state === 'running') this.runningCode.add(container.workspaceId);
-    }
-    this.subscriptions.push(
-      changes.subscribe((change) => change.kind === 'workspaces' && this.queue.add(change.id)),
-      changes.onReconnect(() => void this.resyncAll()),
+    const { store, runtime, log } = this.options;
+    // Count the code containers already running before anything may start another. If the engine
+    // does not answer now, the first reconcile that would start a container tries again (and fails, retried, until it does).
+    await this.adopt().catch((error: unknown) =>
+      log.warning({ error: (error as Error).message }, 'listing running containers failed; retrying before the first start'),
     );
-    // One line when the stream is lost and one when it is back, not one per reconnect attempt.
-    let lost = false;
-    const watch: EventSubscription = runtime.watch({
-      onEvent: (event) => this.queue.add(event.workspaceId),
-      onConnect: () => {
-        if (lost) log.info('Docker events stream reconnected, resyncing');
-        lost = false;
-        void this.resyncAll();
+    // The operator hears at start, in one line, that no workspace can open yet (never pulled: built or pulled by them).
+    const image = this.options.template.image;
+    if (!(await runtime.imageExists(image).catch(() => true))) this.imageMissing(new ImageMissingError(image));
+    this.follow({
+      changes: store.changes,
+      // A cap change may let waiting workspaces start: look at them all.
+      keysOfChange: (change) => (change.kind === 'workspaces' ? [change.id] : change.kind === 'settings' ? store.workspaces.ids() : []),
+      runtime,
+      keyOfEvent: (event) => event.workspaceId,
+      allKeys: async () => {
+        const [ids, containers] = await Promise.all([store.workspaces.ids(), runtime.listContainers()]);
+        return [...new Set([...ids, ...containers.map((container) => container.workspaceId)])];
       },
-      onDisconnect: (error) => {
-        if (!lost) log.warning({ error: error.message }, 'Docker events stream lost, reconnecting');
-        lost = true;
-      },
+      resyncIntervalMs: this.options.resyncIntervalMs,
+      log,
     });
-    this.subscriptions.push(() => watch.close());
-    this.subscriptions.push(everyWithJitter(() => this.resyncAll(), this.options.resyncIntervalMs));
-  }
-
-  /** Stops the triggers and waits for running reconciles. Containers are left as they are. */
-  async stop(): Promise<void> {
-    for (const unsubscribe of this.subscriptions.splice(0)) unsubscribe();
-    await this.queue.shutdown();
-  }
-
-  /** Enqueues every workspace in the database and every workspace that has containers. */
-  async resyncAll(): Promise<void> {
-    try {
-      const [ids, containers] = await Promise.all([listWorkspaceIds(this.options.db), this.options.runtime.listContainers()]);
-      for (const id of new Set([...ids, ...containers.map((container) => container.workspaceId)])) this.queue.add(id);
-    } catch (error) {
-      this.options.log.warning({ error: (error as Error).message }, 'workspace resync failed; the next one will retry');
-    }
   }
 
   /**
-   * Compares the workspace's containers with its spec and makes them converge, then writes the
-   * observed status last. Branches: row gone → the containers are orphans (removed after the grace
-   * periods, the home volume kept); deleted → remove containers and volume, then the row (finalizer); stopped → stop the
-   * code container; running → recreate a container whose spec hash or restart generation differs,
-   * create or start a missing or stopped one unless the cap is reached (then `waiting`), then
-   * `starting` until its editor answers and `running` after; nothing to do when it runs as specified.
+   * Compares a workspace's code container with its spec, takes the step that converges them, and
+   * writes the observed status last. A running workspace is `running` only once its editor answers.
+   * Containers are stopped, never removed, unless the spec changed or the workspace is deleted.
    */
-  async reconcile(id: string): Promise<ReconcileResult | void> {
-    const { db, runtime } = this.options;
-    const workspace = await getWorkspace(db, id);
+  override async reconcile(id: string): Promise<ReconcileResult | void> {
+    const { store, runtime } = this.options;
+    const workspace = await store.workspaces.get(id);
     const containers = await runtime.listContainers({ workspaceId: id });
+    // Row gone: its containers are orphans (removed after the grace periods, the home volume kept).
     if (!workspace) return this.reconcileOrphans(id, containers);
     this.orphanSeenAt.delete(id);
+    // Deleted: remove containers and volume, then the row (the finalizer).
     if (workspace.desiredState === 'deleted') return this.finalize(workspace, containers);
 
+    // Duplicates or strays with the workspace's label but another name: removed.
     const wanted = names.code(workspace.slug);
     let code: ManagedContainer | undefined;
     for (const container of containers.filter((candidate) => candidate.role === 'code')) {
@@ -163,31 +128,56 @@ export class WorkspaceController {
       else await runtime.remove(container.id);
     }
 
+    // Its home was replaced (a restore): the container on the old volume goes, then the old volume.
+    const home = names.home(workspace);
+    if (code && code.homeVolume !== home) {
+      this.options.log.info({ workspaceId: id, slug: workspace.slug, from: code.homeVolume, to: home }, 'home volume replaced: recreating code container');
+      await runtime.remove(code.id);
+      if (!(await runtime.removeVolume(code.homeVolume))) {
+        this.options.log.info({ workspaceId: id, volume: code.homeVolume }, 'the replaced home volume is still mounted (a run): removed with the workspace');
+      }
+      code = undefined;
+    }
+
+    // Wanted stopped: stop the container (kept, so reopening is a fast start).
     if (workspace.desiredState === 'stopped') {
       if (code && LIVE.has(code.state)) await runtime.stop(code.id);
       this.runningCode.delete(id);
       return this.status(workspace, 'stopped', '');
     }
 
+    // Spec or restart generation drifted: recreate. It keeps its slot under the cap (a running workspace is never refused, even after the cap was lowered).
     if (code && (code.specHash !== this.specHash || code.restartGeneration !== workspace.restartGeneration)) {
       const reason = code.specHash !== this.specHash ? 'spec changed' : 'restart requested';
       this.options.log.info({ workspaceId: id, slug: workspace.slug, reason }, 'recreating code container');
       await runtime.remove(code.id);
-      // It keeps its slot under the cap: a running workspace is never refused, even after the cap was lowered.
       code = undefined;
     }
+    // Running as specified: only its readiness is left to record.
     if (code?.state === 'running') {
       this.runningCode.add(id);
       return this.ready(workspace, code);
     }
+    // Missing or stopped: create or start it, under the cap.
     return this.startCode(workspace, code);
   }
 
+  /** Counts the code containers that run now (the cap's count starts from the engine, never from zero). */
+  private async adopt(): Promise<void> {
+    if (this.adopted) return;
+    for (const container of await this.options.runtime.listContainers()) {
+      if (container.role === 'code' && container.state === 'running') this.runningCode.add(container.workspaceId);
+    }
+    this.adopted = true;
+  }
+
   private async startCode(workspace: WorkspaceRecord, existing: ManagedContainer | undefined): Promise<ReconcileResult | void> {
-    const { db, runtime, metrics, log, template } = this.options;
+    const { store, runtime, metrics, log, template } = this.options;
     const id = workspace.id;
+    await this.adopt();
     if (!this.runningCode.has(id)) {
-      const cap = await getEffectiveCap(db, this.options.environmentCap);
+      const cap = await store.settings.cap();
+      // At the cap: wait, and look again shortly.
       if (this.runningCode.size + this.starting.size >= cap.value) {
         await this.status(workspace, 'waiting', `waiting for capacity: ${cap.value} containers run`);
         return { requeueAfterMs: this.options.capacityRetryMs };
@@ -196,8 +186,17 @@ export class WorkspaceController {
     this.starting.add(id);
     const started = performance.now();
     try {
-      await runtime.ensureVolume({ workspaceId: id, slug: workspace.slug });
-      const spec: CodeContainerSpec = { ...template, workspaceId: id, slug: workspace.slug, restartGeneration: workspace.restartGeneration, specHash: this.specHash };
+      await this.ensureNetwork();
+      const homeVolume = names.home(workspace);
+      await runtime.ensureVolume({ workspaceId: id, slug: workspace.slug }, homeVolume);
+      const spec: CodeContainerSpec = {
+        ...template,
+        workspaceId: id,
+        slug: workspace.slug,
+        restartGeneration: workspace.restartGeneration,
+        homeVolume,
+        specHash: this.specHash,
+      };
       const container = existing ?? (await runtime.createCodeContainer(spec));
       await runtime.start(container.id);
       if (!existing) metrics.containerStartDuration.observe((performance.now() - started) / 1000);
@@ -207,7 +206,9 @@ export class WorkspaceController {
       const running = (await runtime.listContainers({ workspaceId: id })).find((candidate) => candidate.id === container.id);
       return this.ready(workspace, running ?? container);
     } catch (error) {
+      // The engine refused: `failed` with its message, and the queue retries with backoff.
       await this.status(workspace, 'failed', (error as Error).message.slice(0, 500));
+      if (error instanceof ImageMissingError) this.imageMissing(error);
       throw error;
     } finally {
       this.starting.delete(id);
@@ -224,7 +225,7 @@ export class WorkspaceController {
     const endpoint = this.endpointOf(container);
     const confirmed = workspace.observedState === 'running' && workspace.editorEndpoint === endpoint && workspace.observedGeneration === workspace.generation;
     if (endpoint && confirmed) return;
-    if (endpoint && (await probeHttp(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint);
+    if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint);
     await this.status(workspace, 'starting', 'waiting for the editor to answer');
     return { requeueAfterMs: this.options.editorProbeMs };
   }
@@ -235,10 +236,11 @@ export class WorkspaceController {
   }
 
   private async finalize(workspace: WorkspaceRecord, containers: ManagedContainer[]): Promise<void> {
-    const { db, runtime, log } = this.options;
+    const { store, runtime, log } = this.options;
     for (const container of containers) await runtime.remove(container.id);
-    await runtime.removeVolume(workspace.slug);
-    await finalizeDeletedWorkspace(db, workspace.id);
+    // Every volume of the workspace: its home, and any a restore made or left behind.
+    await runtime.removeVolumes({ workspaceId: workspace.id, slug: workspace.slug });
+    await store.workspaces.finalizeDeleted(workspace.id);
     this.runningCode.delete(workspace.id);
     log.info({ workspaceId: workspace.id, slug: workspace.slug }, 'workspace deleted: containers and volume removed');
   }
@@ -248,14 +250,19 @@ export class WorkspaceController {
     if (containers.length === 0) return;
     const { runtime, log, metrics, orphanStartupGraceMs, orphanGraceMs } = this.options;
     const now = Date.now();
+    // Just started: the records may still be loading; never touch anything yet.
     const sinceStart = now - this.startedAt;
     if (sinceStart < orphanStartupGraceMs) return { requeueAfterMs: orphanStartupGraceMs - sinceStart };
+    // First seen: logged and counted once, removed after the grace period.
     let seenAt = this.orphanSeenAt.get(id);
     if (seenAt === undefined) {
       seenAt = now;
       this.orphanSeenAt.set(id, now);
       metrics.orphanContainers.inc(containers.length);
-      log.warning({ workspaceId: id, containers: containers.map((container) => container.name) }, 'orphan containers: no workspace matches; removing after the grace period');
+      log.warning(
+        { workspaceId: id, containers: containers.map((container) => container.name) },
+        'orphan containers: no workspace matches; removing after the grace period',
+      );
     }
     if (now - seenAt < orphanGraceMs) return { requeueAfterMs: seenAt + orphanGraceMs - now };
     // Containers only: a home volume is student data, kept in case the database was the thing that was wrong.
@@ -264,7 +271,37 @@ export class WorkspaceController {
     log.info({ workspaceId: id, containers: containers.map((container) => container.name) }, 'orphan containers removed (home volume kept)');
   }
 
+  /**
+   * Makes sure of the workspace network before the first container is created (the engine makes a
+   * missing one isolated); says once, as a warning, when workspaces on it can reach each other.
+   */
+  private async ensureNetwork(): Promise<void> {
+    if (this.networkChecked) return;
+    const { runtime, template, log } = this.options;
+    const { isolated, created } = await runtime.ensureNetwork(template.network);
+    if (created) log.info({ network: template.network }, 'created the workspace network (containers on it cannot reach each other)');
+    if (!isolated) {
+      log.warning(
+        { network: template.network },
+        `workspaces on the network ${template.network} can reach each other's editors: set WORKSPACE_NETWORK to a network with inter-container traffic off (the default, classroom-workspaces, is made so)`,
+      );
+    }
+    this.networkChecked = true;
+  }
+
+  /** Says once (per image) in the operator's log that the workspace image is missing and how to get it. */
+  private imageMissing(error: ImageMissingError): void {
+    if (this.missingImageReported === error.image) return;
+    this.missingImageReported = error.image;
+    this.options.log.error({ image: error.image }, error.message);
+  }
+
   private async status(workspace: WorkspaceRecord, state: ObservedState, message: string, editorEndpoint: string | null = null): Promise<void> {
-    await writeWorkspaceStatus(this.options.db, workspace.id, { observedState: state, observedGeneration: workspace.generation, statusMessage: message, editorEndpoint });
+    await this.options.store.workspaces.writeStatus(workspace.id, {
+      observedState: state,
+      observedGeneration: workspace.generation,
+      statusMessage: message,
+      editorEndpoint,
+    });
   }
 }

@@ -5,6 +5,8 @@ import { CreateAuditLog1795276469000 } from './1795276469000-CreateAuditLog.ts';
 import { CreateSessions1795276470000 } from './1795276470000-CreateSessions.ts';
 import { TuneAuditActorFilter1795277300000 } from './1795277300000-TuneAuditActorFilter.ts';
 import { AddObservedEndpoints1795278354000 } from './1795278354000-AddObservedEndpoints.ts';
+import { AddHomeVolume1795425410000 } from './1795425410000-AddHomeVolume.ts';
+import { CreateSignInLinks1795440000000 } from './1795440000000-CreateSignInLinks.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -15,4 +17,6 @@ export const MIGRATIONS = [
   CreateSessions1795276470000,
   TuneAuditActorFilter1795277300000,
   AddObservedEndpoints1795278354000,
+  AddHomeVolume1795425410000,
+  CreateSignInLinks1795440000000,
 ];

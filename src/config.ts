@@ -44,6 +44,17 @@ export interface Config {
   simCommand: string;
   /** How long a run may compile and boot before it fails. */
   runBuildTimeoutMs: number;
+  /** WORKSPACE_HOST: host mode, each workspace on an origin of its own; undefined: path mode (`/u/<slug>/` on PUBLIC_URL). */
+  workspaceHost: WorkspaceHostConfig | undefined;
+}
+
+/** Where host mode serves workspaces: workspace `<slug>` at `<PUBLIC_URL's scheme>://<slug>.<base>/`. */
+export interface WorkspaceHostConfig {
+  /** The domain every workspace's name goes before, lower-case, with its port when one was given: `ws.school.org`, `ws.localhost:8080`. */
+  base: string;
+  /** The domain alone, without the port. */
+  hostname: string;
+  port: number | undefined;
 }
 
 /** One configured identity provider. */
@@ -84,9 +95,10 @@ const port = (fallback: number): VariableSpec => ({
   default: fallback,
 });
 
+/** ADMIN_TOKEN and METRICS_TOKEN: long enough that guessing is hopeless, since a right token is never throttled. */
 const token: VariableSpec = {
-  accepts: 'a secret of at least 16 characters',
-  schema: { type: 'string', minLength: 16 },
+  accepts: 'a secret of at least 32 characters',
+  schema: { type: 'string', minLength: 32 },
   secret: true,
 };
 
@@ -123,10 +135,14 @@ export const VARIABLES: Record<string, VariableSpec> = {
   },
   ADMIN_TOKEN: token,
   METRICS_TOKEN: token,
-  WORKSPACE_IMAGE: { accepts: 'a Docker image reference', schema: { type: 'string', pattern: '^[a-z0-9][a-zA-Z0-9._/:@-]*$' }, default: 'classroom-workspace:latest' },
+  WORKSPACE_IMAGE: {
+    accepts: 'a Docker image reference',
+    schema: { type: 'string', pattern: '^[a-z0-9][a-zA-Z0-9._/:@-]*$' },
+    default: 'classroom-workspace:latest',
+  },
   EDITOR_PORT: port(8080),
   NT4_PORT: port(5810),
-  WORKSPACE_NETWORK: { accepts: 'a Docker network name', schema: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$' }, default: 'bridge' },
+  WORKSPACE_NETWORK: { accepts: 'a Docker network name', schema: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$' }, default: 'classroom-workspaces' },
   PUBLIC_URL: {
     accepts: 'an http:// or https:// URL without a path, e.g. https://robots.school.org',
     schema: { type: 'string', pattern: '^https?://[^/?#]+/?$' },
@@ -137,7 +153,11 @@ export const VARIABLES: Record<string, VariableSpec> = {
   GITHUB_CLIENT_SECRET: { accepts: 'a GitHub OAuth app client secret', schema: { type: 'string' }, secret: true },
   GOOGLE_CLIENT_ID: { accepts: 'a Google OAuth client id', schema: { type: 'string' } },
   GOOGLE_CLIENT_SECRET: { accepts: 'a Google OAuth client secret', schema: { type: 'string' }, secret: true },
-  OIDC_ISSUER: { accepts: 'an OpenID Connect issuer URL (http:// only on loopback)', schema: { type: 'string', pattern: '^https?://' }, check: (value) => URL.canParse(value) },
+  OIDC_ISSUER: {
+    accepts: 'an OpenID Connect issuer URL (http:// only on loopback)',
+    schema: { type: 'string', pattern: '^https?://' },
+    check: (value) => URL.canParse(value),
+  },
   OIDC_CLIENT_ID: { accepts: 'an OpenID Connect client id', schema: { type: 'string' } },
   OIDC_CLIENT_SECRET: { accepts: 'an OpenID Connect client secret', schema: { type: 'string' }, secret: true },
   OIDC_LABEL: { accepts: 'the name shown on the sign-in button', schema: { type: 'string', maxLength: 60 }, default: 'your school account' },
@@ -149,7 +169,17 @@ export const VARIABLES: Record<string, VariableSpec> = {
     default: '10m',
     check: (value) => parseDurationMs(value) !== undefined,
   },
-  CONTROL_PLANE_ID: { accepts: 'a name of lower-case letters, digits and dashes (at most 40)', schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' }, default: 'default' },
+  WORKSPACE_HOST: {
+    accepts:
+      'a wildcard host: "*." then a domain of at least two labels, optionally with a port, no scheme or path (e.g. *.ws.school.org, *.ws.localhost:8080)',
+    schema: { type: 'string' },
+    check: (value) => parseWorkspaceHost(value) !== undefined,
+  },
+  CONTROL_PLANE_ID: {
+    accepts: 'a name of lower-case letters, digits and dashes (at most 40)',
+    schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' },
+    default: 'default',
+  },
 };
 
 /** Parses `600`, `90s`, `10m`, `1.5h` into milliseconds, between 1 s and 24 h; undefined otherwise. */
@@ -160,8 +190,41 @@ export function parseDurationMs(text: string): number | undefined {
   return ms >= 1000 && ms <= 24 * 3_600_000 ? Math.round(ms) : undefined;
 }
 
+/** A DNS label of letters, digits and inner hyphens. */
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/**
+ * Parses WORKSPACE_HOST (`*.ws.school.org`, `*.ws.localhost:8080`, any case): `*.` then a domain of
+ * at least two labels whose last is not all digits (no IP address), short enough that a 40-character
+ * slug still makes a valid host name, and an optional port from 1 to 65535; undefined otherwise.
+ */
+export function parseWorkspaceHost(text: string): WorkspaceHostConfig | undefined {
+  const match = /^\*\.([^:/?#@\\\s]+)(?::(\d{1,5}))?$/.exec(text.toLowerCase());
+  if (!match) return undefined;
+  const hostname = match[1]!;
+  const portNumber = match[2] === undefined ? undefined : Number(match[2]);
+  if (portNumber !== undefined && (portNumber < 1 || portNumber > 65535)) return undefined;
+  const labels = hostname.split('.');
+  if (labels.length < 2 || hostname.length > 200 || !labels.every((label) => LABEL.test(label)) || /^\d+$/.test(labels.at(-1)!)) return undefined;
+  return { base: portNumber === undefined ? hostname : `${hostname}:${portNumber}`, hostname, port: portNumber };
+}
+
+/**
+ * Why a valid WORKSPACE_HOST cannot serve beside the control plane at `publicHostname`, or
+ * undefined when it can: it may not be that host or a parent of it, else a workspace's pages could
+ * set cookies the control plane reads (or a workspace's host would be the control plane's).
+ */
+function workspaceHostClash(workspaceHost: WorkspaceHostConfig, publicHostname: string): string | undefined {
+  const base = workspaceHost.hostname;
+  if (publicHostname !== base && !publicHostname.endsWith(`.${base}`)) return undefined;
+  return `WORKSPACE_HOST=${JSON.stringify(`*.${workspaceHost.base}`)} is not valid: its domain must not be the control plane's host (${publicHostname}) or a parent of it, or workspaces' pages could set cookies the control plane reads; use a domain of its own, e.g. *.ws.<your domain>`;
+}
+
 function splitList(value: string): string[] {
-  return value.split(',').map((item) => item.trim().toLowerCase()).filter((item) => item !== '');
+  return value
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .filter((item) => item !== '');
 }
 
 const validate = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true }).compile({
@@ -195,6 +258,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (values.NODE_ENV === 'production' && values.SESSION_SECRET === undefined) {
     problems.push('SESSION_SECRET is required when NODE_ENV=production: expected a secret of at least 32 characters');
   }
+  const workspaceHost = typeof values.WORKSPACE_HOST === 'string' && !invalid.has('WORKSPACE_HOST') ? parseWorkspaceHost(values.WORKSPACE_HOST) : undefined;
+  if (workspaceHost && !invalid.has('PUBLIC_URL') && !invalid.has('HOST')) {
+    // The host browsers reach the control plane at: PUBLIC_URL's, else the listening address's (a wildcard one is served as loopback).
+    const listening = String(values.HOST);
+    const publicHostname =
+      typeof values.PUBLIC_URL === 'string'
+        ? new URL(values.PUBLIC_URL).hostname
+        : listening === '0.0.0.0' || listening === '::'
+          ? '127.0.0.1'
+          : listening.toLowerCase();
+    const clash = workspaceHostClash(workspaceHost, publicHostname);
+    if (clash) problems.push(clash);
+  }
   const providers = providersOf(values, problems);
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -225,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     proxyTimeoutMs: Math.round((values.PROXY_TIMEOUT_SECONDS as number) * 1000),
     simCommand: values.SIM_COMMAND as string,
     runBuildTimeoutMs: parseDurationMs(String(values.RUN_BUILD_TIMEOUT))!,
+    workspaceHost,
   };
 }
 

@@ -52,7 +52,12 @@ export function createMetrics() {
       buckets: SLOW,
       registers,
     }),
-    containerCpuPercent: new Gauge({ name: 'container_cpu_percent', help: 'CPU of a workspace code container, sampled every 15 s.', labelNames: ['workspace_id'] as const, registers }),
+    containerCpuPercent: new Gauge({
+      name: 'container_cpu_percent',
+      help: 'CPU of a workspace code container, sampled every 15 s.',
+      labelNames: ['workspace_id'] as const,
+      registers,
+    }),
     containerMemoryPercent: new Gauge({
       name: 'container_memory_percent',
       help: 'Memory of a workspace code container as a percentage of its limit, sampled every 15 s.',
@@ -63,7 +68,12 @@ export function createMetrics() {
     idleSweepStops: new Counter({ name: 'idle_sweep_stops_total', help: 'Workspaces stopped by the idle sweep.', registers }),
     capacityRejections: new Counter({ name: 'capacity_rejections_total', help: 'Workspace opens refused at the container cap.', registers }),
     orphanContainers: new Counter({ name: 'orphan_containers_total', help: 'Managed containers found matching no workspace.', registers }),
-    reconcileTotal: new Counter({ name: 'reconcile_total', help: 'Reconciles by controller and result.', labelNames: ['controller', 'result'] as const, registers }),
+    reconcileTotal: new Counter({
+      name: 'reconcile_total',
+      help: 'Reconciles by controller and result.',
+      labelNames: ['controller', 'result'] as const,
+      registers,
+    }),
     reconcileDuration: new Histogram({
       name: 'reconcile_duration_seconds',
       help: 'Reconcile latency by controller.',

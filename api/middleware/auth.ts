@@ -1,10 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import type { DataSource } from 'typeorm';
 import { AppError, AuthenticationError, AuthorizationError } from '../../src/errors.ts';
 import type { Actor } from '../../src/store/audit.ts';
-import { getUserById, type UserRecord } from '../../src/store/users.ts';
+import type { UserRecord, UserStore } from '../../src/store/users.ts';
+import { stillAllowed } from '../policy.ts';
 
 /** The actor recorded for requests authenticated with the break-glass ADMIN_TOKEN. */
 export const ADMIN_TOKEN_ACTOR: Actor = { id: null, email: 'admin-token' };
@@ -29,7 +29,7 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/** Per-client-address limits on failures: bad tokens, sign-in callbacks. */
+/** Per-client-address limits on failures (wrong tokens, failing sign-in callbacks); only failures are counted, so a limit never refuses what is right. */
 export class Throttle {
   private readonly limiter: RateLimiterMemory;
   constructor(points: number, durationSeconds: number) {
@@ -45,20 +45,6 @@ export class Throttle {
       throw new AppError(429, 'too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
     }
   }
-
-  /** Throws 429 when this address is already over the limit, without counting. */
-  async check(ctx: Context): Promise<void> {
-    const state = await this.limiter.get(ctx.ip);
-    if (state && state.consumedPoints >= this.limiter.points) {
-      const retryAfter = Math.max(1, Math.ceil(state.msBeforeNext / 1000));
-      throw new AppError(429, 'too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
-    }
-  }
-}
-
-/** Whether a signed-in user may still act: admins always, others while the allowlist admits their email. */
-export function stillAllowed(user: { role: string; email: string }, isAllowed: (email: string) => boolean): boolean {
-  return user.role === 'admin' || isAllowed(user.email);
 }
 
 /**
@@ -66,11 +52,11 @@ export function stillAllowed(user: { role: string; email: string }, isAllowed: (
  * demotion or deletion takes effect at once). A session whose user is gone, or whose email was
  * taken off the allowlist (admins excepted), is ended.
  */
-export function loadUser(db: DataSource, isAllowed: (email: string) => boolean): Middleware<AuthState> {
+export function loadUser(users: UserStore, isAllowed: (email: string) => boolean): Middleware<AuthState> {
   return async (ctx, next) => {
     const userId = ctx.session?.userId;
     if (typeof userId === 'string') {
-      const user = await getUserById(db, userId);
+      const user = await users.get(userId);
       if (user && stillAllowed(user, isAllowed)) ctx.state.user = user;
       else ctx.session = null;
     }
@@ -99,11 +85,14 @@ export interface GateOptions {
   failures: Throttle;
 }
 
-/** Checks a bearer token if one is sent: true when valid, 401 (counted) when wrong; false when none is sent. */
+/**
+ * Checks a bearer token if one is sent: true when valid (never throttled: no count of wrong tokens
+ * can lock the operators out), 401 when wrong, counted, and 429 once this address sent too many
+ * wrong ones; false when none is sent.
+ */
 async function checkBearer(ctx: Context, expected: string | undefined, failures: Throttle): Promise<boolean> {
   const given = bearer(ctx);
   if (given === undefined && !ctx.get('authorization')) return false;
-  await failures.check(ctx);
   if (given !== undefined && expected !== undefined && secretsEqual(given, expected)) return true;
   await failures.consume(ctx);
   ctx.set('WWW-Authenticate', 'Bearer');

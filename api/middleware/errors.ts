@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
-import { AppError } from '../../src/errors.ts';
+import { AppError, NotFoundError } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
+import { errorBody } from '../responses.ts';
 
 /** Codes for the client errors that Koa and its middleware raise as http-errors. */
 const HTTP_ERROR_CODES: Record<number, [code: string, message: string]> = {
@@ -21,7 +22,7 @@ export function errorMiddleware(log: Logger): Middleware {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
-        throw new AppError(404, 'not_found', `No route for ${ctx.method} ${ctx.path}.`);
+        throw NotFoundError('not_found', `No route for ${ctx.method} ${ctx.path}.`);
       }
     } catch (error) {
       const rendered = render(error);
@@ -30,7 +31,7 @@ export function errorMiddleware(log: Logger): Middleware {
       }
       ctx.status = rendered.status;
       ctx.set(rendered.headers);
-      ctx.body = { error: { code: rendered.code, message: rendered.message } };
+      ctx.body = errorBody(rendered.code, rendered.message);
     }
   };
 }

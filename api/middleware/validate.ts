@@ -2,7 +2,7 @@ import { bodyParser } from '@koa/bodyparser';
 import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject } from 'ajv';
 import formats from 'ajv-formats';
 import type { Middleware } from 'koa';
-import { ValidationError } from '../../src/errors.ts';
+import { AppError, ValidationError } from '../../src/errors.ts';
 
 const ajv = new Ajv({ allErrors: false, strict: true });
 // Query strings carry only text: numbers are coerced, and defaults fill in missing parameters.
@@ -15,8 +15,49 @@ queryAjv.addFormat('date-time', { type: 'string', validate: (text) => rfc3339Dat
 /** The largest JSON body any API endpoint accepts; larger bodies get 413. */
 export const JSON_BODY_LIMIT = '256kb';
 
-/** Parses JSON request bodies only (the proxy never passes through here, so its bodies stream). */
-export const jsonBody = (): Middleware => bodyParser({ enableTypes: ['json'], jsonLimit: JSON_BODY_LIMIT, encoding: 'utf-8' });
+/**
+ * Refuses a compressed body (any Content-Encoding but identity) with 415
+ * `unsupported_content_encoding` and `Accept-Encoding: identity` (RFC 7694): the bodies are small,
+ * and nothing gets to inflate what a client sends.
+ */
+function uncompressed(parse: Middleware): Middleware {
+  return async (ctx, next) => {
+    const encoding = ctx.get('content-encoding').trim().toLowerCase();
+    if (encoding !== '' && encoding !== 'identity') {
+      // The body is left unread; Node's server discards what remains of it once the answer is sent, so
+      // the connection stays usable. (Closing it instead raced the client's upload: a reset could
+      // arrive before the answer was read, and the client saw "other side closed".)
+      throw new AppError(415, 'unsupported_content_encoding', 'Request bodies are taken uncompressed only: send them without Content-Encoding.', {
+        'Accept-Encoding': 'identity',
+      });
+    }
+    return parse(ctx, next);
+  };
+}
+
+/** Parses JSON request bodies only (the proxy never passes through here, so its bodies stream), uncompressed. */
+export function jsonBody(): Middleware {
+  return uncompressed(bodyParser({ enableTypes: ['json'], jsonLimit: JSON_BODY_LIMIT, encoding: 'utf-8' }));
+}
+
+/** Parses the small HTML forms of the sign-in pages (urlencoded, at most 8 KB), uncompressed. */
+export function formBody(): Middleware {
+  return uncompressed(bodyParser({ enableTypes: ['form'], formLimit: '8kb', encoding: 'utf-8' }));
+}
+
+/**
+ * The path (`field`, `a.b`) of the first string inside `value` that holds a NUL character, which
+ * PostgreSQL can neither store nor compare in text; undefined when there is none.
+ */
+function unstorableText(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const found = unstorableText(item, path === '' ? key : `${path}.${key}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
 
 /** State that validateBody leaves for the handler: the typed body. */
 export interface BodyState<T> {
@@ -31,10 +72,12 @@ export function validateBody<T>(schema: JSONSchemaType<T>): Middleware<BodyState
   const check = ajv.compile(schema);
   return async (ctx, next) => {
     if (!ctx.is('application/json')) {
-      throw ValidationError('The request body must be JSON, sent with Content-Type: application/json.', 'unsupported_content_type');
+      throw ValidationError('unsupported_content_type', 'The request body must be JSON, sent with Content-Type: application/json.');
     }
     const body = (ctx.request as { body?: unknown }).body;
-    if (!check(body)) throw ValidationError(describe(check.errors?.[0]));
+    if (!check(body)) throw ValidationError('validation_error', describe(check.errors?.[0]));
+    const unstorable = unstorableText(body);
+    if (unstorable !== undefined) throw ValidationError('validation_error', `The field "${unstorable}" holds a NUL character, which is not allowed.`);
     ctx.state.body = body;
     await next();
   };
@@ -55,7 +98,10 @@ export function validateQuery<T>(schema: SchemaObject): Middleware<QueryState<T>
   return async (ctx, next) => {
     // A copy: ajv coerces in place, and ctx.query is Koa's cached parse.
     const query: unknown = { ...ctx.query };
-    if (!check(query)) throw ValidationError(describeParameter(check.errors?.[0]));
+    // Checked before the schema's own checks: such text must never reach the database.
+    const unstorable = unstorableText(query);
+    if (unstorable !== undefined) throw ValidationError('validation_error', `The parameter "${unstorable}" holds a NUL character, which is not allowed.`);
+    if (!check(query)) throw ValidationError('validation_error', describeParameter(check.errors?.[0]));
     ctx.state.query = query;
     await next();
   };

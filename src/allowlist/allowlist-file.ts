@@ -27,9 +27,7 @@ function serialised<T>(key: string, task: () => Promise<T>): Promise<T> {
     () => undefined,
   );
   queues.set(key, settled);
-  void settled.then(() => {
-    if (queues.get(key) === settled) queues.delete(key);
-  });
+  void settled.then(() => queues.get(key) === settled && queues.delete(key));
   return result;
 }
 
@@ -99,7 +97,8 @@ export class AllowlistFile {
         // Without onCompromised, a lock lost (e.g. to a stale takeover) throws from a timer and kills the process.
         release = await lockfile.lock(this.path, { ...LOCK_OPTIONS, onCompromised: (error) => (compromised = error) });
       } catch (error) {
-        if (errorCode(error) === 'ELOCKED') throw UnavailableError('allowlist_locked', `The allowlist file ${this.path} is being edited by another process; try again.`, 1);
+        if (errorCode(error) === 'ELOCKED')
+          throw UnavailableError('allowlist_locked', `The allowlist file ${this.path} is being edited by another process; try again.`, 1);
         throw error;
       }
       try {

@@ -8,17 +8,14 @@
  *
  * An entry containing `@` is an email and admits exactly that address. Any other entry is a domain
  * and admits every email at exactly that domain (`school.org` admits `ana@school.org`, not
- * `ana@mail.school.org`). Entries are trimmed and lower-cased, duplicates are dropped, and the file
- * is written sorted. An empty list blocks everyone (SERVICE_ADMIN_EMAIL aside, see the watcher).
+ * `ana@mail.school.org`). What an entry may contain is the one rule of src/identity/email.ts (the
+ * same that sign-in applies to a provider's email): an internationalised domain is kept in its
+ * ASCII `xn--` form, and IP addresses, control characters and ill-formed text are refused. Entries
+ * are trimmed and lower-cased, duplicates are dropped, and the file is written sorted. An empty
+ * list blocks everyone (SERVICE_ADMIN_EMAIL aside, see the watcher).
  */
 import { ValidationError } from '../errors.ts';
-
-/** A domain label: letters, digits and hyphens, 1-63 characters, not starting or ending with '-'. */
-const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
-/** Longest entry, the longest usable email address (RFC 5321's path limit less the brackets). */
-const MAX_LENGTH = 254;
-/** Longest local part of an email (RFC 5321). */
-const MAX_LOCAL_LENGTH = 64;
+import { canonicalEmail, checkDomainName, checkEmail, MAX_EMAIL_LENGTH, type Checked } from '../identity/email.ts';
 
 /** Thrown by parseAllowlist (and by AllowlistFile when the file on disk is malformed); the message names the problem. */
 export class AllowlistFormatError extends Error {
@@ -28,43 +25,28 @@ export class AllowlistFormatError extends Error {
   }
 }
 
-/** Why `domain` is not a usable domain, or undefined when it is. */
-function domainProblem(domain: string): string | undefined {
-  if (!domain.includes('.')) return `"${domain}" is not a domain: it has no dot`;
-  if (/[^a-z0-9.-]/.test(domain)) return `"${domain}" has characters a domain cannot have (letters, digits, hyphens and dots only; internationalised domains in their xn-- form)`;
-  for (const label of domain.split('.')) {
-    if (label === '') return `"${domain}" has an empty label (a dot at the start or end, or two dots in a row)`;
-    if (label.length > 63) return `"${domain}" has a label longer than 63 characters`;
-    if (!LABEL.test(label)) return `"${domain}" has a label starting or ending with '-'`;
+/** The stored form of the trimmed `entry` (an email or a domain), or why it is not a valid entry. */
+function checkEntry(entry: string): Checked {
+  if (entry === '') return { problem: 'it is empty' };
+  if (entry.length > MAX_EMAIL_LENGTH) return { problem: `it is longer than ${MAX_EMAIL_LENGTH} characters` };
+  if (!entry.includes('@')) return checkDomainName(entry);
+  const at = entry.indexOf('@');
+  const domain = entry.slice(at + 1);
+  if (at === 0 && domain !== '' && !domain.includes('@') && 'value' in checkDomainName(domain)) {
+    return { problem: `"${entry.toLowerCase()}" is not an email; for a whole domain, use the bare domain "${domain.toLowerCase()}"` };
   }
-  return undefined;
-}
-
-/** Why the trimmed, lower-cased `entry` is not a valid entry, or undefined when it is. */
-function entryProblem(entry: string): string | undefined {
-  if (entry === '') return 'it is empty';
-  if (entry.length > MAX_LENGTH) return `it is longer than ${MAX_LENGTH} characters`;
-  if (/[\s\u0000-\u001f\u007f]/.test(entry)) return `"${entry}" contains whitespace or a control character`;
-  const at = entry.split('@').length - 1;
-  if (at === 0) return domainProblem(entry);
-  if (at > 1) return `"${entry}" has more than one '@'`;
-  const [local = '', domain = ''] = entry.split('@');
-  if (local === '' && domain !== '' && domainProblem(domain) === undefined) return `"${entry}" is not an email; for a whole domain, use the bare domain "${domain}"`;
-  if (local === '') return `"${entry}" starts with '@'`;
-  if (domain === '') return `"${entry}" ends with '@'`;
-  if (local.length > MAX_LOCAL_LENGTH) return `"${entry}" has a part before '@' longer than ${MAX_LOCAL_LENGTH} characters`;
-  return domainProblem(domain);
+  return checkEmail(entry);
 }
 
 /**
- * Trims and lower-cases an email or domain and validates it; throws a 400 ValidationError
+ * Trims and lower-cases an email or domain, validates it and returns its stored form (the domain in
+ * its ASCII form); throws a 400 ValidationError
  * (code `invalid_allowlist_entry`) naming the problem when it is not a usable entry.
  */
 export function normalizeEntry(input: string): string {
-  const entry = input.trim().toLowerCase();
-  const problem = entryProblem(entry);
-  if (problem !== undefined) throw ValidationError(`Invalid allowlist entry: ${problem}.`, 'invalid_allowlist_entry');
-  return entry;
+  const checked = checkEntry(input.trim());
+  if ('problem' in checked) throw ValidationError('invalid_allowlist_entry', `Invalid allowlist entry: ${checked.problem}.`);
+  return checked.value;
 }
 
 /** Parses and validates the contents of an allowlist file; returns its entries normalised, deduplicated and sorted, or throws AllowlistFormatError. */
@@ -86,23 +68,24 @@ export function parseAllowlist(text: string): string[] {
   const entries = new Set<string>();
   for (const [index, item] of list.entries()) {
     if (typeof item !== 'string') throw new AllowlistFormatError(`entries[${index}] is not a string`);
-    const entry = item.trim().toLowerCase();
-    const problem = entryProblem(entry);
-    if (problem !== undefined) throw new AllowlistFormatError(`entries[${index}] is invalid: ${problem}`);
-    entries.add(entry);
+    const checked = checkEntry(item.trim());
+    if ('problem' in checked) throw new AllowlistFormatError(`entries[${index}] is invalid: ${checked.problem}`);
+    entries.add(checked.value);
   }
-  return [...entries].sort();
+  return [...entries].toSorted();
 }
 
 /** Serialises entries in the file format (normalised, deduplicated, sorted, one per line, trailing newline). */
 export function formatAllowlist(entries: readonly string[]): string {
-  return `${JSON.stringify({ entries: [...new Set(entries)].sort() }, null, 2)}\n`;
+  return `${JSON.stringify({ entries: [...new Set(entries)].toSorted() }, null, 2)}\n`;
 }
 
-/** Whether `email` is admitted: it (lower-cased) is an entry, or the domain after its last '@' is. An empty list admits no one. */
+/**
+ * Whether `email` is admitted: it is a valid email (never trimmed) and its stored form is an entry,
+ * or its domain is. An empty list admits no one.
+ */
 export function isAllowed(entries: readonly string[], email: string): boolean {
-  const address = email.trim().toLowerCase();
-  const at = address.lastIndexOf('@');
-  if (at <= 0 || at === address.length - 1) return false;
-  return entries.includes(address) || entries.includes(address.slice(at + 1));
+  const address = canonicalEmail(email);
+  if (address === undefined) return false;
+  return entries.includes(address) || entries.includes(address.slice(address.indexOf('@') + 1));
 }

@@ -5,18 +5,28 @@ import type { EntityManager } from 'typeorm';
 import type { Logger } from '../log.ts';
 
 /** Kinds of desired state whose changes are announced; each is a PostgreSQL NOTIFY channel. */
-export type ChangeKind = 'workspaces' | 'runs' | 'users';
+export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings'] as const;
+
+/**
+ * What changed: desired state (one of CHANGE_KINDS, announced to every process), or `status`: the
+ * observed status of a workspace or of its run, which the controllers of this process write and
+ * publish here only (for the admin panel's live view; nothing converges on it).
+ */
+export type ChangeKind = (typeof CHANGE_KINDS)[number] | 'status';
 
 const CHANNEL_PREFIX = 'cp_';
 
-/** A change announcement: the kind and key (a workspace or run id) that was edited. */
+/** The NOTIFY channels of the change kinds. */
+export const CHANNELS = CHANGE_KINDS.map((kind) => `${CHANNEL_PREFIX}${kind}`);
+
+/** A change announcement: the kind and key (a workspace, run or user id, a settings key) that was edited. */
 export interface Change {
   kind: ChangeKind;
   id: string;
 }
 
 /**
- * Announces desired-state changes to the controllers. Store functions call `notify` inside their
+ * Announces desired-state changes to the controllers. The store's mutation helper calls `notify` inside its
  * transaction (PostgreSQL delivers NOTIFY at commit, to every listening process, e.g. the server
  * when the CLI edits) and `publish` after commit (the in-process path, which is the only one with
  * the embedded database). Changes are hints: the periodic resync is the guarantee.
@@ -37,6 +47,17 @@ export class ChangeFeed {
   /** Delivers a change to this process's subscribers (call after commit). */
   publish(change: Change): void {
     this.emitter.emit('change', change);
+  }
+
+  /**
+   * Publishes a NOTIFY that another process committed (`cp_<kind>` with the id as payload); other
+   * channels are ignored. LISTEN calls it with PostgreSQL; the embedded database's owner calls it
+   * for what its guests commit.
+   */
+  deliver(channel: string, payload: string): void {
+    if (!channel.startsWith(CHANNEL_PREFIX) || !payload) return;
+    const kind = CHANGE_KINDS.find((candidate) => channel === `${CHANNEL_PREFIX}${candidate}`);
+    if (kind) this.publish({ kind, id: payload });
   }
 
   /** Subscribes to changes; returns the unsubscribe function. */
@@ -70,11 +91,8 @@ export class ChangeFeed {
         });
         try {
           await client.connect();
-          for (const kind of ['workspaces', 'runs', 'users'] satisfies ChangeKind[]) await client.query(`LISTEN ${CHANNEL_PREFIX}${kind}`);
-          client.on('notification', (message) => {
-            const kind = message.channel.slice(CHANNEL_PREFIX.length) as ChangeKind;
-            if (message.payload) this.publish({ kind, id: message.payload });
-          });
+          for (const channel of CHANNELS) await client.query(`LISTEN ${channel}`);
+          client.on('notification', (message) => this.deliver(message.channel, message.payload ?? ''));
           if (first) log.debug('change listener connected');
           else log.info('change listener reconnected');
           if (!first) this.emitter.emit('reconnect');

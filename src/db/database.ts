@@ -1,15 +1,20 @@
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import type { Logger } from '../log.ts';
+import { CHANNELS } from './changes.ts';
+import { openEmbedded, type EmbeddedOptions } from './embedded.ts';
 
 /** An open database: the TypeORM data source and how to close everything behind it. */
 export interface Database {
   dataSource: DataSource;
-  /** True when this process runs the embedded PGlite server. */
+  /** True for the embedded PGlite database (owned by this process or joined through its owner). */
   embedded: boolean;
+  /**
+   * Follows the NOTIFYs other processes commit, where the database itself tells them (the embedded
+   * database's owner); absent where the change feed LISTENs instead (PostgreSQL).
+   */
+  onNotification?: (handler: (channel: string, payload: string) => void) => () => void;
   close(): Promise<void>;
 }
 
@@ -20,6 +25,10 @@ export interface OpenOptions {
   log: Logger;
   /** Stop retrying when this signal aborts (shutdown during start-up). */
   signal?: AbortSignal;
+  /** For the embedded database: own it (the server, which waits while someone else does) or share it (the CLI). */
+  embedded?: Pick<EmbeddedOptions, 'mode' | 'describe'>;
+  /** Retry a server that is not reachable yet (the server waits for its database; the CLI says so at once). Default true. */
+  retry?: boolean;
   /** Delay before the first retry; doubles up to maxRetryDelayMs. */
   retryDelayMs?: number;
   maxRetryDelayMs?: number;
@@ -50,7 +59,7 @@ export function createDataSource(url: string, poolSize = 10): DataSource {
  * (bad password, missing database) is thrown at once.
  */
 export async function openDatabase(options: OpenOptions): Promise<Database> {
-  if (options.url === undefined) return openEmbedded(options);
+  if (options.url === undefined) return openEmbeddedDatabase(options);
   const url = options.url;
   let delay = options.retryDelayMs ?? 500;
   for (let attempt = 1; ; attempt++) {
@@ -61,7 +70,7 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
     } catch (error) {
       await dataSource.destroy().catch(() => undefined);
       const code = errorCode(error);
-      if (!TRANSIENT.has(code) || options.signal?.aborted) throw error;
+      if (!TRANSIENT.has(code) || options.signal?.aborted || options.retry === false) throw error;
       options.log.warning({ attempt, code, retryInMs: delay, database: redactUrl(url) }, `database not reachable (${code}), retrying`);
       await sleep(delay, undefined, { signal: options.signal }).catch(() => undefined);
       if (options.signal?.aborted) throw error;
@@ -70,30 +79,17 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
   }
 }
 
-async function openEmbedded(options: OpenOptions): Promise<Database> {
-  const [{ PGlite }, { PGLiteSocketServer }, { pg_trgm }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('@electric-sql/pglite-socket'),
-    import('@electric-sql/pglite/contrib/pg_trgm'),
-  ]);
-  const dataDir = path.join(options.dataDir, 'pgdata');
-  await mkdir(dataDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir, extensions: { pg_trgm } });
-  const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0, maxConnections: 10 });
-  await server.start();
-  const url = `postgres://postgres@${server.getServerConn()}/postgres`;
-  options.log.info({ dataDir }, 'no DATABASE_URL set: using the embedded PostgreSQL (PGlite)');
-  const dataSource = createDataSource(url, 4);
-  await dataSource.initialize();
-  return {
-    dataSource,
-    embedded: true,
-    close: async () => {
-      await dataSource.destroy();
-      await server.stop();
-      await pglite.close();
-    },
-  };
+async function openEmbeddedDatabase(options: OpenOptions): Promise<Database> {
+  const embedded = await openEmbedded({
+    dataDir: options.dataDir,
+    log: options.log,
+    mode: options.embedded?.mode ?? 'owner',
+    describe: options.embedded?.describe ?? { role: 'server', command: 'server' },
+    channels: CHANNELS,
+    dataSource: createDataSource,
+    signal: options.signal,
+  });
+  return { dataSource: embedded.dataSource, embedded: true, onNotification: embedded.onNotification, close: embedded.close };
 }
 
 /**
@@ -111,6 +107,11 @@ export async function migrate(dataSource: DataSource): Promise<string[]> {
     await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
     await runner.release();
   }
+}
+
+/** Whether an error means the database server is not there (yet): a refused or lost connection, a server starting up or full. */
+export function isUnreachable(error: unknown): boolean {
+  return TRANSIENT.has(errorCode(error));
 }
 
 /** The error's code (pg SQLSTATE or Node system code), looking through TypeORM's and AggregateError wrappers. */

@@ -1,12 +1,19 @@
+import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 import http from 'node:http';
 import https from 'node:https';
+import path from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
+import { ConflictError, NotFoundError } from '../errors.ts';
 import {
+  ImageMissingError,
   LABELS,
   MANAGED_LABEL,
   names,
+  VOLUME_ARCHIVE_ROOT,
   type CodeContainerSpec,
   type ContainerExit,
   type ContainerRole,
@@ -24,8 +31,20 @@ export const CONTROL_PLANE_LABEL = 'service.control-plane';
 /** Where the home volume is mounted in workspace containers. */
 export const HOME_PATH = '/home/student';
 
+/**
+ * Where a backup helper mounts the volume: the home mount point, whose basename is
+ * VOLUME_ARCHIVE_ROOT. Docker names the entries of an archive of it `student/...`, and an archive
+ * put at its parent applies the `student/` entry to the mount point itself, the volume's root (one
+ * put at the mount point leaves the root's owner and mode alone).
+ */
+const HELPER_MOUNT_PARENT = path.posix.dirname(HOME_PATH);
+const HELPER_MOUNT = path.posix.join(HELPER_MOUNT_PARENT, VOLUME_ARCHIVE_ROOT);
+
 /** How often the events stream is checked with a ping; a failed ping drops and reconnects it. */
 const PING_INTERVAL_MS = 5000;
+
+/** The bridge option that, set to false, drops traffic between the network's containers. */
+const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
 
 /** The longest any single engine call may take (a stop waits up to its own timeout inside it): a hung daemon fails the reconcile, which is retried. */
 const CALL_TIMEOUT_MS = 60_000;
@@ -73,6 +92,8 @@ export class DockerRuntime implements WorkspaceRuntime {
   /** For the events stream only, which is long-lived and may be quiet for long (a ping watches it instead). */
   private readonly events: Docker;
   private readonly controlPlaneId: string;
+  /** Networks made sure of, by name (see ensureNetwork). */
+  private readonly networks = new Map<string, Promise<{ isolated: boolean; created: boolean }>>();
 
   constructor(options: DockerRuntimeOptions) {
     this.docker = engineClient({ ...options.docker, timeout: CALL_TIMEOUT_MS });
@@ -99,16 +120,79 @@ export class DockerRuntime implements WorkspaceRuntime {
     return list.map((info) => toManaged(info));
   }
 
-  async ensureVolume(workspace: { workspaceId: string; slug: string }): Promise<void> {
+  async ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
     // Creating an existing volume returns it: idempotent by name.
-    await this.docker.createVolume({ Name: names.volume(workspace.slug), Labels: this.baseLabels(workspace) });
+    await this.docker.createVolume({ Name: volume, Labels: this.baseLabels(workspace) });
   }
 
-  async removeVolume(slug: string): Promise<void> {
-    await tolerate(() => this.docker.getVolume(names.volume(slug)).remove(), [404]);
+  async removeVolume(volume: string): Promise<boolean> {
+    try {
+      await this.docker.getVolume(volume).remove();
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return true;
+      // Still mounted by a container (a stopped one, or a run's): left for later.
+      if (statusOf(error) === 409) return false;
+      throw error;
+    }
+  }
+
+  async removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void> {
+    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters([`${LABELS.workspaceId}=${workspace.workspaceId}`]) } });
+    for (const volume of Volumes ?? []) await this.removeVolume(volume.Name);
+  }
+
+  ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
+    let ready = this.networks.get(name);
+    if (!ready) {
+      ready = this.network(name);
+      this.networks.set(name, ready);
+      // A failure is not remembered: the next container creation asks the engine again.
+      ready.catch(() => this.networks.delete(name));
+    }
+    return ready;
+  }
+
+  /** Inspects the network, creating it isolated when missing (two creators at once: one wins, both see it). */
+  private async network(name: string): Promise<{ isolated: boolean; created: boolean }> {
+    const inspect = async () => {
+      try {
+        const info = (await this.docker.getNetwork(name).inspect()) as { Options?: Record<string, string>; Driver?: string };
+        return { isolated: name === 'none' || info.Options?.[ICC_OPTION] === 'false', created: false };
+      } catch (error) {
+        if (statusOf(error) === 404) return undefined;
+        throw error;
+      }
+    };
+    const existing = await inspect();
+    if (existing) return existing;
+    try {
+      await this.docker.createNetwork({
+        Name: name,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        Options: { [ICC_OPTION]: 'false' },
+        Labels: { [MANAGED_LABEL]: 'true' },
+      });
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error;
+      return (await inspect()) ?? { isolated: false, created: false };
+    }
+    return { isolated: true, created: true };
+  }
+
+  async imageExists(image: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(image).inspect();
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    }
   }
 
   async createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer> {
+    await this.ensureNetwork(spec.network);
     return this.createContainer(names.code(spec.slug), {
       Image: spec.image,
       Env: [`EDITOR_PORT=${spec.editorPort}`],
@@ -117,28 +201,30 @@ export class DockerRuntime implements WorkspaceRuntime {
         [LABELS.role]: 'code',
         [LABELS.specHash]: spec.specHash,
         [LABELS.restartGeneration]: String(spec.restartGeneration),
+        [LABELS.homeVolume]: spec.homeVolume,
       },
       HostConfig: this.hostConfig(spec),
     });
   }
 
   async createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer> {
+    await this.ensureNetwork(spec.network);
     return this.createContainer(names.sim(spec.slug, spec.runId), {
       Image: spec.image,
       Cmd: ['sh', '-c', spec.command],
       WorkingDir: HOME_PATH,
       Env: [`NT4_PORT=${spec.nt4Port}`],
-      Labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId },
+      Labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId, [LABELS.homeVolume]: spec.homeVolume },
       HostConfig: this.hostConfig(spec),
     });
   }
 
-  private hostConfig(spec: { slug: string; memoryBytes: number; network: string }): Docker.HostConfig {
+  private hostConfig(spec: { homeVolume: string; memoryBytes: number; network: string }): Docker.HostConfig {
     return {
       Memory: spec.memoryBytes,
       MemorySwap: spec.memoryBytes,
       NetworkMode: spec.network,
-      Mounts: [{ Type: 'volume', Source: names.volume(spec.slug), Target: HOME_PATH }],
+      Mounts: [{ Type: 'volume', Source: spec.homeVolume, Target: HOME_PATH }],
       RestartPolicy: { Name: 'no' },
       // An init as PID 1 forwards SIGTERM to the command (a shell as PID 1 ignores it) and reaps zombies.
       Init: true,
@@ -150,6 +236,7 @@ export class DockerRuntime implements WorkspaceRuntime {
     try {
       await this.docker.createContainer({ name, ...options });
     } catch (error) {
+      if (statusOf(error) === 404 && /no such image/i.test((error as Error).message)) throw new ImageMissingError(options.Image!);
       if (statusOf(error) !== 409) throw error;
     }
     const [container] = (await this.docker.listContainers({ all: true, filters: { name: [`^/${name}$`], label: this.labelFilters() } })).map(toManaged);
@@ -169,7 +256,7 @@ export class DockerRuntime implements WorkspaceRuntime {
 
   async logsTail(id: string, lines: number): Promise<string> {
     try {
-      const raw = (await this.docker.getContainer(id).logs({ stdout: true, stderr: true, tail: lines, follow: false })) as Buffer;
+      const raw = await this.docker.getContainer(id).logs({ stdout: true, stderr: true, tail: lines, follow: false });
       return demultiplex(raw);
     } catch (error) {
       if (statusOf(error) === 404) return '';
@@ -208,6 +295,108 @@ export class DockerRuntime implements WorkspaceRuntime {
       if (statusOf(error) === 404) return undefined;
       throw error;
     }
+  }
+
+  async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
+    // A volume mount of a missing volume would create it, and an empty archive would look like a backup.
+    if (!(await this.volumeExists(volume))) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    const helper = await this.createHelper(volume, workspace, image, { readOnly: true });
+    let archive: Readable;
+    try {
+      archive = (await helper.getArchive({ path: HELPER_MOUNT })) as Readable;
+    } catch (error) {
+      await this.remove(helper.id).catch(() => undefined);
+      throw error;
+    }
+    // The helper goes before the stream reports its end, so a finished export has left nothing behind.
+    const removal = () => this.remove(helper.id);
+    const out = new PassThrough();
+    const removeAtEnd = async function* (chunks: AsyncIterable<Buffer>) {
+      for await (const chunk of chunks) yield chunk;
+      await removal();
+    };
+    // Destroying `out` (the caller gave up) aborts the engine's response too.
+    pipeline(archive, removeAtEnd, out).catch(() => removal().catch(() => undefined));
+    return out;
+  }
+
+  async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void> {
+    try {
+      await this.docker.createVolume({ Name: volume, Labels: this.baseLabels(workspace) });
+      await this.checkManaged(volume);
+      const helper = await this.createHelper(volume, workspace, image, { readOnly: false });
+      try {
+        // No copyUIDGID: with it the engine chowns every entry to the container's user (the image's
+        // USER, when it has one); without it, as here, the owners in the tar are kept.
+        await helper.putArchive(tar, { path: HELPER_MOUNT_PARENT });
+      } catch (error) {
+        await this.remove(helper.id).catch(() => undefined);
+        throw error;
+      }
+      await this.remove(helper.id);
+    } catch (error) {
+      tar.destroy();
+      throw error;
+    }
+  }
+
+  async volumeExists(volume: string): Promise<boolean> {
+    try {
+      await this.docker.getVolume(volume).inspect();
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw error;
+    }
+  }
+
+  async removeVolumeNamed(volume: string): Promise<void> {
+    if (!(await this.volumeExists(volume))) return;
+    await this.checkManaged(volume);
+    await tolerate(() => this.docker.getVolume(volume).remove(), [404]);
+  }
+
+  /** Throws `volume_not_managed` unless the volume carries this control plane's labels. */
+  private async checkManaged(volume: string): Promise<void> {
+    const { Labels } = await this.docker.getVolume(volume).inspect();
+    if (Labels?.[MANAGED_LABEL] === 'true' && Labels[CONTROL_PLANE_LABEL] === this.controlPlaneId) return;
+    throw ConflictError('volume_not_managed', `Volume ${volume} is not managed by this control plane; it was left alone.`);
+  }
+
+  /**
+   * Creates (never starts) a backup helper: the volume at the home mount point, no network. Copying
+   * the image's home into an empty volume (Docker's default for a new volume) is turned off: a
+   * restore brings exactly the backup's files, and an export of an empty volume stays empty.
+   */
+  private async createHelper(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    { readOnly }: { readOnly: boolean },
+  ): Promise<Docker.Container> {
+    return this.docker.createContainer({
+      name: `ws-${workspace.slug}-backup-${randomBytes(4).toString('hex')}`,
+      Image: image,
+      // Never started; should anything start it anyway, this runs nothing of the image's or the student's.
+      Entrypoint: ['/nonexistent/backup-helper-never-runs'],
+      Cmd: [],
+      Labels: { ...this.baseLabels(workspace), [LABELS.role]: 'backup' },
+      NetworkDisabled: true,
+      HostConfig: {
+        NetworkMode: 'none',
+        RestartPolicy: { Name: 'no' },
+        Mounts: [
+          {
+            Type: 'volume',
+            Source: volume,
+            Target: HELPER_MOUNT,
+            ReadOnly: readOnly,
+            // The engine needs only NoCopy; the type lists every volume option as required.
+            VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'],
+          },
+        ],
+      },
+    });
   }
 
   watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription {
@@ -277,6 +466,7 @@ function toManaged(info: Docker.ContainerInfo): ManagedContainer {
     runId: labels[LABELS.runId],
     specHash: labels[LABELS.specHash] ?? '',
     restartGeneration: Number(labels[LABELS.restartGeneration] ?? 0),
+    homeVolume: labels[LABELS.homeVolume] ?? names.volume(labels[LABELS.workspaceSlug] ?? ''),
     state: info.State,
     address: networks.find((network) => network.IPAddress)?.IPAddress || undefined,
     createdAt: info.Created * 1000,

@@ -3,6 +3,8 @@
  * pods, Swarm services) could implement it. Only src/docker talks to an engine.
  */
 
+import type { Readable } from 'node:stream';
+
 /** The marker label on every object the control plane manages. */
 export const MANAGED_LABEL = 'service.managed';
 
@@ -15,9 +17,20 @@ export const LABELS = {
   runId: 'service.run-id',
   specHash: 'service.spec-hash',
   restartGeneration: 'service.restart-generation',
+  /** The home volume a code or sim container mounts (a restore points a workspace at a new one). */
+  homeVolume: 'service.home-volume',
 } as const;
 
-export type ContainerRole = 'code' | 'sim';
+/** `backup`: a helper that is never started, through which a volume is read or written (exportVolume, importVolume). */
+export type ContainerRole = 'code' | 'sim' | 'backup';
+
+/**
+ * The tar streams of exportVolume and importVolume hold one top directory that stands for the
+ * volume's root: its own entry (`student/`) carries the root's owner, mode and mtime, and every file
+ * of the volume is an entry under it (`student/<path>`, a hard link's target likewise). It is the
+ * basename of the home mount point, as Docker names the entries of a directory it archives.
+ */
+export const VOLUME_ARCHIVE_ROOT = 'student';
 
 /** A managed container as the runtime reports it. */
 export interface ManagedContainer {
@@ -29,6 +42,8 @@ export interface ManagedContainer {
   runId: string | undefined;
   specHash: string;
   restartGeneration: number;
+  /** The home volume it mounts (containers made before the label existed: the workspace's default). */
+  homeVolume: string;
   /** Docker's state: created, running, paused, restarting, removing, exited, dead. */
   state: string;
   /** The container's address on the workspace network, when it runs. */
@@ -46,6 +61,8 @@ export interface CodeContainerSpec {
   network: string;
   editorPort: number;
   restartGeneration: number;
+  /** The home volume to mount at /home/student (the workspace's `homeVolume`, else names.volume(slug)). */
+  homeVolume: string;
   /** Hash of every field that, when changed, means recreate (see codeSpecHash). */
   specHash: string;
 }
@@ -61,6 +78,8 @@ export interface SimContainerSpec {
   /** A shell command line: compile, then boot the simulator (SIM_COMMAND). */
   command: string;
   nt4Port: number;
+  /** The home volume to mount at /home/student, the code container's. */
+  homeVolume: string;
 }
 
 /** How a container ended, or that it has not. */
@@ -98,10 +117,20 @@ export interface EventSubscription {
 export interface WorkspaceRuntime {
   /** Every managed container, optionally only those of one workspace. */
   listContainers(filter?: { workspaceId?: string }): Promise<ManagedContainer[]>;
-  /** Creates the workspace's home volume; already there is success. */
-  ensureVolume(workspace: { workspaceId: string; slug: string }): Promise<void>;
-  /** Removes the workspace's home volume; already gone is success. */
-  removeVolume(slug: string): Promise<void>;
+  /** Creates a workspace's home volume of this name (labelled with the workspace); already there is success. */
+  ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void>;
+  /** Removes one of a workspace's volumes by name; already gone is success; still mounted by a container: false, left as it is. */
+  removeVolume(volume: string): Promise<boolean>;
+  /** Removes every volume labelled with this workspace (its home, and any a restore made); those still mounted are left. */
+  removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void>;
+  /**
+   * Makes sure the workspace network exists: created as a bridge on which containers cannot reach
+   * each other (inter-container traffic off) when missing. Answers whether containers on it are
+   * isolated from each other (an existing network, e.g. Docker's default `bridge`, may not be).
+   */
+  ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }>;
+  /** Whether the image is on the engine (it is never pulled: the operator builds or pulls it). */
+  imageExists(image: string): Promise<boolean>;
   /** Creates the code container (not started); a name conflict returns the existing one. */
   createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer>;
   /** Creates a run's simulator container (not started); a name conflict returns the existing one. */
@@ -123,6 +152,39 @@ export interface WorkspaceRuntime {
    * the caller should list everything again; the subscription reconnects by itself until closed.
    */
   watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription;
+  /**
+   * A tar stream of the volume's contents (see VOLUME_ARCHIVE_ROOT), read through a helper container
+   * (role `backup`) that mounts it read-only and is never started; the helper is removed once the
+   * stream ends (before it reports its end), fails or is destroyed, so the caller must consume or
+   * destroy it. `image` is any local image: nothing runs from it. Fails with `volume_not_found`
+   * when the volume does not exist.
+   */
+  exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable>;
+  /**
+   * Extracts `tar` (see VOLUME_ARCHIVE_ROOT) into the volume, creating it first when missing
+   * (labelled as ensureVolume labels a home volume), through a helper container (role `backup`)
+   * that mounts it read-write and is never started, and is removed before this settles. Owners,
+   * modes and mtimes are the tar's, the root's included; files already there are replaced, others
+   * kept. `tar` is consumed, or destroyed on failure. Fails with `volume_not_managed` when the
+   * volume exists but is not this control plane's.
+   */
+  importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void>;
+  /** Whether a volume of this name exists (whoever made it). */
+  volumeExists(volume: string): Promise<boolean>;
+  /** Removes a volume by name (a staging volume); already gone is success; one not managed by this control plane is refused (`volume_not_managed`). */
+  removeVolumeNamed(volume: string): Promise<void>;
+}
+
+/** The workspace image is not on the engine: what a student's page and the operator's log say. */
+export class ImageMissingError extends Error {
+  readonly image: string;
+  constructor(image: string) {
+    super(
+      `The workspace image ${image} is not on this server: the operator builds it (bash scripts/build-workspace-image.sh makes classroom-workspace:latest) or pulls it.`,
+    );
+    this.name = 'ImageMissingError';
+    this.image = image;
+  }
 }
 
 /** Deterministic names, so that creating twice is harmless. */
@@ -130,4 +192,8 @@ export const names = {
   code: (slug: string) => `ws-${slug}-code`,
   sim: (slug: string, runId: string) => `ws-${slug}-sim-${runId.slice(0, 8)}`,
   volume: (slug: string) => `ws-${slug}-home`,
+  /** The volume a workspace's home is on: the one a restore put in, else the default by slug. */
+  home: (workspace: { homeVolume: string | null; slug: string }) => workspace.homeVolume ?? `ws-${workspace.slug}-home`,
+  /** A fresh volume a restore fills before the workspace is pointed at it. */
+  restoreVolume: (slug: string, suffix: string) => `ws-${slug}-home-restore-${suffix}`,
 };

@@ -1,4 +1,5 @@
 import type { ProviderConfig } from '../config.ts';
+import { checkEmail } from './email.ts';
 
 /** How long a call to an identity provider may take. */
 const PROVIDER_TIMEOUT_MS = 10_000;
@@ -10,7 +11,7 @@ export const GOOGLE_USERINFO = 'https://openidconnect.googleapis.com/v1/userinfo
 
 /** Why an identity could not be established; `message` is safe to show on the sign-in page. */
 export class IdentityError extends Error {
-  readonly reason: 'no_verified_email' | 'provider_error' | 'provider_timeout';
+  readonly reason: 'no_verified_email' | 'invalid_email' | 'provider_error' | 'provider_timeout';
   constructor(reason: IdentityError['reason'], message: string) {
     super(message);
     this.name = 'IdentityError';
@@ -18,7 +19,7 @@ export class IdentityError extends Error {
   }
 }
 
-/** A person as the provider vouches for them: a verified email (lower-case) and a display name. */
+/** A person as the provider vouches for them: a verified, valid email (in its stored form, see email.ts) and a display name. */
 export interface VerifiedIdentity {
   email: string;
   name: string;
@@ -38,7 +39,8 @@ async function getJson(url: string, headers: Record<string, string>, what: strin
     response = await fetch(url, { headers: { accept: 'application/json', ...headers }, signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     const name = (error as Error).name;
-    if (name === 'TimeoutError' || name === 'AbortError') throw new IdentityError('provider_timeout', `The identity provider did not answer in time (${what}).`);
+    if (name === 'TimeoutError' || name === 'AbortError')
+      throw new IdentityError('provider_timeout', `The identity provider did not answer in time (${what}).`);
     throw new IdentityError('provider_error', `The identity provider could not be reached (${what}).`);
   }
   if (!response.ok) throw new IdentityError('provider_error', `The identity provider refused the request (${what}: HTTP ${response.status}).`);
@@ -47,6 +49,19 @@ async function getJson(url: string, headers: Record<string, string>, what: strin
   } catch {
     throw new IdentityError('provider_error', `The identity provider sent an unreadable answer (${what}).`);
   }
+}
+
+/**
+ * The stored form of the email a provider vouches for (lower-case, its domain in ASCII form).
+ * Nothing is trimmed or otherwise repaired: an email that is not valid as it came is refused, so
+ * that it can never be read as someone else's.
+ */
+function verifiedEmail(email: string): string {
+  const checked = checkEmail(email);
+  if ('problem' in checked) {
+    throw new IdentityError('invalid_email', `The identity provider gave an email that is not a valid email address: ${checked.problem}.`);
+  }
+  return checked.value;
 }
 
 /** Reads an issuer's discovery document; throws IdentityError when it is unreachable or incomplete. */
@@ -66,7 +81,8 @@ export async function discoverOidc(issuer: string): Promise<OidcEndpoints> {
 /**
  * The verified identity behind an access token. GitHub: the primary address from its emails API,
  * only when verified. OpenID Connect (Google, generic): the userinfo `email` when `email_verified`
- * is true. The email is lower-cased. Anything else throws IdentityError. `timeoutMs` bounds each
+ * is true. The email must be valid as it came (see verifiedEmail) and is returned in its stored form.
+ * Anything else throws IdentityError. `timeoutMs` bounds each
  * call to the provider.
  */
 export async function fetchIdentity(
@@ -83,10 +99,10 @@ export async function fetchIdentity(
       getJson(`${GITHUB_API}/user/emails`, github, 'emails', timeoutMs) as Promise<{ email?: string; primary?: boolean; verified?: boolean }[]>,
     ]);
     const primary = Array.isArray(emails) ? emails.find((entry) => entry.primary) : undefined;
-    if (!primary?.email || primary.verified !== true) {
+    if (typeof primary?.email !== 'string' || primary.email === '' || primary.verified !== true) {
       throw new IdentityError('no_verified_email', 'Your GitHub account has no verified primary email address. Verify it on GitHub, then sign in again.');
     }
-    return { email: primary.email.toLowerCase(), name: user.name || user.login || '' };
+    return { email: verifiedEmail(primary.email), name: user.name || user.login || '' };
   }
   const userinfoUrl = provider.name === 'google' ? GOOGLE_USERINFO : oidc?.userinfoEndpoint;
   if (!userinfoUrl) throw new IdentityError('provider_error', 'The identity provider is not ready (no userinfo endpoint).');
@@ -94,5 +110,5 @@ export async function fetchIdentity(
   if (typeof claims.email !== 'string' || claims.email_verified !== true) {
     throw new IdentityError('no_verified_email', 'Your account has no verified email address. Verify it with your identity provider, then sign in again.');
   }
-  return { email: claims.email.toLowerCase(), name: typeof claims.name === 'string' ? claims.name : '' };
+  return { email: verifiedEmail(claims.email), name: typeof claims.name === 'string' ? claims.name : '' };
 }

@@ -9,6 +9,7 @@ export function safeReturnTo(candidate: unknown, origin: string): string | undef
   if (typeof candidate !== 'string' || candidate.length === 0 || candidate.length > 2048) return undefined;
   let text = candidate;
   for (let round = 0; round < 4; round++) {
+    // oxlint-disable-next-line no-control-regex -- control characters are exactly what is refused here
     if (!text.startsWith('/') || text.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/.test(text)) return undefined;
     let decoded: string;
     try {
@@ -20,7 +21,13 @@ export function safeReturnTo(candidate: unknown, origin: string): string | undef
     text = decoded;
   }
   // Dot segments are refused outright: `/..//host` normalises to the protocol-relative `//host`.
-  if (text.split(/[?#]/, 1)[0]!.split('/').some((segment) => segment === '.' || segment === '..')) return undefined;
+  if (
+    text
+      .split(/[?#]/, 1)[0]!
+      .split('/')
+      .some((segment) => segment === '.' || segment === '..')
+  )
+    return undefined;
   const url = new URL(candidate, origin);
   if (url.origin !== new URL(origin).origin) return undefined;
   const path = `${url.pathname}${url.search}${url.hash}`;

@@ -1,5 +1,4 @@
-import type { DataSource } from 'typeorm';
-import { recordActivity } from './workspaces.ts';
+import type { WorkspaceStore } from './workspaces.ts';
 
 /**
  * Gathers workspace activity in memory (proxied traffic, student API calls) and writes it in one
@@ -9,10 +8,15 @@ export class ActivityRecorder {
   /** Workspace id → when it was last active (epoch ms: no Date allocated per request). */
   private pending = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
-  private readonly db: DataSource;
+  private readonly workspaces: WorkspaceStore;
+  private readonly intervalMs: number;
+  private readonly onError: (error: unknown) => void;
 
-  constructor(db: DataSource) {
-    this.db = db;
+  /** Flushes every `intervalMs` once started; errors of those flushes go to `onError`. */
+  constructor(workspaces: WorkspaceStore, intervalMs: number, onError: (error: unknown) => void) {
+    this.workspaces = workspaces;
+    this.intervalMs = intervalMs;
+    this.onError = onError;
   }
 
   /** Marks a workspace active now. */
@@ -26,16 +30,16 @@ export class ActivityRecorder {
     const batch = this.pending;
     this.pending = new Map();
     try {
-      await recordActivity(this.db, new Map([...batch].map(([id, at]) => [id, new Date(at)])));
+      await this.workspaces.recordActivity(batch);
     } catch (error) {
       for (const [id, at] of batch) if (!this.pending.has(id)) this.pending.set(id, at);
       throw error;
     }
   }
 
-  /** Flushes every `intervalMs` until stopped; errors are passed to `onError`. */
-  start(intervalMs: number, onError: (error: unknown) => void): void {
-    this.timer = setInterval(() => this.flush().catch(onError), intervalMs);
+  /** Flushes every interval until stopped. */
+  start(): void {
+    this.timer = setInterval(() => void this.flush().catch(this.onError), this.intervalMs);
     this.timer.unref();
   }
 

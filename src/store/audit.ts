@@ -1,4 +1,6 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
+import type { Queryable } from '../db/sql.ts';
+import type { Mutate } from './mutation.ts';
 
 /** Who did something: a user (id and email), or a named actor such as `system` or `cli` (id null). */
 export interface Actor {
@@ -9,8 +11,20 @@ export interface Actor {
 /** The actor of background work (bootstrap, idle sweep). */
 export const SYSTEM_ACTOR: Actor = { id: null, email: 'system' };
 
-/** The action names of the spec. */
+/** The actor of the operator CLI. */
+export const CLI_ACTOR: Actor = { id: null, email: 'cli' };
+
+/**
+ * The action names of the spec, and those of what its ten do not name: `audit.prune` (the
+ * operator's pruning of the log itself), `auth.setup` (the first-run setup link used: someone became
+ * the first admin), `auth.sign-in-link` (a one-time sign-in link made) and `auth.sign-in-link.use`
+ * (one used to sign in).
+ */
 export type AuditAction =
+  | 'audit.prune'
+  | 'auth.setup'
+  | 'auth.sign-in-link'
+  | 'auth.sign-in-link.use'
   | 'user.promote'
   | 'user.demote'
   | 'user.delete'
@@ -22,6 +36,7 @@ export type AuditAction =
   | 'allowlist.remove'
   | 'config.max-active-containers';
 
+/** An audit entry to write. */
 export interface AuditInput {
   actor: Actor;
   action: AuditAction;
@@ -29,12 +44,16 @@ export interface AuditInput {
   metadata?: Record<string, unknown>;
 }
 
-/** Appends one audit entry; call it inside the transaction of the change it records. */
-export async function recordAudit(manager: EntityManager, entry: AuditInput): Promise<void> {
-  await manager.query(
-    'INSERT INTO audit_log (actor_id, actor_email, action, target_kind, target_id, metadata) VALUES ($1, $2, $3, $4, $5, $6)',
-    [entry.actor.id, entry.actor.email.toLowerCase(), entry.action, entry.target.kind, entry.target.id, entry.metadata ?? null],
-  );
+/** Appends one audit entry. The store's mutation helper calls it in the transaction of the change it records. */
+export async function writeAudit(db: Queryable, entry: AuditInput): Promise<void> {
+  await db.query('INSERT INTO audit_log (actor_id, actor_email, action, target_kind, target_id, metadata) VALUES ($1, $2, $3, $4, $5, $6)', [
+    entry.actor.id,
+    entry.actor.email.toLowerCase(),
+    entry.action,
+    entry.target.kind,
+    entry.target.id,
+    entry.metadata ?? null,
+  ]);
 }
 
 /** Which entries listAudit returns: every field is optional except the page size. */
@@ -53,10 +72,10 @@ export interface AuditFilter {
   limit: number;
 }
 
-/** One audit entry as the admin API shows it. */
+/** One audit entry. */
 export interface AuditEntry {
   id: number;
-  timestamp: string;
+  timestamp: Date;
   actor: Actor;
   action: string;
   target: { kind: string; id: string };
@@ -140,7 +159,7 @@ export async function listAudit(db: DataSource, filter: AuditFilter): Promise<Au
   const entries = rows.map((row) => ({
     // bigserial arrives as a string; ids stay far below 2^53, so a JSON number is exact.
     id: Number(row.id),
-    timestamp: row.timestamp.toISOString(),
+    timestamp: row.timestamp,
     actor: { id: row.actor_id, email: row.actor_email },
     action: row.action,
     target: { kind: row.target_kind, id: row.target_id },
@@ -148,4 +167,64 @@ export async function listAudit(db: DataSource, filter: AuditFilter): Promise<Au
   }));
   const last = entries.at(-1);
   return { entries, nextCursor: entries.length === filter.limit && last !== undefined ? last.id : null };
+}
+
+/** What pruning before a time would delete: how many entries, and the oldest and newest of them. */
+export interface PrunePreview {
+  count: number;
+  oldest: Date | null;
+  newest: Date | null;
+}
+
+/** How many entries one prune statement deletes: small enough that audit writes and queries never wait long on it. */
+export const PRUNE_BATCH = 5000;
+
+/** The audit log as callers read it (entries are written by the store's mutations, never directly), and its pruning. */
+export class AuditStore {
+  private readonly db: DataSource;
+  private readonly mutate: Mutate;
+
+  constructor(db: DataSource, mutate: Mutate) {
+    this.db = db;
+    this.mutate = mutate;
+  }
+
+  /** A page of entries matching `filter`, newest first (see listAudit). */
+  list(filter: AuditFilter): Promise<AuditPage> {
+    return listAudit(this.db, filter);
+  }
+
+  /** The entries older than `before` (what prune would delete), without deleting anything. */
+  async previewPrune(before: Date): Promise<PrunePreview> {
+    const rows: { count: string; oldest: Date | null; newest: Date | null }[] = await this.db.query(
+      'SELECT count(*) AS count, min(timestamp) AS oldest, max(timestamp) AS newest FROM audit_log WHERE timestamp < $1',
+      [before],
+    );
+    return { count: Number(rows[0]!.count), oldest: rows[0]!.oldest, newest: rows[0]!.newest };
+  }
+
+  /**
+   * Deletes the entries older than `before`, oldest first, in statements of PRUNE_BATCH rows each
+   * committed on its own (never one giant transaction holding the table), reporting the running
+   * total to `onProgress`; then audits `audit.prune` with `{before, deleted}`. Returns how many went.
+   */
+  async prune(actor: Actor, before: Date, onProgress: (deleted: number) => void = () => undefined): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const rows: { n: string }[] = await this.db.query(
+        `WITH gone AS (DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE timestamp < $1 ORDER BY id LIMIT $2) RETURNING 1)
+         SELECT count(*) AS n FROM gone`,
+        [before, PRUNE_BATCH],
+      );
+      const batch = Number(rows[0]!.n);
+      deleted += batch;
+      if (batch > 0) onProgress(deleted);
+      if (batch < PRUNE_BATCH) break;
+    }
+    return this.mutate(async () => ({
+      value: deleted,
+      changed: [],
+      audit: { actor, action: 'audit.prune', target: { kind: 'audit_log', id: 'audit_log' }, metadata: { before: before.toISOString(), deleted } },
+    }));
+  }
 }

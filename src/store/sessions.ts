@@ -1,50 +1,80 @@
 import type { DataSource } from 'typeorm';
 import { queryRows } from '../db/sql.ts';
+import type { Role } from './users.ts';
 
 /** How long a session lives without use when koa-session gives no maxAge ("session" cookies). */
 const SESSION_COOKIE_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** The session store koa-session calls; rows carry `user_id` so that deleting a user ends their sessions. */
-export interface SessionStore {
+/**
+ * The whole life of a session without a signed-in user (a sign-in under way: grant's state, the
+ * return path). Nothing renews it: anyone can start sign-ins, and each would otherwise keep a row
+ * for as long as a signed-in session lives.
+ */
+export const ANONYMOUS_SESSION_TTL_MS = 10 * 60 * 1000;
+
+/** The external store koa-session calls. */
+export interface KoaSessionStore {
   get(key: string): Promise<Record<string, unknown> | undefined>;
   set(key: string, session: Record<string, unknown>, maxAge: number | 'session' | undefined): Promise<void>;
   destroy(key: string): Promise<void>;
 }
 
-/** Sessions in PostgreSQL: expired rows are never returned, and `pruneExpiredSessions` deletes them. */
-export function sessionStore(db: DataSource): SessionStore {
-  return {
-    async get(key) {
-      const rows: { data: Record<string, unknown> }[] = await db.query('SELECT data FROM sessions WHERE id = $1 AND expires_at > now()', [key]);
-      return rows[0]?.data;
-    },
-    async set(key, session, maxAge) {
-      const ttl = typeof maxAge === 'number' ? maxAge : SESSION_COOKIE_TTL_MS;
-      const userId = typeof session.userId === 'string' ? session.userId : null;
-      // A user deleted meanwhile leaves user_id NULL rather than failing; the gate then ignores the session.
-      await db.query(
-        `INSERT INTO sessions (id, user_id, data, expires_at)
-         VALUES ($1, (SELECT id FROM users WHERE id::text = $2), $3, now() + make_interval(secs => $4))
-         ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, data = EXCLUDED.data, expires_at = EXCLUDED.expires_at`,
-        [key, userId, JSON.stringify(session), ttl / 1000],
-      );
-    },
-    async destroy(key) {
-      await db.query('DELETE FROM sessions WHERE id = $1', [key]);
-    },
-  };
+/** The user behind a live session, as the proxy's fast path needs it. */
+export interface SessionUser {
+  id: string;
+  email: string;
+  role: Role;
 }
 
-/** Deletes expired sessions; returns how many. */
-export async function pruneExpiredSessions(db: DataSource): Promise<number> {
-  return (await queryRows(db, 'DELETE FROM sessions WHERE expires_at <= now() RETURNING id')).length;
-}
+/**
+ * Sessions in PostgreSQL: rows carry `user_id`, so that deleting or demoting a user ends their
+ * sessions; expired rows are never returned. A session without a signed-in user lives
+ * ANONYMOUS_SESSION_TTL_MS from its first write, whatever koa-session asks and however often it is
+ * written again; a signed-in one lives as long as koa-session says, renewed on each write.
+ */
+export class SessionStore {
+  private readonly db: DataSource;
+  /** What koa-session reads and writes through. */
+  readonly koa: KoaSessionStore;
 
-/** The user behind a live session, for the proxy's fast path: id, email and role, or undefined. */
-export async function findSessionUser(db: DataSource, sessionId: string): Promise<{ id: string; email: string; role: 'user' | 'admin' } | undefined> {
-  const rows: { id: string; email: string; role: 'user' | 'admin' }[] = await db.query(
-    'SELECT u.id, u.email, u.role FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1 AND s.expires_at > now()',
-    [sessionId],
-  );
-  return rows[0];
+  constructor(db: DataSource) {
+    this.db = db;
+    this.koa = {
+      get: async (key) => {
+        const rows: { data: Record<string, unknown> }[] = await db.query('SELECT data FROM sessions WHERE id = $1 AND expires_at > now()', [key]);
+        return rows[0]?.data;
+      },
+      set: async (key, session, maxAge) => {
+        const userId = typeof session.userId === 'string' ? session.userId : null;
+        const requested = typeof maxAge === 'number' ? maxAge : SESSION_COOKIE_TTL_MS;
+        const ttl = userId === null ? Math.min(requested, ANONYMOUS_SESSION_TTL_MS) : requested;
+        // A user deleted meanwhile leaves user_id NULL rather than failing; the gate then ignores the session.
+        // An anonymous session's end never moves later ($5): saving it again renews nothing.
+        await db.query(
+          `INSERT INTO sessions (id, user_id, data, expires_at)
+           VALUES ($1, (SELECT id FROM users WHERE id::text = $2), $3, now() + make_interval(secs => $4))
+           ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, data = EXCLUDED.data,
+             expires_at = CASE WHEN $5 THEN LEAST(sessions.expires_at, EXCLUDED.expires_at) ELSE EXCLUDED.expires_at END`,
+          [key, userId, JSON.stringify(session), ttl / 1000, userId === null],
+        );
+      },
+      destroy: async (key) => {
+        await db.query('DELETE FROM sessions WHERE id = $1', [key]);
+      },
+    };
+  }
+
+  /** Deletes expired sessions; returns how many. */
+  async prune(): Promise<number> {
+    return (await queryRows(this.db, 'DELETE FROM sessions WHERE expires_at <= now() RETURNING id')).length;
+  }
+
+  /** The user behind a live session (id, email and role), or undefined. */
+  async userOf(sessionId: string): Promise<SessionUser | undefined> {
+    const rows: SessionUser[] = await this.db.query(
+      'SELECT u.id, u.email, u.role FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1 AND s.expires_at > now()',
+      [sessionId],
+    );
+    return rows[0];
+  }
 }

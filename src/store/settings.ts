@@ -1,5 +1,10 @@
 import type { DataSource } from 'typeorm';
-import { recordAudit, type Actor } from './audit.ts';
+import type { Queryable } from '../db/sql.ts';
+import type { Actor } from './audit.ts';
+import type { Mutate } from './mutation.ts';
+
+/** The largest cap an operator may set; far above what one Docker host runs. */
+export const MAX_CAP = 10000;
 
 /** The settings key of the container cap override; its row is also the admission lock. */
 export const CAP_KEY = 'max_active_containers';
@@ -10,24 +15,47 @@ export interface EffectiveCap {
   source: 'override' | 'environment';
 }
 
-/** The effective container cap: the runtime override when one is stored, else MAX_ACTIVE_CONTAINERS. */
-export async function getEffectiveCap(db: DataSource, environmentCap: number): Promise<EffectiveCap> {
-  const rows: { value: number | null }[] = await db.query('SELECT value FROM settings WHERE key = $1', [CAP_KEY]);
+/**
+ * The effective container cap: the runtime override when one is stored, else MAX_ACTIVE_CONTAINERS.
+ * With `lock`, the cap row is locked until the transaction ends: admissions and cap changes queue on it.
+ */
+export async function readCap(db: Queryable, environmentCap: number, lock = false): Promise<EffectiveCap> {
+  const rows: { value: number | null }[] = await db.query(`SELECT value FROM settings WHERE key = $1${lock ? ' FOR UPDATE' : ''}`, [CAP_KEY]);
   const override = rows[0]?.value;
   return typeof override === 'number' ? { value: override, source: 'override' } : { value: environmentCap, source: 'environment' };
 }
 
-/**
- * Stores a runtime cap override and audits `config.max-active-containers` with from/to, in one
- * transaction locked on the cap row. Lowering the cap stops nothing; it only limits new opens.
- */
-export async function setCapOverride(db: DataSource, actor: Actor, value: number, environmentCap: number): Promise<{ from: number; to: number }> {
-  return db.transaction(async (manager) => {
-    const rows: { value: number | null }[] = await manager.query('SELECT value FROM settings WHERE key = $1 FOR UPDATE', [CAP_KEY]);
-    const current = rows[0]?.value;
-    const from = typeof current === 'number' ? current : environmentCap;
-    await manager.query('UPDATE settings SET value = $2, updated_at = now() WHERE key = $1', [CAP_KEY, JSON.stringify(value)]);
-    await recordAudit(manager, { actor, action: 'config.max-active-containers', target: { kind: 'config', id: CAP_KEY }, metadata: { from, to: value } });
-    return { from, to: value };
-  });
+/** Runtime settings: the container cap. */
+export class SettingsStore {
+  private readonly db: DataSource;
+  private readonly mutate: Mutate;
+  /** MAX_ACTIVE_CONTAINERS, in force while no override is stored. */
+  readonly environmentCap: number;
+
+  constructor(db: DataSource, mutate: Mutate, environmentCap: number) {
+    this.db = db;
+    this.mutate = mutate;
+    this.environmentCap = environmentCap;
+  }
+
+  /** The effective container cap. */
+  cap(): Promise<EffectiveCap> {
+    return readCap(this.db, this.environmentCap);
+  }
+
+  /**
+   * Stores a runtime cap override and audits `config.max-active-containers` with from/to, locked on
+   * the cap row. Lowering the cap stops nothing; it only limits new opens.
+   */
+  setCap(actor: Actor, value: number): Promise<{ from: number; to: number }> {
+    return this.mutate(async (tx) => {
+      const from = (await readCap(tx, this.environmentCap, true)).value;
+      await tx.query('UPDATE settings SET value = $2, updated_at = now() WHERE key = $1', [CAP_KEY, JSON.stringify(value)]);
+      return {
+        value: { from, to: value },
+        changed: [{ kind: 'settings', id: CAP_KEY }],
+        audit: { actor, action: 'config.max-active-containers', target: { kind: 'config', id: CAP_KEY }, metadata: { from, to: value } },
+      };
+    });
+  }
 }

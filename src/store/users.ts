@@ -1,12 +1,16 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import { ConflictError, NotFoundError } from '../errors.ts';
-import { recordAudit, type Actor } from './audit.ts';
-import type { ChangeFeed } from '../db/changes.ts';
-import { createUserWithWorkspace, markDeletedIn, type StoreContext } from './workspaces.ts';
+import type { DataSource } from 'typeorm';
+import type { Change } from '../db/changes.ts';
+import type { Queryable } from '../db/sql.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import { canonicalEmail, checkEmail, textProblem } from '../identity/email.ts';
+import type { Actor } from './audit.ts';
+import { isUuid } from './ids.ts';
+import type { Mutate, Tx } from './mutation.ts';
+import { insertWorkspace, markDeleted, workspaceChange, type WorkspaceRecord } from './workspaces.ts';
 
 export type Role = 'user' | 'admin';
 
-/** A user as the admin API and the CLI list them. */
+/** A user with the id and slug of their workspace. */
 export interface UserRecord {
   id: string;
   name: string;
@@ -37,125 +41,177 @@ const toUser = (row: UserRow): UserRecord => ({
   workspaceSlug: row.workspace_slug,
 });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const userChange = (id: string): Change => ({ kind: 'users', id });
 
-/** Every user, by email. */
-export async function listUsers(db: DataSource): Promise<UserRecord[]> {
-  const rows: UserRow[] = await db.query(`${SELECT_USERS} ORDER BY u.email`);
-  return rows.map(toUser);
+/** A role change: the user as they are now, and whether anything changed. */
+export interface RoleChange {
+  user: UserRecord;
+  changed: boolean;
 }
 
-/** The user with this id, or undefined (also for ids that are not UUIDs). */
-export async function getUserById(db: DataSource | EntityManager, id: string): Promise<UserRecord | undefined> {
-  if (!UUID.test(id)) return undefined;
+/**
+ * How emails are stored and compared: the one rule of src/identity/email.ts (lower-case, the domain
+ * in its ASCII form), never trimmed, so that no email is ever read as someone else's. Text that is
+ * not a valid email is compared lower-cased as it is (it matches no one).
+ */
+const normalEmail = (email: string) => canonicalEmail(email) ?? email.toLowerCase();
+
+async function getUser(db: Queryable, id: string): Promise<UserRecord | undefined> {
+  if (!isUuid(id)) return undefined;
   const rows: UserRow[] = await db.query(`${SELECT_USERS} WHERE u.id = $1`, [id]);
   return rows[0] && toUser(rows[0]);
 }
 
-/** The user with this email (case-insensitive), or undefined. */
-export async function getUserByEmail(db: DataSource | EntityManager, email: string): Promise<UserRecord | undefined> {
-  const rows: UserRow[] = await db.query(`${SELECT_USERS} WHERE u.email = $1`, [email.trim().toLowerCase()]);
+async function getUserByEmail(db: Queryable, email: string): Promise<UserRecord | undefined> {
+  // No user's email holds a NUL or a control character, and PostgreSQL could not compare a NUL.
+  if (textProblem(email) !== undefined) return undefined;
+  const rows: UserRow[] = await db.query(`${SELECT_USERS} WHERE u.email = $1`, [normalEmail(email)]);
   return rows[0] && toUser(rows[0]);
 }
 
 /**
- * The user signing in with this (verified, allowlisted) email: the existing account, or a new one
- * with a stopped workspace, made admin when `admin` (the email is in SERVICE_ADMIN_EMAIL). A
- * concurrent first sign-in of the same email yields the one account.
+ * Finds the user named by id or email inside a transaction and locks the row; 404 when there is
+ * none, 400 `validation_error` when the name holds what no email may (a NUL, a control character,
+ * whitespace, a lone surrogate).
  */
-export async function signInUser(ctx: StoreContext, input: { email: string; name: string; admin: boolean }): Promise<{ user: UserRecord; created: boolean }> {
-  const existing = await getUserByEmail(ctx.db, input.email);
-  if (existing) return { user: existing, created: false };
-  try {
-    const { userId } = await createUserWithWorkspace(ctx, { email: input.email, name: input.name, role: input.admin ? 'admin' : 'user' });
-    return { user: (await getUserById(ctx.db, userId))!, created: true };
-  } catch (error) {
-    // The unique email index: someone else's request created it first.
-    const again = await getUserByEmail(ctx.db, input.email);
-    if (again) return { user: again, created: false };
-    throw error;
-  }
-}
-
-/** Finds the user named by id or email inside a transaction and locks the row; 404 when there is none. */
-async function lockUser(manager: EntityManager, idOrEmail: string): Promise<UserRecord> {
-  const byId = UUID.test(idOrEmail);
-  const rows: { id: string }[] = await manager.query(`SELECT id FROM users WHERE ${byId ? 'id = $1' : 'email = $1'} FOR UPDATE`, [
-    byId ? idOrEmail : idOrEmail.trim().toLowerCase(),
+async function lockUser(tx: Tx, idOrEmail: string): Promise<UserRecord> {
+  const byId = isUuid(idOrEmail);
+  const problem = byId ? undefined : textProblem(idOrEmail);
+  if (problem !== undefined) throw ValidationError('validation_error', `The user must be a user id or an email: ${problem}.`);
+  const rows: { id: string }[] = await tx.query(`SELECT id FROM users WHERE ${byId ? 'id = $1' : 'email = $1'} FOR UPDATE`, [
+    byId ? idOrEmail : normalEmail(idOrEmail),
   ]);
-  const user = rows[0] && (await getUserById(manager, rows[0].id));
-  if (!user) throw NotFoundError(`No user ${JSON.stringify(idOrEmail)}; a user exists once they have signed in.`, 'user_not_found');
+  const user = rows[0] && (await getUser(tx, rows[0].id));
+  if (!user) throw NotFoundError('user_not_found', `No user ${JSON.stringify(idOrEmail)}; a user exists once they have signed in.`);
   return user;
 }
 
 /** Locks every admin row (in id order, so concurrent callers queue) and returns how many there are. */
-async function lockAdmins(manager: EntityManager): Promise<number> {
-  const rows: unknown[] = await manager.query("SELECT id FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE");
+async function lockAdmins(tx: Tx): Promise<number> {
+  const rows: unknown[] = await tx.query("SELECT id FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE");
   return rows.length;
 }
 
-/** Grants admin to an existing user (by id or email) and audits `user.promote`; already admin is a no-op, not audited. */
-export async function promoteUser(db: DataSource, actor: Actor, idOrEmail: string, changes?: ChangeFeed): Promise<{ user: UserRecord; changed: boolean }> {
-  return announceUser(changes, await db.transaction(async (manager) => {
-    const user = await lockUser(manager, idOrEmail);
-    if (user.role === 'admin') return { user, changed: false };
-    await manager.query("UPDATE users SET role = 'admin', updated_at = now() WHERE id = $1", [user.id]);
-    await recordAudit(manager, { actor, action: 'user.promote', target: { kind: 'user', id: user.id }, metadata: { email: user.email } });
-    await changes?.notify(manager, { kind: 'users', id: user.id });
-    return { user: { ...user, role: 'admin' as const }, changed: true };
-  }));
-}
+/** Users and their roles; every user has one workspace, made with them and deleted with them. */
+export class UserStore {
+  private readonly db: DataSource;
+  private readonly mutate: Mutate;
 
-/**
- * Removes admin from a user and audits `user.demote`; refused (409 `last_admin`) when they are the
- * last admin. The admin rows are locked first, so two concurrent demotions of the last two admins
- * cannot both pass. Their sessions end, so the change is felt at once.
- */
-export async function demoteUser(db: DataSource, actor: Actor, idOrEmail: string, changes?: ChangeFeed): Promise<{ user: UserRecord; changed: boolean }> {
-  return announceUser(changes, await db.transaction(async (manager) => {
-    const admins = await lockAdmins(manager);
-    const user = await lockUser(manager, idOrEmail);
-    if (user.role !== 'admin') return { user, changed: false };
-    if (admins <= 1) throw ConflictError('last_admin', `${user.email} is the last admin and cannot be demoted; promote someone else first.`);
-    await manager.query("UPDATE users SET role = 'user', updated_at = now() WHERE id = $1", [user.id]);
-    await manager.query('DELETE FROM sessions WHERE user_id = $1', [user.id]);
-    await recordAudit(manager, { actor, action: 'user.demote', target: { kind: 'user', id: user.id }, metadata: { email: user.email } });
-    await changes?.notify(manager, { kind: 'users', id: user.id });
-    return { user: { ...user, role: 'user' as const }, changed: true };
-  }));
-}
+  constructor(db: DataSource, mutate: Mutate) {
+    this.db = db;
+    this.mutate = mutate;
+  }
 
-/** Publishes a changed user in process after commit (caches of roles drop it). */
-function announceUser<T extends { user: UserRecord; changed: boolean }>(changes: ChangeFeed | undefined, result: T): T {
-  if (result.changed) changes?.publish({ kind: 'users', id: result.user.id });
-  return result;
-}
+  /** Every user, by email. */
+  async list(): Promise<UserRecord[]> {
+    const rows: UserRow[] = await this.db.query(`${SELECT_USERS} ORDER BY u.email`);
+    return rows.map(toUser);
+  }
 
-/**
- * Deletes a user and audits `user.delete`: their sessions go with the row, and their workspace is
- * marked deleted so that the reconciler removes its containers and volume. The last admin cannot
- * be deleted (409 `last_admin`).
- */
-export async function deleteUser(ctx: StoreContext, actor: Actor, idOrEmail: string): Promise<UserRecord> {
-  const user = await ctx.db.transaction(async (manager) => {
-    const admins = await lockAdmins(manager);
-    const found = await lockUser(manager, idOrEmail);
-    if (found.role === 'admin' && admins <= 1) throw ConflictError('last_admin', `${found.email} is the last admin and cannot be deleted.`);
-    if (found.workspaceId) {
-      await markDeletedIn(manager, found.workspaceId);
-      await ctx.changes.notify(manager, { kind: 'workspaces', id: found.workspaceId });
-    }
-    await manager.query('DELETE FROM users WHERE id = $1', [found.id]);
-    await recordAudit(manager, {
-      actor,
-      action: 'user.delete',
-      target: { kind: 'user', id: found.id },
-      metadata: { email: found.email, workspaceSlug: found.workspaceSlug },
+  /** The user with this id, or undefined (also for ids that are not UUIDs). */
+  get(id: string): Promise<UserRecord | undefined> {
+    return getUser(this.db, id);
+  }
+
+  /** The user with this email (case-insensitive), or undefined. */
+  getByEmail(email: string): Promise<UserRecord | undefined> {
+    return getUserByEmail(this.db, email);
+  }
+
+  /**
+   * Creates a user and their workspace (stopped) in one transaction. The slug comes from the email's
+   * local part, made unique with a numeric suffix (`ada`, `ada-2`, ...). The email is stored in the
+   * form of src/identity/email.ts; one that rule refuses (surrounding spaces included) is a 400
+   * `invalid_email`.
+   */
+  create(input: { email: string; name?: string; role?: Role }): Promise<{ user: UserRecord; workspace: WorkspaceRecord }> {
+    const checked = checkEmail(input.email);
+    if ('problem' in checked) return Promise.reject(ValidationError('invalid_email', `Invalid email: ${checked.problem}.`));
+    const email = checked.value;
+    return this.mutate(async (tx) => {
+      const rows: { id: string }[] = await tx.query('INSERT INTO users (email, name, role) VALUES ($1, $2, $3) RETURNING id', [
+        email,
+        input.name ?? '',
+        input.role ?? 'user',
+      ]);
+      const userId = rows[0]!.id;
+      const workspace = await insertWorkspace(tx, userId, email);
+      const user = (await getUser(tx, userId))!;
+      return { value: { user, workspace }, changed: [userChange(userId), workspaceChange(workspace.id)], audit: null };
     });
-    await ctx.changes.notify(manager, { kind: 'users', id: found.id });
-    return found;
-  });
-  if (user.workspaceId) ctx.changes.publish({ kind: 'workspaces', id: user.workspaceId });
-  ctx.changes.publish({ kind: 'users', id: user.id });
-  return user;
+  }
+
+  /**
+   * The user signing in with this (verified, allowlisted) email: the existing account, or a new one
+   * with a stopped workspace, made admin when `admin` (the email is in SERVICE_ADMIN_EMAIL). A
+   * concurrent first sign-in of the same email yields the one account.
+   */
+  async signIn(input: { email: string; name: string; admin: boolean }): Promise<{ user: UserRecord; created: boolean }> {
+    const existing = await this.getByEmail(input.email);
+    if (existing) return { user: existing, created: false };
+    try {
+      const { user } = await this.create({ email: input.email, name: input.name, role: input.admin ? 'admin' : 'user' });
+      return { user, created: true };
+    } catch (error) {
+      // The unique email index: someone else's request created it first.
+      const again = await this.getByEmail(input.email);
+      if (again) return { user: again, created: false };
+      throw error;
+    }
+  }
+
+  /** Grants admin to an existing user (by id or email) and audits `user.promote`; already admin is a no-op, not audited. */
+  promote(actor: Actor, idOrEmail: string): Promise<RoleChange> {
+    return this.mutate<RoleChange>(async (tx) => {
+      const user = await lockUser(tx, idOrEmail);
+      if (user.role === 'admin') return { value: { user, changed: false }, changed: [], audit: null };
+      await tx.query("UPDATE users SET role = 'admin', updated_at = now() WHERE id = $1", [user.id]);
+      return {
+        value: { user: { ...user, role: 'admin' as const }, changed: true },
+        changed: [userChange(user.id)],
+        audit: { actor, action: 'user.promote', target: { kind: 'user', id: user.id }, metadata: { email: user.email } },
+      };
+    });
+  }
+
+  /**
+   * Removes admin from a user and audits `user.demote`; refused (409 `last_admin`) when they are the
+   * last admin. The admin rows are locked first, so two concurrent demotions of the last two admins
+   * cannot both pass. Their sessions end, so the change is felt at once.
+   */
+  demote(actor: Actor, idOrEmail: string): Promise<RoleChange> {
+    return this.mutate<RoleChange>(async (tx) => {
+      const admins = await lockAdmins(tx);
+      const user = await lockUser(tx, idOrEmail);
+      if (user.role !== 'admin') return { value: { user, changed: false }, changed: [], audit: null };
+      if (admins <= 1) throw ConflictError('last_admin', `${user.email} is the last admin and cannot be demoted; promote someone else first.`);
+      await tx.query("UPDATE users SET role = 'user', updated_at = now() WHERE id = $1", [user.id]);
+      await tx.query('DELETE FROM sessions WHERE user_id = $1', [user.id]);
+      return {
+        value: { user: { ...user, role: 'user' as const }, changed: true },
+        changed: [userChange(user.id)],
+        audit: { actor, action: 'user.demote', target: { kind: 'user', id: user.id }, metadata: { email: user.email } },
+      };
+    });
+  }
+
+  /**
+   * Deletes a user and audits `user.delete`: their sessions go with the row, and their workspace is
+   * marked deleted so that the reconciler removes its containers and volume. The last admin cannot
+   * be deleted (409 `last_admin`).
+   */
+  delete(actor: Actor, idOrEmail: string): Promise<UserRecord> {
+    return this.mutate(async (tx) => {
+      const admins = await lockAdmins(tx);
+      const user = await lockUser(tx, idOrEmail);
+      if (user.role === 'admin' && admins <= 1) throw ConflictError('last_admin', `${user.email} is the last admin and cannot be deleted.`);
+      if (user.workspaceId) await markDeleted(tx, user.workspaceId);
+      await tx.query('DELETE FROM users WHERE id = $1', [user.id]);
+      return {
+        value: user,
+        changed: [...(user.workspaceId ? [workspaceChange(user.workspaceId)] : []), userChange(user.id)],
+        audit: { actor, action: 'user.delete', target: { kind: 'user', id: user.id }, metadata: { email: user.email, workspaceSlug: user.workspaceSlug } },
+      };
+    });
+  }
 }

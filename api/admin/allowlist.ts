@@ -1,0 +1,47 @@
+import type Router from '@koa/router';
+import type { JSONSchemaType } from 'ajv';
+import { AllowlistFormatError } from '../../src/allowlist/allowlist.ts';
+import { ConflictError } from '../../src/errors.ts';
+import type { AuthState } from '../middleware/auth.ts';
+import { jsonBody, validateBody, type BodyState } from '../middleware/validate.ts';
+import type { AdminDeps } from '../admin.ts';
+
+interface AllowlistBody {
+  entry: string;
+}
+
+const allowlistSchema: JSONSchemaType<AllowlistBody> = {
+  type: 'object',
+  properties: { entry: { type: 'string', minLength: 1, maxLength: 254 } },
+  required: ['entry'],
+  additionalProperties: false,
+};
+
+/** Runs an allowlist edit, turning a malformed file (someone is editing it by hand) into a 409. */
+async function editAllowlist<T>(edit: () => Promise<T>): Promise<T> {
+  try {
+    return await edit();
+  } catch (error) {
+    if (error instanceof AllowlistFormatError) throw ConflictError('allowlist_file_invalid', `The allowlist file is not valid; fix it first. ${error.message}`);
+    throw error;
+  }
+}
+
+/** The allowlist: its entries (and the implicit SERVICE_ADMIN_EMAIL ones), add, remove. */
+export function allowlistRoutes(router: Router<AuthState>, { store, implicitAllowlist }: AdminDeps): void {
+  router.get('/allowlist', async (ctx) => {
+    const entries = await editAllowlist(() => store.allowlist.entries());
+    ctx.body = { entries, implicit: implicitAllowlist };
+  });
+
+  router.post('/allowlist', jsonBody(), validateBody(allowlistSchema), async (ctx) => {
+    const { entry } = (ctx.state as BodyState<AllowlistBody>).body;
+    const result = await editAllowlist(() => store.allowlist.add(ctx.state.actor!, entry));
+    ctx.status = result.added ? 201 : 200;
+    ctx.body = result;
+  });
+
+  router.delete('/allowlist/:entry', async (ctx) => {
+    ctx.body = await editAllowlist(() => store.allowlist.remove(ctx.state.actor!, ctx.params.entry!));
+  });
+}

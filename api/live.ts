@@ -1,0 +1,86 @@
+/**
+ * What an admin's open panel hears without reloading: every change of desired state and of observed
+ * status (the change feed) and every capacity refusal, as server-sent events on `GET /admin/events`.
+ * Events only say what changed; the panel then reads it through the API it uses for everything else.
+ */
+import { PassThrough } from 'node:stream';
+import type { ChangeFeed } from '../src/db/changes.ts';
+
+/** A student refused at the cap: the coach's notification. */
+export interface Refusal {
+  at: Date;
+  workspaceId: string;
+  slug: string;
+  /** Who was refused (the workspace's owner). */
+  email: string | null;
+  cap: number;
+  running: number;
+}
+
+/** How long refusals are kept for the panel: the last hour. */
+export const REFUSALS_KEPT_MS = 60 * 60_000;
+
+/** How often an idle event stream sends a comment, so that proxies and browsers keep it open. */
+const HEARTBEAT_MS = 15_000;
+
+/** The live events of this control plane (see the file comment). */
+export class LiveEvents {
+  private readonly refusals: Refusal[] = [];
+  private readonly streams = new Set<PassThrough>();
+  private readonly unsubscribe: () => void;
+  private readonly heartbeat: NodeJS.Timeout;
+
+  constructor(changes: ChangeFeed) {
+    this.unsubscribe = changes.subscribe((change) => this.send('change', change));
+    this.heartbeat = setInterval(() => {
+      for (const stream of this.streams) stream.write(': still here\n\n');
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  /** Records a refusal at the cap and tells every open panel. */
+  refused(refusal: Omit<Refusal, 'at'>): void {
+    const entry = { ...refusal, at: new Date() };
+    this.refusals.push(entry);
+    this.prune();
+    this.send('refusal', presentRefusal(entry));
+  }
+
+  /** The refusals of the last hour, newest first. */
+  recentRefusals(): Refusal[] {
+    this.prune();
+    return this.refusals.toReversed();
+  }
+
+  /** A new event stream (ended by close), starting with a comment so the browser sees it open at once. */
+  open(): PassThrough {
+    const stream = new PassThrough();
+    this.streams.add(stream);
+    stream.once('close', () => this.streams.delete(stream));
+    stream.write(': connected\n\n');
+    return stream;
+  }
+
+  /** Ends every stream and stops following changes (the server is stopping). */
+  close(): void {
+    this.unsubscribe();
+    clearInterval(this.heartbeat);
+    for (const stream of this.streams) stream.end();
+  }
+
+  private send(event: string, data: unknown): void {
+    if (this.streams.size === 0) return;
+    const message = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+    for (const stream of this.streams) stream.write(message);
+  }
+
+  private prune(): void {
+    const oldest = Date.now() - REFUSALS_KEPT_MS;
+    while (this.refusals[0] && this.refusals[0].at.getTime() < oldest) this.refusals.shift();
+  }
+}
+
+/** A refusal on the wire. */
+export function presentRefusal(refusal: Refusal) {
+  return { ...refusal, at: refusal.at.toISOString() };
+}

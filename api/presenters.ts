@@ -1,0 +1,124 @@
+/**
+ * How records look on the wire: the one place that turns the store's records into the JSON of the
+ * API. Dates become ISO 8601 strings; a student never sees where their editor or simulator runs.
+ */
+import type { StoredBackup } from '../src/backup/backups.ts';
+import type { AuditEntry, AuditPage } from '../src/store/audit.ts';
+import type { RunRecord } from '../src/store/runs.ts';
+import { linkPath, type NewLink } from '../src/store/sign-in-links.ts';
+import type { UserRecord } from '../src/store/users.ts';
+import type { DesiredState, Overview, WorkspaceRecord } from '../src/store/workspaces.ts';
+
+const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
+
+/** A user: id, name, email, role and their workspace's id and slug. */
+export function presentUser(user: UserRecord) {
+  return { id: user.id, name: user.name, email: user.email, role: user.role, workspaceId: user.workspaceId, workspaceSlug: user.workspaceSlug };
+}
+
+/** A workspace as its student sees it; `ready` means the editor answers through the proxy. */
+export function presentStudentWorkspace(workspace: WorkspaceRecord) {
+  return {
+    id: workspace.id,
+    slug: workspace.slug,
+    desiredState: workspace.desiredState,
+    observedState: workspace.observedState,
+    statusMessage: workspace.statusMessage,
+    ready: workspace.observedState === 'running' && workspace.editorEndpoint !== null,
+  };
+}
+
+/** A workspace after an admin changed its spec: the new spec beside the last observed status. */
+export function presentWorkspaceChange(workspace: WorkspaceRecord) {
+  return {
+    id: workspace.id,
+    slug: workspace.slug,
+    desiredState: workspace.desiredState,
+    generation: workspace.generation,
+    restartGeneration: workspace.restartGeneration,
+    observedState: workspace.observedState,
+    observedGeneration: workspace.observedGeneration,
+  };
+}
+
+/** Whether what is observed of a workspace already matches its spec (the answer is then 200, else 202). */
+export const converged = (workspace: WorkspaceRecord): boolean =>
+  workspace.observedGeneration === workspace.generation && workspace.observedState === workspace.desiredState;
+
+/** A run as its student sees it. */
+export function presentRun(run: RunRecord) {
+  return {
+    id: run.id,
+    status: run.status,
+    desiredState: run.desiredState,
+    queuedAt: run.queuedAt.toISOString(),
+    readyAt: iso(run.readyAt),
+    endedAt: iso(run.endedAt),
+    exitCode: run.exitCode,
+    reason: run.reason,
+    output: run.output,
+  };
+}
+
+/** What a code container is wanted to be, in the overview's words (a deleted workspace's container is to be `removed`). */
+const CODE_DESIRED: Record<DesiredState, string> = { running: 'running', stopped: 'stopped', deleted: 'removed' };
+
+/**
+ * The admin overview (`GET /admin/status`): every workspace with its containers (the code
+ * container and the simulator of a run in progress, each wanted and observed), the active build
+ * count (runs still compiling or booting) and the capacity.
+ */
+export function presentOverview(overview: Overview) {
+  const runsByWorkspace = Map.groupBy(overview.activeRuns, (run) => run.workspaceId);
+  const { workspaces } = overview;
+  return {
+    workspaces: workspaces.map((workspace) => ({
+      ...workspace,
+      lastTransitionAt: iso(workspace.lastTransitionAt),
+      lastActivityAt: iso(workspace.lastActivityAt),
+      containers: [
+        { role: 'code', desiredState: CODE_DESIRED[workspace.desiredState], observedState: workspace.observedState },
+        ...(runsByWorkspace.get(workspace.id) ?? []).map((run) => ({ role: 'sim', runId: run.id, desiredState: run.desiredState, observedState: run.status })),
+      ],
+    })),
+    activeBuilds: overview.activeRuns.filter((run) => run.status === 'queued').length,
+    capacity: {
+      cap: overview.cap.value,
+      source: overview.cap.source,
+      wantedRunning: workspaces.filter((workspace) => workspace.desiredState === 'running').length,
+      running: workspaces.filter((workspace) => workspace.observedState === 'running').length,
+    },
+  };
+}
+
+/** One audit entry: id (the cursor), ISO timestamp, actor, action, target and metadata. */
+export function presentAuditEntry(entry: AuditEntry) {
+  return { ...entry, timestamp: entry.timestamp.toISOString() };
+}
+
+/** A page of audit entries, newest first, and the cursor of the next page (null on the last). */
+export function presentAuditPage(page: AuditPage) {
+  return { entries: page.entries.map(presentAuditEntry), nextCursor: page.nextCursor };
+}
+
+/** A sign-in link just made: the one time its URL is shown (only its hash is stored). */
+export function presentLink(link: NewLink & { email: string }, origin: string) {
+  return { id: link.id, email: link.email, url: `${origin}${linkPath('sign-in', link.token)}`, expiresAt: link.expiresAt.toISOString() };
+}
+
+/** A stored backup: its file, and what its manifest says (null fields for a file without one). */
+export function presentBackup(backup: StoredBackup) {
+  const manifest = backup.manifest;
+  return {
+    name: backup.name,
+    sizeBytes: backup.sizeBytes,
+    modified: backup.modified.toISOString(),
+    slug: manifest?.slug ?? null,
+    workspaceId: manifest?.workspaceId ?? null,
+    ownerEmail: manifest?.ownerEmail ?? null,
+    created: manifest?.created ?? null,
+    files: manifest?.files ?? null,
+    bytes: manifest?.bytes ?? null,
+    sha256: manifest?.sha256 ?? null,
+  };
+}

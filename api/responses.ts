@@ -1,0 +1,43 @@
+/**
+ * The one shape of every error the control plane answers, `{"error": {"code", "message"}}`, and
+ * the writers of it for the places outside Koa (the proxy and requests that never reach a router).
+ */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/** The JSON body of an error: a stable snake_case code and a message safe to show. */
+export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+  return { error: { code, message } };
+}
+
+/** Writes a JSON error on a raw Node response (never cached). */
+export function sendError(res: http.ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify(errorBody(code, message));
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(body);
+}
+
+/** Writes an HTML page on a raw Node response (never cached). */
+export function sendHtml(res: http.ServerResponse, status: number, html: string): void {
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'cache-control': 'no-store' });
+  res.end(html);
+}
+
+/** Redirects a raw Node response (302, never cached). */
+export function redirect(res: http.ServerResponse, location: string, status = 302): void {
+  res.writeHead(status, { location, 'content-length': 0, 'cache-control': 'no-store' });
+  res.end();
+}
+
+/** Refuses a WebSocket upgrade: a whole HTTP/1.1 response with the JSON error, then the socket ends. */
+export function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify(errorBody(code, message));
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,121 @@
+import type { Change, ChangeFeed } from '../src/db/changes.ts';
+import type { RuntimeEvent, WorkspaceRuntime } from '../src/docker/runtime.ts';
+import type { Logger } from '../src/log.ts';
+import { everyWithJitter } from './periodic.ts';
+import { WorkQueue, type ReconcileResult, type WorkQueueOptions } from './workqueue.ts';
+
+/**
+ * What every controller shares, as controller-runtime's Controller does: a work queue whose
+ * reconcile is the subclass's, the triggers that feed it (`follow`), and one start/stop shape.
+ */
+export abstract class Controller {
+  readonly queue: WorkQueue;
+  private triggers: Triggers | undefined;
+
+  protected constructor(queue: Omit<WorkQueueOptions, 'reconcile'>) {
+    this.queue = new WorkQueue({ ...queue, reconcile: (key) => this.reconcile(key) });
+  }
+
+  /** Takes one key from desired to observed; its doc comment is the controller's contract. */
+  abstract reconcile(key: string): Promise<ReconcileResult | void>;
+
+  /** Adopts what runs, then follows the controller's triggers. */
+  abstract start(): Promise<void>;
+
+  /** Stops the triggers and waits for running reconciles. Containers are left as they are. */
+  async stop(): Promise<void> {
+    this.triggers?.stop();
+    this.triggers = undefined;
+    await this.queue.shutdown();
+  }
+
+  /** Enqueues everything now, as the periodic resync does (started controllers only). */
+  async resyncAll(): Promise<void> {
+    await this.triggers?.resync();
+  }
+
+  /** Wires the triggers (see wireTriggers) to this controller's queue. */
+  protected follow(spec: Omit<TriggerSpec, 'queue'>): void {
+    this.triggers = wireTriggers({ ...spec, queue: this.queue });
+  }
+}
+
+/** A controller's wired triggers. */
+export interface Triggers {
+  /** Enqueues every key now (a failure is logged, not thrown). */
+  resync(): Promise<void>;
+  stop(): void;
+}
+
+/** What a controller follows and how each trigger names the keys to look at. Triggers only enqueue keys. */
+export interface TriggerSpec {
+  queue: WorkQueue;
+  changes: ChangeFeed;
+  /** The keys a committed change asks to look at (none for changes the controller does not follow). */
+  keysOfChange(change: Change): string[] | Promise<string[]>;
+  runtime: WorkspaceRuntime;
+  /** The key an engine event asks to look at, if any. */
+  keyOfEvent(event: RuntimeEvent): string | undefined;
+  /** Every key a full resync looks at: from the database and from the engine. */
+  allKeys(): Promise<string[]>;
+  /** Full resync period (±10 % jitter). */
+  resyncIntervalMs: number;
+  /** Where lost streams and failed resyncs are reported. */
+  log: Logger;
+}
+
+/**
+ * Wires a controller's triggers to its queue, the way controller-runtime's sources and handlers
+ * do: committed changes (the change feed); a resync whenever the change listener reconnects (it may
+ * have missed some); engine events, and a resync on every (re)connect of the events stream; and a
+ * full resync every period with jitter. Notifications are hints; the resync is the guarantee. A
+ * failed resync is logged and the next trigger retries. Returns how to stop them all, and a resync
+ * to run now.
+ */
+export function wireTriggers(spec: TriggerSpec): Triggers {
+  const { queue, log } = spec;
+  const enqueue = (keys: string[]) => keys.forEach((key) => queue.add(key));
+  const resync = async () => {
+    try {
+      enqueue(await spec.allKeys());
+    } catch (error) {
+      log.warning({ controller: queue.name, error: (error as Error).message }, `${queue.name} resync failed; the next one will retry`);
+    }
+  };
+  const unsubscribe = spec.changes.subscribe((change) => {
+    Promise.resolve(spec.keysOfChange(change)).then(enqueue, (error: unknown) =>
+      log.warning(
+        { controller: queue.name, change, error: (error as Error).message },
+        `${queue.name}: looking up the keys of a change failed; the next resync covers it`,
+      ),
+    );
+  });
+  const unsubscribeReconnect = spec.changes.onReconnect(() => void resync());
+  // One line when the stream is lost and one when it is back, not one per reconnect attempt.
+  let lost = false;
+  const watch = spec.runtime.watch({
+    onEvent: (event) => {
+      const key = spec.keyOfEvent(event);
+      if (key !== undefined) queue.add(key);
+    },
+    onConnect: () => {
+      if (lost) log.info({ controller: queue.name }, 'Docker events stream reconnected, resyncing');
+      lost = false;
+      void resync();
+    },
+    onDisconnect: (error) => {
+      if (!lost) log.warning({ controller: queue.name, error: error.message }, 'Docker events stream lost, reconnecting');
+      lost = true;
+    },
+  });
+  const stopResync = everyWithJitter(resync, spec.resyncIntervalMs);
+  return {
+    resync,
+    stop: () => {
+      unsubscribe();
+      unsubscribeReconnect();
+      watch.close();
+      stopResync();
+    },
+  };
+}

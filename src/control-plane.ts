@@ -1,0 +1,379 @@
+/**
+ * The composition root: the one place that wires the control plane's parts together. `main.ts`, the
+ * CLI, the tests and the benchmarks all open the control plane through `openControlPlane`, each
+ * choosing which long-running parts run. It is the one file of `src/` that imports `api/` and
+ * `controllers/`.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { createApp, type AllowlistView, type AppHandlers } from '../api/app.ts';
+import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
+import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
+import { IdleSweep } from '../controllers/idle-sweep.ts';
+import { Periodic } from '../controllers/periodic.ts';
+import { RunController, type RunControllerOptions } from '../controllers/runs.ts';
+import { StatsSampler } from '../controllers/stats-sampler.ts';
+import { WorkspaceController, type WorkspaceControllerOptions } from '../controllers/workspaces.ts';
+import { AllowlistFile } from './allowlist/allowlist-file.ts';
+import { Backups } from './backup/backups.ts';
+import type { Config } from './config.ts';
+import { ChangeFeed } from './db/changes.ts';
+import { migrate, openDatabase, type Database, type OpenOptions } from './db/database.ts';
+import { DockerRuntime } from './docker/docker-runtime.ts';
+import type { WorkspaceRuntime } from './docker/runtime.ts';
+import { categoryLogger, type Logger } from './log.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { SERVICE } from './package-info.ts';
+import { loadSessionSecret } from './session-secret.ts';
+import { ActivityRecorder } from './store/activity.ts';
+import { createStore, type Store } from './store/index.ts';
+import { linkPath } from './store/sign-in-links.ts';
+
+/** How long in-flight requests may take to finish after a stop began before their sockets are closed. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** How often activity gathered in memory is written to the database. */
+const ACTIVITY_FLUSH_MS = 10_000;
+
+/** How often expired sessions are deleted. */
+const SESSION_PRUNE_MS = 60 * 60_000;
+
+/**
+ * The long-running parts of a control plane, in the order they start (they stop in reverse).
+ * `setup` prints the first-run setup link while no admin exists (it needs `http`'s address).
+ */
+export const PARTS = ['changes', 'allowlist', 'admins', 'activity', 'http', 'setup', 'workspaces', 'runs', 'idle', 'stats', 'sessions'] as const;
+export type PartName = (typeof PARTS)[number];
+
+/** The one lifecycle shape of every long-running part. */
+export interface Part {
+  start(): Promise<void> | void;
+  stop(): Promise<void> | void;
+}
+
+export interface ControlPlaneOptions {
+  config: Config;
+  /** The root logger; each part logs under its own `control.<subsystem>` category. */
+  log: Logger;
+  /** Which parts run (default: all but `http` unless `listen` is given, i.e. the whole server). */
+  parts?: readonly PartName[];
+  /** Where `http` listens (port 0: any free one). */
+  listen?: { port: number; host: string };
+  /** An open, migrated database to use (its `close` is called by stop); default: the one of `config`, opened and migrated by openControlPlane. */
+  database?: Database;
+  /** Aborts opening the database (a signal during start-up). */
+  signal?: AbortSignal;
+  /** How to open the embedded database (default: own it, as the server does; the CLI shares it). */
+  embedded?: OpenOptions['embedded'];
+  /** Whether an unreachable database server is retried (default: yes, the server waits for it). */
+  retry?: boolean;
+  /** Default: Docker through the local engine, scoped by CONTROL_PLANE_ID. */
+  runtime?: WorkspaceRuntime;
+  /** Default: a new feed (with LISTEN when `config.databaseUrl` is set and `changes` runs). */
+  changes?: ChangeFeed;
+  /** Who may sign in. Default: the allowlist watcher on DATA_DIR/allowlist.json plus SERVICE_ADMIN_EMAIL. */
+  allowlist?: AllowlistView;
+  /** Default: SESSION_SECRET, or the one generated once in DATA_DIR. */
+  sessionSecret?: string;
+  /** Timings and hooks of the controllers beyond what configuration sets (tests, benchmarks). */
+  tuning?: { workspaces?: Partial<WorkspaceControllerOptions>; runs?: Partial<RunControllerOptions>; idleIntervalMs?: number };
+  /** When start-up began, for the listening line's `startupMs` (default: when this was called). */
+  startedAt?: number;
+}
+
+/** An open control plane: its shared pieces, its parts, and one start and one stop. */
+export interface ControlPlane {
+  config: Config;
+  store: Store;
+  metrics: Metrics;
+  runtime: WorkspaceRuntime;
+  activity: ActivityRecorder;
+  /** Workspace backups (DATA_DIR/backups/), for the admin API and the CLI. */
+  backups: Backups;
+  changes: ChangeFeed;
+  /** Present when its part was asked for. */
+  workspaces: WorkspaceController | undefined;
+  runs: RunController | undefined;
+  idleSweep: IdleSweep | undefined;
+  stats: StatsSampler | undefined;
+  /** Set once `http` listens: its base URL and handlers. */
+  http: { url: string; origin: string; server: http.Server; handlers: AppHandlers } | undefined;
+  /** Starts the chosen parts in order; a failure stops those already started and is thrown. */
+  start(): Promise<void>;
+  /**
+   * Stops the started parts in reverse order (HTTP lets in-flight requests finish, bounded), then
+   * closes the database. Containers are never touched. Safe to call more than once, and during start.
+   */
+  stop(): Promise<void>;
+}
+
+/** Opens the database of `config` and runs its migrations (under an advisory lock). */
+async function openMigrated(config: Config, log: Logger, options: Pick<ControlPlaneOptions, 'signal' | 'embedded' | 'retry'>): Promise<Database> {
+  const dbLog = categoryLogger(log, 'db');
+  const database = await openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    log: dbLog,
+    signal: options.signal,
+    embedded: options.embedded,
+    retry: options.retry,
+  });
+  try {
+    const applied = await migrate(database.dataSource);
+    dbLog.info({ applied: applied.length }, applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
+  } catch (error) {
+    await database.close().catch(() => undefined);
+    throw error;
+  }
+  return database;
+}
+
+/**
+ * Opens a control plane from its configuration: the database (opened and migrated unless given),
+ * then everything `createControlPlane` builds.
+ */
+export async function openControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
+  const startedAt = options.startedAt ?? performance.now();
+  return createControlPlane({ ...options, startedAt, database: options.database ?? (await openMigrated(options.config, options.log, options)) });
+}
+
+/**
+ * Builds a control plane on an open database: change feed, store, runtime, metrics, and the chosen
+ * parts, wired but not started.
+ */
+export function createControlPlane(options: ControlPlaneOptions & { database: Database }): ControlPlane {
+  const { config, log, database } = options;
+  const startedAt = options.startedAt ?? performance.now();
+  const chosen = new Set<PartName>(options.parts ?? PARTS.filter((name) => name !== 'http' || options.listen !== undefined));
+  const changes = options.changes ?? new ChangeFeed();
+  const metrics = createMetrics();
+  const allowlistFile = new AllowlistFile(path.join(config.dataDir, 'allowlist.json'));
+  const store = createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile });
+  const runtime = options.runtime ?? new DockerRuntime({ controlPlaneId: config.controlPlaneId });
+  const serverLog = categoryLogger(log, 'server');
+  const authLog = categoryLogger(log, 'auth');
+  const containersLog = categoryLogger(log, 'containers');
+  const activity = new ActivityRecorder(store.workspaces, ACTIVITY_FLUSH_MS, (error) => serverLog.error({ error }, 'writing workspace activity failed'));
+  const watcher = options.allowlist ? undefined : new AllowlistWatcher({ file: allowlistFile, log: authLog, implicit: config.serviceAdminEmails });
+  const allowlist: AllowlistView = options.allowlist ?? watcher!;
+  const backups = new Backups({ store, runtime, dataDir: config.dataDir, image: config.workspaceImage });
+  const volumeTemplate = { image: config.workspaceImage, memoryBytes: config.codeMemoryLimitBytes, network: config.workspaceNetwork };
+
+  const workspaces = chosen.has('workspaces')
+    ? new WorkspaceController({
+        store,
+        runtime,
+        metrics,
+        log: containersLog,
+        template: { ...volumeTemplate, editorPort: config.editorPort },
+        ...options.tuning?.workspaces,
+      })
+    : undefined;
+  const runs = chosen.has('runs')
+    ? new RunController({
+        store,
+        runtime,
+        metrics,
+        log: categoryLogger(log, 'runs'),
+        buildTimeoutMs: config.runBuildTimeoutMs,
+        template: { ...volumeTemplate, nt4Port: config.nt4Port, command: config.simCommand },
+        ...options.tuning?.runs,
+      })
+    : undefined;
+  // Every minute, or more often when the idle limit is short (a demo), so a workspace never overstays by much.
+  const sweepEveryMs = options.tuning?.idleIntervalMs ?? Math.min(60_000, Math.max(1000, (config.idleStopMinutes * 60_000) / 4));
+  const idleSweep = chosen.has('idle')
+    ? new IdleSweep({
+        workspaces: store.workspaces,
+        activity,
+        metrics,
+        log: categoryLogger(log, 'idle'),
+        idleMinutes: config.idleStopMinutes,
+        intervalMs: sweepEveryMs,
+      })
+    : undefined;
+  const stats = chosen.has('stats') ? new StatsSampler({ runtime, metrics, log: containersLog }) : undefined;
+
+  const plane: ControlPlane = {
+    config,
+    store,
+    metrics,
+    runtime,
+    activity,
+    backups,
+    changes,
+    workspaces,
+    runs,
+    idleSweep,
+    stats,
+    http: undefined,
+    start: async () => undefined,
+    stop: async () => undefined,
+  };
+
+  const httpPart: Part = {
+    start: async () => {
+      const { port, host } = options.listen ?? { port: config.port, host: config.host };
+      const secret = options.sessionSecret ?? (await sessionSecret(config, authLog));
+      const server = http.createServer();
+      await listen(server, port, host);
+      const bound = (server.address() as AddressInfo).port;
+      const url = `http://${urlHost(host)}:${bound}`;
+      const origin = config.publicUrl ?? url;
+      // Attached before this tick ends, so before any connection is handled.
+      const handlers = createApp({ config, store, metrics, log, publicOrigin: origin, sessionSecret: secret, allowlist, activity, backups });
+      server.on('request', handlers.request);
+      server.on('upgrade', handlers.upgrade);
+      plane.http = { url, origin, server, handlers };
+      serverLog.info(
+        { host, port: bound, publicUrl: origin, version: SERVICE.version, startupMs: Math.round(performance.now() - startedAt) },
+        `listening on http://${host}:${bound}`,
+      );
+    },
+    stop: async () => {
+      if (plane.http) await closeGracefully(plane.http.server, plane.http.handlers, serverLog);
+    },
+  };
+
+  const factories: Record<PartName, () => Part> = {
+    changes: () => {
+      let unsubscribe: (() => void) | undefined;
+      return {
+        // Other processes' changes (the CLI's): LISTEN on PostgreSQL; the embedded database's owner hears them itself.
+        start: () => {
+          if (options.changes !== undefined) return;
+          if (database.onNotification) unsubscribe = database.onNotification((channel, payload) => changes.deliver(channel, payload));
+          else if (config.databaseUrl !== undefined) changes.listen(config.databaseUrl, categoryLogger(log, 'db'));
+        },
+        stop: async () => {
+          unsubscribe?.();
+          await changes.close();
+        },
+      };
+    },
+    allowlist: () => watcher ?? { start: () => undefined, stop: () => undefined },
+    admins: () => ({ start: async () => void (await promoteConfiguredAdmins(store.users, config.serviceAdminEmails, authLog)), stop: () => undefined }),
+    activity: () => activity,
+    http: () => httpPart,
+    setup: () => ({ start: () => (plane.http ? printSetupLink(store, plane.http.origin, serverLog) : undefined), stop: () => undefined }),
+    workspaces: () => workspaces!,
+    runs: () => runs!,
+    idle: () => idleSweep!,
+    stats: () => stats!,
+    sessions: () =>
+      new Periodic(
+        () => store.sessions.prune(),
+        SESSION_PRUNE_MS,
+        (error) => authLog.error({ error }, 'pruning expired sessions failed'),
+      ),
+  };
+
+  const started: { name: PartName; part: Part }[] = [];
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
+  plane.start = () =>
+    (starting ??= (async () => {
+      for (const name of PARTS) {
+        if (!chosen.has(name) || stopping) continue;
+        const part = factories[name]();
+        await part.start();
+        started.push({ name, part });
+      }
+    })());
+  plane.stop = () =>
+    (stopping ??= (async () => {
+      await starting?.catch(() => undefined);
+      for (const { name, part } of started.toReversed()) {
+        try {
+          await part.stop();
+        } catch (error) {
+          serverLog.error({ part: name, error }, `stopping ${name} failed`);
+        }
+      }
+      await database.close().catch((error: unknown) => serverLog.error({ error }, 'closing the database failed'));
+    })());
+  return plane;
+}
+
+/**
+ * With no admin yet, makes the one-time setup link and prints it to the server's own output (the
+ * token URL of Jupyter): whoever opens it first, within 15 minutes, becomes the first admin.
+ */
+async function printSetupLink(store: Store, origin: string, log: Logger): Promise<void> {
+  const link = await store.links.createSetup();
+  if (!link) return;
+  log.info(
+    { expiresAt: link.expiresAt.toISOString() },
+    `no admin yet: open ${origin}${linkPath('setup', link.token)} within 15 minutes to become the first admin (it works once; "cli setup-link" prints a new one)`,
+  );
+}
+
+/** The session-signing key, saying so when one was generated. */
+async function sessionSecret(config: Config, authLog: Logger): Promise<string> {
+  const { secret, generated } = await loadSessionSecret(config.sessionSecret, config.dataDir);
+  if (generated) authLog.info({ file: path.join(config.dataDir, 'session-secret') }, 'no SESSION_SECRET set: generated one and kept it in the data directory');
+  return secret;
+}
+
+/**
+ * Stops accepting connections, ends proxied WebSockets (browsers reconnect to the next process),
+ * closes keep-alive sockets as they become idle, and after the grace period closes whatever is left.
+ */
+async function closeGracefully(server: http.Server, handlers: AppHandlers, log: Logger): Promise<void> {
+  log.info('shutting down: no new connections, waiting for in-flight requests');
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  handlers.close();
+  const reaper = setInterval(() => server.closeIdleConnections(), 50);
+  const grace = setTimeout(() => {
+    log.warning({ graceMs: SHUTDOWN_GRACE_MS }, 'in-flight requests still open after the grace period, closing them');
+    server.closeAllConnections();
+  }, SHUTDOWN_GRACE_MS);
+  await closed;
+  clearInterval(reaper);
+  clearTimeout(grace);
+}
+
+/** The origin browsers use for a server of this configuration: PUBLIC_URL, else its HOST and PORT (what the CLI prints links under). */
+export function configuredOrigin(config: Config): string {
+  return config.publicUrl ?? `http://${urlHost(config.host)}:${config.port}`;
+}
+
+/** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Listens, turning a failure into a clear error: the port in use, or privileges missing. */
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const reason =
+        error.code === 'EADDRINUSE'
+          ? 'is already in use'
+          : error.code === 'EACCES'
+            ? 'needs privileges this process lacks'
+            : `failed (${error.code ?? 'unknown'})`;
+      reject(new ListenError(`cannot listen: ${host}:${port} ${reason}`, host, port, error.code));
+    });
+    server.listen(port, host, () => {
+      server.removeAllListeners('error');
+      resolve();
+    });
+  });
+}
+
+/** Listening failed; the message says why in the operator's words. */
+export class ListenError extends Error {
+  readonly host: string;
+  readonly port: number;
+  readonly code: string | undefined;
+  constructor(message: string, host: string, port: number, code: string | undefined) {
+    super(message);
+    this.name = 'ListenError';
+    this.host = host;
+    this.port = port;
+    this.code = code;
+  }
+}

@@ -1,0 +1,60 @@
+import type { DataSource } from 'typeorm';
+import type { AllowlistFile } from '../allowlist/allowlist-file.ts';
+import type { ChangeFeed } from '../db/changes.ts';
+import { AllowlistStore } from './allowlist.ts';
+import { AuditStore } from './audit.ts';
+import { mutator } from './mutation.ts';
+import { RunStore } from './runs.ts';
+import { SessionStore } from './sessions.ts';
+import { SignInLinkStore } from './sign-in-links.ts';
+import { SettingsStore } from './settings.ts';
+import { UserStore } from './users.ts';
+import { WorkspaceStore } from './workspaces.ts';
+
+export interface StoreOptions {
+  db: DataSource;
+  /** Where mutations announce what they changed (NOTIFY in their transaction, publish after commit). */
+  changes: ChangeFeed;
+  /** MAX_ACTIVE_CONTAINERS, in force while no runtime override is stored. */
+  environmentCap: number;
+  /** The allowlist file that `allowlist` edits. */
+  allowlistFile: AllowlistFile;
+}
+
+/** The one store every caller (API, controllers, CLI) reads and changes state through. */
+export interface Store {
+  workspaces: WorkspaceStore;
+  runs: RunStore;
+  users: UserStore;
+  settings: SettingsStore;
+  allowlist: AllowlistStore;
+  audit: AuditStore;
+  sessions: SessionStore;
+  /** One-time links: the first-run setup link and operators' sign-in links. */
+  links: SignInLinkStore;
+  /** The change feed the store announces to (and callers subscribe to). */
+  changes: ChangeFeed;
+  /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
+  ping: () => Promise<void>;
+}
+
+/**
+ * Creates the store: one part per noun, all of whose desired-state changes go through one mutation
+ * helper (transaction, audit entry, NOTIFY, publish after commit; see mutation.ts).
+ */
+export function createStore(options: StoreOptions): Store {
+  const { db, changes } = options;
+  const mutate = mutator(db, changes);
+  return {
+    workspaces: new WorkspaceStore(db, mutate, changes, options.environmentCap),
+    runs: new RunStore(db, mutate, changes),
+    users: new UserStore(db, mutate),
+    settings: new SettingsStore(db, mutate, options.environmentCap),
+    allowlist: new AllowlistStore(options.allowlistFile, mutate),
+    audit: new AuditStore(db, mutate),
+    sessions: new SessionStore(db),
+    links: new SignInLinkStore(db, mutate),
+    changes,
+    ping: async () => void (await db.query('SELECT 1')),
+  };
+}

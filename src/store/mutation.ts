@@ -1,0 +1,47 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Change, ChangeFeed } from '../db/changes.ts';
+import { writeAudit, type AuditInput } from './audit.ts';
+
+/** A transaction's queries (TypeORM's EntityManager bound to it). */
+export type Tx = EntityManager;
+
+/**
+ * What a mutation did, stated by the mutation itself, so that neither half can be left out: the
+ * value it returns, every record whose desired state it changed, and its audit entry.
+ */
+export interface Outcome<T> {
+  value: T;
+  /** NOTIFYed in the transaction and published in process after commit; [] when nothing changed. */
+  changed: Change[];
+  /** Written in the same transaction; null for a change no one audits (a student's own open or run, a no-op). */
+  audit: AuditInput | null;
+}
+
+/** Runs one mutation in a transaction and returns its value (see `mutator`). */
+export type Mutate = <T>(work: (tx: Tx) => Promise<Outcome<T>>) => Promise<T>;
+
+/**
+ * The store's one way to change desired state: `work` runs in a transaction; its audit entry is
+ * written and its changes are NOTIFYed on that transaction (PostgreSQL delivers them at commit, to
+ * every listening process), then published to this process once committed. A failure anywhere
+ * rolls everything back and announces nothing.
+ */
+export function mutator(db: DataSource, changes: ChangeFeed): Mutate {
+  return async <T>(work: (tx: Tx) => Promise<Outcome<T>>): Promise<T> => {
+    let announced: Change[] = [];
+    const value = await db.transaction(async (tx) => {
+      const outcome = await work(tx);
+      if (outcome.audit) await writeAudit(tx, outcome.audit);
+      announced = distinct(outcome.changed);
+      for (const change of announced) await changes.notify(tx, change);
+      return outcome.value;
+    });
+    for (const change of announced) changes.publish(change);
+    return value;
+  };
+}
+
+function distinct(changes: Change[]): Change[] {
+  const seen = new Map(changes.map((change) => [`${change.kind}:${change.id}`, change]));
+  return [...seen.values()];
+}
