@@ -1,0 +1,248 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+import { names, type WorkspaceRuntime } from '../docker/runtime.ts';
+import { NotFoundError, ValidationError } from '../errors.ts';
+import type { Actor } from '../store/audit.ts';
+import type { Store } from '../store/index.ts';
+import { assertStopped, type WorkspaceRecord } from '../store/workspaces.ts';
+import type { BackupManifest } from './backup-format.ts';
+import { HAND_OVER_EXCLUDES } from './hand-over-excludes.ts';
+import { restoreBackup } from './restore-backup.ts';
+import { verifyBackup } from './verify-backup.ts';
+import { writeBackup, writeBackupFile } from './write-backup.ts';
+
+/** A stored backup as it is listed: its file name, size, time, and its manifest (from the sidecar written with it). */
+export interface StoredBackup {
+  name: string;
+  sizeBytes: number;
+  /** When the file was written. */
+  modified: Date;
+  /** The manifest, as written beside the file; null for a file put in the directory by hand (verify it by restoring). */
+  manifest: BackupManifest | null;
+}
+
+/** What a backup made, and where it went. */
+export interface BackupResult {
+  manifest: BackupManifest;
+  /** The stored backup's file name, or null when it went elsewhere (a file named by the operator, or stdout). */
+  name: string | null;
+  sizeBytes: number | null;
+}
+
+/** What a restore did. */
+export interface RestoreResult {
+  manifest: BackupManifest;
+  workspace: WorkspaceRecord;
+  /** The volume the workspace's home is now on. */
+  volume: string;
+  /** True when the files went to another workspace than the one backed up (what must not travel was left out). */
+  handedOver: boolean;
+}
+
+/** A stored backup's name: `<slug>-<UTC time>[-n].tar.gz`, nothing that could leave the directory. */
+const NAME = /^[a-z0-9][a-z0-9-]*-\d{8}T\d{6}Z(?:-\d+)?\.tar\.gz$/;
+const SIDECAR = '.json';
+
+/** `20261123T104141Z`: a time as file names carry it. */
+const stamp = (date: Date) =>
+  date
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}Z$/, 'Z');
+
+/**
+ * Workspace backups: a workspace's home volume to a `tar.gz` (under `DATA_DIR/backups/`, or a
+ * stream), and back into the same or another workspace. The one path on which the API and the CLI
+ * reach Docker, for data only: through the runtime's helper containers, which never run anything;
+ * starting and stopping workspaces stays the controllers'. Audited `workspace.backup` and
+ * `workspace.restore` (through the store's replaceHome).
+ */
+export class Backups {
+  readonly dir: string;
+  private readonly store: Store;
+  private readonly runtime: WorkspaceRuntime;
+  private readonly image: string;
+
+  constructor(options: { store: Store; runtime: WorkspaceRuntime; dataDir: string; image: string }) {
+    this.store = options.store;
+    this.runtime = options.runtime;
+    this.image = options.image;
+    this.dir = path.join(options.dataDir, 'backups');
+  }
+
+  /** The stored backups, newest first. */
+  async list(): Promise<StoredBackup[]> {
+    let files: string[];
+    try {
+      files = await readdir(this.dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const backups = await Promise.all(
+      files
+        .filter((file) => NAME.test(file))
+        .map(async (name): Promise<StoredBackup> => {
+          const info = await stat(path.join(this.dir, name));
+          const manifest = await readFile(path.join(this.dir, `${name}${SIDECAR}`), 'utf8').then(
+            (text) => JSON.parse(text) as BackupManifest,
+            () => null,
+          );
+          return { name, sizeBytes: info.size, modified: info.mtime, manifest };
+        }),
+    );
+    return backups.toSorted((a, b) => b.modified.getTime() - a.modified.getTime() || b.name.localeCompare(a.name));
+  }
+
+  /** The path of a stored backup by its name; 404 `backup_not_found` for a name that is not one (or would leave the directory). */
+  async pathOf(name: string): Promise<string> {
+    const file = path.join(this.dir, name);
+    if (
+      !NAME.test(name) ||
+      !(await stat(file).then(
+        (info) => info.isFile(),
+        () => false,
+      ))
+    ) {
+      throw NotFoundError('backup_not_found', `No backup named ${JSON.stringify(name)} (see the list of backups).`);
+    }
+    return file;
+  }
+
+  /** The workspace named by a slug or its owner's email; 404 `workspace_not_found`. */
+  async workspace(slugOrEmail: string): Promise<WorkspaceRecord> {
+    const found = await this.store.workspaces.find(slugOrEmail);
+    if (!found || found.desiredState === 'deleted') {
+      throw NotFoundError('workspace_not_found', `No workspace ${JSON.stringify(slugOrEmail)} (give a slug or an owner's email).`);
+    }
+    return found;
+  }
+
+  /**
+   * Backs up a workspace's home volume, streamed end to end: into `DATA_DIR/backups/<slug>-<time>.tar.gz`
+   * (mode 0600, with its manifest beside it as `.json` for the list), into `file`, or into `out`. Audits
+   * `workspace.backup` with the slug, the backup's name, files, bytes and checksum. Works while the
+   * workspace runs (read through a helper that mounts the volume read-only and never runs anything),
+   * but a file changing as it is read fails it: stop the workspace for a quiet copy.
+   */
+  async create(
+    actor: Actor,
+    workspace: WorkspaceRecord,
+    options: { out?: Writable; file?: string; onProgress?: (bytes: number) => void } = {},
+  ): Promise<BackupResult> {
+    const owner = workspace.userId ? await this.store.users.get(workspace.userId) : undefined;
+    const source = {
+      runtime: this.runtime,
+      volume: names.home(workspace),
+      image: this.image,
+      workspace: { workspaceId: workspace.id, slug: workspace.slug, ownerEmail: owner?.email ?? '' },
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    };
+    let result: BackupResult;
+    if (options.out) {
+      result = { manifest: await writeBackup({ ...source, out: options.out }), name: null, sizeBytes: null };
+    } else if (options.file) {
+      const manifest = await writeBackupFile(options.file, source);
+      result = { manifest, name: null, sizeBytes: (await stat(options.file)).size };
+    } else {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      const name = await this.freeName(workspace.slug, new Date());
+      const file = path.join(this.dir, name);
+      const manifest = await writeBackupFile(file, source);
+      await writeFile(`${file}${SIDECAR}`, `${JSON.stringify(manifest)}\n`, { mode: 0o600 });
+      result = { manifest, name, sizeBytes: (await stat(file)).size };
+    }
+    await this.store.workspaces.recordBackup(actor, workspace.id, {
+      slug: workspace.slug,
+      backup: result.name ?? (options.file ? path.resolve(options.file) : '-'),
+      files: result.manifest.files,
+      bytes: result.manifest.bytes,
+      sha256: result.manifest.sha256,
+    });
+    return result;
+  }
+
+  /**
+   * Restores a backup file into a workspace (default: the one it was made of, by id, else by slug):
+   * refused (409 `workspace_running`) while that workspace runs; verifies the whole file before
+   * touching anything; fills a fresh volume, then points the workspace at it in one transaction
+   * (audited `workspace.restore`), so a failure anywhere leaves its home as it was; the controller
+   * then removes the old volume. Into another workspace, what must not travel (HAND_OVER_EXCLUDES:
+   * the editor's state, credentials, git identity, shell history) is left out.
+   */
+  async restore(
+    actor: Actor,
+    file: string,
+    options: { to?: WorkspaceRecord; onProgress?: (bytes: number, total: number) => void } = {},
+  ): Promise<RestoreResult> {
+    // Refused before anything is read when the target is named; else once the backup says which.
+    if (options.to) assertStopped(options.to);
+    const source = await this.manifestOf(file);
+    const target = options.to ?? (await this.targetOf(source));
+    assertStopped(target);
+    const handedOver = source.workspaceId !== target.id;
+    const volume = names.restoreVolume(target.slug, randomBytes(4).toString('hex'));
+    const manifest = await restoreBackup({
+      runtime: this.runtime,
+      path: file,
+      volume,
+      image: this.image,
+      workspace: { workspaceId: target.id, slug: target.slug },
+      exclude: handedOver ? HAND_OVER_EXCLUDES : [],
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    try {
+      // The sidecar chose what to leave out; the verified file must agree with it.
+      if (manifest.workspaceId !== source.workspaceId) {
+        throw ValidationError('backup_tampered', `The manifest beside ${path.basename(file)} is not the backup's own; nothing was restored.`);
+      }
+      const workspace = await this.store.workspaces.replaceHome(actor, target.id, volume, {
+        backup: path.basename(file),
+        from: manifest.slug,
+        files: manifest.files,
+        bytes: manifest.bytes,
+        sha256: manifest.sha256,
+        ...(handedOver ? { handedOver: true } : {}),
+      });
+      return { manifest, workspace, volume, handedOver };
+    } catch (error) {
+      // Started meanwhile, deleted, or the sidecar lied: the home stays as it was, and the filled volume goes.
+      await this.runtime.removeVolume(volume).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The workspace a backup was made of: by its id, else by its slug; 404 when neither exists (name one). */
+  private async targetOf(manifest: BackupManifest): Promise<WorkspaceRecord> {
+    const byId = await this.store.workspaces.get(manifest.workspaceId);
+    if (byId && byId.desiredState !== 'deleted') return byId;
+    const bySlug = await this.store.workspaces.find(manifest.slug);
+    if (bySlug && bySlug.desiredState !== 'deleted') return bySlug;
+    throw NotFoundError('workspace_not_found', `The workspace ${manifest.slug} of this backup no longer exists; name the workspace to restore it into.`);
+  }
+
+  /** A backup file's manifest: from the sidecar written with it, else by reading (and so verifying) the whole file. */
+  private async manifestOf(file: string): Promise<BackupManifest> {
+    const sidecar = await readFile(`${file}${SIDECAR}`, 'utf8').then(
+      (text) => JSON.parse(text) as BackupManifest,
+      () => undefined,
+    );
+    return sidecar ?? verifyBackup(file);
+  }
+
+  /** `<slug>-<time>.tar.gz`, with `-2`, `-3`… when a backup of the same second exists. */
+  private async freeName(slug: string, at: Date): Promise<string> {
+    for (let n = 1; ; n++) {
+      const name = `${slug}-${stamp(at)}${n === 1 ? '' : `-${n}`}.tar.gz`;
+      if (
+        !(await stat(path.join(this.dir, name)).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return name;
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import { CliCommand } from '../command.ts';
+
+/** Relative age of a time, for a terminal: `5s ago`, `3m ago`, `2h ago`, `4d ago`. */
+function ago(date: Date | null): string {
+  if (!date) return '—';
+  const seconds = Math.max(0, Math.round((Date.now() - date.getTime()) / 1000));
+  if (seconds < 60) return `${seconds}s ago`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h ago`;
+  return `${Math.floor(seconds / 86_400)}d ago`;
+}
+
+/** `status`: capacity and every workspace with its wanted and observed state, from the database (never from Docker). */
+export default class Status extends CliCommand {
+  static override description =
+    'Show the capacity (running, wanted running, cap) and every workspace: wanted and observed state, status message, last activity.';
+  static override examples = ['<%= config.bin %> status', '<%= config.bin %> status --json'];
+
+  async run() {
+    await this.parse(Status);
+    const { store } = await this.controlPlane();
+    const overview = await store.workspaces.overview();
+    const users = new Map((await store.users.list()).map((user) => [user.id, user.email]));
+    const workspaces = overview.workspaces.map((workspace) => ({
+      id: workspace.id,
+      slug: workspace.slug,
+      owner: workspace.userId ? (users.get(workspace.userId) ?? null) : null,
+      desiredState: workspace.desiredState,
+      observedState: workspace.observedState,
+      statusMessage: workspace.statusMessage,
+      lastActivityAt: workspace.lastActivityAt?.toISOString() ?? null,
+      activeRun: overview.activeRuns.find((run) => run.workspaceId === workspace.id)?.status ?? null,
+    }));
+    const capacity = {
+      cap: overview.cap.value,
+      source: overview.cap.source,
+      wantedRunning: overview.workspaces.filter((workspace) => workspace.desiredState === 'running').length,
+      running: overview.workspaces.filter((workspace) => workspace.observedState === 'running').length,
+      activeBuilds: overview.activeRuns.filter((run) => run.status === 'queued').length,
+    };
+    this.say(
+      `Capacity: ${capacity.running} running, ${capacity.wantedRunning} wanted running, cap ${capacity.cap} (${capacity.source === 'override' ? 'set at runtime' : 'MAX_ACTIVE_CONTAINERS'}); ${capacity.activeBuilds} active builds.`,
+    );
+    this.table(
+      overview.workspaces,
+      {
+        slug: (w) => w.slug,
+        owner: (w) => (w.userId ? (users.get(w.userId) ?? '—') : '— (deleted)'),
+        wanted: (w) => w.desiredState,
+        observed: (w) => w.observedState,
+        'last active': (w) => ago(w.lastActivityAt),
+        message: (w) => w.statusMessage,
+      },
+      'No workspaces yet: a student gets one at their first sign-in.',
+    );
+    return { capacity, workspaces };
+  }
+}

@@ -1,0 +1,17 @@
+import { Args } from '@oclif/core';
+import { CLI_ACTOR } from '../../../store/audit.ts';
+import { CliCommand } from '../../command.ts';
+
+/** `users demote <email>`: removes admin and ends their sessions (audited `user.demote`); never the last admin (exit 4). */
+export default class UsersDemote extends CliCommand {
+  static override description = 'Remove admin from a user; their sessions end. The last admin cannot be demoted.';
+  static override examples = ['<%= config.bin %> users demote coach@school.org'];
+  static override args = { email: Args.string({ description: "the user's email (or id)", required: true }) };
+
+  async run(): Promise<{ user: { id: string; email: string; role: string }; changed: boolean }> {
+    const { args } = await this.parse(UsersDemote);
+    const { user, changed } = await (await this.controlPlane()).store.users.demote(CLI_ACTOR, args.email);
+    this.say(changed ? `${user.email} is no longer an admin.` : `${user.email} is not an admin.`);
+    return { user: { id: user.id, email: user.email, role: user.role }, changed };
+  }
+}

@@ -1,0 +1,17 @@
+import { Args } from '@oclif/core';
+import { CLI_ACTOR } from '../../../store/audit.ts';
+import { CliCommand } from '../../command.ts';
+
+/** `users promote <email>`: grants admin (audited `user.promote`); the user must exist (else exit 3). */
+export default class UsersPromote extends CliCommand {
+  static override description = 'Grant admin to a user who has signed in at least once.';
+  static override examples = ['<%= config.bin %> users promote coach@school.org'];
+  static override args = { email: Args.string({ description: "the user's email (or id)", required: true }) };
+
+  async run(): Promise<{ user: { id: string; email: string; role: string }; changed: boolean }> {
+    const { args } = await this.parse(UsersPromote);
+    const { user, changed } = await (await this.controlPlane()).store.users.promote(CLI_ACTOR, args.email);
+    this.say(changed ? `${user.email} is now an admin.` : `${user.email} is already an admin.`);
+    return { user: { id: user.id, email: user.email, role: user.role }, changed };
+  }
+}

@@ -1,0 +1,284 @@
+/**
+ * Workspace backups end to end, on real PostgreSQL and Docker: `cli backup`, `cli backups list` and
+ * `cli restore` as an operator runs them (in process, through bin/cli's entry), the admin API's
+ * backup endpoints, and the workspace controller moving a restored workspace onto its new home
+ * volume (the old one removed, the files there when the editor starts again). Refusals: a running
+ * workspace, a corrupted archive (the target's home untouched, no staging volume left), unknown
+ * names. The format itself (owners, modes, links, 200 MB, tampering) is test/integration/backup.test.ts's.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { EXIT } from '../../src/cli/command.ts';
+import { CONTROL_PLANE_LABEL, DockerRuntime, engineClient } from '../../src/docker/docker-runtime.ts';
+import { names } from '../../src/docker/runtime.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { cli } from '../helpers/cli.ts';
+import { createHarness, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
+
+const run = promisify(execFile);
+const docker = engineClient();
+const db = useTestDatabase({ truncate: false });
+const tag = Date.now().toString(36);
+const ADMIN_TOKEN = 'admin-token-backups-0123456789abcdef01234';
+let harness: Harness;
+let app: TestApp;
+let dataDir: string;
+let env: Record<string, string>;
+let ada: Student;
+let bob: Student;
+
+/** Files of a student's home (our fixture, written with busybox in the test image: never student code). */
+const FIXTURE = `set -e
+cd /home/student
+mkdir -p project/src empty .ssh .local/share/code-server
+printf 'print("hi")\\n' > project/src/main.py
+printf '#!/bin/sh\\necho run\\n' > project/run.sh && chmod 0755 project/run.sh
+printf 'KEY\\n' > .ssh/id_ed25519 && chmod 0600 .ssh/id_ed25519
+printf '{}' > .local/share/code-server/state.json
+printf 'notes\\n' > 'my notes é.txt'
+ln -s project/src/main.py main-link
+chown -R 1000:1000 .`;
+
+/** Every entry of the home: path, type, mode, owner and size, sorted. */
+const LISTING = `cd /home/student && find . | LC_ALL=C sort | while IFS= read -r f; do stat -c '%n %F %a %u %s' "$f"; done`;
+
+/** Runs a busybox script with `volume` at /home/student, labelled as this test's (removed with it). */
+async function sh(volume: string, script: string): Promise<string> {
+  const args = [
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '--label',
+    `${CONTROL_PLANE_LABEL}=${harness.controlPlaneId}`,
+    '-v',
+    `${volume}:/home/student`,
+    TEST_IMAGE,
+    'sh',
+    '-c',
+    script,
+  ];
+  return (await run('docker', args)).stdout;
+}
+
+const workspaceOf = async (student: Student) => (await harness.store.workspaces.get(student.workspace.id))!;
+const homeOf = async (student: Student) => names.home(await workspaceOf(student));
+const listingOf = async (student: Student) => sh(await homeOf(student), LISTING);
+
+/** This test's staging volumes: a restore's, not (or not yet) any workspace's home. */
+async function stagingVolumes(): Promise<string[]> {
+  const { Volumes } = await docker.listVolumes({ filters: { label: [`${CONTROL_PLANE_LABEL}=${harness.controlPlaneId}`] } });
+  const homes = [await homeOf(ada), await homeOf(bob)];
+  return (Volumes ?? []).map((volume) => volume.Name).filter((name) => name.includes('-home-restore-') && !homes.includes(name));
+}
+
+const auditActions = async () =>
+  (
+    (await db.dataSource.query('SELECT actor_email, action, metadata FROM audit_log ORDER BY id')) as {
+      actor_email: string;
+      action: string;
+      metadata: Record<string, unknown>;
+    }[]
+  ).map((row) => ({ actor: row.actor_email, action: row.action, metadata: row.metadata }));
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'cp-backups-'));
+  harness = createHarness(db.dataSource);
+  env = {
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    NODE_ENV: 'test',
+    CONTROL_PLANE_ID: harness.controlPlaneId,
+    WORKSPACE_IMAGE: TEST_IMAGE,
+  };
+  app = await startApp(
+    db.dataSource,
+    { ADMIN_TOKEN, DATA_DIR: dataDir, CONTROL_PLANE_ID: harness.controlPlaneId, WORKSPACE_IMAGE: TEST_IMAGE },
+    { changes: harness.changes },
+  );
+  ada = await newStudent(harness.store, 'ada', tag);
+  bob = await newStudent(harness.store, 'bob', tag);
+  const runtime = new DockerRuntime({ controlPlaneId: harness.controlPlaneId });
+  for (const student of [ada, bob])
+    await runtime.ensureVolume({ workspaceId: student.workspace.id, slug: student.workspace.slug }, names.volume(student.workspace.slug));
+  await sh(names.volume(ada.workspace.slug), FIXTURE);
+  await sh(names.volume(bob.workspace.slug), 'printf "bob\\n" > /home/student/bob.txt && chown 1000:1000 /home/student/bob.txt');
+  // The CLI's changes reach the controller as a running server's would: NOTIFY, heard by LISTEN.
+  harness.changes.listen(db.url, harness.log);
+  await harness.controller.start();
+}, 60_000);
+
+afterAll(async () => {
+  await harness?.stop();
+  await harness?.changes.close();
+  await app?.close();
+  if (harness) await removeEverything(harness.controlPlaneId);
+}, 60_000);
+
+describe('the CLI', () => {
+  let stored: string;
+  let original: string;
+
+  it('backs a workspace up under DATA_DIR/backups/ with its manifest beside it, audited, and lists it', async () => {
+    original = await listingOf(ada);
+    const result = await cli(['backup', ada.email], env);
+    expect(result).toMatchObject({ code: EXIT.ok, stderr: '' });
+    expect(result.stdout).toMatch(
+      new RegExp(`^Backed up ${ada.workspace.slug}: 5 files, 0\\.0 MB, to ${dataDir}/backups/${ada.workspace.slug}-\\d{8}T\\d{6}Z\\.tar\\.gz\\.\\n$`),
+    );
+    const files = await readdir(path.join(dataDir, 'backups'));
+    stored = files.find((file) => file.endsWith('.tar.gz'))!;
+    expect(files.toSorted()).toEqual([stored, `${stored}.json`]);
+    expect(JSON.parse(readFileSync(path.join(dataDir, 'backups', `${stored}.json`), 'utf8'))).toMatchObject({
+      slug: ada.workspace.slug,
+      workspaceId: ada.workspace.id,
+      ownerEmail: ada.email,
+      files: 5,
+      image: TEST_IMAGE,
+    });
+    expect((await auditActions()).at(-1)).toMatchObject({
+      actor: 'cli',
+      action: 'workspace.backup',
+      metadata: { slug: ada.workspace.slug, backup: stored, files: 5 },
+    });
+
+    const list = JSON.parse((await cli(['backups', 'list', '--json'], env)).stdout) as { backups: { name: string; slug: string; files: number }[] };
+    expect(list.backups).toEqual([expect.objectContaining({ name: stored, slug: ada.workspace.slug, files: 5 })]);
+  });
+
+  it('refuses to restore into a running workspace (exit 4), touching nothing', async () => {
+    await harness.store.workspaces.open(ada.workspace.id);
+    await waitForState(harness.store, ada.workspace.id, 'running');
+    const result = await cli(['restore', stored, '--yes'], env);
+    expect(result).toEqual({
+      code: EXIT.refused,
+      stdout: '',
+      stderr: `Error: Workspace ${ada.workspace.slug} is running; stop it first (cli workspaces stop ${ada.workspace.slug}).\n`,
+    });
+    expect(await stagingVolumes()).toEqual([]);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);
+    await waitForState(harness.store, ada.workspace.id, 'stopped');
+  }, 60_000);
+
+  it('restores into the same workspace: a fresh volume, swapped in (audited), the old one removed by the controller, the files as they were', async () => {
+    const before = await homeOf(ada);
+    await sh(before, 'rm -rf /home/student/project && echo extra > /home/student/extra.txt');
+    const result = await cli(['restore', stored, '--yes'], env);
+    expect(result).toMatchObject({ code: EXIT.ok, stdout: `Restored 5 files (0.0 MB) of ${ada.workspace.slug} into ${ada.workspace.slug}.\n`, stderr: '' });
+    const after = await homeOf(ada);
+    expect(after).toMatch(new RegExp(`^ws-${ada.workspace.slug}-home-restore-[0-9a-f]{8}$`));
+    expect(await listingOf(ada)).toBe(original);
+    expect((await auditActions()).at(-1)).toMatchObject({
+      actor: 'cli',
+      action: 'workspace.restore',
+      metadata: { slug: ada.workspace.slug, backup: stored, from: ada.workspace.slug, files: 5 },
+    });
+    // The controller moves the workspace off the old volume, which then goes.
+    await eventually('the old home volume removed', async () => !(await docker.listVolumes()).Volumes?.some((volume) => volume.Name === before), 20_000);
+    // The editor starts on the restored files.
+    await harness.store.workspaces.open(ada.workspace.id);
+    await waitForState(harness.store, ada.workspace.id, 'running');
+    const [code] = (await harness.runtime.listContainers({ workspaceId: ada.workspace.id })).filter((container) => container.role === 'code');
+    expect(code!.homeVolume).toBe(after);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);
+    await waitForState(harness.store, ada.workspace.id, 'stopped');
+  }, 90_000);
+
+  it("hands work over to another workspace without the first student's credentials and editor state", async () => {
+    const result = await cli(['restore', path.join(dataDir, 'backups', stored), '--to', bob.workspace.slug, '--yes'], env);
+    expect(result).toMatchObject({ code: EXIT.ok, stderr: '' });
+    expect(result.stdout).toContain("leaving out the editor's state, credentials and history");
+    const listing = await listingOf(bob);
+    expect(listing).toContain('./project/src/main.py regular file 644 1000');
+    expect(listing).toContain('./my notes é.txt');
+    expect(listing).not.toContain('.ssh');
+    expect(listing).not.toContain('code-server');
+    expect(listing).not.toContain('bob.txt');
+  });
+
+  it('refuses a corrupted archive before touching the target: its home as it was, no staging volume left', async () => {
+    const corrupt = path.join(dataDir, 'corrupt.tar.gz');
+    const bytes = readFileSync(path.join(dataDir, 'backups', stored));
+    bytes[Math.floor(bytes.length / 2)]! ^= 0xff;
+    writeFileSync(corrupt, bytes);
+    const before = { volume: await homeOf(bob), listing: await listingOf(bob) };
+    const result = await cli(['restore', corrupt, '--to', bob.workspace.slug, '--yes'], env);
+    expect(result.code).toBe(EXIT.usage);
+    expect(result.stderr).toMatch(/^Error: .*(changed|corrupt|damaged|tampered|truncated|not)/i);
+    expect({ volume: await homeOf(bob), listing: await listingOf(bob) }).toEqual(before);
+    expect(await stagingVolumes()).toEqual([]);
+  });
+
+  it('says what is unknown: a workspace (exit 3), a backup (exit 3)', async () => {
+    expect(await cli(['backup', 'nobody'], env)).toEqual({
+      code: EXIT.notFound,
+      stdout: '',
+      stderr: 'Error: No workspace "nobody" (give a slug or an owner\'s email).\n',
+    });
+    expect((await cli(['restore', 'nothing-20260101T000000Z.tar.gz', '--yes'], env)).code).toBe(EXIT.notFound);
+  });
+
+  it('writes to a file of the operator with --output', async () => {
+    const file = path.join(dataDir, 'by-hand.tar.gz');
+    const result = await cli(['backup', bob.workspace.slug, '--output', file, '--json'], env);
+    expect(result.code).toBe(EXIT.ok);
+    expect(JSON.parse(result.stdout)).toMatchObject({ name: null, file, slug: bob.workspace.slug });
+    expect(readFileSync(file).subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+  });
+});
+
+describe('the admin API', () => {
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  let workspace: WorkspaceRecord;
+  let name: string;
+
+  it('makes a backup of a workspace (201, audited with the admin actor), lists it, and sends it as a download', async () => {
+    workspace = await workspaceOf(bob);
+    const made = await fetch(`${app.url}/admin/workspaces/${workspace.id}/backup`, { method: 'POST', headers: admin });
+    expect(made.status).toBe(201);
+    const { backup } = (await made.json()) as { backup: { name: string; slug: string; files: number; sizeBytes: number } };
+    name = backup.name;
+    expect(backup).toMatchObject({ slug: workspace.slug, files: expect.any(Number) });
+    expect((await auditActions()).at(-1)).toMatchObject({ actor: 'admin-token', action: 'workspace.backup', metadata: { backup: name } });
+    const list = (await (await fetch(`${app.url}/admin/backups`, { headers: admin })).json()) as { backups: { name: string }[] };
+    expect(list.backups.map((entry) => entry.name)).toContain(name);
+    const download = await fetch(`${app.url}/admin/backups/${name}`, { headers: admin });
+    expect(download.status).toBe(200);
+    expect(download.headers.get('content-disposition')).toBe(`attachment; filename="${name}"`);
+    expect(Buffer.from(await download.arrayBuffer()).equals(readFileSync(path.join(dataDir, 'backups', name)))).toBe(true);
+  });
+
+  it('restores a stored backup into a stopped workspace, and refuses a running one (409) and unknown names (404)', async () => {
+    const restore = (id: string, body: unknown) =>
+      fetch(`${app.url}/admin/workspaces/${id}/restore`, {
+        method: 'POST',
+        headers: { ...admin, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const restored = await restore(workspace.id, { backup: name });
+    expect(restored.status).toBe(200);
+    expect(await restored.json()).toMatchObject({ from: workspace.slug, handedOver: false, workspace: { slug: workspace.slug } });
+    expect((await auditActions()).at(-1)).toMatchObject({ actor: 'admin-token', action: 'workspace.restore', metadata: { backup: name } });
+
+    await harness.store.workspaces.open(workspace.id);
+    const running = await restore(workspace.id, { backup: name });
+    expect(running.status).toBe(409);
+    expect(((await running.json()) as { error: { code: string } }).error.code).toBe('workspace_running');
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
+
+    for (const unknown of ['nothing-20260101T000000Z.tar.gz', '../allowlist.json', 'x']) {
+      const answer = await restore(workspace.id, { backup: unknown });
+      expect({ unknown, status: answer.status }).toEqual({ unknown, status: 404 });
+    }
+    expect((await fetch(`${app.url}/admin/backups/..%2Fallowlist.json`, { headers: admin })).status).toBe(404);
+    expect((await fetch(`${app.url}/admin/backups`)).status).toBe(401);
+  }, 60_000);
+});

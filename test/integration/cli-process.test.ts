@@ -1,0 +1,67 @@
+/**
+ * `bin/cli` as a real process on PostgreSQL, beside a running server and without one: an edit made
+ * through it reaches the running server at once (NOTIFY), not at its next 30 s resync.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { PROJECT_ROOT } from '../../src/config.ts';
+import { names } from '../../src/docker/runtime.ts';
+import { eventually, inspectByName, newControlPlaneId, removeEverything, TEST_ENV } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { testStore } from '../helpers/store.ts';
+
+const run = promisify(execFile);
+const db = useTestDatabase({ truncate: false });
+const controlPlaneId = newControlPlaneId();
+let server: ServerProcess | undefined;
+let dataDir: string;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'cp-cli-process-'));
+});
+afterAll(async () => {
+  await server?.stop('SIGKILL');
+  await removeEverything(controlPlaneId);
+});
+
+/** `bin/cli` as an operator runs it, on the test database. */
+const cli = (...argv: string[]) =>
+  run(path.join(PROJECT_ROOT, 'bin/cli'), argv, {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: db.url, DATA_DIR: dataDir },
+    timeout: 60_000,
+  });
+
+describe('bin/cli on PostgreSQL', () => {
+  it("stops a running server's workspace at once: the server hears the change, not its 30 s resync", async () => {
+    server = await startServer({ ...TEST_ENV, DATABASE_URL: db.url, CONTROL_PLANE_ID: controlPlaneId, DATA_DIR: dataDir });
+    const store = testStore(db.dataSource);
+    const { workspace } = await store.users.create({ email: `cli-${controlPlaneId}@school.test` });
+    await store.workspaces.open(workspace.id);
+    await eventually('running', async () => (await inspectByName(names.code(workspace.slug)))?.State.Running, 20_000);
+
+    const started = Date.now();
+    const { stdout, stderr } = await cli('workspaces', 'stop', workspace.slug);
+    expect({ stdout, stderr }).toEqual({ stdout: `Workspace ${workspace.slug} is set to stop.\n`, stderr: '' });
+    await eventually('stopped by the server', async () => (await inspectByName(names.code(workspace.slug)))?.State.Running === false, 20_000);
+    expect(Date.now() - started).toBeLessThan(15_000);
+
+    const listed = JSON.parse((await cli('status', '--json')).stdout) as { workspaces: { slug: string; desiredState: string }[] };
+    expect(listed.workspaces.find((entry) => entry.slug === workspace.slug)?.desiredState).toBe('stopped');
+  }, 90_000);
+
+  it('works with no server running, and ends with exit 3 and one line for an unknown user', async () => {
+    await server?.stop('SIGTERM');
+    server = undefined;
+    const { stdout } = await cli('users', 'list', '--json');
+    expect((JSON.parse(stdout) as { users: { email: string }[] }).users.map((user) => user.email)).toEqual([`cli-${controlPlaneId}@school.test`]);
+    const failed = await cli('users', 'promote', 'nobody@school.test').then(
+      () => undefined,
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    expect(failed).toMatchObject({ code: 3, stdout: '', stderr: 'Error: No user "nobody@school.test"; a user exists once they have signed in.\n' });
+  }, 60_000);
+});
