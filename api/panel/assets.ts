@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { stripTypeScriptTypes } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+
+/** One file the panel's pages load. */
+export interface Asset {
+  body: Buffer;
+  /** The same bytes compressed once at start, for browsers that take them. */
+  encoded: { br: Buffer; gzip: Buffer };
+  type: string;
+}
+
+/** The panel's files by their path under the versioned prefix, and that version. */
+export interface Assets {
+  /** A hash of every file's content: part of every asset URL, so each can be cached for good. */
+  version: string;
+  files: Map<string, Asset>;
+  /** The import map the page declares (bare specifiers of the vendor modules → their URLs). */
+  importMap: string;
+  /** Every module the page runs, for `<link rel="modulepreload">`: fetched at once, not import by import. */
+  modules: string[];
+}
+
+const CLIENT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'client');
+
+/** The ES modules of the UI libraries, from node_modules as they are published. */
+const VENDOR: Record<string, string> = {
+  preact: 'preact',
+  'preact/hooks': 'preact/hooks',
+  htm: 'htm',
+};
+
+/** An asset with its compressed forms. */
+function asset(body: Buffer, type: string): Asset {
+  const br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 6, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+  return { body, type, encoded: { br, gzip: gzipSync(body, { level: 9 }) } };
+}
+
+const TYPES: Record<string, string> = { '.ts': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
+
+/**
+ * Loads the panel's files once: the client's TypeScript with its types stripped (Node's own
+ * stripper: no build step, and the browser runs what tsc checked), its stylesheet, and the UI
+ * libraries' published modules, all under `/panel/assets/<version>/`, each also compressed with
+ * brotli (quality 6: within 10% of the smallest, 20 times faster) and gzip, about 10 ms once at start.
+ */
+export function loadAssets(prefix: string): Assets {
+  const files = new Map<string, Asset>();
+  for (const name of readdirSync(CLIENT)) {
+    const extension = path.extname(name);
+    if (!(extension in TYPES) || name.endsWith('.d.ts')) continue;
+    const source = readFileSync(path.join(CLIENT, name), 'utf8');
+    const body = extension === '.ts' ? stripTypeScriptTypes(source, { mode: 'strip' }) : source;
+    files.set(name, asset(Buffer.from(body), TYPES[extension]!));
+  }
+  const vendorPaths: Record<string, string> = {};
+  for (const [specifier, module] of Object.entries(VENDOR)) {
+    const name = `vendor-${module.replaceAll('/', '-')}.mjs`;
+    files.set(name, asset(readFileSync(fileURLToPath(import.meta.resolve(module))), TYPES['.mjs']!));
+    vendorPaths[specifier] = name;
+  }
+  const hash = createHash('sha256');
+  for (const [name, file] of [...files].toSorted(([a], [b]) => a.localeCompare(b))) hash.update(name).update(file.body);
+  const version = hash.digest('hex').slice(0, 12);
+  const imports = Object.fromEntries(Object.entries(vendorPaths).map(([specifier, name]) => [specifier, `${prefix}/${version}/${name}`]));
+  const modules = [...files.keys()].filter((name) => /\.(ts|mjs)$/.test(name)).map((name) => `${prefix}/${version}/${name}`);
+  return { version, files, importMap: JSON.stringify({ imports }), modules };
+}

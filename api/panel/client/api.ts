@@ -1,0 +1,76 @@
+/**
+ * The admin API as the panel calls it (same origin, the session cookie), and the live events that
+ * tell it when to read again. The panel changes state through these calls only.
+ */
+
+/** An answer of the API that is not a success: its stable code and its message for the coach. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** Calls the API; resolves with the JSON answer, rejects with an ApiError carrying the server's message. */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+    });
+  } catch {
+    throw new ApiError(0, 'network_error', 'The control plane cannot be reached; check the connection and try again.');
+  }
+  const answer = (await response.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined;
+  if (!response.ok) {
+    if (response.status === 401) location.assign(`/auth/sign-in?return_to=${encodeURIComponent(location.pathname + location.search)}`);
+    throw new ApiError(response.status, answer?.error?.code ?? 'error', answer?.error?.message ?? `The control plane answered ${response.status}.`);
+  }
+  return answer as T;
+}
+
+/** What the live stream says: a change of some kind of state, or a capacity refusal. */
+export type LiveEvent = { type: 'change'; kind: string; id: string } | { type: 'refusal'; refusal: Refusal };
+
+/** A student refused at the cap. */
+export interface Refusal {
+  at: string;
+  workspaceId: string;
+  slug: string;
+  email: string | null;
+  cap: number;
+  running: number;
+}
+
+type Listener = (event: LiveEvent) => void;
+const listeners = new Set<Listener>();
+let source: EventSource | undefined;
+
+/** Follows the live events (one stream for the whole page); returns the function that stops. */
+export function onLive(listener: Listener): () => void {
+  listeners.add(listener);
+  if (!source) {
+    source = new EventSource('/admin/events');
+    source.addEventListener('change', (event) => {
+      const change = JSON.parse((event as MessageEvent<string>).data) as { kind: string; id: string };
+      for (const each of listeners) each({ type: 'change', ...change });
+    });
+    source.addEventListener('refusal', (event) => {
+      const refusal = JSON.parse((event as MessageEvent<string>).data) as Refusal;
+      for (const each of listeners) each({ type: 'refusal', refusal });
+    });
+  }
+  return () => {
+    listeners.delete(listener);
+    if (listeners.size === 0) {
+      source?.close();
+      source = undefined;
+    }
+  };
+}

@@ -1,0 +1,148 @@
+/** Backups: the stored ones (download, restore into a stopped workspace), and a new one of a workspace. */
+import type { VNode } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, ApiError } from './api.ts';
+import { html } from './html.ts';
+import { ConfirmDialog, Empty, Notice, Time, useResource, type Confirmation } from './ui.ts';
+
+interface Backup {
+  name: string;
+  sizeBytes: number;
+  modified: string;
+  slug: string | null;
+  workspaceId: string | null;
+  ownerEmail: string | null;
+  created: string | null;
+  files: number | null;
+}
+
+interface WorkspaceRow {
+  id: string;
+  slug: string;
+  owner: string | null;
+  desiredState: string;
+  observedState: string;
+}
+
+const megabytes = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+
+export function BackupsPage(): VNode {
+  const backups = useResource(() => api<{ backups: Backup[] }>('GET', '/admin/backups'), 'backups');
+  const workspaces = useResource(() => api<{ workspaces: WorkspaceRow[] }>('GET', '/admin/workspaces?sort=slug&order=asc&limit=1000'), 'backup-workspaces', [
+    'workspaces',
+    'status',
+  ]);
+  const [source, setSource] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>(undefined);
+  const [confirmation, setConfirmation] = useState<Confirmation | undefined>(undefined);
+  const rows = workspaces.data?.workspaces ?? [];
+
+  const backUp = async (event: Event) => {
+    event.preventDefault();
+    const workspace = rows.find((row) => row.id === source);
+    if (!workspace) return;
+    setBusy(true);
+    setNotice(undefined);
+    try {
+      const { backup } = await api<{ backup: Backup }>('POST', `/admin/workspaces/${workspace.id}/backup`);
+      setNotice({ kind: 'ok', text: `Backed up ${workspace.slug}: ${backup.files ?? '?'} files, ${megabytes(backup.sizeBytes)} (${backup.name}).` });
+      backups.reload();
+    } catch (failure) {
+      setNotice({ kind: 'error', text: failure instanceof ApiError ? failure.message : String(failure) });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  /** Asks which workspace and whether to replace its files, then restores. */
+  const restore = (backup: Backup) => {
+    let target = rows.find((row) => row.id === backup.workspaceId)?.id ?? rows[0]?.id ?? '';
+    setConfirmation({
+      title: `Restore ${backup.name}?`,
+      body: html`<p>
+          The chosen workspace's files are replaced by those of the backup (taken
+          ${backup.created ? html`<${Time} iso=${backup.created} />` : 'at an unknown time'}). The workspace must be stopped. Into another student's workspace,
+          the first student's editor state, credentials and history stay out.
+        </p>
+        <label
+          >Into the workspace
+          <select onChange=${(event: Event) => (target = (event.target as HTMLSelectElement).value)}>
+            ${rows.map(
+              (row) =>
+                html`<option key=${row.id} value=${row.id} selected=${row.id === target}>
+                  ${row.slug}${row.owner ? ` (${row.owner})` : ''}${row.id === backup.workspaceId ? ' — its own' : ''}${row.desiredState === 'running' ? ' — running' : ''}
+                </option>`,
+            )}
+          </select></label
+        >`,
+      action: 'Replace the files',
+      run: async () => {
+        const answer = await api<{ workspace: { slug: string }; handedOver: boolean }>('POST', `/admin/workspaces/${target}/restore`, { backup: backup.name });
+        setNotice({
+          kind: 'ok',
+          text: `Restored ${backup.name} into ${answer.workspace.slug}${answer.handedOver ? ", without the first student's editor state, credentials and history" : ''}.`,
+        });
+      },
+    });
+  };
+
+  return html`<section aria-labelledby="backups-title">
+    <h1 id="backups-title">Backups</h1>
+    <p class="muted">A backup holds a workspace's files with their modes; it is kept on the server (DATA_DIR/backups/) and can be downloaded.</p>
+    ${notice ? html`<${Notice} kind=${notice.kind} onClose=${() => setNotice(undefined)}>${notice.text}<//>` : null}
+    ${backups.error ? html`<${Notice} kind="error">${backups.error}<//>` : null}
+    <form class="inline" onSubmit=${backUp}>
+      <label for="backup-source">Back up the workspace</label>
+      <select id="backup-source" value=${source} onChange=${(event: Event) => setSource((event.target as HTMLSelectElement).value)}>
+        <option value="">Choose…</option>
+        ${rows.map((row) => html`<option key=${row.id} value=${row.id}>${row.slug}${row.owner ? ` (${row.owner})` : ''}</option>`)}
+      </select>
+      <button type="submit" disabled=${busy || !source}>${busy ? 'Backing up…' : 'Back up'}</button>
+    </form>
+    ${
+      !backups.data
+        ? backups.error
+          ? null
+          : html`<p class="loading">Loading…</p>`
+        : backups.data.backups.length === 0
+          ? html`<${Empty}>No backups yet: choose a workspace above and back it up (or run <code>cli backup &lt;slug&gt;</code> on the server).<//>`
+          : html`<table>
+              <caption class="visually-hidden">
+                Stored backups, newest first
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">Workspace</th>
+                  <th scope="col">Taken</th>
+                  <th scope="col">Files</th>
+                  <th scope="col">Size</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                ${backups.data.backups.map(
+                  (backup) =>
+                    html`<tr key=${backup.name}>
+                      <th scope="row">${backup.slug ?? html`<span class="muted">${backup.name}</span>`}</th>
+                      <td><${Time} iso=${backup.created ?? backup.modified} /></td>
+                      <td class="number">${backup.files ?? '?'}</td>
+                      <td class="number">${megabytes(backup.sizeBytes)}</td>
+                      <td class="actions">
+                        <a
+                          class="button"
+                          href=${`/admin/backups/${encodeURIComponent(backup.name)}`}
+                          download=${backup.name}
+                          aria-label=${`Download ${backup.name}`}
+                          >Download</a
+                        >
+                        <button type="button" onClick=${() => restore(backup)} aria-label=${`Restore ${backup.name}`}>Restore</button>
+                      </td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>`
+    }
+    <${ConfirmDialog} confirmation=${confirmation} onDone=${() => setConfirmation(undefined)} />
+  </section>`;
+}

@@ -1,0 +1,80 @@
+/** The admin panel: one page whose tabs are the nouns of the admin API. */
+import { render, type VNode } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { AllowlistPage } from './allowlist.ts';
+import { api } from './api.ts';
+import { AuditPage } from './audit.ts';
+import { BackupsPage } from './backups.ts';
+import { html } from './html.ts';
+import { OverviewPage } from './overview.ts';
+import { Link, useLocation } from './ui.ts';
+import { UsersPage } from './users.ts';
+import { WorkspacesPage } from './workspaces.ts';
+
+const TABS: [path: string, label: string][] = [
+  ['/panel/', 'Overview'],
+  ['/panel/workspaces', 'Workspaces'],
+  ['/panel/users', 'Users'],
+  ['/panel/allowlist', 'Allowlist'],
+  ['/panel/audit', 'Audit log'],
+  ['/panel/backups', 'Backups'],
+];
+
+function Page({ url, me }: { url: URL; me: string }): VNode {
+  switch (url.pathname.replace(/\/$/, '')) {
+    case '/panel/workspaces':
+      return html`<${WorkspacesPage} url=${url} />`;
+    case '/panel/users':
+      return html`<${UsersPage} url=${url} me=${me} />`;
+    case '/panel/allowlist':
+      return html`<${AllowlistPage} />`;
+    case '/panel/audit':
+      return html`<${AuditPage} url=${url} />`;
+    case '/panel/backups':
+      return html`<${BackupsPage} />`;
+    case '/panel':
+      return html`<${OverviewPage} />`;
+    default:
+      return html`<section>
+        <h1>Not found</h1>
+        <p>No such page in the admin panel. <${Link} to="/panel/">Go to the overview<//>.</p>
+      </section>`;
+  }
+}
+
+function App(): VNode {
+  const url = useLocation();
+  const [me, setMe] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    void api<{ user: { email: string } }>('GET', '/auth/me').then(
+      (answer) => setMe(answer.user.email),
+      () => setMe(''),
+    );
+  }, []);
+  useEffect(() => {
+    const label = TABS.find(([path]) => path.replace(/\/$/, '') === url.pathname.replace(/\/$/, ''))?.[1] ?? 'Admin panel';
+    document.title = `${label} · Admin panel`;
+  }, [url.pathname]);
+  const current = url.pathname.replace(/\/$/, '');
+  return html`<div class="layout">
+    <a class="skip" href="#main">Skip to the page</a>
+    <header>
+      <span class="brand">Classroom workspaces</span>
+      <nav aria-label="Admin panel">
+        <ul>
+          ${TABS.map(([path, label]) => html`<li key=${path}><${Link} to=${path} current=${current === path.replace(/\/$/, '')}>${label}<//></li>`)}
+        </ul>
+      </nav>
+      <span class="me"
+        >${me ? html`${me}` : null}
+        <form method="post" action="/auth/sign-out"><button type="submit" class="link">Sign out</button></form>
+      </span>
+    </header>
+    <main id="main" tabindex="-1"><${Page} url=${url} me=${me ?? ''} /></main>
+  </div>`;
+}
+
+const root = document.getElementById('app')!;
+// The server's "Loading…" line goes; Preact renders into an empty container.
+root.replaceChildren();
+render(html`<${App} />`, root);

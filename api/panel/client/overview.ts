@@ -1,0 +1,130 @@
+/** Overview: capacity with the inline cap editor, active builds, who was refused at the cap (live), failures. */
+import type { VNode } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, ApiError, type Refusal } from './api.ts';
+import { html } from './html.ts';
+import { Ago, Empty, Link, Notice, Time, useResource } from './ui.ts';
+
+interface Overview {
+  capacity: { cap: number; source: 'override' | 'environment'; running: number; wantedRunning: number; waiting: number };
+  activeBuilds: number;
+  refusals: Refusal[];
+  failed: { id: string; slug: string; statusMessage: string; since: string | null }[];
+  orphansSeen: number;
+}
+
+/** The cap, edited in place: validated here as the API validates it, effective at once. */
+function CapEditor({ cap, source, onSaved }: { cap: number; source: string; onSaved: () => void }): VNode {
+  const [value, setValue] = useState(String(cap));
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [saved, setSaved] = useState<string | undefined>(undefined);
+  const save = async (event: Event) => {
+    event.preventDefault();
+    setSaved(undefined);
+    const number = Number(value);
+    if (!/^\d+$/.test(value.trim()) || number > 10000) return setError('The cap is a whole number from 0 to 10000.');
+    try {
+      const answer = await api<{ value: number; previous: number }>('POST', '/admin/config/max-active-containers', { value: number });
+      setError(undefined);
+      setSaved(`Saved: the cap is ${answer.value} (was ${answer.previous}). Lowering it stops no one.`);
+      onSaved();
+    } catch (failure) {
+      setError(failure instanceof ApiError ? failure.message : String(failure));
+    }
+  };
+  return html`<form class="inline" onSubmit=${save}>
+    <label for="cap">Cap on running workspaces</label>
+    <input
+      id="cap"
+      name="cap"
+      inputmode="numeric"
+      value=${value}
+      aria-describedby="cap-help"
+      aria-invalid=${error ? 'true' : undefined}
+      onInput=${(event: Event) => setValue((event.target as HTMLInputElement).value)}
+    />
+    <button type="submit">Save</button>
+    <p id="cap-help" class="muted">${source === 'override' ? 'Set at runtime (overrides MAX_ACTIVE_CONTAINERS).' : 'From MAX_ACTIVE_CONTAINERS.'}</p>
+    ${error ? html`<${Notice} kind="error">${error}<//>` : null} ${saved ? html`<${Notice} kind="ok">${saved}<//>` : null}
+  </form>`;
+}
+
+export function OverviewPage(): VNode {
+  const { data, error, reload } = useResource(() => api<Overview>('GET', '/admin/overview'), 'overview', [
+    'workspaces',
+    'status',
+    'runs',
+    'settings',
+    'refusal',
+  ]);
+  if (error && !data) return html`<${Notice} kind="error">${error}<//>`;
+  if (!data) return html`<p class="loading">Loading…</p>`;
+  const { capacity } = data;
+  return html`<section aria-labelledby="overview-title">
+    <h1 id="overview-title">Overview</h1>
+    ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+    <div class="cards">
+      <div class="card">
+        <h2>Capacity</h2>
+        <p class="figure"><strong>${capacity.running}</strong> running of <strong>${capacity.cap}</strong></p>
+        <p class="muted">${capacity.wantedRunning} wanted running${capacity.waiting > 0 ? `, ${capacity.waiting} waiting for a slot` : ''}</p>
+        <${CapEditor} key=${capacity.cap} cap=${capacity.cap} source=${capacity.source} onSaved=${reload} />
+      </div>
+      <div class="card">
+        <h2>Builds</h2>
+        <p class="figure"><strong>${data.activeBuilds}</strong> compiling or booting</p>
+        <p class="muted">Orphan containers found since the server started: ${data.orphansSeen}</p>
+      </div>
+    </div>
+    <h2 id="refusals-title">Refused at the cap (last hour)</h2>
+    ${
+      data.refusals.length === 0
+        ? html`<${Empty}>No one was refused in the last hour. When a student is, they appear here at once.<//>`
+        : html`<table aria-labelledby="refusals-title">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Who</th>
+                <th scope="col">Workspace</th>
+                <th scope="col">Running / cap</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${data.refusals.map(
+                (refusal) =>
+                  html`<tr key=${`${refusal.at}-${refusal.workspaceId}`}>
+                    <td><${Ago} iso=${refusal.at} /></td>
+                    <td>${refusal.email ?? '—'}</td>
+                    <td>${refusal.slug}</td>
+                    <td>${refusal.running} / ${refusal.cap}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+    }
+    <h2 id="failed-title">Failed to start</h2>
+    ${
+      data.failed.length === 0
+        ? html`<${Empty}>No workspace failed to start.<//>`
+        : html`<table aria-labelledby="failed-title">
+            <thead>
+              <tr>
+                <th scope="col">Workspace</th>
+                <th scope="col">Since</th>
+                <th scope="col">What the engine said</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${data.failed.map(
+                (workspace) =>
+                  html`<tr key=${workspace.id}>
+                    <td><${Link} to=${`/panel/workspaces?q=${encodeURIComponent(workspace.slug)}`}>${workspace.slug}<//></td>
+                    <td><${Time} iso=${workspace.since} /></td>
+                    <td>${workspace.statusMessage}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+    }
+  </section>`;
+}

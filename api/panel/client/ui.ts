@@ -1,0 +1,186 @@
+/** What the panel's pages share: reading with live refresh, navigation, times, notices, confirmations. */
+import type { ComponentChildren, VNode } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, onLive } from './api.ts';
+import { html } from './html.ts';
+
+/** The state of something read from the API. */
+export interface Resource<T> {
+  data: T | undefined;
+  error: string | undefined;
+  reload: () => void;
+}
+
+/**
+ * Reads with `load` now, again when `key` changes, and again (at most every 300 ms) whenever the
+ * live stream says one of `kinds` changed. The last data stays on screen while the next arrives,
+ * so a refresh never flickers.
+ */
+export function useResource<T>(load: () => Promise<T>, key: string, kinds: readonly string[] = []): Resource<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const latest = useRef(0);
+  const reload = useCallback(() => {
+    const call = ++latest.current;
+    void (async () => {
+      try {
+        const value = await load();
+        if (call !== latest.current) return;
+        setData(value);
+        setError(undefined);
+      } catch (failure) {
+        if (call === latest.current) setError(failure instanceof ApiError ? failure.message : String(failure));
+      }
+    })();
+  }, [key]);
+  useEffect(reload, [reload]);
+  useEffect(() => {
+    if (kinds.length === 0) return undefined;
+    let timer: number | undefined;
+    const stop = onLive((event) => {
+      if (event.type === 'change' && !kinds.includes(event.kind)) return;
+      if (event.type === 'refusal' && !kinds.includes('refusal')) return;
+      clearTimeout(timer);
+      timer = setTimeout(reload, 300);
+    });
+    return () => {
+      clearTimeout(timer);
+      stop();
+    };
+  }, [reload, kinds.join()]);
+  return { data, error, reload };
+}
+
+/** Goes to a page of the panel without reloading it (`replace`: without a new history entry). */
+export function navigate(to: string, replace = false): void {
+  if (replace) history.replaceState(null, '', to);
+  else history.pushState(null, '', to);
+  dispatchEvent(new PopStateEvent('popstate'));
+}
+
+/** The current path and query, following navigation. */
+export function useLocation(): URL {
+  const [url, setUrl] = useState(() => new URL(location.href));
+  useEffect(() => {
+    const follow = () => setUrl(new URL(location.href));
+    addEventListener('popstate', follow);
+    return () => removeEventListener('popstate', follow);
+  }, []);
+  return url;
+}
+
+/** Replaces the query of the current page (filters kept in the URL, so a view can be shared and reloaded). */
+export function setQuery(values: Record<string, string | number | undefined>): void {
+  const url = new URL(location.href);
+  for (const [name, value] of Object.entries(values)) {
+    if (value === undefined || value === '') url.searchParams.delete(name);
+    else url.searchParams.set(name, String(value));
+  }
+  navigate(url.pathname + url.search, true);
+}
+
+/** A link within the panel. */
+export function Link({ to, children, current }: { to: string; children: ComponentChildren; current?: boolean }): VNode {
+  const follow = (event: MouseEvent) => {
+    if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+    event.preventDefault();
+    navigate(to);
+  };
+  return html`<a href=${to} onClick=${follow} aria-current=${current ? 'page' : undefined}>${children}</a>`;
+}
+
+const localTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/** A time in the browser's own time zone, its ISO form on hover; `—` for none. */
+export function Time({ iso }: { iso: string | null }): VNode {
+  if (!iso) return html`<span class="muted">—</span>`;
+  return html`<time datetime=${iso} title=${iso}>${localTime.format(new Date(iso))}</time>`;
+}
+
+/** How long ago, in words a coach reads at a glance (the exact time on hover). */
+export function Ago({ iso }: { iso: string | null }): VNode {
+  if (!iso) return html`<span class="muted">never</span>`;
+  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  const text =
+    seconds < 60
+      ? 'just now'
+      : seconds < 3600
+        ? `${Math.floor(seconds / 60)} min ago`
+        : seconds < 86_400
+          ? `${Math.floor(seconds / 3600)} h ago`
+          : `${Math.floor(seconds / 86_400)} d ago`;
+  return html`<time datetime=${iso} title=${`${localTime.format(new Date(iso))} (${iso})`}>${text}</time>`;
+}
+
+/** A message above a page: an error (read out at once) or a confirmation. */
+export function Notice({ kind, children, onClose }: { kind: 'error' | 'ok'; children: ComponentChildren; onClose?: () => void }): VNode {
+  return html`<div class=${`notice ${kind}`} role=${kind === 'error' ? 'alert' : 'status'}>
+    <span>${children}</span>
+    ${onClose ? html`<button type="button" class="link" onClick=${onClose}>Dismiss</button>` : null}
+  </div>`;
+}
+
+/** What an empty list says: what to do next. */
+export function Empty({ children }: { children: ComponentChildren }): VNode {
+  return html`<p class="empty">${children}</p>`;
+}
+
+/** A confirmation: what will happen, named; with `typed`, the coach types that text to confirm. */
+export interface Confirmation {
+  title: string;
+  body: ComponentChildren;
+  action: string;
+  typed?: string;
+  run: () => Promise<void>;
+}
+
+/**
+ * A modal dialog (the browser's own <dialog>: focus is kept in it, Escape cancels) for a
+ * confirmation; an API error is shown in it, and nothing closes until the coach says so.
+ */
+export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirmation | undefined; onDone: () => void }): VNode | null {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [typed, setTyped] = useState('');
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    setTyped('');
+    setError(undefined);
+    if (confirmation && !dialog.current?.open) dialog.current?.showModal();
+    if (!confirmation && dialog.current?.open) dialog.current.close();
+  }, [confirmation]);
+  if (!confirmation) return html`<dialog ref=${dialog}></dialog>`;
+  const ready = !busy && (confirmation.typed === undefined || typed === confirmation.typed);
+  const confirm = async (event: Event) => {
+    event.preventDefault();
+    if (!ready) return;
+    setBusy(true);
+    try {
+      await confirmation.run();
+      onDone();
+    } catch (failure) {
+      setError(failure instanceof ApiError ? failure.message : String(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<dialog ref=${dialog} aria-labelledby="confirm-title" onClose=${onDone}>
+    <form method="dialog" onSubmit=${confirm}>
+      <h2 id="confirm-title">${confirmation.title}</h2>
+      <div>${confirmation.body}</div>
+      ${
+        confirmation.typed === undefined
+          ? null
+          : html`<label
+              >Type <strong>${confirmation.typed}</strong> to confirm
+              <input value=${typed} onInput=${(event: Event) => setTyped((event.target as HTMLInputElement).value)} autocomplete="off" />
+            </label>`
+      }
+      ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+      <div class="actions">
+        <button type="button" onClick=${onDone}>Cancel</button>
+        <button type="submit" class="danger" disabled=${!ready}>${busy ? 'Working…' : confirmation.action}</button>
+      </div>
+    </form>
+  </dialog>`;
+}

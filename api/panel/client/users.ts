@@ -1,0 +1,126 @@
+/** Users: name, email, role and workspace; search; promote, demote (never the last admin), a one-time sign-in link, delete with a typed confirmation. */
+import type { VNode } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, ApiError } from './api.ts';
+import { html } from './html.ts';
+import { signInLinkConfirmation, SignInLinkNotice, type SignInLink } from './sign-in-link.ts';
+import { ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation } from './ui.ts';
+
+interface User {
+  id: string;
+  name: string;
+  email: string;
+  role: 'user' | 'admin';
+  workspaceSlug: string | null;
+}
+
+export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
+  const { data, error, reload } = useResource(() => api<{ users: User[] }>('GET', '/admin/users'), 'users', ['users', 'workspaces']);
+  const [confirmation, setConfirmation] = useState<Confirmation | undefined>(undefined);
+  const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>(undefined);
+  const [link, setLink] = useState<SignInLink | undefined>(undefined);
+  const q = (url.searchParams.get('q') ?? '').trim().toLowerCase();
+  const users = (data?.users ?? []).filter(
+    (user) => !q || user.email.includes(q) || user.name.toLowerCase().includes(q) || (user.workspaceSlug ?? '').includes(q),
+  );
+  const admins = (data?.users ?? []).filter((user) => user.role === 'admin').length;
+
+  const setRole = async (user: User, action: 'promote' | 'demote') => {
+    try {
+      await api('POST', `/admin/users/${user.id}/${action}`);
+      setNotice({ kind: 'ok', text: action === 'promote' ? `${user.email} is now an admin.` : `${user.email} is no longer an admin; their sessions ended.` });
+      reload();
+    } catch (failure) {
+      setNotice({ kind: 'error', text: failure instanceof ApiError ? failure.message : String(failure) });
+    }
+  };
+  const remove = (user: User) =>
+    setConfirmation({
+      title: `Delete ${user.email}?`,
+      body: html`<p>
+        This deletes the account${user.workspaceSlug ? html` and the workspace <strong>${user.workspaceSlug}</strong> with all its files` : ''}. It cannot be
+        undone${user.workspaceSlug ? ' (back the workspace up first if its files matter)' : ''}.
+      </p>`,
+      action: 'Delete',
+      typed: user.email,
+      run: async () => {
+        await api('DELETE', `/admin/users/${user.id}`);
+        setNotice({ kind: 'ok', text: `Deleted ${user.email}.` });
+        reload();
+      },
+    });
+
+  return html`<section aria-labelledby="users-title">
+    <h1 id="users-title">Users</h1>
+    ${notice ? html`<${Notice} kind=${notice.kind} onClose=${() => setNotice(undefined)}>${notice.text}<//>` : null}
+    ${link ? html`<${SignInLinkNotice} link=${link} onClose=${() => setLink(undefined)} />` : null} ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+    <form class="filters" role="search" onSubmit=${(event: Event) => event.preventDefault()}>
+      <label
+        >Search
+        <input
+          type="search"
+          name="q"
+          value=${url.searchParams.get('q') ?? ''}
+          placeholder="name, email or workspace"
+          onInput=${(event: Event) => setQuery({ q: (event.target as HTMLInputElement).value })}
+      /></label>
+    </form>
+    ${
+      !data
+        ? html`<p class="loading">Loading…</p>`
+        : users.length === 0
+          ? html`<${Empty}
+              >${data.users.length === 0 ? 'No users yet: a person becomes a user at their first sign-in (add them to the allowlist first).' : 'No user matches the search.'}<//
+            >`
+          : html`<table>
+              <caption class="visually-hidden">
+                Users
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Email</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Workspace</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th>
+                </tr>
+              </thead>
+              <tbody>
+                ${users.map((user) => {
+                  const last = user.role === 'admin' && admins <= 1;
+                  return html`<tr key=${user.id}>
+                    <td>${user.name || html`<span class="muted">—</span>`}</td>
+                    <th scope="row">${user.email}${user.email === me ? html` <span class="muted">(you)</span>` : null}</th>
+                    <td>${user.role}</td>
+                    <td>${user.workspaceSlug ?? html`<span class="muted">—</span>`}</td>
+                    <td class="actions">
+                      ${
+                        user.role === 'admin'
+                          ? html`<button
+                                type="button"
+                                disabled=${last}
+                                aria-describedby=${last ? `last-${user.id}` : undefined}
+                                onClick=${() => setRole(user, 'demote')}
+                              >
+                                Demote
+                              </button>
+                              ${last ? html`<span id=${`last-${user.id}`} class="muted small">The last admin cannot be demoted or deleted: promote someone else first.</span>` : null}`
+                          : html`<button type="button" onClick=${() => setRole(user, 'promote')}>Make admin</button>`
+                      }
+                      <button
+                        type="button"
+                        onClick=${() => setConfirmation(signInLinkConfirmation(user.email, setLink))}
+                        aria-label=${`Make a sign-in link for ${user.email}`}
+                      >
+                        Sign-in link
+                      </button>
+                      <button type="button" class="danger" disabled=${last} onClick=${() => remove(user)} aria-label=${`Delete ${user.email}`}>Delete</button>
+                    </td>
+                  </tr>`;
+                })}
+              </tbody>
+            </table>`
+    }
+    <${ConfirmDialog} confirmation=${confirmation} onDone=${() => setConfirmation(undefined)} />
+  </section>`;
+}
