@@ -77,3 +77,15 @@ provision_postgres
 provision_docker
 provision_chromium
 bash "$(dirname "$0")/build-test-image.sh"
+bash "$(dirname "$0")/build-workspace-image.sh"
+
+# ---- Docker Compose (test/integration/compose.test.ts: compose.yaml brought up and torn down) ----
+# The `docker compose` plugin where Docker's own packages are installed, else Debian's docker-compose
+# (1.29, Python): both read compose.yaml.
+provision_compose() {
+  if docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1; then return; fi
+  need_root "Docker Compose" "Debian package docker-compose"
+  say "installing Docker Compose (Debian's docker-compose)"
+  apt_install --no-install-recommends docker-compose
+}
+provision_compose

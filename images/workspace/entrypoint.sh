@@ -1,0 +1,65 @@
+#!/bin/sh
+# Entrypoint of the classroom workspace image (/usr/local/bin/workspace-entrypoint).
+#
+# With no command (a workspace's code container): on a fresh, empty /home/student (a new volume)
+# copy Debian's shell start-up files and the starter project in, then run code-server on
+# 0.0.0.0:$EDITOR_PORT (default 8080), without a password (the control plane in front of it
+# decides who gets through), showing /home/student.
+#
+# With a command (a simulator run: sh -c "$SIM_COMMAND"; or `docker run IMAGE java -version`):
+# run it in /home/student, and nothing else: no code-server, and nothing is copied.
+#
+# It runs as the image's USER, uid 1000 (student). Started as root instead (docker run --user 0,
+# e.g. to repair a volume that another tool wrote as root), it only gives /home/student and
+# everything in it to uid 1000:1000, then drops to uid 1000 before anything else runs: nothing
+# of the student's and no editor ever runs as root.
+set -eu
+
+home=/home/student
+starter=/usr/local/share/classroom/starter
+student=1000:1000
+
+say() { printf 'workspace-entrypoint: %s\n' "$*" >&2; }
+
+if [ "$(id -u)" = 0 ]; then
+  if [ -d "$home" ]; then
+    changed="$(find "$home" -xdev \( ! -uid 1000 -o ! -gid 1000 \) -print -exec chown -h "$student" {} + | wc -l)"
+    [ "$changed" = 0 ] || say "gave $changed entries of $home to uid 1000 (student)"
+  fi
+  exec setpriv --reuid=1000 --regid=1000 --clear-groups -- "$0" "$@"
+fi
+
+export HOME="$home"
+
+if [ "$#" -gt 0 ]; then
+  cd "$home"
+  exec "$@"
+fi
+
+# Empty: nothing in it, or only the lost+found of a freshly made file system.
+home_is_empty() {
+  [ -z "$(ls -A "$home" | grep -v -x 'lost+found' || true)" ]
+}
+
+if [ ! -w "$home" ]; then
+  say "$home is not writable by uid $(id -u) (it belongs to $(stat -c %u:%g "$home")): give the volume to uid 1000, or start the container once with --user 0, which does"
+  exit 1
+fi
+
+if home_is_empty; then
+  # Copied as uid 1000, so everything copied belongs to the student.
+  cp -R --preserve=mode,timestamps /etc/skel/. "$home/"
+  cp -R --preserve=mode,timestamps "$starter/." "$home/"
+  say "fresh home: copied the starter project into $home"
+fi
+
+cd "$home"
+# code-server lets $PORT override --bind-addr's port: EDITOR_PORT is the one setting here.
+unset PORT
+exec code-server \
+  --auth none \
+  --bind-addr "0.0.0.0:${EDITOR_PORT:-8080}" \
+  --disable-telemetry \
+  --disable-update-check \
+  --disable-workspace-trust \
+  "$home"

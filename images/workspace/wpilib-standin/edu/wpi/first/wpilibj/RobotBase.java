@@ -1,0 +1,58 @@
+package edu.wpi.first.wpilibj;
+
+import classroom.SimServer;
+import java.util.function.Supplier;
+
+/**
+ * Classroom stand-in for WPILib's RobotBase: starts a robot program in the simulator. Same names
+ * and signatures as WPILib's, far less behind them (see README.md of the stand-in).
+ */
+public abstract class RobotBase implements AutoCloseable {
+  protected RobotBase() {}
+
+  /** Runs the robot program: the mode loop for a TimedRobot. Returns when the program ends. */
+  public abstract void startCompetition();
+
+  /** Asks startCompetition to return. */
+  public abstract void endCompetition();
+
+  @Override
+  public void close() {}
+
+  /** Always true here: the stand-in only ever runs in the simulator. */
+  public static boolean isSimulation() {
+    return true;
+  }
+
+  /** Always false here: there is no roboRIO. */
+  public static boolean isReal() {
+    return false;
+  }
+
+  /**
+   * Starts the robot program, as WPILib's Main.java does: makes the robot, then runs it until the
+   * run is stopped. The stand-in's alive server answers on NT4_PORT from here on.
+   */
+  public static <T extends RobotBase> void startRobot(Supplier<T> robotSupplier) {
+    SimServer.start();
+    T robot;
+    try {
+      robot = robotSupplier.get();
+    } catch (Throwable error) {
+      System.err.println("Unhandled exception instantiating robot " + error);
+      error.printStackTrace();
+      System.err.println("The robot program quit unexpectedly.");
+      System.exit(1);
+      return;
+    }
+    try {
+      robot.startCompetition();
+    } catch (Throwable error) {
+      System.err.println("Unhandled exception: " + error);
+      error.printStackTrace();
+      System.err.println("The robot program quit unexpectedly.");
+      System.exit(1);
+    }
+    System.exit(0);
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * The real editor end to end: a student signs in through the test OpenID Connect provider in
+ * Chromium, opens their workspace (the real workspace image, code-server, started by the workspace
+ * controller on real Docker), and the VS Code workbench renders through the proxy at `/u/<slug>/`.
+ * They open a file of the starter project, type into it and save it (it is on their volume), and run
+ * a command in the integrated terminal (a WebSocket through the proxy). An admin then stops the
+ * workspace through the admin API: the editor's tunnels close at once, VS Code says it is trying to
+ * reconnect, and a reload shows the workspace page ("Stopped", with Open); opening it again brings
+ * back a fresh editor over the same files.
+ *
+ * The workspace image is built by provisioning (scripts/build-workspace-image.sh, cached by the
+ * hash of its inputs); a missing image fails this test in its first step, with the engine's message.
+ */
+import type { Browser, Page, WebSocket } from 'playwright-core';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { createHarness, eventually, execIn, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
+import { freePort } from '../helpers/server.ts';
+
+const ADMIN_TOKEN = 'admin-token-editor-0123456789abcdef0123';
+const IMAGE = 'classroom-workspace:latest';
+const HOME = '/home/student';
+const tag = Date.now().toString(36);
+const email = `ada-${tag}@school.test`;
+const slug = `ada-${tag}`;
+const db = useTestDatabase({ truncate: false });
+let provider: OidcProvider;
+let app: TestApp;
+let harness: Harness;
+let browser: Browser;
+
+beforeAll(async () => {
+  const port = await freePort();
+  provider = await startOidcProvider({
+    clients: [{ client_id: 'control-plane', client_secret: 'control-plane-secret', redirect_uris: [`http://127.0.0.1:${port}/connect/oidc/callback`] }],
+  });
+  app = await startApp(
+    db.dataSource,
+    { OIDC_ISSUER: provider.issuer, OIDC_CLIENT_ID: 'control-plane', OIDC_CLIENT_SECRET: 'control-plane-secret', ADMIN_TOKEN },
+    { port, allowlist: { isAllowed: (candidate) => candidate === email } },
+  );
+  // code-server needs far more than the test image's 64 MiB.
+  harness = createHarness(db.dataSource, { changes: app.store.changes, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
+  await harness.controller.start();
+  browser = await launchBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
+  await provider?.close();
+}, 60_000);
+
+/** The contents of `file` in the workspace's running code container (`cat` through the engine). */
+async function readInWorkspace(workspaceId: string, file: string): Promise<string> {
+  const [container] = (await harness.runtime.listContainers({ workspaceId })).filter((each) => each.role === 'code' && each.state === 'running');
+  if (!container) throw new Error('no running code container');
+  const { code, output } = await execIn(container.id, ['cat', file]);
+  if (code !== 0) throw new Error(`cat ${file} exited ${code}: ${output}`);
+  return output;
+}
+
+/** Waits for the VS Code workbench, rendered and with its explorer showing the starter project. */
+async function workbench(page: Page): Promise<void> {
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
+  await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+}
+
+it('signs in, opens the real editor through the proxy, edits and saves a file, runs a terminal command, and survives a stop by an admin', async () => {
+  await withPage(browser, async (page) => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const sockets: WebSocket[] = [];
+    page.on('websocket', (socket) => sockets.push(socket));
+
+    // Sign in: the provider vouches for Ada; the callback lands on her workspace page.
+    provider.nextLogin({ id: email, email, email_verified: true, name: 'Ada' });
+    await page.goto(`${app.url}/auth/start/oidc`);
+    await page.waitForURL(`${app.url}/u/${slug}/`);
+    expect(await page.locator('#state').textContent()).toBe('Stopped');
+    await page.getByRole('button', { name: 'Open' }).click();
+    await workbench(page);
+    const user = (await app.store.users.getByEmail(email))!;
+    expect(page.url()).toBe(`${app.url}/u/${slug}/?folder=${HOME}`);
+
+    // A file of the starter project: opened, typed into, saved to the volume.
+    await page.keyboard.press('Control+P');
+    await page.keyboard.type('Robot.java');
+    await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
+    await page.keyboard.press('Enter');
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    await editor.waitFor();
+    await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    const line = `// typed in the browser ${tag}`;
+    await page.keyboard.type(`\n${line}`);
+    await page.keyboard.press('Control+S');
+    const robot = `${HOME}/src/main/java/frc/robot/Robot.java`;
+    await eventually('the edit saved in the volume', async () => (await readInWorkspace(user.workspaceId!, robot)).includes(line), 20_000);
+
+    // The integrated terminal: a shell in the container, over a WebSocket through the proxy.
+    await page.keyboard.press('Control+Backquote');
+    await page.locator('.terminal-wrapper .xterm').first().waitFor({ timeout: 30_000 });
+    await page.locator('.terminal-wrapper .xterm').first().click();
+    await page.keyboard.type(`echo "terminal $((6 * 7))" > ${HOME}/from-terminal.txt\n`);
+    await eventually(
+      'the terminal command ran',
+      async () => (await readInWorkspace(user.workspaceId!, `${HOME}/from-terminal.txt`).catch(() => '')) === 'terminal 42\n',
+      20_000,
+    );
+    const open = sockets.filter((socket) => !socket.isClosed());
+    expect(open.length).toBeGreaterThan(0);
+    expect(open.every((socket) => socket.url().startsWith(`ws://127.0.0.1:${new URL(app.url).port}/u/${slug}/`))).toBe(true);
+
+    // An admin stops it: the tunnels close at once, and VS Code says it lost the connection.
+    const stopped = await fetch(`${app.url}/admin/workspaces/${user.workspaceId}/stop-containers`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(stopped.status).toBeLessThan(300);
+    await eventually('the editor tunnels closed', async () => open.every((socket) => socket.isClosed()), 5000);
+    await page
+      .getByText(/reconnect/i)
+      .first()
+      .waitFor({ timeout: 30_000 });
+
+    // A reload shows the workspace page; Open brings a fresh editor over the same files.
+    await eventually('the code container gone', async () => (await harness.store.workspaces.get(user.workspaceId!))?.observedState === 'stopped', 30_000);
+    await page.reload();
+    expect(await page.locator('#state').textContent()).toBe('Stopped');
+    await page.getByRole('button', { name: 'Open' }).click();
+    await workbench(page);
+    expect(await readInWorkspace(user.workspaceId!, robot)).toContain(line);
+  });
+}, 300_000);

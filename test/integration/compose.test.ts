@@ -1,0 +1,244 @@
+/**
+ * The production deployment against real Docker: the image the Dockerfile makes, on the local base
+ * images (scripts/build-control-image.sh with LOCAL_BASE=1, which runs scripts/build-base-images.sh:
+ * no container registry here), brought up by compose.yaml with PostgreSQL and the Docker socket,
+ * exactly as an operator does (Debian's docker-compose, or `docker compose` where it exists;
+ * scripts/provision.sh installs it). The images are cached by the hash of their inputs: a warm run
+ * builds nothing. Everything compose makes belongs to a project of this run's own name (its
+ * containers, volumes and networks; the control plane listens on the host's loopback on a free
+ * port, in the host's network namespace), and `compose down` removes it; the last test checks that
+ * nothing is left. The images stay, as the test image does, for the next run.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { networkInterfaces, tmpdir } from 'node:os';
+import path from 'node:path';
+import { engineClient } from '../../src/docker/docker-runtime.ts';
+import { freePort } from '../helpers/server.ts';
+
+const IMAGE = 'classroom-control:test';
+const POSTGRES_IMAGE = 'classroom-base/postgres:15';
+const root = path.resolve(import.meta.dirname, '../..');
+const docker = engineClient();
+// Also the control plane's CONTROL_PLANE_ID (its containers are told from other runs' by it).
+const project = `compose-${process.pid}-${Date.now().toString(36)}`;
+const workspaceNetwork = `${project}-ws`;
+const dockerGid = statSync('/var/run/docker.sock').gid;
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program to its end within timeoutMs (then it is killed): exit code and output, never a throw. */
+function run(file: string, args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd: root, env: options.env ?? process.env, timeout: options.timeoutMs, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      resolve({ code, stdout, stderr: error?.killed ? `${stderr}\n(killed after ${options.timeoutMs} ms)` : stderr });
+    });
+  });
+}
+
+/** Like run, but a non-zero exit is an error that carries the output. */
+async function ok(file: string, args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<string> {
+  const result = await run(file, args, options);
+  if (result.code !== 0) throw new Error(`${file} ${args.join(' ')} exited ${result.code}:\n${result.stdout}${result.stderr}`);
+  return result.stdout;
+}
+
+/**
+ * Only what the deployment is given, so that nothing of this machine's environment (or a .env in
+ * the checkout: compose is given an empty env file instead) leaks into the containers.
+ */
+const composeEnv: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH,
+  HOME: process.env.HOME,
+  ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
+  COMPOSE_PROJECT_NAME: project,
+  CONTROL_IMAGE: IMAGE,
+  POSTGRES_IMAGE,
+  SESSION_SECRET: randomBytes(32).toString('hex'),
+  POSTGRES_PASSWORD: randomBytes(16).toString('hex'),
+  DOCKER_GID: String(dockerGid),
+  // The host's loopback; the ports are free ones, chosen before the start.
+  HOST: '127.0.0.1',
+  WORKSPACE_NETWORK: workspaceNetwork,
+  CONTROL_PLANE_ID: project,
+};
+
+// Empty: a .env in the checkout is not this run's configuration.
+const scratch = mkdtempSync(path.join(tmpdir(), 'compose-test-'));
+const envFile = path.join(scratch, 'empty.env');
+writeFileSync(envFile, '');
+
+let composeCommand: string[] = [];
+/** `docker compose …` or `docker-compose …` on compose.yaml, as this run's project. */
+function compose(args: string[], timeoutMs: number): Promise<Result> {
+  const [file, ...first] = composeCommand;
+  return run(file!, [...first, '--env-file', envFile, '-f', path.join(root, 'compose.yaml'), '-p', project, ...args], { env: composeEnv, timeoutMs });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The objects of this run's project, by compose's label, and the workspace network by name. */
+async function leftovers(): Promise<string[]> {
+  const filters = { label: [`com.docker.compose.project=${project}`] };
+  const [containers, volumes, networks] = await Promise.all([
+    docker.listContainers({ all: true, filters }),
+    docker.listVolumes({ filters }),
+    docker.listNetworks(),
+  ]);
+  return [
+    ...containers.map((c) => `container ${c.Names.join(',')}`),
+    ...(volumes.Volumes ?? []).map((v) => `volume ${v.Name}`),
+    ...networks.filter((n) => n.Labels?.['com.docker.compose.project'] === project || n.Name === workspaceNetwork).map((n) => `network ${n.Name}`),
+  ];
+}
+
+let container = '';
+let base = '';
+
+beforeAll(async () => {
+  if ((await run('docker', ['compose', 'version'], { timeoutMs: 10_000 })).code === 0) composeCommand = ['docker', 'compose'];
+  else if ((await run('docker-compose', ['version'], { timeoutMs: 10_000 })).code === 0) composeCommand = ['docker-compose'];
+  else throw new Error('neither `docker compose` nor `docker-compose` works: install Docker Compose (scripts/provision.sh does)');
+
+  const [port, dbPort] = [await freePort(), await freePort()];
+  Object.assign(composeEnv, { PORT: String(port), DB_PORT: String(dbPort) });
+  base = `http://127.0.0.1:${port}`;
+
+  // Seconds when up to date; about two minutes on a fresh machine (Debian roots, npm ci).
+  await ok('bash', [path.join(root, 'scripts/build-control-image.sh')], {
+    env: { ...process.env, LOCAL_BASE: '1', CONTROL_IMAGE: IMAGE, NODE_IMAGE: '', NPM_REGISTRY: '' },
+    timeoutMs: 15 * 60_000,
+  });
+
+  const up = await compose(['up', '-d', '--no-build'], 180_000);
+  if (up.code !== 0) throw new Error(`compose up failed (${up.code}):\n${up.stdout}${up.stderr}`);
+  const [control] = await docker.listContainers({
+    filters: { label: [`com.docker.compose.project=${project}`, 'com.docker.compose.service=control', 'com.docker.compose.oneoff=False'] },
+  });
+  if (!control) throw new Error('compose up made no control container');
+  container = control.Id;
+}, 20 * 60_000);
+
+afterAll(async () => {
+  // The last test does this and checks it; here only in case a test before it failed.
+  if (composeCommand.length > 0 && (await leftovers()).length > 0) await compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
+  rmSync(scratch, { recursive: true, force: true });
+}, 150_000);
+
+test('the image holds the production dependencies and the sources only, runs bin/server as node, with a health check', async () => {
+  const image = await docker.getImage(IMAGE).inspect();
+  expect(image.Config.User).toBe('node');
+  expect(image.Config.Cmd).toEqual(['bin/server']);
+  expect(image.Config.Entrypoint ?? []).toEqual([]);
+  expect(image.Config.Healthcheck?.Test?.join(' ')).toContain('/healthz');
+  expect(image.Config.Labels?.['service.control-image-hash']).toMatch(/^[0-9a-f]{16}$/);
+  // Node 24 on Debian (213 MB) and the production dependencies: dev dependencies would add hundreds of MB.
+  expect(image.Size).toBeLessThan(300_000_000);
+
+  const listing = await ok(
+    'docker',
+    ['exec', container, 'sh', '-c', 'cd /app && ls -A && echo --- && ls node_modules && echo --- && find . -name "*.test.ts" ! -path "./node_modules/*"'],
+    { timeoutMs: 30_000 },
+  );
+  const [top = '', modules = '', tests = ''] = listing.split('---\n');
+  expect(top.split('\n').filter(Boolean)).toEqual(['api', 'bin', 'controllers', 'migrations', 'node_modules', 'package-lock.json', 'package.json', 'src']);
+  const installed = new Set(modules.split('\n'));
+  for (const name of ['koa', 'typeorm', 'pg', 'dockerode', '@oclif']) expect(installed).toContain(name);
+  for (const name of ['jest', 'typescript', 'node', 'prettier', 'oxlint', '@swc', 'playwright-core', 'nock']) expect(installed).not.toContain(name);
+  expect(tests).toBe('');
+});
+
+test('answers /healthz on loopback only, once its database is up', async () => {
+  const deadline = Date.now() + 90_000;
+  let last = 'no attempt';
+  let body: unknown;
+  while (Date.now() < deadline && body === undefined) {
+    try {
+      const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
+      if (res.status === 200) body = await res.json();
+      else last = `status ${res.status}`;
+    } catch (error) {
+      last = String(error);
+    }
+    if (body === undefined) await sleep(250);
+  }
+  expect(body ?? last).toMatchObject({ ok: true, service: 'workspace-control-plane', checks: { database: 'ok' } });
+  // In the host's network namespace, listening on its loopback only: another address of the host does not answer.
+  expect((await docker.getContainer(container).inspect()).HostConfig.NetworkMode).toBe('host');
+  const other = Object.values(networkInterfaces())
+    .flat()
+    .find((address) => address?.family === 'IPv4' && !address.internal)?.address;
+  expect(other).toBeDefined();
+  await expect(fetch(`http://${other}:${new URL(base).port}/healthz`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+  // PostgreSQL too: published on the host's loopback only.
+  const db = (await docker.listContainers({ filters: { label: [`com.docker.compose.project=${project}`, 'com.docker.compose.service=db'] } }))[0]!;
+  expect(db.Ports.filter((binding) => binding.PublicPort).map((binding) => binding.IP)).toEqual(['127.0.0.1']);
+}, 120_000);
+
+test("runs as uid 1000 and reaches the Docker socket through the socket's group only", async () => {
+  const id = await ok('docker', ['exec', container, 'id'], { timeoutMs: 30_000 });
+  expect(id).toMatch(/^uid=1000\(node\) gid=1000\(node\)/);
+  expect(id).toMatch(new RegExp(`groups=.*\\b${dockerGid}\\b`));
+  const ping =
+    "require('node:http').get({ socketPath: '/var/run/docker.sock', path: '/_ping' }, (r) => { let b = ''; r.on('data', (d) => (b += d)).on('end', () => console.log(r.statusCode, b)); }).on('error', (e) => console.log('error', e.code))";
+  expect((await ok('docker', ['exec', container, 'node', '-e', ping], { timeoutMs: 30_000 })).trim()).toBe('200 OK');
+  // Nor did the server meet a refusal from the engine.
+  const logs = await run('docker', ['logs', container], { timeoutMs: 30_000 });
+  expect(`${logs.stdout}${logs.stderr}`).not.toMatch(/EACCES|permission denied/i);
+});
+
+test('the CLI works in the running container: docker exec … cli', async () => {
+  const status = await run('docker', ['exec', container, 'cli', 'status'], { timeoutMs: 60_000 });
+  expect(status).toMatchObject({ code: 0, stderr: '' });
+  expect(status.stdout).toContain('Capacity: 0 running, 0 wanted running, cap 10');
+  const set = await run('docker', ['exec', container, 'cli', 'cap', 'set', '7'], { timeoutMs: 60_000 });
+  expect(set).toMatchObject({ code: 0, stdout: 'The cap is 7 (was 10).\n' });
+  // A refusal: its exit code and one line on stderr, as on a checkout.
+  const unknown = await run('docker', ['exec', container, 'cli', 'users', 'promote', 'nobody@example.org'], { timeoutMs: 60_000 });
+  expect(unknown.code).toBe(3);
+  expect(unknown.stderr).toMatch(/^Error: /);
+});
+
+test("Docker reports the image's health check healthy", async () => {
+  // Its first check comes 10 s (the interval) after the start: the tests above took part of that.
+  const deadline = Date.now() + 90_000;
+  let status = '';
+  while (Date.now() < deadline) {
+    status = (await docker.getContainer(container).inspect()).State.Health?.Status ?? 'none';
+    if (status === 'healthy' || status === 'unhealthy') break;
+    await sleep(500);
+  }
+  expect(status).toBe('healthy');
+}, 120_000);
+
+test('with the server stopped: compose run --rm control cli …, on the same database', async () => {
+  const stop = await compose(['stop', '-t', '30', 'control'], 60_000);
+  expect(stop.code).toBe(0);
+  const state = (await docker.getContainer(container).inspect()).State;
+  // It ended on SIGTERM by itself (0), not killed by Docker after the timeout (137).
+  expect({ running: state.Running, exitCode: state.ExitCode }).toEqual({ running: false, exitCode: 0 });
+
+  // The cap set through docker exec above, read from the database by a one-off container.
+  const status = await compose(['run', '--rm', '-T', 'control', 'cli', 'status', '--json'], 120_000);
+  expect(status.code).toBe(0);
+  expect(JSON.parse(status.stdout)).toMatchObject({ capacity: { cap: 7 }, workspaces: [] });
+  // --rm: the one-off containers are gone; the stopped server's container is all that is left of control.
+  const controls = await docker.listContainers({
+    all: true,
+    filters: { label: [`com.docker.compose.project=${project}`, 'com.docker.compose.service=control'] },
+  });
+  expect(controls.map((c) => c.Id)).toEqual([container]);
+}, 300_000);
+
+test('compose down removes every container, volume and network it made', async () => {
+  expect((await leftovers()).length).toBeGreaterThan(0);
+  const down = await compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
+  expect(down.code).toBe(0);
+  expect(await leftovers()).toEqual([]);
+}, 150_000);
