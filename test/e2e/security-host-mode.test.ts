@@ -1,0 +1,246 @@
+/**
+ * Issue 14 (security review), host mode in a real browser (Debian Chromium): PUBLIC_URL
+ * http://127.0.0.1:<port>, WORKSPACE_HOST *.ws.localhost:<port> (Chromium sends `*.localhost` to
+ * loopback itself). The admin-views-a-student attack of path mode is harmless here: the admin opens
+ * the student's workspace, whose page runs on the workspace's own origin, where its calls to the
+ * admin API carry no admin power (another origin: no cookie of the control plane's, no CORS), and
+ * where it cannot use another workspace's host that the admin has open (same-site with it, so the
+ * browser would send that host's cookie), nor plant a cookie there. The student opens their own
+ * editor through the hand-over. Each editor is a hostile one on loopback, behind the real proxy,
+ * app and PostgreSQL.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser, Page } from 'playwright-core';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { freePort } from '../helpers/server.ts';
+import { newStudent, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+const tag = Date.now().toString(36);
+let port: number;
+let publicOrigin: string;
+let app: TestApp;
+let browser: Browser;
+let sam: Student;
+let ada: Student;
+let coach: Student;
+/** Sam's editor (hostile) and Ada's (a bystander), and what each was asked. */
+let samsEditor: http.Server;
+let adasEditor: http.Server;
+const samServed: string[] = [];
+const adaServed: string[] = [];
+
+const originOf = (owner: Student) => `http://${owner.workspace.slug}.ws.localhost:${port}`;
+
+/**
+ * The page Sam's code serves. Loaded by an admin, it tries what worked in path mode: reading the
+ * admin API, promoting Sam and allowlisting someone, each with the admin's cookies if the browser
+ * sends them; then Ada's workspace host (which the admin has open): a request with the admin's
+ * cookie for it, a WebSocket, a frame; and it plants a cookie for every workspace host.
+ */
+function hostilePage(): string {
+  const targets = {
+    publicOrigin,
+    promote: `${publicOrigin}/admin/users/${encodeURIComponent(sam.userId)}/promote`,
+    allowlist: `${publicOrigin}/admin/allowlist`,
+    ada: originOf(ada),
+  };
+  return `<!doctype html><html><head><title>editor</title></head><body><h1>student editor</h1><script>
+const t = ${JSON.stringify(targets)};
+const outcome = (promise) => promise.then((answer) => answer.type === 'opaque' ? 'opaque' : answer.status + ':' + answer.headers.get('content-type'), (error) => 'failed:' + error.name);
+async function attack() {
+  const results = { cookieVisible: document.cookie };
+  const ownOrigin = await fetch('/admin/users', { headers: { accept: 'application/json' } });
+  results.ownOrigin = ownOrigin.status + ':' + (await ownOrigin.text());
+  results.readAdminApi = await outcome(fetch(t.publicOrigin + '/admin/users', { credentials: 'include' }));
+  results.readMe = await outcome(fetch(t.publicOrigin + '/auth/me', { credentials: 'include' }));
+  results.promote = await outcome(fetch(t.promote, { method: 'POST', credentials: 'include', mode: 'no-cors' }));
+  results.allowlist = await outcome(fetch(t.allowlist, { method: 'POST', credentials: 'include', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ entry: 'mallory@evil.test' }) }));
+  results.adaNoCors = await outcome(fetch(t.ada + '/secret-no-cors', { credentials: 'include', mode: 'no-cors' }));
+  results.adaCors = await outcome(fetch(t.ada + '/secret-cors', { credentials: 'include' }));
+  results.adaPost = await outcome(fetch(t.ada + '/secret-post', { method: 'POST', credentials: 'include', mode: 'no-cors', body: 'x' }));
+  results.adaSocket = await new Promise((resolve) => {
+    const socket = new WebSocket(t.ada.replace('http', 'ws') + '/secret-socket');
+    socket.onopen = () => resolve('open');
+    socket.onclose = (event) => resolve('closed:' + event.code);
+  });
+  results.adaFrame = await new Promise((resolve) => {
+    const frame = document.createElement('iframe');
+    frame.src = t.ada + '/secret-frame';
+    frame.onload = () => resolve('loaded');
+    document.body.append(frame);
+    setTimeout(() => resolve('timeout'), 3000);
+  });
+  // Planted for every workspace host (the workspace domain), as a sibling could.
+  document.cookie = 'cp_ws=planted; Domain=ws.localhost; Path=/';
+  document.cookie = 'theme=planted; Domain=ws.localhost; Path=/';
+  document.title = 'done:' + JSON.stringify(results);
+}
+attack().catch((error) => { document.title = 'done:' + JSON.stringify({ error: String(error) }); });
+</script></body></html>`;
+}
+
+/** An editor on loopback that records each path (and upgrade) it is asked for and answers with `page` for `/`, JSON naming itself otherwise. */
+async function editorServing(name: string, served: string[], page: () => string): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    served.push(req.url ?? '');
+    if (req.url === '/') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      return res.end(page());
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ editor: name, path: req.url }));
+  });
+  server.on('upgrade', (req, socket) => {
+    served.push(`upgrade ${req.url ?? ''}`);
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+/** Points a workspace, running, at `server` (no controller runs here). */
+async function runsAt(student: Student, server: http.Server): Promise<void> {
+  await db.dataSource.query(
+    "UPDATE workspaces SET desired_state = 'running', observed_state = 'running', editor_endpoint = $2, last_transition_at = now() WHERE id = $1",
+    [student.workspace.id, `127.0.0.1:${(server.address() as AddressInfo).port}`],
+  );
+  app.store.changes.publish({ kind: 'workspaces', id: student.workspace.id });
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  publicOrigin = `http://127.0.0.1:${port}`;
+  app = await startApp(db.dataSource, { PUBLIC_URL: publicOrigin, WORKSPACE_HOST: `*.ws.localhost:${port}` }, { port });
+  [sam, ada, coach] = await Promise.all([newStudent(app.store, 'sam', tag), newStudent(app.store, 'ada', tag), newStudent(app.store, 'coach', tag, 'admin')]);
+  samsEditor = await editorServing('sam', samServed, hostilePage);
+  adasEditor = await editorServing('ada', adaServed, () => '<!doctype html><title>ada</title><h1>ada editor</h1>');
+  await runsAt(sam, samsEditor);
+  await runsAt(ada, adasEditor);
+  browser = await launchBrowser();
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  for (const server of [samsEditor, adasEditor]) {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  }
+}, 30_000);
+
+/** The signed-in user's session cookies (`cp_session` and its signature), as the browser stores them for the control plane. */
+function cookiesOf(student: Student) {
+  return student.cookie.split('; ').map((pair) => {
+    const at = pair.indexOf('=');
+    return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
+  });
+}
+
+/** Opens `owner`'s workspace from the control plane as a person would (`/u/<slug>/`), following the hand-over; answers the page's final response. */
+async function open(page: Page, owner: Student) {
+  const response = await page.goto(`${publicOrigin}/u/${owner.workspace.slug}/`);
+  expect(response?.status()).toBe(200);
+  // Landed on the workspace's own origin, with no code left in the address.
+  expect(page.url()).toBe(`${originOf(owner)}/`);
+  return response;
+}
+
+it('lets a student open their own editor through the hand-over, on its own origin, with a host-only cookie', async () => {
+  await withPage(browser, async (page) => {
+    await page.context().addCookies(cookiesOf(sam));
+    await open(page, sam);
+    expect(await page.locator('h1').textContent()).toBe('student editor');
+    const cookies = await page.context().cookies(originOf(sam));
+    const workspaceCookie = cookies.find((cookie) => cookie.name === 'cp_ws')!;
+    // Host-only (no leading dot), HttpOnly: the editor's scripts never see it, no other host gets it.
+    expect(workspaceCookie).toEqual(expect.objectContaining({ domain: `${sam.workspace.slug}.ws.localhost`, httpOnly: true, sameSite: 'Lax', path: '/' }));
+    expect(cookies.some((cookie) => cookie.name === 'cp_ws_state')).toBe(false);
+    // The page's own script: its calls reach its editor, not the control plane.
+    await page.waitForFunction("document.title.startsWith('done:')", undefined, { timeout: 10_000 });
+    const results = JSON.parse((await page.title()).slice(5)) as Record<string, string>;
+    expect(results.cookieVisible).not.toContain('cp_ws=');
+    expect(results.ownOrigin).toBe(`200:${JSON.stringify({ editor: 'sam', path: '/admin/users' })}`);
+  });
+}, 30_000);
+
+it("lets an admin open a student's workspace, where the student's page gets no admin power and cannot use another workspace", async () => {
+  const before = { sam: samServed.length, ada: adaServed.length };
+  await withPage(browser, async (page) => {
+    await page.context().addCookies(cookiesOf(coach));
+    // The admin has Ada's workspace open too: the browser holds a cookie for Ada's host.
+    await open(page, ada);
+    expect(await page.locator('h1').textContent()).toBe('ada editor');
+    const adaSeen = adaServed.length;
+
+    await open(page, sam);
+    expect(await page.locator('h1').textContent()).toBe('student editor');
+    await page.waitForFunction("document.title.startsWith('done:')", undefined, { timeout: 15_000 });
+    const results = JSON.parse((await page.title()).slice(5)) as Record<string, string>;
+
+    // Its cookie is invisible to the page, and the page's own-origin "admin API" is Sam's editor.
+    expect(results.cookieVisible).not.toContain('cp_ws=');
+    expect(results.ownOrigin).toBe(`200:${JSON.stringify({ editor: 'sam', path: '/admin/users' })}`);
+    // The control plane's admin API from Sam's origin: unreadable (no CORS), and nothing changed.
+    expect(results.readAdminApi).toBe('failed:TypeError');
+    expect(results.readMe).toBe('failed:TypeError');
+    expect((await app.store.users.get(sam.userId))?.role).toBe('user');
+    const entries = (await (await page.request.get(`${publicOrigin}/admin/allowlist`)).json()) as { entries: string[] };
+    expect(entries.entries).not.toContain('mallory@evil.test');
+
+    // Ada's host, same-site with Sam's (the browser sends the admin's cookie for it): nothing reached Ada's editor.
+    expect(results.adaCors).toBe('failed:TypeError');
+    expect(results.adaSocket).toMatch(/^closed:/);
+    const reached = adaServed.slice(adaSeen);
+    expect(reached.filter((path) => path.includes('secret'))).toEqual([]);
+
+    // The admin's own session still opens the admin API on the control plane's origin.
+    expect((await page.request.get(`${publicOrigin}/admin/users`)).status()).toBe(200);
+
+    // The cookie Sam's page planted for every workspace host does not shut the admin out of Ada's,
+    // not even when it comes first (older than Ada's own, which is made again here).
+    await page.context().clearCookies({ domain: `${ada.workspace.slug}.ws.localhost` });
+    expect((await page.context().cookies(originOf(ada))).map((cookie) => `${cookie.name}@${cookie.domain}`).toSorted()).toEqual([
+      'cp_ws@.ws.localhost',
+      'theme@.ws.localhost',
+    ]);
+    await open(page, ada);
+    expect(await page.locator('h1').textContent()).toBe('ada editor');
+  });
+  expect(samServed.length).toBeGreaterThan(before.sam);
+  expect(adaServed.length).toBeGreaterThan(before.ada);
+}, 45_000);
+
+it("refuses a student another's workspace host, on the control plane and on that host", async () => {
+  // Sam's page has no cookie for Ada's host of its own: a student who is not the owner is refused there.
+  await withPage(browser, async (page) => {
+    await page.context().addCookies(cookiesOf(sam));
+    const response = await page.goto(`${publicOrigin}/u/${ada.workspace.slug}/`);
+    expect(response?.status()).toBe(403);
+    expect(await page.locator('body').textContent()).toContain('This workspace is not yours.');
+    const direct = await page.goto(`${originOf(ada)}/`);
+    // Sent to hand over, and refused there.
+    expect(direct?.status()).toBe(403);
+    expect(page.url()).toMatch(new RegExp(`^${publicOrigin.replaceAll('.', '\\.')}/auth/workspace/${ada.workspace.slug}\\?`));
+  });
+}, 30_000);
+
+it('opens a stopped workspace from its page on the control plane and ends at the workspace host', async () => {
+  const tim = await newStudent(app.store, 'tim', tag);
+  await withPage(browser, async (page) => {
+    await page.context().addCookies(cookiesOf(tim));
+    const response = await page.goto(`${publicOrigin}/u/${tim.workspace.slug}/`);
+    expect(response?.status()).toBe(200);
+    expect(await page.locator('#state').textContent()).toBe('Stopped');
+    await page.getByRole('button', { name: 'Open' }).click();
+    await page.locator('#state').filter({ hasText: 'Starting…' }).waitFor();
+    expect((await app.store.workspaces.get(tim.workspace.id))?.desiredState).toBe('running');
+    // What the controller would report once the editor is up.
+    await runsAt(tim, adasEditor);
+    await page.waitForURL(`${originOf(tim)}/`, { timeout: 10_000 });
+    expect(await page.locator('h1').textContent()).toBe('ada editor');
+  });
+}, 30_000);

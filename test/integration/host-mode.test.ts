@@ -1,0 +1,642 @@
+/**
+ * Issue 14, host mode (WORKSPACE_HOST): each workspace on an origin of its own, `<slug>.ws.localhost:<port>`
+ * here, served by the same process, with its own cookie handed over from the control plane's
+ * session by a one-time code. Against the real app, PostgreSQL and server process, with a hostile
+ * editor on loopback (as a student's code could make code-server answer) behind the real proxy.
+ * Requests reach the workspace hosts through a lookup that sends `*.localhost` to 127.0.0.1, as a
+ * browser does.
+ */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo, LookupFunction } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { jest } from '@jest/globals';
+import WebSocket, { WebSocketServer } from 'ws';
+import { OWNER_ONLY_MESSAGE } from '../../api/proxy/admission.ts';
+import { GrantSigner, HANDOFF_TTL_MS, HandoffCodes } from '../../api/proxy/handoff.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import { startApp, TEST_SESSION_SECRET, type TestApp } from '../helpers/app.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { freePort, spawnServer } from '../helpers/server.ts';
+import { sessionFor } from '../helpers/session.ts';
+import { newStudent, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+const tag = Date.now().toString(36);
+let port: number;
+let app: TestApp;
+let publicOrigin: string;
+let editor: http.Server;
+let editorEndpoint: string;
+/** What the hostile editor was asked: path, headers, and whether it was an upgrade. */
+const seen: { url: string; headers: http.IncomingHttpHeaders; upgrade: boolean }[] = [];
+let ada: Student;
+let bob: Student;
+let coach: Student;
+let sid: Student;
+
+/** The Set-Cookie lines the hostile editor answers `/set-cookies` and the `/ws-cookies` handshake with. */
+const HOSTILE_COOKIES = [
+  'cp_ws=forged; Path=/',
+  '__Host-cp_ws=forged; Path=/; Secure',
+  'CP_WS =forged; Path=/',
+  'cp_ws_state=forged; Path=/',
+  'cp_session=stolen; Path=/',
+  'cp_session.sig=forged; Path=/',
+  'tossed=1; Domain=ws.localhost; Path=/',
+  'tossed2=1; path=/; domain=.ws.localhost',
+  'tossed3=1;DOMAIN=',
+  'theme=dark; Path=/',
+  'editor-session=abc; HttpOnly; Path=/',
+];
+const KEPT_COOKIES = ['theme=dark; Path=/', 'editor-session=abc; HttpOnly; Path=/'];
+
+/** Sends `*.localhost` names to loopback, as Chromium does itself; anything else is refused. */
+const loopback: LookupFunction = (hostname, options, callback) => {
+  if (hostname !== '127.0.0.1' && !hostname.endsWith('.localhost')) return callback(new Error(`not a loopback name: ${hostname}`), '', 4);
+  if (options.all)
+    return (callback as unknown as (error: null, addresses: { address: string; family: number }[]) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
+  callback(null, '127.0.0.1', 4);
+};
+
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One HTTP request as written (no redirect followed). */
+function send(url: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(url, { method: init.method ?? 'GET', headers: init.headers, lookup: loopback }, (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+/** What a browser sends with a navigation it starts itself. */
+const NAVIGATE = { accept: 'text/html,application/xhtml+xml', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'none' };
+
+const hostOf = (owner: Student) => `${owner.workspace.slug}.ws.localhost:${port}`;
+const originOf = (owner: Student) => `http://${hostOf(owner)}`;
+
+/** The value of the cookie `name` a response sets (the first such line), or undefined. */
+function setCookie(answer: Answer, name: string): string | undefined {
+  const line = (answer.headers['set-cookie'] ?? []).find((candidate) => candidate.startsWith(`${name}=`));
+  return line?.slice(name.length + 1).split(';', 1)[0];
+}
+
+/** Step 1: a browser without the workspace's cookie opens `owner`'s host; returns its state cookie and where it is sent. */
+async function setOut(owner: Student, path = '/', states: string[] = []): Promise<{ state: string; location: string }> {
+  const answer = await send(`${originOf(owner)}${path}`, {
+    headers: { ...NAVIGATE, ...(states.length > 0 && { cookie: states.map((state) => `cp_ws_state=${state}`).join('; ') }) },
+  });
+  expect(answer.status).toBe(302);
+  const state = setCookie(answer, 'cp_ws_state')!;
+  expect(state).toMatch(/^[\w-]{43}$/);
+  return { state, location: answer.headers.location! };
+}
+
+/** Step 2: the control plane, with `cookie` (a session), hands over; returns the code's URL. */
+async function mint(location: string, cookie: string): Promise<string> {
+  const answer = await send(location, { headers: { ...NAVIGATE, 'sec-fetch-site': 'cross-site', cookie } });
+  expect(answer.status).toBe(302);
+  return answer.headers.location!;
+}
+
+/** Step 3: the workspace's host takes the code, with these state cookies. */
+const redeem = (codeUrl: string, states: string[]) =>
+  send(codeUrl, { headers: { ...NAVIGATE, 'sec-fetch-site': 'cross-site', cookie: states.map((state) => `cp_ws_state=${state}`).join('; ') } });
+
+/** The whole hand-over of `owner`'s workspace to a browser signed in with `cookie`: the workspace cookie's value. */
+async function handOver(owner: Student, cookie: string): Promise<string> {
+  const { state, location } = await setOut(owner);
+  const answer = await redeem(await mint(location, cookie), [state]);
+  expect(answer.status).toBe(302);
+  return setCookie(answer, 'cp_ws')!;
+}
+
+/** The control-plane session id in a student's cookie. */
+const sessionIdOf = (student: Student) => /cp_session=([^;]+)/.exec(student.cookie)![1]!;
+
+/** Points a workspace, running, at the hostile editor (no controller runs here). */
+async function running(student: Student): Promise<void> {
+  await db.dataSource.query(
+    "UPDATE workspaces SET desired_state = 'running', observed_state = 'running', editor_endpoint = $2, last_transition_at = now() WHERE id = $1",
+    [student.workspace.id, editorEndpoint],
+  );
+  app.store.changes.publish({ kind: 'workspaces', id: student.workspace.id });
+}
+
+/** A request on `owner`'s host with `grants` as its workspace cookies (an API call unless `headers` say otherwise). */
+const onHost = (owner: Student, path: string, grants: string[], headers: Record<string, string> = {}) =>
+  send(`${originOf(owner)}${path}`, { headers: { ...(grants.length > 0 && { cookie: grants.map((grant) => `cp_ws=${grant}`).join('; ') }), ...headers } });
+
+/** Opens a WebSocket on `owner`'s host; resolves with the socket once it echoes, or rejects with the refusal's status. */
+function tunnel(owner: Student, grant: string | undefined, origin = originOf(owner), path = '/ws'): Promise<WebSocket> {
+  const socket = new WebSocket(`ws://${hostOf(owner)}${path}`, {
+    lookup: loopback,
+    headers: { origin, ...(grant && { cookie: `cp_ws=${grant}; theme=dark` }) },
+  });
+  return new Promise((resolve, reject) => {
+    socket.once('open', () => resolve(socket));
+    socket.once('error', reject);
+    socket.once('unexpected-response', (_request, answer) => reject(new Error(`upgrade refused with ${answer.statusCode}`)));
+  });
+}
+
+/** Resolves once `socket` echoes a message. */
+async function echoes(socket: WebSocket): Promise<void> {
+  const text = `ping ${Math.random()}`;
+  const echoed = new Promise<string>((resolve) => socket.once('message', (data: Buffer) => resolve(data.toString())));
+  socket.send(text);
+  expect(await echoed).toBe(text);
+}
+
+/** Whether `socket` closes within `ms`. */
+function closesWithin(socket: WebSocket, ms: number): Promise<boolean> {
+  if (socket.readyState === WebSocket.CLOSED) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+beforeAll(async () => {
+  editor = http.createServer((req, res) => {
+    seen.push({ url: req.url ?? '', headers: req.headers, upgrade: false });
+    if (req.url === '/set-cookies') {
+      res.setHeader('set-cookie', HOSTILE_COOKIES);
+      res.setHeader('clear-site-data', '"cookies"');
+      return res.end('cookies');
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ url: req.url, headers: req.headers }));
+  });
+  const wss = new WebSocketServer({ noServer: true });
+  wss.on('headers', (headers, req) => {
+    if (req.url === '/ws-cookies') headers.push(...HOSTILE_COOKIES.map((line) => `Set-Cookie: ${line}`), 'Clear-Site-Data: "cookies"');
+  });
+  editor.on('upgrade', (req, socket, head) => {
+    seen.push({ url: req.url ?? '', headers: req.headers, upgrade: true });
+    wss.handleUpgrade(req, socket, head, (client) => client.on('message', (data, binary) => client.send(data, { binary })));
+  });
+  await new Promise<void>((resolve) => editor.listen(0, '127.0.0.1', resolve));
+  editorEndpoint = `127.0.0.1:${(editor.address() as AddressInfo).port}`;
+  port = await freePort();
+  publicOrigin = `http://127.0.0.1:${port}`;
+  app = await startApp(db.dataSource, { PUBLIC_URL: publicOrigin, WORKSPACE_HOST: `*.ws.localhost:${port}` }, { port });
+  [ada, bob, coach, sid] = await Promise.all([
+    newStudent(app.store, 'ada', tag),
+    newStudent(app.store, 'bob', tag),
+    newStudent(app.store, 'coach', tag, 'admin'),
+    newStudent(app.store, 'sid', tag),
+  ]);
+  await running(ada);
+  await running(bob);
+}, 30_000);
+
+afterAll(async () => {
+  await app?.close();
+  editor?.closeAllConnections();
+  await new Promise((resolve) => editor?.close(resolve));
+});
+
+describe('configuration', () => {
+  it('refuses to start with a WORKSPACE_HOST that is not "*." and a domain, or that is the control plane’s host or a parent of it', async () => {
+    const bad = spawnServer({ WORKSPACE_HOST: 'ws.school.org/editor' });
+    const parent = spawnServer({ WORKSPACE_HOST: '*.school.org', PUBLIC_URL: 'http://robots.school.org' });
+    try {
+      // A server that took either would keep running.
+      const exited = (server: typeof bad) => Promise.race([server.exited, sleep(15_000).then(() => 'still running')]);
+      expect(await Promise.all([exited(bad), exited(parent)])).toEqual([2, 2]);
+      expect(bad.stderr).toEqual([
+        expect.stringMatching(/^config: WORKSPACE_HOST="ws.school.org\/editor" is not valid: expected a wildcard host: "\*\." then a domain/),
+      ]);
+      expect(parent.stderr).toEqual([
+        expect.stringMatching(/^config: WORKSPACE_HOST="\*\.school\.org" is not valid: its domain must not be the control plane's host/),
+      ]);
+    } finally {
+      await Promise.all([bad.stop('SIGKILL'), parent.stop('SIGKILL')]);
+    }
+  });
+});
+
+describe('the workspace host', () => {
+  it('serves the editor at its own origin after the hand-over, paths as they are, and nothing of the control plane', async () => {
+    // From the control plane: /u/<slug>/ sends the owner to the workspace's own origin.
+    const start = await send(`${publicOrigin}/u/${ada.workspace.slug}/?folder=/home`, { headers: { ...NAVIGATE, cookie: ada.cookie } });
+    expect(start.status).toBe(302);
+    expect(start.headers.location).toBe(`${originOf(ada)}/?folder=/home`);
+    const { state, location } = await setOut(ada, '/?folder=/home');
+    expect(location).toBe(
+      `${publicOrigin}/auth/workspace/${ada.workspace.slug}?state=${createHash('sha256').update(state).digest('base64url')}&path=%2F%3Ffolder%3D%2Fhome`,
+    );
+    const codeUrl = await mint(location, ada.cookie);
+    expect(codeUrl).toMatch(new RegExp(`^${originOf(ada).replaceAll('.', '\\.')}/\\.cp/handoff\\?code=[\\w-]{43}$`));
+    const landed = await redeem(codeUrl, [state]);
+    expect(landed.status).toBe(302);
+    // Where it set out for, and no code left in the address.
+    expect(landed.headers.location).toBe('/?folder=/home');
+    expect(landed.headers['referrer-policy']).toBe('no-referrer');
+    const lines = landed.headers['set-cookie']!;
+    expect(lines).toEqual([
+      expect.stringMatching(/^cp_ws=[\w-]+\.[\w-]{43}; Path=\/; Max-Age=86400; HttpOnly; SameSite=Lax$/),
+      'cp_ws_state=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax',
+    ]);
+    expect(lines.join()).not.toMatch(/domain/i);
+    const grant = setCookie(landed, 'cp_ws')!;
+
+    // The control plane's paths on this host are the editor's: its student API is not here.
+    const answer = await onHost(ada, `/u/${ada.workspace.slug}/api/workspace?x=1`, [grant], { authorization: 'Bearer x' });
+    expect(answer.status).toBe(200);
+    const echo = JSON.parse(answer.body) as { url: string; headers: Record<string, string> };
+    expect(echo.url).toBe(`/u/${ada.workspace.slug}/api/workspace?x=1`);
+    expect(echo.headers['x-forwarded-host']).toBe(hostOf(ada));
+    expect(echo.headers['x-forwarded-prefix']).toBeUndefined();
+    expect(echo.headers.authorization).toBeUndefined();
+    // Under /.cp/ nothing is the editor's.
+    const before = seen.length;
+    expect((await onHost(ada, '/.cp/other', [grant])).status).toBe(404);
+    await expect(tunnel(ada, grant, originOf(ada), '/.cp/handoff')).rejects.toThrow('upgrade refused with 404');
+    expect(seen.length).toBe(before);
+  });
+
+  it("never passes the control plane's cookies or ours to the editor, only the editor's own", async () => {
+    const grant = await handOver(ada, ada.cookie);
+    const cookie = `theme=dark; ${ada.cookie}; cp_ws=${grant}; __Host-cp_ws=x; CP_WS=y; cp_ws_state=s; __Host-cp_ws_state=t; lang=en`;
+    const answer = await send(`${originOf(ada)}/echo`, { headers: { cookie } });
+    expect(answer.status).toBe(200);
+    const { headers } = JSON.parse(answer.body) as { headers: Record<string, string> };
+    expect(headers.cookie).toBe('theme=dark; lang=en');
+    // WebSockets likewise.
+    const socket = await tunnel(ada, grant, originOf(ada), '/ws-echo');
+    socket.close();
+    const upgrade = seen.findLast((request) => request.upgrade && request.url === '/ws-echo')!;
+    expect(upgrade.headers.cookie).toBe('theme=dark');
+    expect(upgrade.headers['x-forwarded-prefix']).toBeUndefined();
+  });
+
+  it('answers a host under the workspace domain that names no workspace with 404: a page for a browser, JSON otherwise', async () => {
+    for (const host of [`nobody-${tag}.ws.localhost:${port}`, `ws.localhost:${port}`, `a.${ada.workspace.slug}.ws.localhost:${port}`]) {
+      const page = await send(`http://${host}/`, { headers: NAVIGATE });
+      expect(page.status).toBe(404);
+      expect(page.headers['content-type']).toMatch(/^text\/html/);
+      expect(page.body).toContain('No such workspace');
+      const api = await send(`http://${host}/x`);
+      expect(api.status).toBe(404);
+      expect(JSON.parse(api.body)).toEqual({ error: { code: 'not_found', message: 'There is no workspace at this address.' } });
+    }
+    // Another port of a workspace's name is not that workspace either.
+    const elsewhere = await send(`${publicOrigin}/`, { headers: { host: `${ada.workspace.slug}.ws.localhost:1` } });
+    expect(elsewhere.status).toBe(404);
+    await expect(tunnel({ ...ada, workspace: { ...ada.workspace, slug: `nobody-${tag}` } }, undefined)).rejects.toThrow('upgrade refused with 404');
+  });
+
+  it('sends a navigation without a cookie to hand over, and refuses anything else 401 (HTTP and WebSocket)', async () => {
+    const api = await onHost(ada, '/x', []);
+    expect(api.status).toBe(401);
+    expect(JSON.parse(api.body)).toEqual({ error: { code: 'authentication_required', message: 'Sign in to use this workspace.' } });
+    await expect(tunnel(ada, undefined)).rejects.toThrow('upgrade refused with 401');
+    // Signed out on the control plane: the hand-over sends the browser to sign in, and back.
+    const { location } = await setOut(ada, '/deep?x=1');
+    const signIn = await send(location, { headers: NAVIGATE });
+    expect(signIn.status).toBe(302);
+    expect(signIn.headers.location).toBe(`/auth/sign-in?return_to=${encodeURIComponent(new URL(location).pathname + new URL(location).search)}`);
+  });
+
+  it('sends navigations on the host of a stopped workspace to its page on the control plane', async () => {
+    const grant = await (async () => {
+      await running(sid);
+      const value = await handOver(sid, sid.cookie);
+      // Stopped, as the controller leaves it.
+      await db.dataSource.query(
+        "UPDATE workspaces SET desired_state = 'stopped', observed_state = 'stopped', editor_endpoint = NULL, last_transition_at = now() WHERE id = $1",
+        [sid.workspace.id],
+      );
+      app.store.changes.publish({ kind: 'workspaces', id: sid.workspace.id });
+      return value;
+    })();
+    const page = await onHost(sid, '/', [grant], NAVIGATE);
+    expect(page.status).toBe(302);
+    expect(page.headers.location).toBe(`${publicOrigin}/u/${sid.workspace.slug}/`);
+    expect((await onHost(sid, '/x', [grant])).status).toBe(503);
+    // And the hand-over of a stopped workspace leads there too, where its Open button is.
+    const { location } = await setOut(sid);
+    const answer = await send(location, { headers: { ...NAVIGATE, cookie: sid.cookie } });
+    expect(answer.status).toBe(302);
+    expect(answer.headers.location).toBe(`/u/${sid.workspace.slug}/`);
+    const workspacePage = await send(`${publicOrigin}/u/${sid.workspace.slug}/`, { headers: { ...NAVIGATE, cookie: sid.cookie } });
+    expect(workspacePage.status).toBe(200);
+    expect(workspacePage.body).toContain(`Workspace ${sid.workspace.slug}`);
+  });
+
+  it('refuses what another site (another workspace host included) sends it, but lets it open the workspace as a page', async () => {
+    const grant = await handOver(ada, ada.cookie);
+    const before = seen.length;
+    const from = originOf(bob);
+    const refused: Record<string, string>[] = [
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'empty' },
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty', origin: from },
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'iframe' },
+      { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'script' },
+    ];
+    for (const headers of refused) expect((await onHost(ada, '/secret', [grant], headers)).status).toBe(403);
+    // A form posted from elsewhere, with or without Fetch Metadata.
+    expect((await send(`${originOf(ada)}/secret`, { method: 'POST', headers: { cookie: `cp_ws=${grant}`, origin: from } })).status).toBe(403);
+    expect(
+      (
+        await send(`${originOf(ada)}/secret`, {
+          method: 'POST',
+          headers: { cookie: `cp_ws=${grant}`, origin: from, 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate' },
+        })
+      ).status,
+    ).toBe(403);
+    expect(seen.slice(before).some((request) => request.url === '/secret')).toBe(false);
+    // A WebSocket opened by another workspace's page.
+    await expect(tunnel(ada, grant, from)).rejects.toThrow('upgrade refused with 403');
+    await expect(tunnel(ada, grant, publicOrigin)).rejects.toThrow('upgrade refused with 403');
+    // A link followed from anywhere opens the page; its own pages' requests pass.
+    expect((await onHost(ada, '/page', [grant], { ...NAVIGATE, 'sec-fetch-site': 'same-site' })).status).toBe(200);
+    expect((await onHost(ada, '/api', [grant], { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors', origin: originOf(ada) })).status).toBe(200);
+    expect((await send(`${originOf(ada)}/save`, { method: 'POST', headers: { cookie: `cp_ws=${grant}`, origin: originOf(ada) } })).status).toBe(200);
+  });
+});
+
+describe('the hand-over code', () => {
+  it('works once', async () => {
+    const { state, location } = await setOut(ada);
+    const codeUrl = await mint(location, ada.cookie);
+    expect((await redeem(codeUrl, [state])).status).toBe(302);
+    const again = await redeem(codeUrl, [state]);
+    expect(again.status).toBe(400);
+    expect(again.body).toContain('has expired or has been used already');
+    expect(again.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('expires after 60 seconds', async () => {
+    const first = await setOut(ada);
+    const early = await mint(first.location, ada.cookie);
+    const second = await setOut(ada);
+    const late = await mint(second.location, ada.cookie);
+    const now = Date.now();
+    const clock = jest.spyOn(Date, 'now');
+    try {
+      clock.mockReturnValue(now + HANDOFF_TTL_MS - 2000);
+      expect((await redeem(early, [first.state])).status).toBe(302);
+      clock.mockReturnValue(now + HANDOFF_TTL_MS + 1000);
+      const expired = await redeem(late, [second.state]);
+      expect(expired.status).toBe(400);
+      expect(expired.headers['set-cookie']).toBeUndefined();
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
+  it('works only in the browser that set out for it: another session’s code is refused', async () => {
+    // Ada in two browsers (two sessions): the second is brought the code the first was given.
+    const second = await sessionFor(app.store.sessions, ada.userId);
+    const one = await setOut(ada);
+    const two = await setOut(ada);
+    expect(two.state).not.toBe(one.state);
+    const codeOfOne = await mint(one.location, ada.cookie);
+    await mint(two.location, second.cookie);
+    const refused = await redeem(codeOfOne, [two.state]);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toContain('made for another browser');
+    expect(refused.headers['set-cookie']).toBeUndefined();
+    // Taken by that attempt: not even its own browser can use it now.
+    expect((await redeem(codeOfOne, [one.state])).status).toBe(400);
+    // Nor without any state cookie, or on another workspace's host.
+    expect((await redeem(await mint((await setOut(ada)).location, ada.cookie), [])).status).toBe(400);
+    const three = await setOut(ada);
+    const onBob = (await mint(three.location, ada.cookie)).replace(hostOf(ada), hostOf(bob));
+    const wrongHost = await redeem(onBob, [three.state]);
+    expect(wrongHost.status).toBe(400);
+    expect(wrongHost.body).toContain('for another workspace');
+  });
+
+  it('is refused once the session it came from has ended', async () => {
+    const session = await sessionFor(app.store.sessions, ada.userId);
+    const { state, location } = await setOut(ada);
+    const codeUrl = await mint(location, session.cookie);
+    const out = await send(`${publicOrigin}/auth/sign-out`, { method: 'POST', headers: { cookie: session.cookie, origin: publicOrigin } });
+    expect(out.status).toBe(303);
+    const answer = await redeem(codeUrl, [state]);
+    expect(answer.status).toBe(400);
+    expect(answer.headers['set-cookie']).toBeUndefined();
+  });
+
+  it('is kept only as its SHA-256, and is 32 random bytes', () => {
+    const codes = new HandoffCodes();
+    const code = codes.issue({ userId: 'u', sessionId: 's', workspaceId: 'w', stateHash: 'h', path: '/' });
+    expect(Buffer.from(code, 'base64url')).toHaveLength(32);
+    expect(codes.storedKeys()).toEqual([createHash('sha256').update(code).digest('base64url')]);
+    expect(JSON.stringify(codes.storedKeys())).not.toContain(code);
+    expect(codes.take(code)).toEqual({ userId: 'u', sessionId: 's', workspaceId: 'w', stateHash: 'h', path: '/' });
+    expect(codes.take(code)).toBeUndefined();
+  });
+
+  it('is not given for a workspace the user may not open, nor to a script or a frame', async () => {
+    const { location } = await setOut(ada);
+    const other = await send(location, { headers: { ...NAVIGATE, cookie: bob.cookie } });
+    expect(other.status).toBe(403);
+    expect(other.body).toContain('This workspace is not yours.');
+    expect(
+      (await send(location, { headers: { cookie: ada.cookie, 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty', 'sec-fetch-site': 'cross-site' } })).status,
+    ).toBe(403);
+    expect(
+      (await send(location, { headers: { cookie: ada.cookie, 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'iframe', 'sec-fetch-site': 'cross-site' } }))
+        .status,
+    ).toBe(403);
+    expect((await send(location.replace(/state=[^&]+/, 'state=x'), { headers: { ...NAVIGATE, cookie: ada.cookie } })).status).toBe(400);
+  });
+});
+
+describe('the workspace cookie', () => {
+  it('is valid for its workspace only: refused on another workspace’s host', async () => {
+    const grant = await handOver(ada, ada.cookie);
+    expect((await onHost(ada, '/x', [grant])).status).toBe(200);
+    expect((await onHost(bob, '/x', [grant])).status).toBe(401);
+    await expect(tunnel(bob, grant, originOf(bob))).rejects.toThrow('upgrade refused with 401');
+  });
+
+  it('refuses a forged, unsigned, re-signed or expired one', async () => {
+    const grant = await handOver(ada, ada.cookie);
+    const [payload, mac] = grant.split('.') as [string, string];
+    const fields = JSON.parse(Buffer.from(payload, 'base64url').toString()) as [string, string, string, number];
+    const edited = Buffer.from(JSON.stringify([coach.userId, fields[1], fields[2], fields[3]])).toString('base64url');
+    const otherKey = new GrantSigner('another-secret-0123456789abcdef-0123');
+    const forgeries = [
+      `${edited}.${mac}`,
+      payload,
+      `${payload}.`,
+      'forged',
+      otherKey.sign({ userId: ada.userId, workspaceId: ada.workspace.id, sessionId: fields[2], expiresAt: Date.now() + 60_000 }),
+      new GrantSigner(TEST_SESSION_SECRET).sign({ userId: ada.userId, workspaceId: ada.workspace.id, sessionId: fields[2], expiresAt: Date.now() - 1 }),
+      // Right key and fields, but a session that does not exist, or that is someone else's (an admin's).
+      new GrantSigner(TEST_SESSION_SECRET).sign({
+        userId: ada.userId,
+        workspaceId: ada.workspace.id,
+        sessionId: 'no-such-session',
+        expiresAt: Date.now() + 60_000,
+      }),
+      new GrantSigner(TEST_SESSION_SECRET).sign({
+        userId: ada.userId,
+        workspaceId: ada.workspace.id,
+        sessionId: sessionIdOf(coach),
+        expiresAt: Date.now() + 60_000,
+      }),
+    ];
+    for (const forged of forgeries) expect((await onHost(ada, '/x', [forged])).status).toBe(401);
+  });
+
+  it('takes, of several, the one that is valid for this workspace and ignores the rest', async () => {
+    const adas = await handOver(ada, ada.cookie);
+    const bobs = await handOver(bob, bob.cookie);
+    const before = seen.length;
+    // As a sibling's page could set them for the whole workspace domain.
+    expect((await onHost(ada, '/x', ['forged', bobs, adas])).status).toBe(200);
+    expect((await onHost(ada, '/x', [adas, 'forged'])).status).toBe(200);
+    expect((await onHost(ada, '/x', ['forged', bobs])).status).toBe(401);
+    expect(seen.slice(before).every((request) => request.headers.cookie === undefined)).toBe(true);
+  });
+
+  it("carries no admin power, so an admin may open a student's workspace in host mode", async () => {
+    const start = await send(`${publicOrigin}/u/${ada.workspace.slug}/`, { headers: { ...NAVIGATE, cookie: coach.cookie } });
+    expect(start.status).toBe(302);
+    expect(start.headers.location).toBe(`${originOf(ada)}/`);
+    const grant = await handOver(ada, coach.cookie);
+    expect((await onHost(ada, '/x', [grant])).status).toBe(200);
+    // Another student is refused, on the control plane and in the hand-over.
+    const refused = await send(`${publicOrigin}/u/${ada.workspace.slug}/`, { headers: { ...NAVIGATE, cookie: bob.cookie } });
+    expect(refused.status).toBe(403);
+    // The control plane's admin API knows nothing of it, on either origin.
+    expect((await send(`${publicOrigin}/admin/users`, { headers: { cookie: `cp_ws=${grant}` } })).status).toBe(401);
+    const onWorkspaceHost = await onHost(ada, '/admin/users', [grant], { accept: 'application/json' });
+    expect(JSON.parse(onWorkspaceHost.body)).toEqual(expect.objectContaining({ url: '/admin/users' }));
+  });
+
+  it('ends with the control-plane session it came from (sign-out), HTTP and WebSocket', async () => {
+    const session = await sessionFor(app.store.sessions, ada.userId);
+    const grant = await handOver(ada, session.cookie);
+    const bystander = await tunnel(ada, await handOver(ada, ada.cookie));
+    const socket = await tunnel(ada, grant);
+    await echoes(socket);
+    expect((await onHost(ada, '/x', [grant])).status).toBe(200);
+    const out = await send(`${publicOrigin}/auth/sign-out`, { method: 'POST', headers: { cookie: session.cookie, origin: publicOrigin } });
+    expect(out.status).toBe(303);
+    expect(await closesWithin(socket, 1000)).toBe(true);
+    expect((await onHost(ada, '/x', [grant])).status).toBe(401);
+    await echoes(bystander);
+    bystander.close();
+  });
+});
+
+describe("the editor's answers on its host", () => {
+  it('drop any Set-Cookie of ours or the control plane’s, or with a Domain, and Clear-Site-Data; keep its own host-only cookies', async () => {
+    const grant = await handOver(ada, ada.cookie);
+    const answer = await onHost(ada, '/set-cookies', [grant]);
+    expect(answer.status).toBe(200);
+    expect(answer.headers['set-cookie']).toEqual(KEPT_COOKIES);
+    expect(answer.headers['clear-site-data']).toBeUndefined();
+  });
+
+  it('drop them from a WebSocket handshake too', async () => {
+    const grant = await handOver(ada, ada.cookie);
+    const socket = new WebSocket(`ws://${hostOf(ada)}/ws-cookies`, { lookup: loopback, headers: { origin: originOf(ada), cookie: `cp_ws=${grant}` } });
+    const answer = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      socket.once('upgrade', resolve);
+      socket.once('error', reject);
+    });
+    expect(answer.headers['set-cookie']).toEqual(KEPT_COOKIES);
+    expect(answer.headers['clear-site-data']).toBeUndefined();
+    socket.close();
+  });
+});
+
+describe('the control plane in host mode', () => {
+  it('tells the browser where the editor is, and serves no editor WebSocket on its own origin', async () => {
+    const answer = await send(`${publicOrigin}/u/${ada.workspace.slug}/api/workspace`, { headers: { cookie: ada.cookie } });
+    expect(answer.status).toBe(200);
+    expect((JSON.parse(answer.body) as { workspace: { editorUrl: string } }).workspace.editorUrl).toBe(`${originOf(ada)}/`);
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/u/${ada.workspace.slug}/ws`, { headers: { origin: publicOrigin, cookie: ada.cookie } });
+    const status = await new Promise<number>((resolve) => {
+      socket.once('open', () => resolve(101));
+      socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+    });
+    expect(status).toBe(404);
+  });
+
+  it('sends a signed-out browser to sign in, and answers an API client 401', async () => {
+    const page = await send(`${publicOrigin}/u/${ada.workspace.slug}/x`, { headers: NAVIGATE });
+    expect(page.status).toBe(302);
+    expect(page.headers.location).toBe(`/auth/sign-in?return_to=${encodeURIComponent(`/u/${ada.workspace.slug}/x`)}`);
+    expect((await send(`${publicOrigin}/u/${ada.workspace.slug}/x`)).status).toBe(401);
+  });
+
+  it('points the 403 of path mode at what exists', () => {
+    expect(OWNER_ONLY_MESSAGE).toContain('ask the student');
+    expect(OWNER_ONLY_MESSAGE).toContain('WORKSPACE_HOST');
+    expect(OWNER_ONLY_MESSAGE).not.toContain("admin panel's host-mode link");
+  });
+});
+
+describe('an open WebSocket on a workspace host ends within a second of a revocation', () => {
+  /** A student with a running workspace and a tunnel to it opened by `as` (default: the owner). */
+  async function openFor(local: string, role: 'user' | 'admin' = 'user') {
+    const owner = await newStudent(app.store, local, tag, role);
+    await running(owner);
+    return owner;
+  }
+
+  it('when its user is demoted (which ends their sessions); afterwards a demoted admin no longer opens a student’s workspace, an owner still opens theirs', async () => {
+    const owner = await openFor('own');
+    const head = await newStudent(app.store, 'head', tag, 'admin');
+    const boss = await openFor('boss', 'admin');
+    const bystander = await tunnel(owner, await handOver(owner, owner.cookie));
+    const viewing = await tunnel(owner, await handOver(owner, head.cookie));
+    const own = await tunnel(boss, await handOver(boss, boss.cookie));
+    await app.store.users.demote(SYSTEM_ACTOR, head.userId);
+    await app.store.users.demote(SYSTEM_ACTOR, boss.userId);
+    expect(await closesWithin(viewing, 1000)).toBe(true);
+    expect(await closesWithin(own, 1000)).toBe(true);
+    await echoes(bystander);
+    bystander.close();
+    // Signed in again, as students now: the rule, not only the session, decides.
+    const headAgain = await sessionFor(app.store.sessions, head.userId);
+    const bossAgain = await sessionFor(app.store.sessions, boss.userId);
+    expect((await send(`${publicOrigin}/u/${owner.workspace.slug}/`, { headers: { ...NAVIGATE, cookie: headAgain.cookie } })).status).toBe(403);
+    const mine = await tunnel(boss, await handOver(boss, bossAgain.cookie));
+    await echoes(mine);
+    mine.close();
+  });
+
+  it('when its workspace is stopped, or given to someone else, or its user deleted', async () => {
+    const fay = await openFor('fay');
+    const stopped = await tunnel(fay, await handOver(fay, fay.cookie));
+    await app.store.workspaces.stop(SYSTEM_ACTOR, fay.workspace.id);
+    expect(await closesWithin(stopped, 1000)).toBe(true);
+
+    const hal = await openFor('hal');
+    const given = await tunnel(hal, await handOver(hal, hal.cookie));
+    const [other] = (await db.dataSource.query("INSERT INTO users (email, name) VALUES ($1, '') RETURNING id", [`other-${tag}@school.test`])) as {
+      id: string;
+    }[];
+    await db.dataSource.query('UPDATE workspaces SET user_id = $2 WHERE id = $1', [hal.workspace.id, other!.id]);
+    app.store.changes.publish({ kind: 'workspaces', id: hal.workspace.id });
+    expect(await closesWithin(given, 1000)).toBe(true);
+
+    const gus = await openFor('gus');
+    const deleted = await tunnel(gus, await handOver(gus, gus.cookie));
+    await app.store.users.delete(SYSTEM_ACTOR, gus.userId);
+    expect(await closesWithin(deleted, 1000)).toBe(true);
+  });
+});

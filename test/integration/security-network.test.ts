@@ -1,0 +1,129 @@
+/**
+ * Network isolation on real Docker: the workspace network the runtime makes (a bridge with
+ * inter-container traffic off) lets no workspace container, editor or simulator run, reach another
+ * workspace's editor or the control plane's port, while the control plane (here, this process on
+ * the host) reaches every editor. A control case on a network with inter-container traffic on shows
+ * that the same probe does get through there, so a refusal above means isolation, not a broken probe.
+ */
+import { RunController } from '../../controllers/runs.ts';
+import { engineClient } from '../../src/docker/docker-runtime.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { createMetrics } from '../../src/metrics.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { captureLogger, createHarness, eventually, execIn, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, openAndWait } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+const docker = engineClient();
+const tag = Date.now().toString(36);
+let harness: Harness;
+let app: TestApp;
+let ada: WorkspaceRecord;
+let bob: WorkspaceRecord;
+
+beforeAll(async () => {
+  // The control plane's HTTP port, as a student's code would look for it.
+  app = await startApp(db.dataSource);
+  harness = createHarness(db.dataSource, { changes: app.store.changes });
+  await harness.controller.start();
+  ada = await openAndWait(harness.store, (await newStudent(harness.store, 'ada', tag)).workspace);
+  bob = await openAndWait(harness.store, (await newStudent(harness.store, 'bob', tag)).workspace);
+}, 60_000);
+
+afterAll(async () => {
+  await harness?.stop();
+  await app?.close();
+  if (harness) await removeEverything(harness.controlPlaneId);
+}, 30_000);
+
+/** A probe of `url`, as a student's program would make it: exit 0 when it answers, 1 when it does not within 3 s. */
+const probe = (url: string) => `node -e "fetch('${url}', { signal: AbortSignal.timeout(3000) }).then(() => process.exit(0), () => process.exit(1))"`;
+
+/** The probe, run inside a container. */
+const fetchFrom = (containerId: string, url: string) => execIn(containerId, ['sh', '-c', probe(url)]);
+
+async function codeContainer(workspace: WorkspaceRecord): Promise<{ id: string; address: string }> {
+  const [container] = (await harness.runtime.listContainers({ workspaceId: workspace.id })).filter((each) => each.role === 'code' && each.state === 'running');
+  return { id: container!.id, address: container!.address! };
+}
+
+/** The gateway of the workspace network: the host, as a container sees it. */
+async function gateway(): Promise<string> {
+  const info = await docker.getNetwork(TEST_ENV.WORKSPACE_NETWORK).inspect();
+  return (info as { IPAM: { Config: { Gateway: string }[] } }).IPAM.Config[0]!.Gateway;
+}
+
+it('makes the workspace network with inter-container traffic off', async () => {
+  const info = (await docker.getNetwork(TEST_ENV.WORKSPACE_NETWORK).inspect()) as { Driver: string; Options: Record<string, string> };
+  expect(info.Driver).toBe('bridge');
+  expect(info.Options['com.docker.network.bridge.enable_icc']).toBe('false');
+});
+
+it("lets the control plane reach every editor, and no workspace's editor reach another's", async () => {
+  const [fromAda, toBob] = [await codeContainer(ada), await codeContainer(bob)];
+  const direct = await fetch(`http://${toBob.address}:8080/`);
+  expect(direct.status).toBe(200);
+  expect((await fetchFrom(fromAda.id, `http://${toBob.address}:8080/`)).code).toBe(1);
+  // Its own editor answers it, so the probe itself works.
+  expect((await fetchFrom(fromAda.id, 'http://127.0.0.1:8080/')).code).toBe(0);
+});
+
+it("gives a workspace no way to the control plane's port", async () => {
+  const port = new URL(app.url).port;
+  const { id } = await codeContainer(ada);
+  expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+  expect((await fetchFrom(id, `http://${await gateway()}:${port}/healthz`)).code).toBe(1);
+});
+
+it("lets no simulator run reach another workspace's editor", async () => {
+  const { address } = await codeContainer(bob);
+  const logger = captureLogger();
+  // The run's command probes Bob's editor, leaves the answer in Ada's home, then boots the stand-in simulator.
+  const runs = new RunController({
+    store: harness.store,
+    runtime: harness.runtime,
+    metrics: createMetrics(),
+    log: categoryLogger(logger.root, 'runs'),
+    buildTimeoutMs: 30_000,
+    probeIntervalMs: 100,
+    runningCheckMs: 500,
+    template: {
+      image: TEST_IMAGE,
+      memoryBytes: 64 * 1024 * 1024,
+      network: TEST_ENV.WORKSPACE_NETWORK,
+      nt4Port: 5810,
+      command: `${probe(`http://${address}:8080/`)}; echo $? > probe-exit; SIM_COMPILE_MS=100 SIM_BOOT_MS=100 node /app/sim.mjs`,
+    },
+  });
+  await runs.start();
+  try {
+    const created = await harness.store.runs.create(ada.id);
+    await eventually('the run running', async () => (await harness.store.runs.get(created.id))?.status === 'running', 30_000);
+    const { id } = await codeContainer(ada);
+    const exit = (await execIn(id, ['cat', '/home/student/probe-exit'])).output.trim();
+    expect(exit).toBe('1');
+  } finally {
+    await runs.stop();
+  }
+});
+
+it('is what stops the probe: on a network with inter-container traffic on, the same probe gets through', async () => {
+  const shared = `classroom-test-shared-${tag}`;
+  await docker.createNetwork({ Name: shared, Driver: 'bridge', Labels: { 'service.test': 'security-network' } });
+  const network = docker.getNetwork(shared);
+  const { id: adaId } = await codeContainer(ada);
+  const { id: bobId } = await codeContainer(bob);
+  try {
+    await network.connect({ Container: adaId });
+    await network.connect({ Container: bobId });
+    const info = (await network.inspect()) as { Containers: Record<string, { IPv4Address: string }> };
+    const bobAddress = info.Containers[bobId]!.IPv4Address.split('/')[0]!;
+    expect((await fetchFrom(adaId, `http://${bobAddress}:8080/`)).code).toBe(0);
+  } finally {
+    await network.disconnect({ Container: adaId, Force: true }).catch(() => undefined);
+    await network.disconnect({ Container: bobId, Force: true }).catch(() => undefined);
+    await network.remove();
+  }
+});
