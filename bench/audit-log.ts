@@ -14,6 +14,7 @@ import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { createDataSource, migrate } from '../src/db/database.ts';
 import { listAudit, type AuditFilter } from '../src/store/audit.ts';
+import { auditRowsSql } from './lib.ts';
 
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54329/postgres';
 const DATABASE = 'cp_bench_audit';
@@ -36,43 +37,6 @@ async function admin(sql: string): Promise<void> {
 }
 
 const dropDatabase = () => admin(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-
-/**
- * One million rows, ids ascending with time over the past year. Actions are skewed as a class's
- * admin work is (container stops and restarts dominate, deletions are rare); actors are 20 coaches
- * doing most of it, 180 assistants, the `system` actor (idle sweep, bootstrap) and the `cli`.
- */
-const LOAD_SQL = `
-  INSERT INTO audit_log (timestamp, actor_id, actor_email, action, target_kind, target_id, metadata)
-  SELECT now() - interval '365 days' + (g * (interval '365 days' / ${ROWS})),
-         CASE WHEN email IN ('system', 'cli') THEN NULL ELSE md5(email) END,
-         email, action,
-         CASE split_part(action, '.', 1) WHEN 'container' THEN 'workspace' WHEN 'config' THEN 'config' ELSE split_part(action, '.', 1) END,
-         CASE WHEN action LIKE 'allowlist.%' THEN 'student' || (g % 900) || '@school.example'
-              WHEN action LIKE 'config.%' THEN 'max_active_containers'
-              ELSE md5('target' || (g % 5000)) END,
-         CASE WHEN action LIKE 'config.%' THEN jsonb_build_object('from', g % 40, 'to', (g + 7) % 40)
-              WHEN action = 'workspace.restore' THEN jsonb_build_object('backup', 'ws-' || (g % 300) || '.tar.gz')
-              ELSE NULL END
-  FROM (
-    SELECT g,
-           CASE WHEN ra < 0.35 THEN 'container.stop'
-                WHEN ra < 0.60 THEN 'container.restart-code'
-                WHEN ra < 0.72 THEN 'allowlist.add'
-                WHEN ra < 0.82 THEN 'workspace.backup'
-                WHEN ra < 0.87 THEN 'user.promote'
-                WHEN ra < 0.92 THEN 'allowlist.remove'
-                WHEN ra < 0.96 THEN 'config.max-active-containers'
-                WHEN ra < 0.98 THEN 'user.demote'
-                WHEN ra < 0.995 THEN 'workspace.restore'
-                ELSE 'user.delete' END AS action,
-           CASE WHEN rb < 0.15 THEN 'system'
-                WHEN rb < 0.20 THEN 'cli'
-                WHEN rb < 0.80 THEN 'coach' || lpad((1 + floor(20 * rc * rc))::int::text, 2, '0') || '@school.example'
-                ELSE 'ta' || lpad((1 + floor(180 * rc * rc))::int::text, 3, '0') || '@school.example' END AS email
-    FROM (SELECT g, random() AS ra, random() AS rb, random() AS rc FROM generate_series(1, ${ROWS}) AS g) AS draws
-  ) AS rows
-  ORDER BY g`;
 
 /** The cases measured: a name and the filter listAudit gets (limit 50, as the endpoint's default). */
 function cases(now: number): [string, Omit<AuditFilter, 'limit'>][] {
@@ -102,7 +66,7 @@ async function time(run: () => Promise<unknown>): Promise<number[]> {
     await run();
     samples.push(performance.now() - start);
   }
-  return samples.sort((a, b) => a - b);
+  return samples.toSorted((a, b) => a - b);
 }
 
 /** The value at quantile q of sorted samples (nearest rank). */
@@ -129,13 +93,13 @@ async function main(): Promise<void> {
     // One connection, so that the seed holds for the load: the same rows every run.
     const runner = db.createQueryRunner();
     await runner.query('SELECT setseed(0.42)');
-    await runner.query(LOAD_SQL);
+    await runner.query(auditRowsSql(ROWS));
     await runner.release();
     await db.query('VACUUM ANALYZE audit_log');
     const load = performance.now() - started;
-    const [{ count, size }] = (await db.query(
-      "SELECT count(*)::int AS count, pg_size_pretty(pg_total_relation_size('audit_log')) AS size FROM audit_log",
-    )) as [{ count: number; size: string }];
+    const [{ count, size }] = (await db.query("SELECT count(*)::int AS count, pg_size_pretty(pg_total_relation_size('audit_log')) AS size FROM audit_log")) as [
+      { count: number; size: string },
+    ];
     console.log(`loaded ${count} rows (${size} with indexes) in ${(load / 1000).toFixed(1)} s; ${REPS} runs per case after ${WARMUP} warm-up runs`);
 
     const baselineSql = 'SELECT id, timestamp, actor_id, actor_email, action, target_kind, target_id, metadata FROM audit_log ORDER BY id DESC LIMIT 50';
@@ -157,7 +121,9 @@ async function main(): Promise<void> {
       console.log(`${row.name.padEnd(width)}  ${fmt(row.median)}  ${fmt(row.p95)}  ${(row.median / baseline).toFixed(1).padStart(17)}`);
     }
     const met = results.length - 1 - slow.length;
-    console.log(`target "under ${TARGET_MS} ms median": ${met} of ${results.length - 1} cases meet it${slow.length > 0 ? `; missed: ${slow.map(([name]) => name).join(', ')}` : ''}`);
+    console.log(
+      `target "under ${TARGET_MS} ms median": ${met} of ${results.length - 1} cases meet it${slow.length > 0 ? `; missed: ${slow.map(([name]) => name).join(', ')}` : ''}`,
+    );
     for (const [name, filter] of slow) {
       const { sql, params } = await sqlOf(filter);
       const plan = (await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params)) as { 'QUERY PLAN': string }[];

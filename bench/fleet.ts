@@ -7,7 +7,6 @@
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/fleet.ts   (FLEET=100 by default)
  */
 import { randomBytes } from 'node:crypto';
-import { createUserWithWorkspace, openWorkspace } from '../src/store/workspaces.ts';
 import { benchDatabase, CONTROL_PLANE_LABEL, controlPlane, deadline, docker, plainCreateStart, removeLabelled } from './lib.ts';
 
 deadline(15 * 60_000);
@@ -15,8 +14,10 @@ const FLEET = Number(process.env.FLEET ?? 100);
 const { dataSource, drop } = await benchDatabase('cp_bench_fleet');
 let startedCount = 0;
 let allStarted: () => void = () => undefined;
-const plane = controlPlane(dataSource, (record) => {
-  if (record.message === 'code container started' && ++startedCount === FLEET) allStarted();
+const plane = controlPlane(dataSource, {
+  onLog: (record) => {
+    if (record.message === 'code container started' && ++startedCount === FLEET) allStarted();
+  },
 });
 const baselineId = randomBytes(4).toString('hex');
 let controller = plane.newController();
@@ -30,19 +31,24 @@ try {
 
   await controller.start();
   const ids: string[] = [];
-  for (let i = 0; i < FLEET; i++) ids.push((await createUserWithWorkspace(plane.store, { email: `fleet-${baselineId}-${i}@school.test` })).workspace.id);
+  for (let i = 0; i < FLEET; i++) ids.push((await plane.store.users.create({ email: `fleet-${baselineId}-${i}@school.test` })).workspace.id);
   const done = new Promise<void>((resolve) => (allStarted = resolve));
   const t1 = performance.now();
-  await Promise.all(ids.map((id) => openWorkspace(plane.store, id)));
+  await Promise.all(ids.map((id) => plane.store.workspaces.open(id)));
   await done;
   const fleet = performance.now() - t1;
-  console.log(`fleet of ${FLEET}: plain parallel create+start ${(plain / 1000).toFixed(2)} s, control plane open→all running ${(fleet / 1000).toFixed(2)} s, ratio ${(fleet / plain).toFixed(2)}x (target ≤ 1.5x): ${fleet / plain <= 1.5 ? 'met' : 'NOT met'}`);
+  console.log(
+    `fleet of ${FLEET}: plain parallel create+start ${(plain / 1000).toFixed(2)} s, control plane open→all running ${(fleet / 1000).toFixed(2)} s, ratio ${(fleet / plain).toFixed(2)}x (target ≤ 1.5x): ${fleet / plain <= 1.5 ? 'met' : 'NOT met'}`,
+  );
 
   // Adoption: a new controller over the running fleet, with the recorded status wiped.
   await controller.queue.idle();
   await controller.stop();
-  const before = new Map((await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${plane.controlPlaneId}`] } })).map((info) => [info.Id, info.Status]));
-  const startedAt = async () => new Map(await Promise.all([...before.keys()].map(async (id) => [id, (await docker.getContainer(id).inspect()).State.StartedAt] as const)));
+  const before = new Map(
+    (await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${plane.controlPlaneId}`] } })).map((info) => [info.Id, info.Status]),
+  );
+  const startedAt = async () =>
+    new Map(await Promise.all([...before.keys()].map(async (id) => [id, (await docker.getContainer(id).inspect()).State.StartedAt] as const)));
   const startedBefore = await startedAt();
   await dataSource.query("UPDATE workspaces SET observed_state = 'unknown'");
   controller = plane.newController();
@@ -56,7 +62,9 @@ try {
   const adoption = performance.now() - t2;
   const startedAfter = await startedAt();
   const restarts = [...startedBefore].filter(([id, at]) => startedAfter.get(id) !== at).length;
-  console.log(`adoption of ${FLEET} running: all reported running in ${(adoption / 1000).toFixed(2)} s, ${restarts} restarted (target ≤ 5 s, 0 restarts): ${adoption <= 5000 && restarts === 0 ? 'met' : 'NOT met'}`);
+  console.log(
+    `adoption of ${FLEET} running: all reported running in ${(adoption / 1000).toFixed(2)} s, ${restarts} restarted (target ≤ 5 s, 0 restarts): ${adoption <= 5000 && restarts === 0 ? 'met' : 'NOT met'}`,
+  );
 } finally {
   await controller.stop();
   await removeLabelled(CONTROL_PLANE_LABEL, plane.controlPlaneId);

@@ -1,16 +1,17 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
-import { WorkspaceController } from '../controllers/workspaces.ts';
-import { ChangeFeed } from '../src/db/changes.ts';
+import { loadConfig } from '../src/config.ts';
+import { createControlPlane, type ControlPlaneOptions, type PartName } from '../src/control-plane.ts';
 import { createDataSource, migrate } from '../src/db/database.ts';
-import { CONTROL_PLANE_LABEL, DockerRuntime, engineClient } from '../src/docker/docker-runtime.ts';
-import { createRootLogger, categoryLogger } from '../src/log.ts';
+import { CONTROL_PLANE_LABEL, engineClient } from '../src/docker/docker-runtime.ts';
+import { createRootLogger } from '../src/log.ts';
+import { SessionStore } from '../src/store/sessions.ts';
 import { sessionFor } from '../test/helpers/session.ts';
-import { createMetrics } from '../src/metrics.ts';
-import type { StoreContext } from '../src/store/workspaces.ts';
 
 /** The PostgreSQL server of the tests (scripts/provision.sh starts it). */
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54329/postgres';
@@ -19,11 +20,11 @@ export const MEMORY = 64 * 1024 * 1024;
 export const docker = engineClient();
 
 /** Creates (dropping first) a benchmark database with the real migrations and returns a data source on it. */
-export async function benchDatabase(name: string): Promise<{ dataSource: DataSource; drop(): Promise<void> }> {
+export async function benchDatabase(name: string): Promise<{ dataSource: DataSource; drop: () => Promise<void> }> {
   const admin = async (sql: string) => {
     const client = new pg.Client({ connectionString: SERVER_URL });
     await client.connect();
-    await client.query(sql).finally(() => client.end());
+    await client.query(sql).finally(() => void client.end());
   };
   await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin(`CREATE DATABASE ${name}`);
@@ -52,33 +53,79 @@ export function benchDatabaseUrl(name: string): string {
 export async function dropBenchDatabase(name: string): Promise<void> {
   const client = new pg.Client({ connectionString: SERVER_URL });
   await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => client.end());
+  await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => void client.end());
+}
+
+/** How a benchmark's control plane differs from the default one. */
+export interface BenchPlaneOptions extends Partial<ControlPlaneOptions> {
+  /** Called on every log record. */
+  onLog?: (record: Record<string, unknown>) => void;
+  /** Scopes its containers (default: a fresh `bench-<hex>`). */
+  controlPlaneId?: string;
+  /** Environment beside the benchmark's own (the test image, small containers, the default bridge). */
+  env?: Record<string, string>;
 }
 
 /**
- * The control plane's pieces, wired as main.ts does, plus a hook called on every log record.
- * `controlPlaneId` scopes its containers (default: a fresh `bench-<hex>`).
+ * A control plane on a benchmark database, made through the composition root with the given parts
+ * (default: none). `newController()` makes another plane's workspace controller on the same store
+ * and change feed (a restart, for adoption).
  */
-export function controlPlane(dataSource: DataSource, onLog: (record: Record<string, unknown>) => void = () => undefined, controlPlaneId = `bench-${randomBytes(4).toString('hex')}`) {
+export function controlPlane(
+  dataSource: DataSource,
+  { onLog = () => undefined, controlPlaneId = `bench-${randomBytes(4).toString('hex')}`, env = {}, ...options }: BenchPlaneOptions = {},
+) {
   const sink = { write: (line: string) => onLog(JSON.parse(line) as Record<string, unknown>) };
-  const root = createRootLogger({ level: 'info', format: 'json', colour: false, sinks: { out: sink, err: sink } });
-  const metrics = createMetrics();
-  const changes = new ChangeFeed();
-  const log = categoryLogger(root, 'containers');
-  const runtime = new DockerRuntime({ controlPlaneId });
-  const store: StoreContext = { db: dataSource, changes, environmentCap: 1000, metrics, log };
-  const newController = () =>
-    new WorkspaceController({ db: dataSource, runtime, changes, metrics, log, environmentCap: 1000, template: { image: IMAGE, memoryBytes: MEMORY, network: 'bridge', editorPort: 8080 }, orphanStartupGraceMs: 3_600_000 });
-  return { controlPlaneId, store, runtime, newController };
+  const log = createRootLogger({ level: 'info', format: 'json', colour: false, sinks: { out: sink, err: sink } });
+  const config = loadConfig({
+    WORKSPACE_IMAGE: IMAGE,
+    CODE_MEMORY_LIMIT: String(MEMORY),
+    WORKSPACE_NETWORK: 'bridge',
+    EDITOR_PORT: '8080',
+    NT4_PORT: '5810',
+    CONTROL_PLANE_ID: controlPlaneId,
+    MAX_ACTIVE_CONTAINERS: '1000',
+    LOG_LEVEL: 'info',
+    DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'cp-bench-')),
+    ...env,
+  });
+  // The benchmark owns its data source: planes leave it open.
+  const open = (parts: readonly PartName[], extra: Partial<ControlPlaneOptions> = {}) =>
+    createControlPlane({
+      config,
+      log,
+      database: { dataSource, embedded: false, close: async () => undefined },
+      parts,
+      tuning: { workspaces: { orphanStartupGraceMs: 3_600_000 } },
+      ...options,
+      ...extra,
+    });
+  const plane = open(options.parts ?? []);
+  const newController = () => open(['workspaces'], { changes: plane.changes }).workspaces!;
+  return { controlPlaneId, plane, store: plane.store, runtime: plane.runtime, metrics: plane.metrics, newController };
 }
 
 /** Removes every container and volume carrying `label=value`. */
 export async function removeLabelled(label: string, value: string): Promise<void> {
   const filters = { label: [`${label}=${value}`] };
   const containers = await docker.listContainers({ all: true, filters });
-  await Promise.all(containers.map((info) => docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    containers.map((info) =>
+      docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
   const { Volumes } = await docker.listVolumes({ filters });
-  await Promise.all((Volumes ?? []).map((volume) => docker.getVolume(volume.Name).remove().catch(() => undefined)));
+  await Promise.all(
+    (Volumes ?? []).map((volume) =>
+      docker
+        .getVolume(volume.Name)
+        .remove()
+        .catch(() => undefined),
+    ),
+  );
 }
 
 /** A plain dockerode create+start of a container like a code container (the baseline). */
@@ -99,11 +146,11 @@ export async function plainCreateStart(name: string, baselineId: string): Promis
 export { CONTROL_PLANE_LABEL };
 
 export const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
+  const sorted = values.toSorted((a, b) => a - b);
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
 };
 export const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
+  const sorted = values.toSorted((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 
@@ -121,7 +168,7 @@ export function deadline(ms: number, cleanup?: () => Promise<void>): void {
 
 /** The Cookie header of a signed-in session for `userId` (made as koa-session makes one; see test/helpers/session.ts). */
 export async function signedSessionCookie(db: DataSource, userId: string, secret: string): Promise<string> {
-  return (await sessionFor(db, userId, secret)).cookie;
+  return (await sessionFor(new SessionStore(db), userId, secret)).cookie;
 }
 
 export { freePort } from '../test/helpers/server.ts';
@@ -168,4 +215,45 @@ export async function machineBusyPercent(ms = 1000): Promise<number> {
 /** Open file descriptors of process `pid`. */
 export function processOpenFds(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/**
+ * SQL that loads `rows` audit entries, ids ascending with time over `spanDays` (a year) that end
+ * `endDaysAgo` days ago. Actions are skewed as a class's admin work is (container stops and restarts dominate,
+ * deletions are rare); actors are 20 coaches doing most of it, 180 assistants, the `system` actor
+ * (idle sweep, bootstrap) and the `cli`. Run it on one connection after `SELECT setseed(...)` for
+ * the same rows every run.
+ */
+export function auditRowsSql(rows: number, endDaysAgo = 0, spanDays = 365): string {
+  return `
+  INSERT INTO audit_log (timestamp, actor_id, actor_email, action, target_kind, target_id, metadata)
+  SELECT now() - interval '${endDaysAgo} days' - interval '${spanDays} days' + (g * (interval '${spanDays} days' / ${rows})),
+         CASE WHEN email IN ('system', 'cli') THEN NULL ELSE md5(email) END,
+         email, action,
+         CASE split_part(action, '.', 1) WHEN 'container' THEN 'workspace' WHEN 'config' THEN 'config' ELSE split_part(action, '.', 1) END,
+         CASE WHEN action LIKE 'allowlist.%' THEN 'student' || (g % 900) || '@school.example'
+              WHEN action LIKE 'config.%' THEN 'max_active_containers'
+              ELSE md5('target' || (g % 5000)) END,
+         CASE WHEN action LIKE 'config.%' THEN jsonb_build_object('from', g % 40, 'to', (g + 7) % 40)
+              WHEN action = 'workspace.restore' THEN jsonb_build_object('backup', 'ws-' || (g % 300) || '.tar.gz')
+              ELSE NULL END
+  FROM (
+    SELECT g,
+           CASE WHEN ra < 0.35 THEN 'container.stop'
+                WHEN ra < 0.60 THEN 'container.restart-code'
+                WHEN ra < 0.72 THEN 'allowlist.add'
+                WHEN ra < 0.82 THEN 'workspace.backup'
+                WHEN ra < 0.87 THEN 'user.promote'
+                WHEN ra < 0.92 THEN 'allowlist.remove'
+                WHEN ra < 0.96 THEN 'config.max-active-containers'
+                WHEN ra < 0.98 THEN 'user.demote'
+                WHEN ra < 0.995 THEN 'workspace.restore'
+                ELSE 'user.delete' END AS action,
+           CASE WHEN rb < 0.15 THEN 'system'
+                WHEN rb < 0.20 THEN 'cli'
+                WHEN rb < 0.80 THEN 'coach' || lpad((1 + floor(20 * rc * rc))::int::text, 2, '0') || '@school.example'
+                ELSE 'ta' || lpad((1 + floor(180 * rc * rc))::int::text, 3, '0') || '@school.example' END AS email
+    FROM (SELECT g, random() AS ra, random() AS rb, random() AS rc FROM generate_series(1, ${rows}) AS g) AS draws
+  ) AS rows
+  ORDER BY g`;
 }

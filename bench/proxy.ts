@@ -19,8 +19,8 @@
  *   with one echo); the control plane's RSS (VmRSS) and heap after a forced GC, before and after.
  *
  * Honest RSS: the control plane runs in a child process of its own (this file with `serve`, started
- * with --expose-gc: the workspace controller from lib.ts controlPlane and api/app.ts createApp with
- * its own ActivityRecorder, on a loopback port, as test/helpers/app.ts wires it), so its RSS holds
+ * with --expose-gc: a control plane made by the composition root with its change listener, activity,
+ * HTTP and workspace controller, on a loopback port), so its RSS holds
  * no load generator: wrk and CHP are separate processes, the WebSocket clients live in this process.
  *
  * Needs: the provisioned PostgreSQL (127.0.0.1:54329) and Docker Engine and the test image
@@ -43,13 +43,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
-import { createApp } from '../api/app.ts';
-import { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
-import { loadConfig } from '../src/config.ts';
 import { createDataSource } from '../src/db/database.ts';
-import { categoryLogger, createRootLogger } from '../src/log.ts';
-import { ActivityRecorder } from '../src/store/activity.ts';
-import { createUserWithWorkspace, getWorkspace, openWorkspace } from '../src/store/workspaces.ts';
 import {
   benchDatabase,
   benchDatabaseUrl,
@@ -108,47 +102,26 @@ async function serve(): Promise<void> {
   };
   const dataSource = createDataSource(url);
   await dataSource.initialize();
-  const plane = controlPlane(dataSource, toStderr, process.env.BENCH_CONTROL_PLANE_ID!);
-  plane.store.changes.listen(url, plane.store.log);
-  const controller = plane.newController();
-  await controller.start();
-
-  const config = loadConfig({ SESSION_SECRET: secret, LOG_LEVEL: 'info' });
-  const quiet = { write: () => true };
-  const root = createRootLogger({ level: 'info', format: 'json', colour: false, sinks: { out: quiet, err: { write: (line: string) => toStderr(JSON.parse(line) as Record<string, unknown>) } } });
-  const server = http.createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  const origin = `http://127.0.0.1:${port}`;
-  const activity = new ActivityRecorder(dataSource);
-  activity.start(10_000, (error) => toStderr({ level: 'error', message: 'writing workspace activity failed', error: String(error) }));
-  const allowlistDir = path.join(os.tmpdir(), `cp-bench-proxy-${port}`);
-  const app = createApp({
-    config,
-    store: plane.store,
-    metrics: plane.store.metrics,
-    log: categoryLogger(root, 'http'),
-    authLog: categoryLogger(root, 'auth'),
-    publicOrigin: origin,
-    sessionSecret: secret,
+  // The server's parts that matter here: the change listener, activity, HTTP (with the proxy) and the workspace controller.
+  const { plane } = controlPlane(dataSource, {
+    onLog: toStderr,
+    controlPlaneId: process.env.BENCH_CONTROL_PLANE_ID!,
+    env: { DATABASE_URL: url },
+    parts: ['changes', 'activity', 'http', 'workspaces'],
+    listen: { port: 0, host: '127.0.0.1' },
     allowlist: { isAllowed: () => true },
-    allowlistFile: new AllowlistFile(path.join(allowlistDir, 'allowlist.json')),
-    activity,
+    sessionSecret: secret,
   });
-  server.on('request', app.request);
-  server.on('upgrade', app.upgrade);
+  await plane.start();
+  const { url: origin } = plane.http!;
+  const port = Number(new URL(origin).port);
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      app.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await controller.stop().catch(() => undefined);
-      await activity.stop().catch(() => undefined);
-      await plane.store.changes.close();
+      plane.http!.server.closeAllConnections();
+      await plane.stop();
       await dataSource.destroy().catch(() => undefined);
-      rmSync(allowlistDir, { recursive: true, force: true });
       process.exit(0);
     })());
   // The parent gone (crashed or killed): stop too, leaving its cleanup of Docker to its finally or the next run.
@@ -163,13 +136,21 @@ async function serve(): Promise<void> {
   });
 
   const tag = randomBytes(3).toString('hex');
-  const { userId, workspace } = await createUserWithWorkspace(plane.store, { email: `proxy-${tag}@school.test` });
-  const cookie = await signedSessionCookie(dataSource, userId, secret);
-  await openWorkspace(plane.store, workspace.id);
+  const { user, workspace } = await plane.store.users.create({ email: `proxy-${tag}@school.test` });
+  const cookie = await signedSessionCookie(dataSource, user.id, secret);
+  await plane.store.workspaces.open(workspace.id);
   for (const until = Date.now() + 60_000; ; await sleep(50)) {
-    const current = await getWorkspace(dataSource, workspace.id);
+    const current = await plane.store.workspaces.get(workspace.id);
     if (current?.observedState === 'running' && current.editorEndpoint) {
-      process.send!({ type: 'ready', port, origin, slug: current.slug, workspaceId: current.id, cookie, editorEndpoint: current.editorEndpoint } satisfies Ready);
+      process.send!({
+        type: 'ready',
+        port,
+        origin,
+        slug: current.slug,
+        workspaceId: current.id,
+        cookie,
+        editorEndpoint: current.editorEndpoint,
+      } satisfies Ready);
       return;
     }
     if (Date.now() > until) throw new Error(`workspace not running after 60 s: ${current?.observedState} ${current?.statusMessage}`);
@@ -216,13 +197,15 @@ async function main(): Promise<void> {
   let cleaning: Promise<void> | undefined;
   const cleanup = () =>
     (cleaning ??= (async () => {
-      for (const step of cleanups.reverse()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
+      for (const step of cleanups.toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
     })());
   deadline(10 * 60_000, cleanup);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void cleanup().finally(() => process.exit(130)));
 
   const wrkVersion = ensureWrk();
-  const chpVersion = (JSON.parse(readFileSync(path.join(import.meta.dirname, '../node_modules/configurable-http-proxy/package.json'), 'utf8')) as { version: string }).version;
+  const chpVersion = (
+    JSON.parse(readFileSync(path.join(import.meta.dirname, '../node_modules/configurable-http-proxy/package.json'), 'utf8')) as { version: string }
+  ).version;
   const secret = randomBytes(24).toString('hex');
   const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
 
@@ -255,7 +238,6 @@ async function main(): Promise<void> {
     });
     child.removeAllListeners('exit');
     const cpPid = child.pid!;
-    const [editorHost] = ready.editorEndpoint.split(':');
     const [container] = await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] } });
     const editorPid = (await docker.getContainer(container!.Id).inspect()).State.Pid;
     const editorNofile = softNofile(editorPid);
@@ -265,10 +247,24 @@ async function main(): Promise<void> {
     const chpPort = await freePort();
     const chpApiPort = await freePort();
     const chpToken = randomBytes(16).toString('hex');
-    const chp = spawn(process.execPath, [path.join(import.meta.dirname, '../node_modules/configurable-http-proxy/bin/configurable-http-proxy'), '--ip', '127.0.0.1', '--port', String(chpPort), '--api-ip', '127.0.0.1', '--api-port', String(chpApiPort)], {
-      env: { ...process.env, CONFIGPROXY_AUTH_TOKEN: chpToken },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const chp = spawn(
+      process.execPath,
+      [
+        path.join(import.meta.dirname, '../node_modules/configurable-http-proxy/bin/configurable-http-proxy'),
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(chpPort),
+        '--api-ip',
+        '127.0.0.1',
+        '--api-port',
+        String(chpApiPort),
+      ],
+      {
+        env: { ...process.env, CONFIGPROXY_AUTH_TOKEN: chpToken },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let chpOutput = '';
     for (const stream of [chp.stdout!, chp.stderr!]) stream.on('data', (chunk: Buffer) => (chpOutput = (chpOutput + chunk.toString()).slice(-4000)));
     cleanups.push(() => stopChild(chp, false));
@@ -297,20 +293,40 @@ async function main(): Promise<void> {
     ];
     for (const target of targets) {
       const answer = await get(target.url, target.headers);
-      if (answer.status !== 200 || answer.body !== 'ok') throw new Error(`${target.name}: ${target.url} answered ${answer.status} ${answer.body.slice(0, 200)}`);
+      if (answer.status !== 200 || answer.body !== 'ok')
+        throw new Error(`${target.name}: ${target.url} answered ${answer.status} ${answer.body.slice(0, 200)}`);
     }
 
     const cpus = os.cpus();
     // Other work on the machine (another benchmark, a test run) skews every figure: say how busy it was.
     const busy = await machineBusyPercent(2000);
-    console.log(`machine: ${cpus.length} CPUs (${cpus[0]?.model.trim()}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.version}; ${wrkVersion}; configurable-http-proxy ${chpVersion}`);
-    console.log(`editor: ${ready.editorEndpoint} (classroom-workspace:test, nofile ${editorNofile}); control plane: child pid ${cpPid} on ${ready.origin}; CHP: 127.0.0.1:${chpPort}; bench nofile ${ownNofile}`);
-    console.log(`machine busy before the runs (other processes): ${busy.toFixed(0)} % of ${cpus.length} CPUs${busy > 10 ? ' — figures are skewed, rerun on an idle machine' : ''}`);
+    console.log(
+      `machine: ${cpus.length} CPUs (${cpus[0]?.model.trim()}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.version}; ${wrkVersion}; configurable-http-proxy ${chpVersion}`,
+    );
+    console.log(
+      `editor: ${ready.editorEndpoint} (classroom-workspace:test, nofile ${editorNofile}); control plane: child pid ${cpPid} on ${ready.origin}; CHP: 127.0.0.1:${chpPort}; bench nofile ${ownNofile}`,
+    );
+    console.log(
+      `machine busy before the runs (other processes): ${busy.toFixed(0)} % of ${cpus.length} CPUs${busy > 10 ? ' — figures are skewed, rerun on an idle machine' : ''}`,
+    );
     if (editorNofile < WS_IDLE + 100 || ownNofile < WS_IDLE + 100) throw new Error(`nofile too low for ${WS_IDLE} WebSockets: raise it (ulimit -n 4096)`);
     const coldRss = processRssBytes(cpPid);
 
-    const wsDirect = { name: 'direct', url: `ws://${ready.editorEndpoint}/echo`, headers: {} as Record<string, string>, origin: undefined as string | undefined, runs: [] as WsRun[] };
-    const wsProxied = { name: 'control plane', url: `ws://127.0.0.1:${ready.port}/u/${ready.slug}/echo`, headers: { Cookie: ready.cookie }, origin: ready.origin, runs: [] as WsRun[], proxyPid: cpPid };
+    const wsDirect = {
+      name: 'direct',
+      url: `ws://${ready.editorEndpoint}/echo`,
+      headers: {} as Record<string, string>,
+      origin: undefined as string | undefined,
+      runs: [] as WsRun[],
+    };
+    const wsProxied = {
+      name: 'control plane',
+      url: `ws://127.0.0.1:${ready.port}/u/${ready.slug}/echo`,
+      headers: { Cookie: ready.cookie },
+      origin: ready.origin,
+      runs: [] as WsRun[],
+      proxyPid: cpPid,
+    };
     // Memory first, while the control plane's heap has only served the checks above: after the load
     // tests its RSS holds freed pages that new connections would reuse, hiding their cost.
     if (parts.has('memory')) {
@@ -340,9 +356,15 @@ async function main(): Promise<void> {
       const closed = await memory();
       const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
       const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-      console.log(`  gc forced: ${before.gc ? 'yes (--expose-gc)' : 'no'}; opened and echoed in ${(openedMs / 1000).toFixed(2)} s; control plane fds ${before.fds} → ${after.fds}`);
-      console.log(`  RSS at start ${mib(coldRss)}; before ${mib(before.vmRss)} → with ${WS_IDLE} open ${mib(after.vmRss)} → after closing ${mib(closed.vmRss)}`);
-      console.log(`  per connection: RSS ${kib((after.vmRss - before.vmRss) / WS_IDLE)}, JS heap ${kib((after.heapUsed - before.heapUsed) / WS_IDLE)}, external+buffers ${kib((after.external - before.external) / WS_IDLE)}`);
+      console.log(
+        `  gc forced: ${before.gc ? 'yes (--expose-gc)' : 'no'}; opened and echoed in ${(openedMs / 1000).toFixed(2)} s; control plane fds ${before.fds} → ${after.fds}`,
+      );
+      console.log(
+        `  RSS at start ${mib(coldRss)}; before ${mib(before.vmRss)} → with ${WS_IDLE} open ${mib(after.vmRss)} → after closing ${mib(closed.vmRss)}`,
+      );
+      console.log(
+        `  per connection: RSS ${kib((after.vmRss - before.vmRss) / WS_IDLE)}, JS heap ${kib((after.heapUsed - before.heapUsed) / WS_IDLE)}, external+buffers ${kib((after.external - before.external) / WS_IDLE)}`,
+      );
     }
 
     if (parts.has('http')) {
@@ -359,13 +381,17 @@ async function main(): Promise<void> {
           saturated.get(target)!.push(run);
           const atRate = await runWrk(target, PACED_SECONDS, editorPid, PACED_RATE);
           paced.get(target)!.push(atRate);
-          line.push(`${target.name.split(' ')[0]} ${run.rps.toFixed(0)} rps p99 ${run.p99Ms.toFixed(1)} ms, at ${PACED_RATE}/s p99 ${atRate.p99Ms.toFixed(2)} ms`);
+          line.push(
+            `${target.name.split(' ')[0]} ${run.rps.toFixed(0)} rps p99 ${run.p99Ms.toFixed(1)} ms, at ${PACED_RATE}/s p99 ${atRate.p99Ms.toFixed(2)} ms`,
+          );
         }
         console.log(`  round ${round + 1}: ${line.join(' | ')}`);
       }
       const table = (title: string, runs: Map<HttpTarget, WrkRun[]>) => {
         console.log(`  ${title}`);
-        console.log(`    ${'target'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'errors'.padStart(8)}${'proxy CPU µs/req'.padStart(18)}${'editor CPU µs/req'.padStart(19)}`);
+        console.log(
+          `    ${'target'.padEnd(28)}${'req/s'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'errors'.padStart(8)}${'proxy CPU µs/req'.padStart(18)}${'editor CPU µs/req'.padStart(19)}`,
+        );
         const summaries = targets.map((target) => summarise(runs.get(target)!));
         targets.forEach((target, i) => {
           const s = summaries[i]!;
@@ -382,17 +408,28 @@ async function main(): Promise<void> {
       console.log(`    control plane / direct throughput ${vsDirect.toFixed(2)}x (target ≥ 0.7x): ${verdict(vsDirect >= 0.7)}`);
       console.log(`    control plane / configurable-http-proxy throughput ${vsChp.toFixed(2)}x (target ≥ 1.5x): ${verdict(vsChp >= 1.5)}`);
       console.log(`    added p99 (control plane − direct) ${addedP99.toFixed(2)} ms (target < 2 ms): ${verdict(addedP99 < 2)}`);
-      console.log(`    (configurable-http-proxy / direct ${(chpSummary.rps / direct.rps).toFixed(2)}x, its added p99 ${(chpSummary.p99Ms - direct.p99Ms).toFixed(2)} ms)`);
-      console.log(`    (bare Node proxy / direct ${(bareSummary.rps / direct.rps).toFixed(2)}x: the ceiling of any Node proxy here; control plane / bare ${(proxied.rps / bareSummary.rps).toFixed(2)}x)`);
+      console.log(
+        `    (configurable-http-proxy / direct ${(chpSummary.rps / direct.rps).toFixed(2)}x, its added p99 ${(chpSummary.p99Ms - direct.p99Ms).toFixed(2)} ms)`,
+      );
+      console.log(
+        `    (bare Node proxy / direct ${(bareSummary.rps / direct.rps).toFixed(2)}x: the ceiling of any Node proxy here; control plane / bare ${(proxied.rps / bareSummary.rps).toFixed(2)}x)`,
+      );
       // Saturated, a closed loop's latency is connections / throughput (Little's law): a proxy slower than the
       // editor adds queueing, not its own latency. At a rate every target sustains, p99 shows what one hop adds.
-      const [pacedDirect, pacedProxied, pacedChp] = table(`paced: about ${PACED_RATE} req/s offered (each connection waits 0–${((2000 * HTTP_CONNECTIONS) / PACED_RATE).toFixed(0)} ms between requests), ${PACED_SECONDS} s per run`, paced);
+      const [pacedDirect, pacedProxied, pacedChp] = table(
+        `paced: about ${PACED_RATE} req/s offered (each connection waits 0–${((2000 * HTTP_CONNECTIONS) / PACED_RATE).toFixed(0)} ms between requests), ${PACED_SECONDS} s per run`,
+        paced,
+      );
       const pacedAdded = pacedProxied.p99Ms - pacedDirect.p99Ms;
-      console.log(`    added p99 at ${PACED_RATE} req/s (control plane − direct) ${pacedAdded.toFixed(2)} ms (target < 2 ms): ${verdict(pacedAdded < 2)}; configurable-http-proxy's ${(pacedChp.p99Ms - pacedDirect.p99Ms).toFixed(2)} ms`);
+      console.log(
+        `    added p99 at ${PACED_RATE} req/s (control plane − direct) ${pacedAdded.toFixed(2)} ms (target < 2 ms): ${verdict(pacedAdded < 2)}; configurable-http-proxy's ${(pacedChp.p99Ms - pacedDirect.p99Ms).toFixed(2)} ms`,
+      );
     }
 
     if (parts.has('ws')) {
-      console.log(`\nWebSocket echo: ${WS_MESSAGE_BYTES}-byte binary messages, ${WS_CONNECTIONS} connections × ${WS_WINDOW} outstanding, ${WS_SECONDS} s per run after 1 s, ${ROUNDS} rounds interleaved`);
+      console.log(
+        `\nWebSocket echo: ${WS_MESSAGE_BYTES}-byte binary messages, ${WS_CONNECTIONS} connections × ${WS_WINDOW} outstanding, ${WS_SECONDS} s per run after 1 s, ${ROUNDS} rounds interleaved`,
+      );
       for (let round = 0; round < ROUNDS; round++) {
         const line: string[] = [];
         for (const target of round % 2 === 0 ? [wsDirect, wsProxied] : [wsProxied, wsDirect]) {
@@ -405,14 +442,18 @@ async function main(): Promise<void> {
       const wsDirectRate = median(wsDirect.runs.map((run) => run.rate));
       const wsProxiedRate = median(wsProxied.runs.map((run) => run.rate));
       const wsProxyCpu = median(wsProxied.runs.map((run) => run.proxyCpuUsPerMessage));
-      console.log(`  direct ${wsDirectRate.toFixed(0)} msg/s, control plane ${wsProxiedRate.toFixed(0)} msg/s (proxy CPU ${wsProxyCpu.toFixed(2)} µs/msg); ratio ${(wsProxiedRate / wsDirectRate).toFixed(2)}x (target ≥ 0.8x): ${verdict(wsProxiedRate / wsDirectRate >= 0.8)}`);
+      console.log(
+        `  direct ${wsDirectRate.toFixed(0)} msg/s, control plane ${wsProxiedRate.toFixed(0)} msg/s (proxy CPU ${wsProxyCpu.toFixed(2)} µs/msg); ratio ${(wsProxiedRate / wsDirectRate).toFixed(2)}x (target ≥ 0.8x): ${verdict(wsProxiedRate / wsDirectRate >= 0.8)}`,
+      );
     }
 
     // Activity was on: the proxied traffic marked the workspace active (flushed every 10 s).
     const rows: { last_activity_at: Date | null }[] = await dataSource.query('SELECT last_activity_at FROM workspaces WHERE id = $1', [ready.workspaceId]);
     console.log(`\nactivity recorded for the workspace: ${rows[0]?.last_activity_at ? 'yes' : 'no'}`);
     const busyAfter = await machineBusyPercent(2000);
-    console.log(`machine busy after the runs (other processes): ${busyAfter.toFixed(0)} % of ${os.cpus().length} CPUs${busyAfter > 10 ? ' — figures are likely skewed, rerun on an idle machine' : ''}`);
+    console.log(
+      `machine busy after the runs (other processes): ${busyAfter.toFixed(0)} % of ${os.cpus().length} CPUs${busyAfter > 10 ? ' — figures are likely skewed, rerun on an idle machine' : ''}`,
+    );
   } finally {
     await cleanup();
   }
@@ -429,7 +470,8 @@ function ensureWrk(): string {
   let found = version();
   if (found.error && process.getuid?.() === 0) {
     console.error('wrk is missing: apt-get install -y wrk');
-    const install = () => spawnSync('apt-get', ['install', '-y', '-q', 'wrk'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+    const install = () =>
+      spawnSync('apt-get', ['install', '-y', '-q', 'wrk'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
     if (!install()) {
       spawnSync('apt-get', ['update', '-q'], { stdio: 'ignore' });
       install();
@@ -437,7 +479,10 @@ function ensureWrk(): string {
     found = version();
   }
   if (found.error) throw new Error('wrk is needed: apt-get install wrk (as root)');
-  return `${found.stdout}${found.stderr}`.split('\n')[0]!.replace(/ Copyright.*/, '').trim();
+  return `${found.stdout}${found.stderr}`
+    .split('\n')[0]!
+    .replace(/ Copyright.*/, '')
+    .trim();
 }
 
 /** The soft open-files limit of process `pid`. */

@@ -6,27 +6,16 @@
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/runs.ts   (N=10 by default)
  */
 import { randomBytes } from 'node:crypto';
-import { RunController } from '../controllers/runs.ts';
 import { probeHttp } from '../src/probe.ts';
-import { createRun, getRun, requestRunStop } from '../src/store/runs.ts';
-import { createUserWithWorkspace, openWorkspace, getWorkspace } from '../src/store/workspaces.ts';
 import { benchDatabase, CONTROL_PLANE_LABEL, controlPlane, deadline, docker, IMAGE, median, MEMORY, percentile, removeLabelled } from './lib.ts';
 
 deadline(10 * 60_000);
 const N = Number(process.env.N ?? 10);
 const SIM = 'node /app/sim.mjs';
 const { dataSource, drop } = await benchDatabase('cp_bench_runs');
-const plane = controlPlane(dataSource);
-const workspaces = plane.newController();
-const runs = new RunController({
-  db: dataSource,
-  runtime: plane.runtime,
-  changes: plane.store.changes,
-  metrics: plane.store.metrics,
-  log: plane.store.log,
-  buildTimeoutMs: 60_000,
-  template: { image: IMAGE, memoryBytes: MEMORY, network: 'bridge', nt4Port: 5810, command: SIM },
-});
+const plane = controlPlane(dataSource, { parts: ['workspaces', 'runs'], env: { SIM_COMMAND: SIM, RUN_BUILD_TIMEOUT: '60s' } });
+const workspaces = plane.plane.workspaces!;
+const runs = plane.plane.runs!;
 const baselineId = randomBytes(4).toString('hex');
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -52,16 +41,16 @@ const viaControlPlane: number[] = [];
 try {
   await workspaces.start();
   await runs.start();
-  const { workspace } = await createUserWithWorkspace(plane.store, { email: `runs-${baselineId}@school.test` });
-  await openWorkspace(plane.store, workspace.id);
-  while ((await getWorkspace(dataSource, workspace.id))?.observedState !== 'running') await wait(20);
+  const { workspace } = await plane.store.users.create({ email: `runs-${baselineId}@school.test` });
+  await plane.store.workspaces.open(workspace.id);
+  while ((await plane.store.workspaces.get(workspace.id))?.observedState !== 'running') await wait(20);
   const controlPlaneRound = async () => {
     const started = performance.now();
-    const run = await createRun(plane.store, workspace.id);
-    while ((await getRun(dataSource, run.id))?.status !== 'running') await wait(5);
+    const run = await plane.store.runs.create(workspace.id);
+    while ((await plane.store.runs.get(run.id))?.status !== 'running') await wait(5);
     const elapsed = performance.now() - started;
-    await requestRunStop(plane.store, workspace.id, run.id);
-    while ((await getRun(dataSource, run.id))?.status === 'running') await wait(20);
+    await plane.store.runs.requestStop(workspace.id, run.id);
+    while ((await plane.store.runs.get(run.id))?.status === 'running') await wait(20);
     await runs.queue.idle();
     return elapsed;
   };
