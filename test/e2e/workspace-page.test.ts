@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
-import { AT_CAPACITY_MESSAGE, getWorkspace, openWorkspace, stopWorkspace } from '../../src/store/workspaces.ts';
+import { AT_CAPACITY_MESSAGE } from '../../src/errors.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, withPage } from '../helpers/browser.ts';
 import { createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
@@ -31,9 +31,9 @@ beforeAll(async () => {
   other = await newStudent(harness.store, 'other', tag);
   // Started after the students exist, the controller reconciles them at once: Sam's is observed stopped.
   await harness.controller.start();
-  await waitForState(db.dataSource, sam.workspace.id, 'stopped');
+  await waitForState(harness.store, sam.workspace.id, 'stopped');
   // The one slot is taken: another workspace is wanted running.
-  await openWorkspace(harness.store, other.workspace.id);
+  await harness.store.workspaces.open(other.workspace.id);
   browser = await launchBrowser();
 }, 30_000);
 
@@ -72,7 +72,7 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     await toast.waitFor({ state: 'visible', timeout: 5000 });
     expect(await toast.textContent()).toBe(AT_CAPACITY_MESSAGE);
     expect(AT_CAPACITY_MESSAGE).toBe('Server at capacity. Your coach has been notified. Please try again in a few minutes.');
-    expect((await getWorkspace(db.dataSource, sam.workspace.id))?.desiredState).toBe('stopped');
+    expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('stopped');
     await rm(screenshot, { force: true });
     await page.screenshot({ path: screenshot });
     expect((await stat(screenshot)).size).toBeGreaterThan(0);
@@ -80,11 +80,11 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     expect(await open.isEnabled()).toBe(true);
 
     // (b) A slot frees up: Open starts the workspace, the page polls, and reloads into the editor.
-    await stopWorkspace(harness.store, SYSTEM_ACTOR, other.workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, other.workspace.id);
     await open.click();
     await page.getByText('editor stand-in').waitFor({ timeout: 20_000 });
     expect(await page.locator('body').textContent()).toContain(`editor stand-in: /`);
     expect(page.url()).toBe(`${app.url}/u/${sam.workspace.slug}/`);
-    expect((await getWorkspace(db.dataSource, sam.workspace.id))?.desiredState).toBe('running');
+    expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('running');
   });
 }, 35_000);

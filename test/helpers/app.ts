@@ -1,16 +1,16 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { DataSource } from 'typeorm';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createApp, type AllowlistView } from '../../api/app.ts';
-import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
+import type { DataSource } from 'typeorm';
+import type { AllowlistView } from '../../api/app.ts';
+import type { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
 import { loadConfig } from '../../src/config.ts';
-import { ChangeFeed } from '../../src/db/changes.ts';
-import { categoryLogger, createRootLogger } from '../../src/log.ts';
-import { createMetrics, type Metrics } from '../../src/metrics.ts';
-import { ActivityRecorder } from '../../src/store/activity.ts';
-import type { StoreContext } from '../../src/store/workspaces.ts';
+import { createControlPlane, type PartName } from '../../src/control-plane.ts';
+import type { ChangeFeed } from '../../src/db/changes.ts';
+import { createRootLogger } from '../../src/log.ts';
+import type { Metrics } from '../../src/metrics.ts';
+import type { ActivityRecorder } from '../../src/store/activity.ts';
+import type { Store } from '../../src/store/index.ts';
 
 /** The session-signing key of in-process test apps. */
 export const TEST_SESSION_SECRET = 'test-session-secret-0123456789abcdef';
@@ -19,57 +19,56 @@ export const TEST_SESSION_SECRET = 'test-session-secret-0123456789abcdef';
 export interface TestApp {
   url: string;
   metrics: Metrics;
-  store: StoreContext;
+  store: Store;
   activity: ActivityRecorder;
   logs: Record<string, unknown>[];
+  /** The app's data directory (its allowlist file is `allowlist.json` there). */
+  dataDir: string;
   close(): Promise<void>;
 }
 
 /**
- * Serves createApp over `dataSource` with the config made from `env` (as the environment would be),
- * on a free loopback port that is also its public origin unless PUBLIC_URL is given. Everyone is on
- * the allowlist unless `allowlist` says otherwise; the allowlist file is a fresh path under the temp directory.
- * Pass the controllers' `changes` to wire them as main.ts does (edits through the app reach them at once).
+ * Serves the control plane's HTTP part alone (no controllers) over `dataSource`, with the config
+ * made from `env` (as the environment would be), on a free loopback port that is also its public
+ * origin unless PUBLIC_URL is given. Everyone is on the allowlist unless `allowlist` says
+ * otherwise; the data directory (and so the allowlist file the admin API edits) is `allowlistFile`'s
+ * directory, else a fresh one under the temp directory. Pass the controllers' `changes` to share
+ * their feed (edits through the app reach them at once). `parts` adds others beside `http` (e.g.
+ * `setup`, which prints the first-run link).
  */
 export async function startApp(
   dataSource: DataSource,
   env: Record<string, string> = {},
-  options: { allowlist?: AllowlistView; allowlistFile?: AllowlistFile; port?: number; changes?: ChangeFeed } = {},
+  options: { allowlist?: AllowlistView; allowlistFile?: AllowlistFile; port?: number; changes?: ChangeFeed; parts?: PartName[] } = {},
 ): Promise<TestApp> {
-  const config = loadConfig(env);
+  const dataDir = options.allowlistFile ? path.dirname(options.allowlistFile.path) : mkdtempSync(path.join(os.tmpdir(), 'cp-test-app-'));
+  const config = loadConfig({ DATA_DIR: dataDir, ...env });
   const logs: Record<string, unknown>[] = [];
   const sink = { write: (line: string) => logs.push(JSON.parse(line) as Record<string, unknown>) };
-  const root = createRootLogger({ level: 'debug', format: 'json', colour: false, sinks: { out: sink, err: sink } });
-  const metrics = createMetrics();
-  const store: StoreContext = { db: dataSource, changes: options.changes ?? new ChangeFeed(), environmentCap: config.maxActiveContainers, metrics, log: categoryLogger(root, 'containers') };
-  const server = http.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
-  const activity = new ActivityRecorder(dataSource);
-  const app = createApp({
+  const plane = createControlPlane({
     config,
-    store,
-    metrics,
-    log: categoryLogger(root, 'http'),
-    authLog: categoryLogger(root, 'auth'),
-    publicOrigin: config.publicUrl ?? url,
-    sessionSecret: TEST_SESSION_SECRET,
+    log: createRootLogger({ level: 'debug', format: 'json', colour: false, sinks: { out: sink, err: sink } }),
+    // The test owns its data source: the plane leaves it open.
+    database: { dataSource, embedded: false, close: async () => undefined },
+    parts: options.parts ?? ['http'],
+    listen: { port: options.port ?? 0, host: '127.0.0.1' },
+    changes: options.changes,
     allowlist: options.allowlist ?? { isAllowed: () => true },
-    allowlistFile: options.allowlistFile ?? new AllowlistFile(path.join(os.tmpdir(), `cp-test-allowlist-${port}`, 'allowlist.json')),
-    activity,
+    sessionSecret: TEST_SESSION_SECRET,
   });
-  server.on('request', app.request);
-  server.on('upgrade', app.upgrade);
+  await plane.start();
+  const { server } = plane.http!;
   return {
-    url,
-    metrics,
-    store,
+    url: plane.http!.url,
+    metrics: plane.metrics,
+    store: plane.store,
+    activity: plane.activity,
     logs,
-    activity,
-    close: () => new Promise((resolve) => (app.close(), server.closeAllConnections(), server.close(() => resolve()))),
+    dataDir,
+    // Tests end their connections at once rather than waiting out the grace period.
+    close: async () => {
+      server.closeAllConnections();
+      await plane.stop();
+    },
   };
 }

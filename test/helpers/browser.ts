@@ -2,8 +2,10 @@
  * A real headless browser for the tests: Debian's Chromium (installed by scripts/provision.sh)
  * driven by playwright-core. Playwright's own browser download is never used.
  *
- * Pages may only reach 127.0.0.1: every other request (HTTP or WebSocket) is aborted in the
- * browser before it is sent, so a test can never send traffic elsewhere.
+ * Pages may only reach 127.0.0.1 and `*.localhost` names (host mode's workspaces in tests, e.g.
+ * `sam.ws.localhost`), which Chromium itself resolves to loopback without asking DNS: every other
+ * request (HTTP or WebSocket) is aborted in the browser before it is sent, so a test can never send
+ * traffic elsewhere.
  */
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page, Route, WebSocketRoute } from 'playwright-core';
@@ -39,10 +41,16 @@ export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: 30_000 });
 }
 
-/** True for an address on 127.0.0.1 (http, https, ws or wss). */
-function isLoopback(url: string): boolean {
+/**
+ * True for an address on 127.0.0.1 or a `localhost` name (`localhost`, `*.localhost`), over http,
+ * https, ws or wss. Chromium answers `localhost` names with loopback itself, never through DNS
+ * (RFC 6761 §6.3), so these never leave the machine.
+ */
+export function isLoopback(url: string): boolean {
   try {
-    return new URL(url).hostname === '127.0.0.1';
+    const { hostname, protocol } = new URL(url);
+    if (!['http:', 'https:', 'ws:', 'wss:'].includes(protocol)) return false;
+    return hostname === '127.0.0.1' || hostname === 'localhost' || hostname.endsWith('.localhost');
   } catch {
     return false;
   }
@@ -50,13 +58,10 @@ function isLoopback(url: string): boolean {
 
 /**
  * Runs `fn` with a page in a fresh browser context (no cookies or storage shared with other
- * tests), and always closes the context afterwards. Requests not to 127.0.0.1 are aborted.
+ * tests), and always closes the context afterwards. Requests not to 127.0.0.1 or a `localhost`
+ * name are aborted.
  */
-export async function withPage<T>(
-  browser: Browser,
-  fn: (page: Page) => Promise<T>,
-  options: { baseURL?: string } = {},
-): Promise<T> {
+export async function withPage<T>(browser: Browser, fn: (page: Page) => Promise<T>, options: { baseURL?: string } = {}): Promise<T> {
   const context: BrowserContext = await browser.newContext({
     // Requests a service worker answers would bypass context.route.
     serviceWorkers: 'block',
@@ -64,9 +69,7 @@ export async function withPage<T>(
   });
   try {
     context.setDefaultTimeout(10_000);
-    await context.route('**/*', (route: Route) =>
-      isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient'),
-    );
+    await context.route('**/*', (route: Route) => (isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient')));
     await context.routeWebSocket(/.*/, (ws: WebSocketRoute) => {
       if (isLoopback(ws.url())) ws.connectToServer();
       else void ws.close({ code: 1008, reason: 'blocked by the test browser' });

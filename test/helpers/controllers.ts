@@ -1,12 +1,19 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import Docker from 'dockerode';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type Docker from 'dockerode';
 import type { DataSource } from 'typeorm';
-import { WorkspaceController, type WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
-import { ChangeFeed } from '../../src/db/changes.ts';
-import { CONTROL_PLANE_LABEL, DockerRuntime, engineClient } from '../../src/docker/docker-runtime.ts';
+import type { WorkspaceController, WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createControlPlane } from '../../src/control-plane.ts';
+import type { ChangeFeed } from '../../src/db/changes.ts';
+import { CONTROL_PLANE_LABEL, engineClient } from '../../src/docker/docker-runtime.ts';
+import type { WorkspaceRuntime } from '../../src/docker/runtime.ts';
 import { categoryLogger, createRootLogger, type Logger } from '../../src/log.ts';
-import { createMetrics, type Metrics } from '../../src/metrics.ts';
-import type { StoreContext } from '../../src/store/workspaces.ts';
+import type { Metrics } from '../../src/metrics.ts';
+import type { Store } from '../../src/store/index.ts';
 
 /** The test workspace image built by scripts/build-test-image.sh. */
 export const TEST_IMAGE = 'classroom-workspace:test';
@@ -23,55 +30,86 @@ export function captureLogger(): { root: Logger; records: Record<string, unknown
   return { root: createRootLogger({ level: 'debug', format: 'json', colour: false, sinks: { out: sink, err: sink } }), records };
 }
 
-/** Everything a controller test needs, wired as main.ts wires it, on a test database and the real engine. */
+/** The environment of test control planes: the test image, small containers, the default bridge. */
+/**
+ * The tests' settings: the test image, small containers, and a workspace network of their own that
+ * the runtime makes isolated (inter-container traffic off) the first time, as it makes the default one.
+ */
+export const TEST_ENV = { WORKSPACE_IMAGE: TEST_IMAGE, CODE_MEMORY_LIMIT: '64m', WORKSPACE_NETWORK: 'classroom-test-workspaces', EDITOR_PORT: '8080' };
+
+/** Everything a controller test needs: a control plane with only its workspace controller, on a test database and the real engine. */
 export interface Harness {
   controlPlaneId: string;
-  runtime: DockerRuntime;
+  runtime: WorkspaceRuntime;
   changes: ChangeFeed;
   metrics: Metrics;
-  store: StoreContext;
+  store: Store;
+  /** The `control.containers` logger. */
+  log: Logger;
   records: Record<string, unknown>[];
   controller: WorkspaceController;
   /** Stops the controller (containers stay). */
   stop(): Promise<void>;
 }
 
-/** Builds (does not start) a workspace controller for `db`, with test-friendly defaults. */
+/** Builds (does not start) a control plane's workspace controller for `db`, with test-friendly timings. */
 export function createHarness(
   db: DataSource,
-  overrides: Partial<WorkspaceControllerOptions> & { controlPlaneId?: string; environmentCap?: number } = {},
+  overrides: Partial<WorkspaceControllerOptions> & {
+    controlPlaneId?: string;
+    environmentCap?: number;
+    changes?: ChangeFeed;
+    runtime?: WorkspaceRuntime;
+    /** Settings beside the test ones (e.g. the real workspace image and the memory it needs). */
+    env?: Record<string, string>;
+  } = {},
 ): Harness {
-  const controlPlaneId = overrides.controlPlaneId ?? newControlPlaneId();
+  const { controlPlaneId = newControlPlaneId(), environmentCap = 10, changes, runtime, env = {}, ...tuning } = overrides;
   const { root, records } = captureLogger();
-  const metrics = overrides.metrics ?? createMetrics();
-  const changes = overrides.changes ?? new ChangeFeed();
-  const runtime = (overrides.runtime as DockerRuntime | undefined) ?? new DockerRuntime({ controlPlaneId });
-  const log = categoryLogger(root, 'containers');
-  const environmentCap = overrides.environmentCap ?? 10;
-  const store: StoreContext = { db, changes, environmentCap, metrics, log };
-  const controller = new WorkspaceController({
-    db,
-    runtime,
-    changes,
-    metrics,
-    log,
-    environmentCap,
-    template: { image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080 },
-    resyncIntervalMs: 60_000,
-    orphanStartupGraceMs: 0,
-    orphanGraceMs: 0,
-    capacityRetryMs: 200,
-    ...overrides,
+  const config = loadConfig({
+    ...TEST_ENV,
+    CONTROL_PLANE_ID: controlPlaneId,
+    MAX_ACTIVE_CONTAINERS: String(environmentCap),
+    DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'cp-test-harness-')),
+    ...env,
   });
-  return { controlPlaneId, runtime, changes, metrics, store, records, controller, stop: () => controller.stop() };
+  const plane = createControlPlane({
+    config,
+    log: root,
+    database: { dataSource: db, embedded: false, close: async () => undefined },
+    parts: ['workspaces'],
+    changes,
+    runtime,
+    tuning: { workspaces: { resyncIntervalMs: 60_000, orphanStartupGraceMs: 0, orphanGraceMs: 0, capacityRetryMs: 200, ...tuning } },
+  });
+  const controller = plane.workspaces!;
+  return {
+    controlPlaneId,
+    runtime: plane.runtime,
+    changes: plane.changes,
+    metrics: plane.metrics,
+    store: plane.store,
+    log: categoryLogger(root, 'containers'),
+    records,
+    controller,
+    stop: () => controller.stop(),
+  };
 }
 
 /** Removes every container and volume labelled with this control-plane id. */
 export async function removeEverything(controlPlaneId: string): Promise<void> {
   const filters = { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] };
-  for (const info of await docker.listContainers({ all: true, filters })) await docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined);
+  for (const info of await docker.listContainers({ all: true, filters }))
+    await docker
+      .getContainer(info.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
   const { Volumes } = await docker.listVolumes({ filters });
-  for (const volume of Volumes ?? []) await docker.getVolume(volume.Name).remove().catch(() => undefined);
+  for (const volume of Volumes ?? [])
+    await docker
+      .getVolume(volume.Name)
+      .remove()
+      .catch(() => undefined);
 }
 
 /**
@@ -82,7 +120,7 @@ export async function removeEverything(controlPlaneId: string): Promise<void> {
 export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  for (let final = false; ; ) {
+  for (let final = false; ;) {
     final = Date.now() >= deadline;
     try {
       const value = await probe();
@@ -103,4 +141,20 @@ export async function inspectByName(name: string): Promise<Docker.ContainerInspe
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Runs `command` in a running container through the docker CLI (`docker exec`) and returns its exit
+ * code and output (stdout and stderr together). The CLI rather than dockerode's exec: twice, late in
+ * a full CI run, dockerode's exec calls failed with "write EPIPE" on the engine's socket (never in
+ * isolation), and the CLI is the engine's own client.
+ */
+export function execIn(containerId: string, command: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve, reject) => {
+    execFile('docker', ['exec', containerId, ...command], { timeout: 30_000 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : undefined;
+      if (code === undefined) reject(new Error(`docker exec in ${containerId} failed: ${error!.message}`));
+      else resolve({ code, output: stdout + stderr });
+    });
+  });
 }

@@ -135,11 +135,13 @@ export async function startOidcProvider(options: { clients: TestClient[] }): Pro
   // Every authorization request needs a fresh login, so that nextLogin decides who signs in even
   // when this browser already has a session at the provider (no silent single sign-on).
   const policy = interactionPolicy.base();
-  policy.get('login')?.checks.add(
-    new interactionPolicy.Check('test_login', 'the test provider asks for a login on every authorization request', (ctx) =>
-      ctx.oidc.result?.login ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
-    ),
-  );
+  policy
+    .get('login')
+    ?.checks.add(
+      new interactionPolicy.Check('test_login', 'the test provider asks for a login on every authorization request', (ctx) =>
+        ctx.oidc.result?.login ? interactionPolicy.Check.NO_NEED_TO_PROMPT : interactionPolicy.Check.REQUEST_PROMPT,
+      ),
+    );
 
   const clients: ClientMetadata[] = options.clients.map((client) => ({
     client_id: client.client_id,
@@ -164,7 +166,7 @@ export async function startOidcProvider(options: { clients: TestClient[] }): Pro
     responseTypes: ['code'],
     pkce: { required: () => true },
     features: { devInteractions: { enabled: false } },
-    interactions: { policy, url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    interactions: { policy, url: (_ctx, pending) => `/interaction/${pending.uid}` },
     async findAccount(_ctx, sub) {
       const account = accounts.get(sub);
       if (!account) return undefined;
@@ -200,8 +202,7 @@ export async function startOidcProvider(options: { clients: TestClient[] }): Pro
       // Only after our own login result asked for less than the client requested: grant the rest.
       const accountId = details.session?.accountId;
       if (!accountId) throw new Error('consent prompt without a signed-in account');
-      const grant = (details.grantId ? await provider.Grant.find(details.grantId) : undefined)
-        ?? new provider.Grant({ accountId, clientId });
+      const grant = (details.grantId ? await provider.Grant.find(details.grantId) : undefined) ?? new provider.Grant({ accountId, clientId });
       const missing = details.prompt.details;
       if (Array.isArray(missing.missingOIDCScope)) grant.addOIDCScope(missing.missingOIDCScope.map(String));
       if (Array.isArray(missing.missingOIDCClaims)) grant.addOIDCClaims(missing.missingOIDCClaims.map(String));
@@ -212,11 +213,21 @@ export async function startOidcProvider(options: { clients: TestClient[] }): Pro
 
     const next = queue.shift();
     if (next === undefined) {
-      sendHtml(res, 200, 'Sign in', `<p>Interaction ${escapeHtml(details.uid)} (${escapeHtml(details.prompt.name)}) for client ${escapeHtml(clientId)}: no test login queued; call provider.nextLogin(account) first.</p>`);
+      sendHtml(
+        res,
+        200,
+        'Sign in',
+        `<p>Interaction ${escapeHtml(details.uid)} (${escapeHtml(details.prompt.name)}) for client ${escapeHtml(clientId)}: no test login queued; call provider.nextLogin(account) first.</p>`,
+      );
       return;
     }
     if (next === 'deny') {
-      await provider.interactionFinished(req, res, { error: 'access_denied', error_description: 'End-User denied the request' }, { mergeWithLastSubmission: false });
+      await provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'End-User denied the request' },
+        { mergeWithLastSubmission: false },
+      );
       return;
     }
 
@@ -231,12 +242,7 @@ export async function startOidcProvider(options: { clients: TestClient[] }): Pro
     const grant = new provider.Grant({ accountId: next.id, clientId });
     grant.addOIDCScope('openid email profile');
     const grantId = await grant.save();
-    await provider.interactionFinished(
-      req,
-      res,
-      { login: { accountId: next.id }, consent: { grantId } },
-      { mergeWithLastSubmission: false },
-    );
+    await provider.interactionFinished(req, res, { login: { accountId: next.id }, consent: { grantId } }, { mergeWithLastSubmission: false });
   }
 
   const callback = provider.callback();
@@ -358,7 +364,7 @@ export class Browser {
     const key = host.includes('://') ? new URL(host).host : host;
     const found = [...(this.#jar.get(key)?.values() ?? [])]
       .filter((cookie) => cookie.name === name && cookie.expiresAt > Date.now())
-      .sort((a, b) => b.path.length - a.path.length);
+      .toSorted((a, b) => b.path.length - a.path.length);
     return found[0]?.value;
   }
 
@@ -372,7 +378,7 @@ export class Browser {
       else if (pathMatches(url.pathname, cookie.path)) matching.push(cookie);
     }
     return matching
-      .sort((a, b) => b.path.length - a.path.length)
+      .toSorted((a, b) => b.path.length - a.path.length)
       .map((cookie) => `${cookie.name}=${cookie.value}`)
       .join('; ');
   }

@@ -65,7 +65,10 @@ export function spawnServer(env: Record<string, string | undefined>): ServerProc
       const found = records.find(predicate);
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching log record within ${timeoutMs} ms; got:\n${[...server.stdout, ...server.stderr].join('\n')}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`no matching log record within ${timeoutMs} ms; got:\n${[...server.stdout, ...server.stderr].join('\n')}`)),
+          timeoutMs,
+        );
         waiters.push({ predicate, resolve: (record) => (clearTimeout(timer), resolve(record)) });
       });
     },

@@ -1,6 +1,5 @@
-import type { DataSource } from 'typeorm';
-import { getWorkspace, openWorkspace, type StoreContext, type WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { createUserWithWorkspace } from '../../src/store/workspaces.ts';
+import type { Store } from '../../src/store/index.ts';
+import type { ObservedState, WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { eventually } from './controllers.ts';
 import { sessionFor } from './session.ts';
 
@@ -13,23 +12,27 @@ export interface Student {
 }
 
 /** Creates a user with a workspace and a session; `tag` keeps slugs unique on a shared engine. */
-export async function newStudent(store: StoreContext, local: string, tag: string, role: 'user' | 'admin' = 'user'): Promise<Student> {
+export async function newStudent(store: Store, local: string, tag: string, role: 'user' | 'admin' = 'user'): Promise<Student> {
   const email = `${local}-${tag}@school.test`;
-  const { userId, workspace } = await createUserWithWorkspace(store, { email, role });
-  const { cookie } = await sessionFor(store.db, userId);
-  return { userId, email, workspace, cookie };
+  const { user, workspace } = await store.users.create({ email, role });
+  const { cookie } = await sessionFor(store.sessions, user.id);
+  return { userId: user.id, email, workspace, cookie };
 }
 
 /** Opens a workspace and waits until the controller reports its editor running at an endpoint. */
-export async function openAndWait(store: StoreContext, workspace: WorkspaceRecord): Promise<WorkspaceRecord> {
-  await openWorkspace(store, workspace.id);
-  return waitForState(store.db, workspace.id, 'running');
+export async function openAndWait(store: Store, workspace: WorkspaceRecord): Promise<WorkspaceRecord> {
+  await store.workspaces.open(workspace.id);
+  return waitForState(store, workspace.id, 'running');
 }
 
 /** Waits until a workspace's observed state is `state` (and, for running, its endpoint is known). */
-export async function waitForState(db: DataSource, id: string, state: string): Promise<WorkspaceRecord> {
-  return eventually(`workspace ${state}`, async () => {
-    const current = await getWorkspace(db, id);
-    return current?.observedState === state && (state !== 'running' || current.editorEndpoint) ? current : undefined;
-  }, 20_000);
+export async function waitForState(store: Store, id: string, state: ObservedState): Promise<WorkspaceRecord> {
+  return eventually(
+    `workspace ${state}`,
+    async () => {
+      const current = await store.workspaces.get(id);
+      return current?.observedState === state && (state !== 'running' || current.editorEndpoint) ? current : undefined;
+    },
+    20_000,
+  );
 }

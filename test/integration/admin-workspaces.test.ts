@@ -1,8 +1,8 @@
-import { createUserWithWorkspace, openWorkspace, writeWorkspaceStatus, type WorkspaceRecord } from '../../src/store/workspaces.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
-const ADMIN_TOKEN = 'admin-token-0123456789';
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef0123456789';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 const db = useTestDatabase();
@@ -16,19 +16,20 @@ afterEach(async () => {
 });
 
 async function workspace(email: string, running = false): Promise<WorkspaceRecord> {
-  const { workspace: made } = await createUserWithWorkspace(app.store, { email });
-  return running ? (await openWorkspace(app.store, made.id)).workspace : made;
+  const { workspace: made } = await app.store.users.create({ email });
+  return running ? (await app.store.workspaces.open(made.id)).workspace : made;
 }
 
 const post = (path: string) => fetch(`${app.url}${path}`, { method: 'POST', headers: admin });
-const audit = async () => (await db.dataSource.query('SELECT actor_email, action, target_kind, target_id, metadata FROM audit_log ORDER BY id')) as Record<string, unknown>[];
+const audit = async () =>
+  (await db.dataSource.query('SELECT actor_email, action, target_kind, target_id, metadata FROM audit_log ORDER BY id')) as Record<string, unknown>[];
 
 describe('GET /admin/status', () => {
   it('lists workspaces with desired and observed state per container, the active build count and the capacity', async () => {
     const ada = await workspace('ada@school.test', true);
     const bob = await workspace('bob@school.test');
-    await writeWorkspaceStatus(db.dataSource, ada.id, { observedState: 'running', observedGeneration: ada.generation, statusMessage: '' });
-    const [queued] = await db.dataSource.query("INSERT INTO runs (workspace_id) VALUES ($1) RETURNING id", [ada.id]);
+    await app.store.workspaces.writeStatus(ada.id, { observedState: 'running', observedGeneration: ada.generation, statusMessage: '' });
+    const [queued] = await db.dataSource.query('INSERT INTO runs (workspace_id) VALUES ($1) RETURNING id', [ada.id]);
     const response = await fetch(`${app.url}/admin/status`, { headers: admin });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { workspaces: Record<string, unknown>[]; activeBuilds: number; capacity: unknown };
@@ -45,7 +46,13 @@ describe('GET /admin/status', () => {
           { role: 'sim', runId: (queued as { id: string }).id, desiredState: 'running', observedState: 'queued' },
         ],
       }),
-      expect.objectContaining({ id: bob.id, slug: 'bob', desiredState: 'stopped', observedState: 'unknown', containers: [{ role: 'code', desiredState: 'stopped', observedState: 'unknown' }] }),
+      expect.objectContaining({
+        id: bob.id,
+        slug: 'bob',
+        desiredState: 'stopped',
+        observedState: 'unknown',
+        containers: [{ role: 'code', desiredState: 'stopped', observedState: 'unknown' }],
+      }),
     ]);
   });
 
@@ -61,14 +68,24 @@ describe('POST /admin/workspaces/:workspaceId/stop-containers', () => {
     const response = await post(`/admin/workspaces/${ada.id}/stop-containers`);
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({
-      workspace: { id: ada.id, slug: 'ada', desiredState: 'stopped', generation: ada.generation + 1, restartGeneration: 0, observedState: 'unknown', observedGeneration: 0 },
+      workspace: {
+        id: ada.id,
+        slug: 'ada',
+        desiredState: 'stopped',
+        generation: ada.generation + 1,
+        restartGeneration: 0,
+        observedState: 'unknown',
+        observedGeneration: 0,
+      },
     });
-    expect(await audit()).toEqual([{ actor_email: 'admin-token', action: 'container.stop', target_kind: 'workspace', target_id: ada.id, metadata: { slug: 'ada', from: 'running' } }]);
+    expect(await audit()).toEqual([
+      { actor_email: 'admin-token', action: 'container.stop', target_kind: 'workspace', target_id: ada.id, metadata: { slug: 'ada', from: 'running' } },
+    ]);
   });
 
   it('answers 200 when the workspace is already observed stopped', async () => {
     const bob = await workspace('bob@school.test');
-    await writeWorkspaceStatus(db.dataSource, bob.id, { observedState: 'stopped', observedGeneration: bob.generation, statusMessage: '' });
+    await app.store.workspaces.writeStatus(bob.id, { observedState: 'stopped', observedGeneration: bob.generation, statusMessage: '' });
     const response = await post(`/admin/workspaces/${bob.id}/stop-containers`);
     expect(response.status).toBe(200);
   });
@@ -96,14 +113,18 @@ describe('POST /admin/workspaces/:workspaceId/restart-code', () => {
     const response = await post(`/admin/workspaces/${ada.id}/restart-code`);
     expect(response.status).toBe(202);
     expect(((await response.json()) as { workspace: { restartGeneration: number } }).workspace.restartGeneration).toBe(1);
-    expect(await audit()).toEqual([{ actor_email: 'admin-token', action: 'container.restart-code', target_kind: 'workspace', target_id: ada.id, metadata: { slug: 'ada' } }]);
+    expect(await audit()).toEqual([
+      { actor_email: 'admin-token', action: 'container.restart-code', target_kind: 'workspace', target_id: ada.id, metadata: { slug: 'ada' } },
+    ]);
   });
 
   it('refuses a stopped workspace with 409', async () => {
     const bob = await workspace('bob@school.test');
     const response = await post(`/admin/workspaces/${bob.id}/restart-code`);
     expect(response.status).toBe(409);
-    expect(await response.json()).toEqual({ error: { code: 'workspace_not_running', message: 'Workspace bob is stopped; there is no code container to restart.' } });
+    expect(await response.json()).toEqual({
+      error: { code: 'workspace_not_running', message: 'Workspace bob is stopped; there is no code container to restart.' },
+    });
   });
 
   it('refuses an unknown workspace with 404', async () => {

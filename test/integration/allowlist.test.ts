@@ -7,13 +7,14 @@ import readline from 'node:readline';
 import { AllowlistWatcher } from '../../controllers/allowlist-watcher.ts';
 import { AllowlistFormatError, parseAllowlist } from '../../src/allowlist/allowlist.ts';
 import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
-import { addAllowlistEntry, removeAllowlistEntry } from '../../src/allowlist/allowlist-store.ts';
 import { PROJECT_ROOT } from '../../src/config.ts';
 import { AppError } from '../../src/errors.ts';
 import { categoryLogger } from '../../src/log.ts';
 import type { Actor } from '../../src/store/audit.ts';
+import type { Store } from '../../src/store/index.ts';
 import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { testStore } from '../helpers/store.ts';
 
 const db = useTestDatabase();
 const coach: Actor = { id: '7d0c4a57-4b8e-4a44-9a0e-9f0e1f1d2c3b', email: 'Coach@School.org' };
@@ -21,11 +22,13 @@ const coach: Actor = { id: '7d0c4a57-4b8e-4a44-9a0e-9f0e1f1d2c3b', email: 'Coach
 let dir: string;
 let filePath: string;
 let file: AllowlistFile;
+let store: Store;
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'allowlist-test-'));
   filePath = path.join(dir, 'data', 'allowlist.json');
   file = new AllowlistFile(filePath);
+  store = testStore(db.dataSource, { allowlistFile: file });
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -54,8 +57,8 @@ const readText = () => readFile(filePath, 'utf8');
 
 describe('audited allowlist edits', () => {
   it('should add a normalised entry to the file and audit allowlist.add', async () => {
-    await expect(addAllowlistEntry(db.dataSource, file, coach, '  Ana@Robotics.Club ')).resolves.toEqual({ entry: 'ana@robotics.club', added: true });
-    await expect(addAllowlistEntry(db.dataSource, file, coach, 'School.org')).resolves.toEqual({ entry: 'school.org', added: true });
+    await expect(store.allowlist.add(coach, '  Ana@Robotics.Club ')).resolves.toEqual({ entry: 'ana@robotics.club', added: true });
+    await expect(store.allowlist.add(coach, 'School.org')).resolves.toEqual({ entry: 'school.org', added: true });
     expect(JSON.parse(await readText())).toEqual({ entries: ['ana@robotics.club', 'school.org'] });
     expect(await auditRows()).toEqual([
       { actor_id: coach.id, actor_email: 'coach@school.org', action: 'allowlist.add', target_kind: 'allowlist', target_id: 'ana@robotics.club' },
@@ -64,31 +67,37 @@ describe('audited allowlist edits', () => {
   });
 
   it('should create the missing directory and write the file with mode 0644, leaving no temp file', async () => {
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     expect((await stat(filePath)).mode & 0o777).toBe(0o644);
     expect(await readdir(path.dirname(filePath))).toEqual(['allowlist.json']);
   });
 
   it('should answer added: false without auditing or rewriting the file when the entry is already there', async () => {
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     const before = await stat(filePath);
-    await expect(addAllowlistEntry(db.dataSource, file, coach, 'SCHOOL.ORG')).resolves.toEqual({ entry: 'school.org', added: false });
+    await expect(store.allowlist.add(coach, 'SCHOOL.ORG')).resolves.toEqual({ entry: 'school.org', added: false });
     expect((await stat(filePath)).ino).toBe(before.ino);
     expect((await auditRows()).map((row) => row.action)).toEqual(['allowlist.add']);
   });
 
   it('should remove an entry from the file and audit allowlist.remove', async () => {
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
-    await addAllowlistEntry(db.dataSource, file, coach, 'ana@robotics.club');
-    await expect(removeAllowlistEntry(db.dataSource, file, coach, ' School.ORG')).resolves.toEqual({ entry: 'school.org', removed: true });
+    await store.allowlist.add(coach, 'school.org');
+    await store.allowlist.add(coach, 'ana@robotics.club');
+    await expect(store.allowlist.remove(coach, ' School.ORG')).resolves.toEqual({ entry: 'school.org', removed: true });
     expect(JSON.parse(await readText())).toEqual({ entries: ['ana@robotics.club'] });
-    expect((await auditRows()).at(-1)).toEqual({ actor_id: coach.id, actor_email: 'coach@school.org', action: 'allowlist.remove', target_kind: 'allowlist', target_id: 'school.org' });
+    expect((await auditRows()).at(-1)).toEqual({
+      actor_id: coach.id,
+      actor_email: 'coach@school.org',
+      action: 'allowlist.remove',
+      target_kind: 'allowlist',
+      target_id: 'school.org',
+    });
   });
 
   it('should refuse to remove an entry that is not there with allowlist_entry_not_found, without auditing', async () => {
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     const before = await readText();
-    const error = await rejection(removeAllowlistEntry(db.dataSource, file, coach, 'other.org'));
+    const error = await rejection(store.allowlist.remove(coach, 'other.org'));
     expect(error).toBeInstanceOf(AppError);
     expect(error).toMatchObject({ status: 404, code: 'allowlist_entry_not_found' });
     expect(await readText()).toBe(before);
@@ -96,42 +105,42 @@ describe('audited allowlist edits', () => {
   });
 
   it('should refuse an invalid entry with invalid_allowlist_entry and leave the file and the audit log untouched', async () => {
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     const before = await readText();
     for (const input of ['@school.org', 'no dot', 'localhost']) {
-      const error = await rejection(addAllowlistEntry(db.dataSource, file, coach, input));
+      const error = await rejection(store.allowlist.add(coach, input));
       expect(error).toMatchObject({ status: 400, code: 'invalid_allowlist_entry' });
     }
-    expect(await rejection(removeAllowlistEntry(db.dataSource, file, coach, 'a@b@school.org'))).toMatchObject({ code: 'invalid_allowlist_entry' });
+    expect(await rejection(store.allowlist.remove(coach, 'a@b@school.org'))).toMatchObject({ code: 'invalid_allowlist_entry' });
     expect(await readText()).toBe(before);
     expect(await auditRows()).toHaveLength(1);
   });
 
   it('should not create the file for an invalid entry', async () => {
-    await rejection(addAllowlistEntry(db.dataSource, file, coach, 'nodot'));
+    await rejection(store.allowlist.add(coach, 'nodot'));
     await expect(stat(filePath)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('should refuse to edit a malformed file, naming the problem, and leave it exactly as it is', async () => {
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     const broken = '{"entries": ["school.org", "half-typed\n';
     await writeFile(filePath, broken);
-    const error = await rejection(addAllowlistEntry(db.dataSource, file, coach, 'other.org'));
+    const error = await rejection(store.allowlist.add(coach, 'other.org'));
     expect(error).toBeInstanceOf(AllowlistFormatError);
     expect(error.message).toMatch(/malformed.*not valid JSON/);
     expect(error.message).toContain(filePath);
-    await expect(rejection(removeAllowlistEntry(db.dataSource, file, coach, 'school.org'))).resolves.toBeInstanceOf(AllowlistFormatError);
+    await expect(rejection(store.allowlist.remove(coach, 'school.org'))).resolves.toBeInstanceOf(AllowlistFormatError);
     expect(await readText()).toBe(broken);
     expect(await auditRows()).toHaveLength(1);
   });
 
   it('should undo the file edit when the audit entry cannot be written', async () => {
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     // PostgreSQL refuses a NUL byte in text, so the audit insert fails after the file edit.
     const broken: Actor = { id: null, email: 'bad\u0000actor' };
-    await rejection(addAllowlistEntry(db.dataSource, file, broken, 'other.org'));
+    await rejection(store.allowlist.add(broken, 'other.org'));
     expect(await file.read()).toEqual(['school.org']);
-    await rejection(removeAllowlistEntry(db.dataSource, file, broken, 'school.org'));
+    await rejection(store.allowlist.remove(broken, 'school.org'));
     expect(await file.read()).toEqual(['school.org']);
     expect(await auditRows()).toHaveLength(1);
   });
@@ -139,7 +148,7 @@ describe('audited allowlist edits', () => {
   it('should read a missing file as an empty list and a malformed one as an AllowlistFormatError', async () => {
     await expect(file.read()).resolves.toEqual([]);
     await expect(file.readIfExists()).resolves.toBeNull();
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     await writeFile(filePath, '{"entries": ["no dot"]}');
     const error = await rejection(file.read());
     expect(error).toBeInstanceOf(AllowlistFormatError);
@@ -195,6 +204,29 @@ describe('AllowlistWatcher', () => {
     expect(started.isAllowed('other@admin.org')).toBe(false);
   });
 
+  it('should admit a SERVICE_ADMIN_EMAIL as it is, never one trimmed into it', async () => {
+    const started = await startWatcher();
+    expect(started.isAllowed('boss@admin.org')).toBe(true);
+    expect(started.isAllowed(' boss@admin.org')).toBe(false);
+    expect(started.isAllowed('boss@admin.org\n')).toBe(false);
+  });
+
+  it('should tell its listeners after every reload, and no more once they unsubscribe', async () => {
+    await file.add('school.org');
+    const started = await startWatcher();
+    let heard = 0;
+    const unsubscribe = started.onChange(() => heard++);
+    await writeFile(filePath, '{"entries": ["robotics.club"]}\n');
+    // Heard with the new list in force, so a listener can judge by it.
+    await soon('the reload heard', () => heard >= 1 && started.isAllowed('ana@robotics.club'));
+    unsubscribe();
+    const before = heard;
+    await writeFile(filePath, '{"entries": ["other.org"]}\n');
+    await soon('the second reload', () => started.isAllowed('ana@other.org'));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(heard).toBe(before);
+  });
+
   it('should follow an edit of the file on disk within a second', async () => {
     await file.add('school.org');
     const started = await startWatcher();
@@ -206,9 +238,9 @@ describe('AllowlistWatcher', () => {
 
   it('should follow edits made through AllowlistFile within a second', async () => {
     const started = await startWatcher();
-    await addAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.add(coach, 'school.org');
     await soon('the added entry', () => started.isAllowed('ana@school.org'));
-    await removeAllowlistEntry(db.dataSource, file, coach, 'school.org');
+    await store.allowlist.remove(coach, 'school.org');
     await soon('the removed entry', () => !started.isAllowed('ana@school.org'));
   });
 
@@ -322,13 +354,13 @@ describe('concurrent edits', () => {
       const expected = ['local', ...Array.from({ length: PROCESSES }, (_, index) => `p${index}`)].flatMap((prefix) =>
         Array.from({ length: PER_WRITER }, (_, index) => `${prefix}-${index}@school.org`),
       );
-      expect(await file.read()).toEqual([...expected].sort());
+      expect(await file.read()).toEqual([...expected].toSorted());
       expect(reads.problems).toEqual([]);
       expect(reads.whole).toBeGreaterThan(0);
       // The watcher only ever saw whole files and ends with every entry.
       await eventually('the watcher to see every entry', async () => watcher.entries().length === expected.length, 10_000);
       expect(capture.records.filter((record) => record.level === 'error')).toEqual([]);
-      expect((await readdir(path.dirname(filePath))).sort()).toEqual(['allowlist.json']);
+      expect((await readdir(path.dirname(filePath))).toSorted()).toEqual(['allowlist.json']);
     } finally {
       await watcher.stop();
     }

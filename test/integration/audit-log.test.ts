@@ -1,8 +1,8 @@
-import { recordAudit, type AuditAction } from '../../src/store/audit.ts';
+import { writeAudit, type AuditAction } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
-const ADMIN_TOKEN = 'admin-token-0123456789';
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef0123456789';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
 const db = useTestDatabase();
@@ -38,17 +38,20 @@ interface SeedRow {
 /** Inserts rows in order (so ids ascend with the array), filling in an ordinary entry. */
 async function seed(rows: SeedRow[]): Promise<void> {
   for (const [index, row] of rows.entries()) {
-    await db.dataSource.query(
-      'INSERT INTO audit_log (timestamp, actor_id, actor_email, action, target_kind, target_id) VALUES ($1, NULL, $2, $3, $4, $5)',
-      [row.at ?? new Date(Date.UTC(2026, 0, 1, 0, index)).toISOString(), row.email ?? 'admin-token', row.action ?? 'container.stop', 'workspace', `ws-${index}`],
-    );
+    await db.dataSource.query('INSERT INTO audit_log (timestamp, actor_id, actor_email, action, target_kind, target_id) VALUES ($1, NULL, $2, $3, $4, $5)', [
+      row.at ?? new Date(Date.UTC(2026, 0, 1, 0, index)).toISOString(),
+      row.email ?? 'admin-token',
+      row.action ?? 'container.stop',
+      'workspace',
+      `ws-${index}`,
+    ]);
   }
 }
 
 /** GET /admin/audit-log with `params`, as the admin; fails the test unless the answer is 200. */
 async function list(params: Record<string, string | number> = {}): Promise<Page> {
   const query = new URLSearchParams(Object.entries(params).map(([key, value]): [string, string] => [key, String(value)]));
-  const response = await fetch(`${app.url}/admin/audit-log?${query}`, { headers: admin });
+  const response = await fetch(`${app.url}/admin/audit-log?${query.toString()}`, { headers: admin });
   expect(response.status).toBe(200);
   return (await response.json()) as Page;
 }
@@ -63,7 +66,7 @@ describe('GET /admin/audit-log', () => {
   it('lists the newest 50 entries first, in the documented shape, with a cursor to the next page', async () => {
     const names: AuditAction[] = ['user.promote', 'config.max-active-containers'];
     for (let i = 1; i <= 60; i++) {
-      await recordAudit(db.dataSource.manager, {
+      await writeAudit(db.dataSource, {
         actor: { id: `user-${i}`, email: `coach${i}@school.example` },
         action: names[i % 2]!,
         target: { kind: 'user', id: `target-${i}` },
@@ -94,9 +97,11 @@ describe('GET /admin/audit-log', () => {
   });
 
   it('stores actor emails lower-case, so that the substring filter is case-insensitive', async () => {
-    await recordAudit(db.dataSource.manager, { actor: { id: null, email: 'Coach.Ada@School.Example' }, action: 'user.promote', target: { kind: 'user', id: 'u' } });
+    await writeAudit(db.dataSource, { actor: { id: null, email: 'Coach.Ada@School.Example' }, action: 'user.promote', target: { kind: 'user', id: 'u' } });
     expect(emails(await list({ actor: 'ADA@school' }))).toEqual(['coach.ada@school.example']);
-    await expect(db.dataSource.query("INSERT INTO audit_log (actor_email, action, target_kind, target_id) VALUES ('Mixed@Case', 'user.promote', 'user', 'u')")).rejects.toThrow(/audit_log_actor_email_lower/);
+    await expect(
+      db.dataSource.query("INSERT INTO audit_log (actor_email, action, target_kind, target_id) VALUES ('Mixed@Case', 'user.promote', 'user', 'u')"),
+    ).rejects.toThrow(/audit_log_actor_email_lower/);
   });
 
   it('filters by a case-insensitive substring of the actor email', async () => {
@@ -180,8 +185,16 @@ describe('GET /admin/audit-log', () => {
   });
 
   it('filters by a time range far in the past, including an entry written out of time order', async () => {
-    const at = ['2026-01-01T00:00:00Z', '2026-01-10T00:00:00Z', '2026-01-10T12:00:00Z', '2026-01-10T06:00:00Z', '2026-01-20T00:00:00Z', '2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z'];
-    await seed(at.map((at) => ({ at })));
+    const at = [
+      '2026-01-01T00:00:00Z',
+      '2026-01-10T00:00:00Z',
+      '2026-01-10T12:00:00Z',
+      '2026-01-10T06:00:00Z',
+      '2026-01-20T00:00:00Z',
+      '2026-02-01T00:00:00Z',
+      '2026-03-01T00:00:00Z',
+    ];
+    await seed(at.map((timestamp) => ({ at: timestamp })));
     expect(ids(await list({ since: '2026-01-10T00:00:00Z', until: '2026-01-10T12:00:00Z' }))).toEqual([4, 2]);
     expect(ids(await list({ since: '2026-01-10T06:00:00Z', until: '2026-01-20T00:00:00Z' }))).toEqual([4, 3]);
     expect(ids(await list({ since: '2026-01-10T00:00:00Z', until: '2026-02-01T00:00:00Z', limit: 2 }))).toEqual([5, 4]);
@@ -200,7 +213,11 @@ describe('GET /admin/audit-log', () => {
     ['an empty cursor', 'before=', 'The parameter "before" must be integer.'],
     ['a cursor beyond 2^53', 'before=9007199254740993', 'The parameter "before" must be <= 9007199254740991.'],
     ['a since that is not a date', 'since=not-a-date', 'The parameter "since" must be an ISO 8601 date-time with a time zone, such as 2026-03-04T05:06:07Z.'],
-    ['an until without a time zone', 'until=2026-03-01T10:00:00', 'The parameter "until" must be an ISO 8601 date-time with a time zone, such as 2026-03-04T05:06:07Z.'],
+    [
+      'an until without a time zone',
+      'until=2026-03-01T10:00:00',
+      'The parameter "until" must be an ISO 8601 date-time with a time zone, such as 2026-03-04T05:06:07Z.',
+    ],
     ['a leap second', 'since=2016-12-31T23:59:60Z', 'The parameter "since" must be an ISO 8601 date-time with a time zone, such as 2026-03-04T05:06:07Z.'],
     ['an overlong actor', `actor=${'a'.repeat(201)}`, 'The parameter "actor" must NOT have more than 200 characters.'],
     ['an unknown parameter', 'limit=5&sort=asc', 'The parameter "sort" is not allowed.'],

@@ -98,7 +98,7 @@ test('aborts requests to anything but 127.0.0.1 before they are sent', async () 
       () =>
         new Promise<number>((resolve) => {
           const ws = new WebSocket('ws://example.invalid/');
-          ws.onclose = (event) => resolve(event.code);
+          ws.addEventListener('close', (event) => resolve(event.code));
         }),
     );
     expect(closeCode).toBe(1008);

@@ -2,7 +2,6 @@ import { execFileSync, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import type { DataSource } from 'typeorm';
 import { names } from '../../src/docker/runtime.ts';
-import { createUserWithWorkspace, openWorkspace } from '../../src/store/workspaces.ts';
 import { createHarness, docker, eventually, inspectByName, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 
@@ -22,14 +21,18 @@ afterAll(async () => {
 async function restartDockerDaemon(): Promise<void> {
   const pid = Number(execFileSync('pgrep', ['-o', '-x', 'dockerd']).toString().trim());
   process.kill(pid, 'SIGTERM');
-  await eventually('dockerd exited', async () => {
-    try {
-      process.kill(pid, 0);
-      return false;
-    } catch {
-      return true;
-    }
-  }, 30_000);
+  await eventually(
+    'dockerd exited',
+    async () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    30_000,
+  );
   const log = openSync('/var/log/dockerd.log', 'a');
   spawn('dockerd', [], { detached: true, stdio: ['ignore', log, log] }).unref();
   await eventually('dockerd answers', async () => String(await docker.ping()) === 'OK', 30_000);
@@ -39,17 +42,21 @@ describe('a Docker daemon restart', () => {
   it('is followed by a reconnect and a full resync that converges the workspaces again', async () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
-    const { workspace } = await createUserWithWorkspace(harness.store, { email: `daemon-${harness.controlPlaneId}@school.test` });
-    await openWorkspace(harness.store, workspace.id);
+    const { workspace } = await harness.store.users.create({ email: `daemon-${harness.controlPlaneId}@school.test` });
+    await harness.store.workspaces.open(workspace.id);
     const before = await eventually('running', async () => {
       const info = await inspectByName(names.code(workspace.slug));
       return info?.State.Running ? info : undefined;
     });
     await restartDockerDaemon();
-    const after = await eventually('running again', async () => {
-      const info = await inspectByName(names.code(workspace.slug));
-      return info?.State.Running && info.State.StartedAt !== before.State.StartedAt ? info : undefined;
-    }, 30_000);
+    const after = await eventually(
+      'running again',
+      async () => {
+        const info = await inspectByName(names.code(workspace.slug));
+        return info?.State.Running && info.State.StartedAt !== before.State.StartedAt ? info : undefined;
+      },
+      30_000,
+    );
     expect(after.Id).toBe(before.Id);
     expect(harness.records).toContainEqual(expect.objectContaining({ level: 'warning', message: 'Docker events stream lost, reconnecting' }));
   }, 90_000);

@@ -54,7 +54,9 @@ describe('the Docker Engine', () => {
       const { port } = listener.address() as net.AddressInfo;
       // The ping fails (nothing speaks Docker there); an http.Agent given to https.request would have
       // thrown before connecting (ERR_INVALID_PROTOCOL), so the listener would have seen nothing.
-      await engineClient({ protocol: 'https', host: '127.0.0.1', port, timeout: 5000 }).ping().catch(() => undefined);
+      await engineClient({ protocol: 'https', host: '127.0.0.1', port, timeout: 5000 })
+        .ping()
+        .catch(() => undefined);
       expect(first).toBe(0x16);
     } finally {
       listener.close();

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
-const ADMIN_TOKEN = 'admin-token-0123456789';
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef0123456789';
 
 describe('the embedded database (no DATABASE_URL)', () => {
   let dataDir: string;

@@ -69,7 +69,13 @@ describe('fetchIdentity (GitHub)', () => {
   });
 
   it.each([
-    ['the primary address is unverified', [{ email: 'ada@school.test', primary: true, verified: false }, { email: 'b@school.test', primary: false, verified: true }]],
+    [
+      'the primary address is unverified',
+      [
+        { email: 'ada@school.test', primary: true, verified: false },
+        { email: 'b@school.test', primary: false, verified: true },
+      ],
+    ],
     ['the primary address has no verified flag', [{ email: 'ada@school.test', primary: true }]],
     ['no address is primary', [{ email: 'ada@school.test', primary: false, verified: true }]],
     ['there are no addresses', []],
@@ -79,6 +85,25 @@ describe('fetchIdentity (GitHub)', () => {
     const error = await identityErrorOf(fetchIdentity(GITHUB, TOKEN));
     expect(error.reason).toBe('no_verified_email');
     expect(error.message).toMatch(/verified/);
+  });
+
+  it.each([
+    ['surrounding spaces', ' Ada@School.test '],
+    ['a NUL byte', 'ada\u0000@school.test'],
+    ['two @', 'ada@evil.test@school.test'],
+    ['a domain that is an IP address', 'ada@10.0.0.1'],
+  ])('refuses with invalid_email a verified primary address with %s, never repaired into another', async (_what, email) => {
+    githubApi();
+    githubEmails().reply(200, [{ email, primary: true, verified: true }]);
+    const error = await identityErrorOf(fetchIdentity(GITHUB, TOKEN));
+    expect(error.reason).toBe('invalid_email');
+    expect(error.message).toMatch(/not a valid email address/);
+  });
+
+  it('returns an internationalised domain in its ASCII form', async () => {
+    githubApi();
+    githubEmails().reply(200, [{ email: 'ada@Bücher.example', primary: true, verified: true }]);
+    await expect(fetchIdentity(GITHUB, TOKEN)).resolves.toEqual({ email: 'ada@xn--bcher-kva.example', name: 'Ada Lovelace' });
   });
 
   it('reports provider_error when the emails API answers 500', async () => {
@@ -146,7 +171,7 @@ describe('GitHub sign-in through the app', () => {
   beforeEach(async () => {
     app = await startApp(
       db.dataSource,
-      { GITHUB_CLIENT_ID: 'gh-client', GITHUB_CLIENT_SECRET: 'gh-secret', ADMIN_TOKEN: 'admin-token-0123456789' },
+      { GITHUB_CLIENT_ID: 'gh-client', GITHUB_CLIENT_SECRET: 'gh-secret', ADMIN_TOKEN: 'admin-token-0123456789abcdef0123456789' },
       { allowlist: { isAllowed: (email) => email === 'ada@school.test' } },
     );
     browser = new Browser();
@@ -179,7 +204,13 @@ describe('GitHub sign-in through the app', () => {
     let current = url;
     for (let n = 0; n < 10; n++) {
       const response = await browser.fetch(current);
-      const hop = { url: current, status: response.status, location: response.headers.get('location'), contentType: response.headers.get('content-type'), body: await response.text() };
+      const hop = {
+        url: current,
+        status: response.status,
+        location: response.headers.get('location'),
+        contentType: response.headers.get('content-type'),
+        body: await response.text(),
+      };
       hops.push(hop);
       seen.push(hop);
       if (![301, 302, 303, 307, 308].includes(hop.status) || hop.location === null) return hops;
@@ -213,11 +244,10 @@ describe('GitHub sign-in through the app', () => {
 
   /** GitHub's token endpoint; `form` receives the (form-encoded) request body. */
   function tokenEndpoint(form: Record<string, string>[]) {
-    return nock('https://github.com')
-      .post('/login/oauth/access_token', (body: Record<string, string>) => {
-        form.push(body);
-        return true;
-      });
+    return nock('https://github.com').post('/login/oauth/access_token', (body: Record<string, string>) => {
+      form.push(body);
+      return true;
+    });
   }
 
   const issueToken = (form: Record<string, string>[]) =>
@@ -296,7 +326,10 @@ describe('GitHub sign-in through the app', () => {
 
   it.each([
     ['answers 500', (scope: nock.Interceptor) => scope.reply(500, 'Internal Server Error', { 'content-type': 'text/plain' })],
-    ['refuses the code', (scope: nock.Interceptor) => scope.reply(200, { error: 'bad_verification_code', error_description: 'The code passed is incorrect or expired.' })],
+    [
+      'refuses the code',
+      (scope: nock.Interceptor) => scope.reply(200, { error: 'bad_verification_code', error_description: 'The code passed is incorrect or expired.' }),
+    ],
   ])('shows a clear page when the token endpoint %s, and creates no user', async (_what, answer) => {
     const authorize = await startSignIn();
     const token = answer(tokenEndpoint([]));

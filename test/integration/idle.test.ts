@@ -7,7 +7,6 @@
 import WebSocket from 'ws';
 import { IdleSweep } from '../../controllers/idle-sweep.ts';
 import { categoryLogger } from '../../src/log.ts';
-import { getWorkspace } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { captureLogger, createHarness, eventually, inspectByName, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -33,10 +32,16 @@ beforeAll(async () => {
   ada = await newStudent(harness.store, 'ada', tag);
   bob = await newStudent(harness.store, 'bob', tag);
   [ada.workspace, bob.workspace] = await Promise.all([openAndWait(harness.store, ada.workspace), openAndWait(harness.store, bob.workspace)]);
-  // Built as src/main.ts builds it, over the app's store and activity, with its log captured.
+  // Built as the control plane builds it, over the app's store, activity and metrics, with its log captured.
   const { root, records } = captureLogger();
   idleRecords = records;
-  idleSweep = new IdleSweep({ store: { ...app.store, log: categoryLogger(root, 'idle') }, activity: app.activity, idleMinutes: IDLE_MINUTES });
+  idleSweep = new IdleSweep({
+    workspaces: app.store.workspaces,
+    activity: app.activity,
+    metrics: app.metrics,
+    log: categoryLogger(root, 'idle'),
+    idleMinutes: IDLE_MINUTES,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -73,11 +78,11 @@ it('stops the workspace without traffic and keeps the one with a live editor con
   await eventually('8 echoes', async () => echoed >= 8, 15_000);
 
   expect(await idleSweep.sweep()).toEqual([bob.workspace.id]);
-  expect((await getWorkspace(db.dataSource, bob.workspace.id))?.desiredState).toBe('stopped');
-  await waitForState(db.dataSource, bob.workspace.id, 'stopped');
+  expect((await harness.store.workspaces.get(bob.workspace.id))?.desiredState).toBe('stopped');
+  await waitForState(harness.store, bob.workspace.id, 'stopped');
   expect((await inspectByName(`ws-${bob.workspace.slug}-code`))?.State.Running).toBe(false);
 
-  expect(await getWorkspace(db.dataSource, ada.workspace.id)).toEqual(expect.objectContaining({ desiredState: 'running', observedState: 'running' }));
+  expect(await harness.store.workspaces.get(ada.workspace.id)).toEqual(expect.objectContaining({ desiredState: 'running', observedState: 'running' }));
   expect((await inspectByName(`ws-${ada.workspace.slug}-code`))?.State.Running).toBe(true);
   expect(await stopsTotal()).toBe(1);
   expect(idleLines()).toEqual([expect.objectContaining({ category: 'control.idle', level: 'info', workspaceId: bob.workspace.id, slug: bob.workspace.slug })]);
@@ -97,8 +102,8 @@ it('lets a workspace go idle once its editor tab closes', async () => {
   // ...but once the idle limit passes without traffic, it is stopped too.
   await sleep(3500);
   expect(await idleSweep.sweep()).toEqual([ada.workspace.id]);
-  expect((await getWorkspace(db.dataSource, ada.workspace.id))?.desiredState).toBe('stopped');
-  await waitForState(db.dataSource, ada.workspace.id, 'stopped');
+  expect((await harness.store.workspaces.get(ada.workspace.id))?.desiredState).toBe('stopped');
+  await waitForState(harness.store, ada.workspace.id, 'stopped');
   expect((await inspectByName(`ws-${ada.workspace.slug}-code`))?.State.Running).toBe(false);
   expect(await stopsTotal()).toBe(2);
   expect(idleLines().map((record) => record.workspaceId)).toEqual([bob.workspace.id, ada.workspace.id]);

@@ -2,7 +2,7 @@ import { createDataSource, migrate } from '../../src/db/database.ts';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import { createEmptyDatabase } from '../helpers/db.ts';
 
-const TABLES = ['audit_log', 'migrations', 'runs', 'sessions', 'settings', 'users', 'workspaces'];
+const TABLES = ['audit_log', 'migrations', 'runs', 'sessions', 'settings', 'sign_in_links', 'users', 'workspaces'];
 
 async function tables(url: string): Promise<string[]> {
   const dataSource = createDataSource(url, 1);
@@ -26,7 +26,14 @@ describe('migrations', () => {
     expect(applied).toHaveLength(MIGRATIONS.length);
     const indexes: { indexname: string }[] = await dataSource.query("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'");
     expect(indexes.map((row) => row.indexname)).toEqual(
-      expect.arrayContaining(['audit_log_action', 'audit_log_actor_email', 'audit_log_timestamp', 'runs_one_active', 'workspaces_running_activity', 'sessions_user']),
+      expect.arrayContaining([
+        'audit_log_action',
+        'audit_log_actor_email',
+        'audit_log_timestamp',
+        'runs_one_active',
+        'workspaces_running_activity',
+        'sessions_user',
+      ]),
     );
     const cap: { value: unknown }[] = await dataSource.query("SELECT value FROM settings WHERE key = 'max_active_containers'");
     expect(cap).toEqual([{ value: null }]);

@@ -259,7 +259,11 @@ describe('Browser', () => {
     const other = await startRecorder((req, res) => res.end(req.headers.cookie ?? ''));
     try {
       const browser = new Browser();
-      const { response, chain } = await browser.follow(`${site.url}/set`, { method: 'POST', body: 'x=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const { response, chain } = await browser.follow(`${site.url}/set`, {
+        method: 'POST',
+        body: 'x=1',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       expect(chain).toEqual([`${site.url}/set`, `${site.url}/deep/page`]);
       expect(await response.text()).toBe('b=2; a=1; c=3');
       expect(site.requests.at(-1)?.pathname).toBe('/deep/page');

@@ -4,10 +4,10 @@ import net from 'node:net';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jest } from '@jest/globals';
+import { request as send } from 'undici';
 import WebSocket from 'ws';
 import { createDataSource } from '../../src/db/database.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
-import { stopWorkspace } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -83,7 +83,7 @@ describe('the workspace proxy over HTTP', () => {
     expect(echo.headers['proxy-authorization']).toBeUndefined();
   });
 
-  it('drops hop-by-hop request headers, including those Connection names, and replaces a client\'s X-Forwarded-*', async () => {
+  it("drops hop-by-hop request headers, including those Connection names, and replaces a client's X-Forwarded-*", async () => {
     const answer = await rawGet(`/u/${ada.workspace.slug}/echo-headers`, {
       cookie: ada.cookie,
       connection: 'keep-alive, X-Secret-Hop',
@@ -115,7 +115,12 @@ describe('the workspace proxy over HTTP', () => {
         }
       })(),
     );
-    const upload = await fetch(url(ada, '/upload'), { method: 'POST', body: Readable.toWeb(body) as ReadableStream, headers: as(ada), duplex: 'half' } as RequestInit);
+    const upload = await fetch(url(ada, '/upload'), {
+      method: 'POST',
+      body: Readable.toWeb(body) as ReadableStream,
+      headers: as(ada),
+      duplex: 'half',
+    } as RequestInit);
     expect(upload.status).toBe(200);
     expect(await upload.json()).toEqual({ bytes: size, sha256: sent.digest('hex') });
 
@@ -181,12 +186,13 @@ describe('the workspace proxy over HTTP', () => {
 });
 
 describe('who may pass', () => {
-  it('lets the owner and admins in, and keeps other students out', async () => {
+  it('lets the owner in, and keeps other students and (in path mode) admins out', async () => {
     expect((await fetch(url(ada, '/healthz'), { headers: as(ada) })).status).toBe(200);
-    expect((await fetch(url(ada, '/healthz'), { headers: as(coach) })).status).toBe(200);
-    const other = await fetch(url(ada, '/healthz'), { headers: as(bob) });
-    expect(other.status).toBe(403);
-    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+    for (const someone of [bob, coach]) {
+      const other = await fetch(url(ada, '/healthz'), { headers: as(someone) });
+      expect(other.status).toBe(403);
+      expect(((await other.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+    }
   });
 
   it('sends a browser without a session to sign in, and answers an API client 401', async () => {
@@ -225,7 +231,14 @@ describe("the proxy's lookups of sessions", () => {
    * An app of its own (cold caches) whose database calls are counted, and whose session lookups can
    * be held at a gate: the real database answers each of them once the gate opens.
    */
-  async function countedApp(): Promise<{ app: TestApp; get: () => Promise<Response>; lookups: () => number; hold: () => void; release: () => void; close: () => Promise<void> }> {
+  async function countedApp(): Promise<{
+    app: TestApp;
+    get: () => Promise<Response>;
+    lookups: () => number;
+    hold: () => void;
+    release: () => void;
+    close: () => Promise<void>;
+  }> {
     const counted = createDataSource(db.url, 3);
     await counted.initialize();
     let lookups = 0;
@@ -312,7 +325,7 @@ describe("the proxy's lookups of sessions", () => {
 
 describe('the workspace proxy over WebSocket', () => {
   const connect = (student: Student, headers: Record<string, string>) =>
-    new WebSocket(`${url(student, '/ws').replace('http', 'ws')}`, { headers: { cookie: ada.cookie, origin: app.url, ...headers } });
+    new WebSocket(url(student, '/ws').replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url, ...headers } });
 
   it('echoes 10,000 messages in order, text and binary', async () => {
     const socket = connect(ada, {});
@@ -336,20 +349,25 @@ describe('the workspace proxy over WebSocket', () => {
     ["another student's session", { cookie: 'x' }, 401],
   ])('refuses an upgrade with %s', async (_name, headers, status) => {
     const socket = connect(ada, headers as Record<string, string>);
-    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0)));
     expect(refused).toBe(status);
   });
 
   it("refuses an upgrade to another student's workspace", async () => {
-    const socket = new WebSocket(`${url(bob, '/ws').replace('http', 'ws')}`, { headers: { cookie: ada.cookie, origin: app.url } });
-    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    const socket = new WebSocket(url(bob, '/ws').replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url } });
+    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0)));
     expect(refused).toBe(403);
   });
 
   it('refuses an upgrade to something other than WebSocket', async () => {
     const answer = await new Promise<number>((resolve) => {
       const { port } = new URL(app.url);
-      const request = http.request({ host: '127.0.0.1', port, path: `/u/${ada.workspace.slug}/x`, headers: { cookie: ada.cookie, origin: app.url, connection: 'upgrade', upgrade: 'h2c' } });
+      const request = http.request({
+        host: '127.0.0.1',
+        port,
+        path: `/u/${ada.workspace.slug}/x`,
+        headers: { cookie: ada.cookie, origin: app.url, connection: 'upgrade', upgrade: 'h2c' },
+      });
       request.on('response', (response) => resolve(response.statusCode ?? 0));
       request.on('upgrade', (response) => resolve(response.statusCode ?? 0));
       request.end();
@@ -360,8 +378,8 @@ describe('the workspace proxy over WebSocket', () => {
 
 describe('an editor that is not up', () => {
   it('answers 503 JSON to API clients and the workspace page to browsers while stopped', async () => {
-    await stopWorkspace(harness.store, SYSTEM_ACTOR, bob.workspace.id);
-    await waitForState(db.dataSource, bob.workspace.id, 'stopped');
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, bob.workspace.id);
+    await waitForState(harness.store, bob.workspace.id, 'stopped');
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const api = await fetch(url(bob, '/files'), { headers: as(bob) });
     expect(api.status).toBe(503);
@@ -379,10 +397,17 @@ describe('an editor that is not up', () => {
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
     expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 1);
-    const socket = new WebSocket(`${url(ada, '/ws').replace('http', 'ws')}`, { headers: { cookie: ada.cookie, origin: app.url } });
-    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    // A page load (the student reloading the editor) gets a page that says so and tries again.
+    // (As a browser sends it: fetch() would say `sec-fetch-mode: cors` whatever it is given.)
+    const reload = await send(url(ada, '/'), { headers: as(ada, { accept: 'text/html', 'sec-fetch-mode': 'navigate' }) });
+    expect(reload.statusCode).toBe(502);
+    const text = await reload.body.text();
+    expect(text).toContain('<h1>The editor is not answering</h1>');
+    expect(text).toContain('<meta http-equiv="refresh" content="5">');
+    const socket = new WebSocket(url(ada, '/ws').replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url } });
+    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0)));
     expect(refused).toBe(502);
-    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 2);
+    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 3);
   });
 
   it('survives an editor that answers with an invalid status line, and never passes on its own session cookie', async () => {
@@ -419,17 +444,24 @@ describe('an editor that is not up', () => {
     }
   });
 
-  it('answers 500 JSON and logs it when the database fails while authorising, then keeps serving', async () => {
+  it('answers 503 (a page that retries, for a page load) and logs a warning when the database fails while authorising, then keeps serving', async () => {
     // An app of its own whose database connection is gone: its caches are empty, so it must ask the database.
     const lost = createDataSource(db.url, 1);
     await lost.initialize();
     const broken = await startApp(lost);
     await lost.destroy();
     try {
-      const answer = await fetch(`${broken.url}/u/${ada.workspace.slug}/headers`, { headers: as(ada) });
-      expect(answer.status).toBe(500);
-      expect(await answer.json()).toEqual({ error: { code: 'internal_error', message: 'Something went wrong on our side; it has been logged.' } });
-      expect(broken.logs).toContainEqual(expect.objectContaining({ level: 'error', message: 'proxying a request failed' }));
+      const api = await fetch(`${broken.url}/u/${ada.workspace.slug}/headers`, { headers: as(ada) });
+      expect(api.status).toBe(503);
+      expect(api.headers.get('retry-after')).toBe('2');
+      expect(await api.json()).toEqual({
+        error: { code: 'unavailable', message: 'The control plane cannot check this request right now; try again in a moment.' },
+      });
+      const load = await send(`${broken.url}/u/${ada.workspace.slug}/`, { headers: as(ada, { accept: 'text/html', 'sec-fetch-mode': 'navigate' }) });
+      expect(load.statusCode).toBe(503);
+      expect(await load.body.text()).toContain('<meta http-equiv="refresh" content="3">');
+      expect(broken.logs.filter((record) => record.level === 'error')).toEqual([]);
+      expect(broken.logs).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringContaining('answered 503') }));
       expect((await fetch(`${broken.url}/u/${ada.workspace.slug}/headers`)).status).toBe(401);
     } finally {
       await broken.close();
@@ -478,7 +510,7 @@ describe('an editor that is not up', () => {
       await sleep(1100);
       expect((await fetch(url(ada, '/kept'), { headers: as(ada) })).status).toBe(200);
       expect(open.size).toBe(1);
-      await stopWorkspace(app.store, SYSTEM_ACTOR, ada.workspace.id);
+      await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);
       // Left to itself, undici keeps an idle connection for 4 s.
       await eventually('the kept-alive connection to be closed', async () => open.size === 0, 1500);
     } finally {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { names } from '../../src/docker/runtime.ts';
-import { createUserWithWorkspace, getWorkspace, openWorkspace, type WorkspaceRecord } from '../../src/store/workspaces.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { createHarness, eventually, inspectByName, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 import WebSocket from 'ws';
@@ -35,14 +35,16 @@ describe('restart safety', () => {
     // Another process (this test) opens the workspaces: the server hears it through LISTEN/NOTIFY.
     const { store } = createHarness(db.dataSource, { controlPlaneId });
     const workspaces: WorkspaceRecord[] = [];
-    for (let i = 0; i < 3; i++) workspaces.push((await createUserWithWorkspace(store, { email: `adopt-${i}-${controlPlaneId}@school.test` })).workspace);
-    for (const workspace of workspaces) await openWorkspace(store, workspace.id);
+    for (let i = 0; i < 3; i++) workspaces.push((await store.users.create({ email: `adopt-${i}-${controlPlaneId}@school.test` })).workspace);
+    for (const workspace of workspaces) await store.workspaces.open(workspace.id);
     const before = [];
     for (const workspace of workspaces) {
-      before.push(await eventually(`${workspace.slug} running`, async () => {
-        const info = await inspectByName(names.code(workspace.slug));
-        return info?.State.Running ? info : undefined;
-      }));
+      before.push(
+        await eventually(`${workspace.slug} running`, async () => {
+          const info = await inspectByName(names.code(workspace.slug));
+          return info?.State.Running ? info : undefined;
+        }),
+      );
     }
 
     expect(await server.stop('SIGKILL')).toBeNull();
@@ -51,7 +53,7 @@ describe('restart safety', () => {
     // Counted from the new process's listening line: its start-up time is not the point, the adoption is.
     const listeningAt = Date.parse(String(server.records.find((record) => record.message.startsWith('listening on'))!.timestamp));
     for (const workspace of workspaces) {
-      await eventually('state reported', async () => (await getWorkspace(db.dataSource, workspace.id))?.observedState === 'running', 20_000);
+      await eventually('state reported', async () => (await store.workspaces.get(workspace.id))?.observedState === 'running', 20_000);
     }
     // Reported at start-up, not left to the 30 s resync (the figure for 100 workspaces is in bench/fleet.ts).
     expect(Date.now() - listeningAt).toBeLessThan(15_000);
@@ -63,7 +65,7 @@ describe('restart safety', () => {
     }
     // An open editor WebSocket does not hold up a graceful stop.
     const [owner] = (await db.dataSource.query('SELECT user_id FROM workspaces WHERE id = $1', [workspaces[0]!.id])) as { user_id: string }[];
-    const { cookie } = await sessionFor(db.dataSource, owner!.user_id, SESSION_SECRET);
+    const { cookie } = await sessionFor(store.sessions, owner!.user_id, SESSION_SECRET);
     const socket = new WebSocket(`${server.url.replace('http', 'ws')}/u/${workspaces[0]!.slug}/ws`, { headers: { cookie, origin: server.url } });
     await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
     const closed = new Promise((resolve) => socket.once('close', resolve));

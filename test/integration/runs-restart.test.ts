@@ -1,10 +1,7 @@
-
-import { createRun, getRun } from '../../src/store/runs.ts';
 import { createHarness, docker, eventually, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { newStudent, waitForState } from '../helpers/workspaces.ts';
-import { openWorkspace } from '../../src/store/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 const controlPlaneId = newControlPlaneId();
@@ -28,22 +25,26 @@ describe('a control-plane restart during a run', () => {
     // This test is another process: the server hears it through LISTEN/NOTIFY.
     const { store } = createHarness(db.dataSource, { controlPlaneId });
     const student = await newStudent(store, 'restart', controlPlaneId);
-    await openWorkspace(store, student.workspace.id);
-    await waitForState(db.dataSource, student.workspace.id, 'running');
-    const run = await createRun(store, student.workspace.id);
+    await store.workspaces.open(student.workspace.id);
+    await waitForState(store, student.workspace.id, 'running');
+    const run = await store.runs.create(student.workspace.id);
     const sims = () => docker.listContainers({ all: true, filters: { label: [`service.run-id=${run.id}`] } });
     const [compiling] = await eventually('sim container compiling', async () => {
       const list = await sims();
       return list.length === 1 && list[0]!.State === 'running' ? list : undefined;
     });
     expect(await server.stop('SIGKILL')).toBeNull();
-    expect((await getRun(db.dataSource, run.id))!.status).toBe('queued');
+    expect((await store.runs.get(run.id))!.status).toBe('queued');
 
     server = await startServer(env);
-    const ready = await eventually('run running after restart', async () => {
-      const current = await getRun(db.dataSource, run.id);
-      return current?.status === 'running' ? current : undefined;
-    }, 20_000);
+    const ready = await eventually(
+      'run running after restart',
+      async () => {
+        const current = await store.runs.get(run.id);
+        return current?.status === 'running' ? current : undefined;
+      },
+      20_000,
+    );
     expect(ready.readyAt).not.toBeNull();
     const after = await sims();
     expect(after).toHaveLength(1);
@@ -53,5 +54,3 @@ describe('a control-plane restart during a run', () => {
     expect(server.records.filter((record) => record.runId === run.id && record.message.startsWith('simulator ready'))).toHaveLength(1);
   }, 90_000);
 });
-
-

@@ -1,10 +1,11 @@
 import { RunController } from '../../controllers/runs.ts';
+import { names } from '../../src/docker/runtime.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
-import { createRun, getRun, requestRunStop, type RunRecord } from '../../src/store/runs.ts';
-import { stopWorkspace, type WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { captureLogger, createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import type { RunRecord } from '../../src/store/runs.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { captureLogger, createHarness, docker, eventually, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { startApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait } from '../helpers/workspaces.ts';
@@ -38,15 +39,14 @@ async function setUp(sim: string, buildTimeoutMs = 30_000): Promise<WorkspaceRec
   const logger = captureLogger();
   records = logger.records;
   runs = new RunController({
-    db: db.dataSource,
+    store: harness.store,
     runtime: harness.runtime,
-    changes: harness.changes,
     metrics,
     log: categoryLogger(logger.root, 'runs'),
     buildTimeoutMs,
     probeIntervalMs: 100,
     runningCheckMs: 500,
-    template: { image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: 'bridge', nt4Port: 5810, command: `${sim} node /app/sim.mjs` },
+    template: { image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: `${sim} node /app/sim.mjs` },
   });
   await runs.start();
   return workspace;
@@ -55,10 +55,14 @@ async function setUp(sim: string, buildTimeoutMs = 30_000): Promise<WorkspaceRec
 const FAST = 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100';
 
 async function waitForStatus(id: string, status: string, timeoutMs = 20_000): Promise<RunRecord> {
-  return eventually(`run ${status}`, async () => {
-    const run = await getRun(db.dataSource, id);
-    return run?.status === status ? run : undefined;
-  }, timeoutMs);
+  return eventually(
+    `run ${status}`,
+    async () => {
+      const run = await harness.store.runs.get(id);
+      return run?.status === status ? run : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** The sim containers of a run, as Docker lists them. */
@@ -91,14 +95,14 @@ function expectRunLogs(run: RunRecord): void {
 describe('a run', () => {
   it('goes queued → running at the first nt4 answer, then stopped on request; the container is removed', async () => {
     const workspace = await setUp(FAST);
-    const run = await createRun(harness.store, workspace.id);
+    const run = await harness.store.runs.create(workspace.id);
     expect(run.status).toBe('queued');
     const ready = await waitForStatus(run.id, 'running');
     expect(ready.readyAt!.getTime()).toBeGreaterThan(run.queuedAt.getTime());
     expect(ready.simEndpoint).toMatch(/^\d+\.\d+\.\d+\.\d+:5810$/);
     expect(await settled('run_build_duration_seconds_count', 1)).toBe(1);
     expect(await simContainers(run.id)).toHaveLength(1);
-    await requestRunStop(harness.store, workspace.id, run.id);
+    await harness.store.runs.requestStop(workspace.id, run.id);
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.reason).toBe('stopped by request');
     expect(stopped.output).toContain('compiling');
@@ -111,9 +115,9 @@ describe('a run', () => {
 
   it('is canceled when stopped during compile', async () => {
     const workspace = await setUp('SIM_COMPILE_MS=20000');
-    const run = await createRun(harness.store, workspace.id);
+    const run = await harness.store.runs.create(workspace.id);
     await eventually('sim container', async () => (await simContainers(run.id)).length === 1);
-    await requestRunStop(harness.store, workspace.id, run.id);
+    await harness.store.runs.requestStop(workspace.id, run.id);
     const canceled = await waitForStatus(run.id, 'canceled');
     expect(canceled.readyAt).toBeNull();
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
@@ -125,7 +129,7 @@ describe('a run', () => {
 
   it('fails when compile exits non-zero, keeping the output that says why', async () => {
     const workspace = await setUp('SIM_COMPILE_MS=200 SIM_COMPILE_EXIT=2');
-    const run = await createRun(harness.store, workspace.id);
+    const run = await harness.store.runs.create(workspace.id);
     const failed = await waitForStatus(run.id, 'failed');
     expect(failed.exitCode).toBe(2);
     expect(failed.reason).toBe('compile or boot failed (exit code 2)');
@@ -138,7 +142,7 @@ describe('a run', () => {
 
   it('fails when the simulator never answers within the build timeout', async () => {
     const workspace = await setUp('SIM_COMPILE_MS=100 SIM_NEVER_READY=1', 2000);
-    const run = await createRun(harness.store, workspace.id);
+    const run = await harness.store.runs.create(workspace.id);
     const failed = await waitForStatus(run.id, 'failed');
     expect(failed.reason).toBe('the simulator was not ready within the build timeout (2 s)');
     expect(failed.endedAt!.getTime() - failed.queuedAt.getTime()).toBeGreaterThanOrEqual(2000);
@@ -148,7 +152,7 @@ describe('a run', () => {
 
   it('fails when the simulator crashes while running', async () => {
     const workspace = await setUp(`${FAST} SIM_CRASH_AFTER_MS=3000`);
-    const run = await createRun(harness.store, workspace.id);
+    const run = await harness.store.runs.create(workspace.id);
     await waitForStatus(run.id, 'running');
     const failed = await waitForStatus(run.id, 'failed');
     expect(failed.exitCode).toBe(3);
@@ -161,7 +165,7 @@ describe('a run', () => {
 
   it('is stopped when the simulator exits 0 on its own after ready', async () => {
     const workspace = await setUp(`${FAST} SIM_EXIT_AFTER_MS=3000`);
-    const run = await createRun(harness.store, workspace.id);
+    const run = await harness.store.runs.create(workspace.id);
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.exitCode).toBe(0);
     expect(stopped.reason).toBe('the simulator exited on its own');
@@ -170,9 +174,9 @@ describe('a run', () => {
 
   it('ends when its workspace is stopped', async () => {
     const workspace = await setUp(FAST);
-    const run = await createRun(harness.store, workspace.id);
+    const run = await harness.store.runs.create(workspace.id);
     await waitForStatus(run.id, 'running');
-    await stopWorkspace(harness.store, SYSTEM_ACTOR, workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.reason).toBe('the workspace was stopped');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
@@ -181,24 +185,37 @@ describe('a run', () => {
 
   it('is one run when two requests come at once', async () => {
     const workspace = await setUp('SIM_COMPILE_MS=20000');
-    const results = await Promise.allSettled([createRun(harness.store, workspace.id), createRun(harness.store, workspace.id)]);
+    const results = await Promise.allSettled([harness.store.runs.create(workspace.id), harness.store.runs.create(workspace.id)]);
     const made = results.filter((result): result is PromiseFulfilledResult<RunRecord> => result.status === 'fulfilled');
     const refused = results.filter((result): result is PromiseRejectedResult => result.status === 'rejected');
     expect(made).toHaveLength(1);
     expect(refused).toHaveLength(1);
     expect(refused[0]!.reason).toMatchObject({ status: 409, code: 'run_active', message: `Run ${made[0]!.value.id} is still active; stop it first.` });
-    await eventually('one sim container', async () => (await docker.listContainers({ all: true, filters: { label: [`service.workspace-id=${workspace.id}`, 'service.role=sim'] } })).length === 1);
+    await eventually(
+      'one sim container',
+      async () => (await docker.listContainers({ all: true, filters: { label: [`service.workspace-id=${workspace.id}`, 'service.role=sim'] } })).length === 1,
+    );
   });
 
   it('is refused while the workspace is not wanted running', async () => {
     const student = await newStudent(harness.store, `idle${counter++}`, tag);
-    await expect(createRun(harness.store, student.workspace.id)).rejects.toMatchObject({ status: 409, code: 'workspace_not_running' });
+    await expect(harness.store.runs.create(student.workspace.id)).rejects.toMatchObject({ status: 409, code: 'workspace_not_running' });
   });
 
   it('leaves no simulator container behind whose run is finished or unknown', async () => {
     const workspace = await setUp(FAST);
     const orphanRun = '00000000-0000-4000-8000-0000000000aa';
-    const orphan = await harness.runtime.createSimContainer({ workspaceId: workspace.id, slug: workspace.slug, runId: orphanRun, image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: 'bridge', command: 'sleep 60', nt4Port: 5810 });
+    const orphan = await harness.runtime.createSimContainer({
+      workspaceId: workspace.id,
+      slug: workspace.slug,
+      homeVolume: names.volume(workspace.slug),
+      runId: orphanRun,
+      image: TEST_IMAGE,
+      memoryBytes: 64 * 1024 * 1024,
+      network: 'bridge',
+      command: 'sleep 60',
+      nt4Port: 5810,
+    });
     await runs!.resyncAll();
     await eventually('orphan sim removed', async () => (await simContainers(orphanRun)).length === 0);
     expect(orphan.role).toBe('sim');
@@ -213,10 +230,11 @@ describe('the run API', () => {
       // The workspace's user gets the session.
       const [row] = (await db.dataSource.query('SELECT user_id FROM workspaces WHERE id = $1', [workspace.id])) as { user_id: string }[];
       const { sessionFor } = await import('../helpers/session.ts');
-      const cookie = (await sessionFor(db.dataSource, row!.user_id)).cookie;
+      const cookie = (await sessionFor(harness.store.sessions, row!.user_id)).cookie;
       const stranger = await newStudent(harness.store, `stranger${counter++}`, tag);
       const base = `${app.url}/u/${workspace.slug}/api`;
-      const call = (method: string, path: string, who = cookie) => fetch(`${base}${path}`, { method, headers: { cookie: who, origin: app.url, accept: 'application/json' } });
+      const call = (method: string, path: string, who = cookie) =>
+        fetch(`${base}${path}`, { method, headers: { cookie: who, origin: app.url, accept: 'application/json' } });
 
       const started = await call('POST', '/runs');
       expect(started.status).toBe(202);

@@ -6,7 +6,7 @@ import { createEmptyDatabase, createTestDatabase } from '../helpers/db.ts';
 import { freePort, spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 
-const ADMIN_TOKEN = 'admin-token-0123456789';
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef0123456789';
 const running: ServerProcess[] = [];
 
 afterEach(async () => {
@@ -18,7 +18,6 @@ function track(server: ServerProcess): ServerProcess {
   return server;
 }
 
-
 describe('the server process', () => {
   it('migrates an empty database, serves /healthz, and logs JSON lines of the spec format', async () => {
     const server = track(await startServer({ DATABASE_URL: await createEmptyDatabase() }));
@@ -27,7 +26,13 @@ describe('the server process', () => {
     expect(server.records.some((record) => record.category === 'control.db' && record.message.startsWith('applied migrations: '))).toBe(true);
     for (const line of server.stdout) {
       const record = JSON.parse(line) as Record<string, unknown>;
-      expect(record).toEqual(expect.objectContaining({ level: expect.stringMatching(/^(trace|debug|info)$/), category: expect.stringMatching(/^control\.[a-z]+$/), message: expect.any(String) }));
+      expect(record).toEqual(
+        expect.objectContaining({
+          level: expect.stringMatching(/^(trace|debug|info)$/),
+          category: expect.stringMatching(/^control\.[a-z]+$/),
+          message: expect.any(String),
+        }),
+      );
       expect(record.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     }
     expect(await server.stop('SIGTERM')).toBe(0);
@@ -39,7 +44,9 @@ describe('the server process', () => {
     const deadline = Date.now() + 20_000;
     while (!server.stdout.some((line) => line.includes('listening on')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     const line = server.stdout.find((text) => text.includes('listening on'));
-    expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO \[control\.server\] listening on http:\/\/127\.0\.0\.1:\d+ host=127\.0\.0\.1 port=\d+ publicUrl=http:\/\/127\.0\.0\.1:\d+ version=\S+ startupMs=\d+$/);
+    expect(line).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3} INFO \[control\.server\] listening on http:\/\/127\.0\.0\.1:\d+ host=127\.0\.0\.1 port=\d+ publicUrl=http:\/\/127\.0\.0\.1:\d+ version=\S+ startupMs=\d+$/,
+    );
     expect(server.stdout.join('\n')).not.toContain('\u001b[');
   });
 
@@ -51,7 +58,9 @@ describe('the server process', () => {
     let answer = '';
     socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
     // `Expect: 100-continue` makes the server say when it has parsed the headers: the request is then in flight for sure.
-    socket.write(`POST /admin/config/max-active-containers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`);
+    socket.write(
+      `POST /admin/config/max-active-containers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+    );
     const deadline = Date.now() + 10_000;
     while (!answer.includes('100 Continue') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
@@ -60,7 +69,12 @@ describe('the server process', () => {
     await server.waitForLog((record) => record.message.startsWith('shutting down'));
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(server.proc.exitCode).toBeNull();
-    expect(await fetch(`${server.url}/healthz`).then(() => 'answered', () => 'refused')).toBe('refused');
+    expect(
+      await fetch(`${server.url}/healthz`).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+    ).toBe('refused');
     socket.write(body.slice(5));
     expect(await server.exited).toBe(0);
     expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
@@ -120,7 +134,7 @@ describe('the server process', () => {
   it('stops before serving when the configuration is invalid, one line per problem', async () => {
     const server = track(spawnServer({ LOG_LEVEL: 'loud', MAX_ACTIVE_CONTAINERS: 'many' }));
     expect(await server.exited).toBe(2);
-    expect(server.stderr.sort()).toEqual([
+    expect(server.stderr.toSorted()).toEqual([
       'config: LOG_LEVEL="loud" is not valid: expected one of trace, debug, info, warning, error, fatal',
       'config: MAX_ACTIVE_CONTAINERS="many" is not valid: expected an integer from 0 to 10000',
     ]);
@@ -133,7 +147,7 @@ describe('the server process', () => {
     expect((await fetch(`${a.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${b.url}/healthz`)).status).toBe(200);
     const applied = [a, b].map((server) => server.records.some((record) => record.message.startsWith('applied migrations')));
-    expect(applied.sort()).toEqual([false, true]);
+    expect(applied.toSorted((x, y) => Number(x) - Number(y))).toEqual([false, true]);
   });
 
   it('promotes an existing account listed in SERVICE_ADMIN_EMAIL at start-up, audited as system', async () => {
@@ -147,6 +161,8 @@ describe('the server process', () => {
     await seed.end();
     expect(users).toEqual([{ role: 'admin' }]);
     expect(audit).toEqual([{ actor_id: null, actor_email: 'system', action: 'user.promote' }]);
-    expect(server.records).toContainEqual(expect.objectContaining({ category: 'control.auth', email: 'coach@school.test', message: 'promoted to admin: listed in SERVICE_ADMIN_EMAIL' }));
+    expect(server.records).toContainEqual(
+      expect.objectContaining({ category: 'control.auth', email: 'coach@school.test', message: 'promoted to admin: listed in SERVICE_ADMIN_EMAIL' }),
+    );
   });
 });

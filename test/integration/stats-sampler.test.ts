@@ -4,7 +4,6 @@ import type { DataSource } from 'typeorm';
 import { StatsSampler } from '../../controllers/stats-sampler.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
-import { createUserWithWorkspace, getWorkspace, openWorkspace, stopWorkspace } from '../../src/store/workspaces.ts';
 import { captureLogger, createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 
@@ -30,9 +29,9 @@ async function series(name: 'containerCpuPercent' | 'containerMemoryPercent', wo
 
 describe('the stats sampler', () => {
   it('sets CPU and memory percent per running workspace from one-shot stats, and removes the series when it stops', async () => {
-    const { workspace } = await createUserWithWorkspace(harness.store, { email: `stats-${Date.now().toString(36)}@school.test` });
-    await openWorkspace(harness.store, workspace.id);
-    await eventually('running', async () => (await getWorkspace(db.dataSource, workspace.id))?.observedState === 'running');
+    const { workspace } = await harness.store.users.create({ email: `stats-${Date.now().toString(36)}@school.test` });
+    await harness.store.workspaces.open(workspace.id);
+    await eventually('running', async () => (await harness.store.workspaces.get(workspace.id))?.observedState === 'running');
     const sampler = new StatsSampler({ runtime: harness.runtime, metrics: harness.metrics, log: categoryLogger(captureLogger().root, 'containers') });
 
     // One-shot stats (milliseconds per container, where plain stream=false waits 1-2 s for a second
@@ -56,8 +55,8 @@ describe('the stats sampler', () => {
     expect(cpu).toBeLessThanOrEqual(200);
     expect((await harness.metrics.activeWorkspaces.get()).values[0]?.value).toBe(1);
 
-    await stopWorkspace(harness.store, SYSTEM_ACTOR, workspace.id);
-    await eventually('stopped', async () => (await getWorkspace(db.dataSource, workspace.id))?.observedState === 'stopped');
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
+    await eventually('stopped', async () => (await harness.store.workspaces.get(workspace.id))?.observedState === 'stopped');
     await sampler.sample();
     expect(await series('containerMemoryPercent', workspace.id)).toBeUndefined();
     expect(await series('containerCpuPercent', workspace.id)).toBeUndefined();

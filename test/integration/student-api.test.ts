@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import type Docker from 'dockerode';
-import { AT_CAPACITY_MESSAGE, openWorkspace } from '../../src/store/workspaces.ts';
+import { AT_CAPACITY_MESSAGE } from '../../src/errors.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -37,7 +37,11 @@ afterAll(async () => {
   await harness?.stop();
   if (harness) await removeEverything(harness.controlPlaneId);
   const mine = await docker.listContainers({ all: true, filters: { label: Object.entries(SIM_LABELS).map(([key, value]) => `${key}=${value}`) } });
-  for (const info of mine) await docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined);
+  for (const info of mine)
+    await docker
+      .getContainer(info.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
 }, 30_000);
 
 const api = (student: Student, rest: string) => `${app.url}/u/${student.workspace.slug}/api${rest}`;
@@ -63,7 +67,10 @@ async function nt4Count(outcome: string): Promise<number> {
   const text = await app.metrics.registry.metrics();
   const line = text
     .split('\n')
-    .find((candidate) => candidate.startsWith('proxy_upstream_duration_seconds_count{') && candidate.includes('upstream="nt4"') && candidate.includes(`outcome="${outcome}"`));
+    .find(
+      (candidate) =>
+        candidate.startsWith('proxy_upstream_duration_seconds_count{') && candidate.includes('upstream="nt4"') && candidate.includes(`outcome="${outcome}"`),
+    );
   return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
@@ -77,7 +84,7 @@ describe('GET /u/<slug>/api/workspace', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const body = (await response.json()) as { workspace: WorkspaceView };
-    expect(Object.keys(body.workspace).sort()).toEqual(['desiredState', 'id', 'observedState', 'ready', 'slug', 'statusMessage']);
+    expect(Object.keys(body.workspace).toSorted()).toEqual(['desiredState', 'id', 'observedState', 'ready', 'slug', 'statusMessage']);
     expect(body.workspace).toEqual({
       id: ada.workspace.id,
       slug: ada.workspace.slug,
@@ -152,10 +159,10 @@ describe('POST /u/<slug>/api/workspace/open', () => {
   describe('at the cap (MAX_ACTIVE_CONTAINERS=1, one workspace wanted running)', () => {
     beforeAll(async () => {
       // Independent of the test above: ada's workspace is wanted running (the harness store's cap is 10).
-      await openWorkspace(harness.store, ada.workspace.id);
+      await harness.store.workspaces.open(ada.workspace.id);
     });
 
-    it('refuses another student 503 at_capacity with Retry-After and the exact message, and changes nothing', async () => {
+    it('refuses another student 503 at_capacity with Retry-After and the exact message, counts and logs it, and changes nothing', async () => {
       const rejections = (await app.metrics.capacityRejections.get()).values[0]?.value ?? 0;
       const before = await row(bob);
       const response = await open(bob, bob);
@@ -167,6 +174,15 @@ describe('POST /u/<slug>/api/workspace/open', () => {
       expect(after.desired_state).toBe('stopped');
       expect(after.generation).toBe(before.generation);
       expect((await app.metrics.capacityRejections.get()).values[0]?.value).toBe(rejections + 1);
+      expect(app.logs.filter((record) => record.level === 'warning' && record.category === 'control.containers').at(-1)).toEqual(
+        expect.objectContaining({
+          message: 'workspace open refused: server at capacity',
+          workspaceId: bob.workspace.id,
+          slug: bob.workspace.slug,
+          cap: 1,
+          running: 1,
+        }),
+      );
     });
 
     it('does not refuse a student whose workspace already runs (200, alreadyRunning)', async () => {
@@ -263,7 +279,9 @@ describe('GET /u/<slug>/api/sim/status', () => {
     expect(answer.status).toBe(200);
     expect(answer.cacheControl).toBe('no-store');
     expect(answer.body).toEqual({ alive: false, reason: 'no_active_run' });
-    await db.dataSource.query("INSERT INTO runs (workspace_id, status, sim_endpoint, ended_at) VALUES ($1, 'stopped', '127.0.0.1:9', now())", [carol.workspace.id]);
+    await db.dataSource.query("INSERT INTO runs (workspace_id, status, sim_endpoint, ended_at) VALUES ($1, 'stopped', '127.0.0.1:9', now())", [
+      carol.workspace.id,
+    ]);
     expect((await simStatus(carol)).body).toEqual({ alive: false, reason: 'no_active_run' });
     expect(await nt4Counts()).toEqual(before);
   });
@@ -329,4 +347,3 @@ describe('GET /u/<slug>/api/sim/status', () => {
     for (const container of created) await container.remove({ force: true }).catch(() => undefined);
   });
 });
-

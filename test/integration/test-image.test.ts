@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { engineClient } from '../../src/docker/docker-runtime.ts';
 import WebSocket from 'ws';
 
@@ -21,10 +21,7 @@ interface Started {
   port: number;
 }
 
-async function start(
-  suffix: string,
-  options: { env?: string[]; cmd?: string[]; port?: number; keep?: boolean } = {},
-): Promise<Started> {
+async function start(suffix: string, options: { env?: string[]; cmd?: string[]; port?: number; keep?: boolean } = {}): Promise<Started> {
   const name = `${prefix}-${suffix}`;
   const containerPort = `${options.port ?? 8080}/tcp`;
   if (!options.keep) perTest.push(name);
@@ -57,7 +54,7 @@ async function logs(container: Docker.Container): Promise<{ stdout: string; stde
   const raw = (await container.logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  for (let at = 0; at + 8 <= raw.length; ) {
+  for (let at = 0; at + 8 <= raw.length;) {
     const size = raw.readUInt32BE(at + 4);
     (raw[at] === 2 ? err : out).push(raw.subarray(at + 8, at + 8 + size));
     at += 8 + size;

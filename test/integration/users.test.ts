@@ -4,21 +4,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import { promoteConfiguredAdmins } from '../../controllers/admin-bootstrap.ts';
-import { ChangeFeed, type Change } from '../../src/db/changes.ts';
+import type { Change } from '../../src/db/changes.ts';
 import { categoryLogger } from '../../src/log.ts';
-import { createMetrics } from '../../src/metrics.ts';
-import type { Actor } from '../../src/store/audit.ts';
-import { deleteUser, demoteUser, listUsers, promoteUser, signInUser, type UserRecord } from '../../src/store/users.ts';
-import type { StoreContext } from '../../src/store/workspaces.ts';
+import { SYSTEM_ACTOR, type Actor } from '../../src/store/audit.ts';
+import type { Store } from '../../src/store/index.ts';
+import type { UserRecord } from '../../src/store/users.ts';
 import { captureLogger } from '../helpers/controllers.ts';
 import { truncateAll, useTestDatabase } from '../helpers/db.ts';
+import { testStore } from '../helpers/store.ts';
 
 const db = useTestDatabase();
-let store: StoreContext;
+let store: Store;
 
 beforeEach(() => {
-  const logger = captureLogger();
-  store = { db: db.dataSource, changes: new ChangeFeed(), environmentCap: 10, metrics: createMetrics(), log: categoryLogger(logger.root, 'containers') };
+  store = testStore(db.dataSource);
 });
 
 interface AuditRow {
@@ -41,7 +40,7 @@ const count = async (sql: string, params: unknown[] = []): Promise<number> => {
 const adminCount = () => count("SELECT count(*) AS n FROM users WHERE role = 'admin'");
 
 async function user(email: string, admin = false): Promise<UserRecord> {
-  return (await signInUser(store, { email, name: email.split('@')[0]!, admin })).user;
+  return (await store.users.signIn({ email, name: email.split('@')[0]!, admin })).user;
 }
 
 const actorOf = (someone: UserRecord): Actor => ({ id: someone.id, email: someone.email });
@@ -60,34 +59,59 @@ const sessionsOf = (userId: string) => count('SELECT count(*) AS n FROM sessions
 
 describe('signInUser', () => {
   it('creates a regular user with a stopped workspace named after the email, then finds the same user', async () => {
-    const first = await signInUser(store, { email: 'Ada.Lovelace@School.test', name: 'Ada Lovelace', admin: false });
+    const first = await store.users.signIn({ email: 'Ada.Lovelace@School.test', name: 'Ada Lovelace', admin: false });
     expect(first.created).toBe(true);
     expect(first.user).toMatchObject({ email: 'ada.lovelace@school.test', name: 'Ada Lovelace', role: 'user', workspaceSlug: 'ada-lovelace' });
     expect(first.user.workspaceId).toEqual(expect.any(String));
     const workspaces: { user_id: string; desired_state: string }[] = await db.dataSource.query('SELECT user_id, desired_state FROM workspaces');
     expect(workspaces).toEqual([{ user_id: first.user.id, desired_state: 'stopped' }]);
 
-    const second = await signInUser(store, { email: 'ada.lovelace@school.test', name: 'Someone Else', admin: true });
+    const second = await store.users.signIn({ email: 'ada.lovelace@school.test', name: 'Someone Else', admin: true });
     expect(second).toEqual({ user: first.user, created: false });
-    expect(await listUsers(db.dataSource)).toEqual([first.user]);
+    expect(await store.users.list()).toEqual([first.user]);
   });
 
   it('creates an admin when asked to', async () => {
-    const { user: made, created } = await signInUser(store, { email: 'coach@school.test', name: 'Coach', admin: true });
+    const { user: made, created } = await store.users.signIn({ email: 'coach@school.test', name: 'Coach', admin: true });
     expect(created).toBe(true);
     expect(made.role).toBe('admin');
     expect(await adminCount()).toBe(1);
   });
 
   it('makes exactly one user out of 10 concurrent first sign-ins of one email', async () => {
-    const results = await Promise.all(
-      Array.from({ length: 10 }, () => signInUser(store, { email: 'race@school.test', name: 'Race', admin: false })),
-    );
+    const results = await Promise.all(Array.from({ length: 10 }, () => store.users.signIn({ email: 'race@school.test', name: 'Race', admin: false })));
     expect(results.filter((result) => result.created)).toHaveLength(1);
     expect(new Set(results.map((result) => result.user.id)).size).toBe(1);
     expect(new Set(results.map((result) => result.user.workspaceId)).size).toBe(1);
     expect(await count('SELECT count(*) AS n FROM users')).toBe(1);
     expect(await count('SELECT count(*) AS n FROM workspaces')).toBe(1);
+  });
+});
+
+describe('the email rule of the store', () => {
+  it('never reads an email with surrounding spaces or control characters as an existing user, and stores none', async () => {
+    const bob = await user('bob@school.test');
+    for (const email of [' bob@school.test', 'bob@school.test ', 'bob@school.test\n', '\tbob@school.test']) {
+      await expect(store.users.signIn({ email, name: 'Mallory', admin: true })).rejects.toMatchObject({ status: 400, code: 'invalid_email' });
+      expect(await store.users.getByEmail(email)).toBeUndefined();
+    }
+    await expect(store.users.create({ email: 'eve\u0000@school.test' })).rejects.toMatchObject({ status: 400, code: 'invalid_email' });
+    expect(await store.users.list()).toEqual([bob]);
+  });
+
+  it('stores an internationalised domain in its ASCII form and finds the user by either form', async () => {
+    const ana = await user('Ana@Bücher.example');
+    expect(ana.email).toBe('ana@xn--bcher-kva.example');
+    expect((await store.users.getByEmail('ana@bücher.example'))?.id).toBe(ana.id);
+    expect((await store.users.signIn({ email: 'ana@xn--bcher-kva.example', name: 'Ana', admin: false })).created).toBe(false);
+  });
+
+  it.each(['promote', 'demote', 'delete'] as const)('answers %s of a name holding a NUL or control character with 400 validation_error', async (verb) => {
+    await user('head@school.test', true);
+    for (const name of ['ada\u0000@school.test', 'ada@school.test\r\n']) {
+      await expect(store.users[verb](SYSTEM_ACTOR, name)).rejects.toMatchObject({ status: 400, code: 'validation_error' });
+    }
+    expect(await audit()).toEqual([]);
   });
 });
 
@@ -98,11 +122,18 @@ describe('promoteUser', () => {
   ])('promotes by %s and audits user.promote with the actor', async (_by, name) => {
     const coach = await user('coach@school.test', true);
     const ada = await user('ada@school.test');
-    const result = await promoteUser(db.dataSource, actorOf(coach), name(ada));
+    const result = await store.users.promote(actorOf(coach), name(ada));
     expect(result).toEqual({ user: { ...ada, role: 'admin' }, changed: true });
-    expect((await listUsers(db.dataSource)).find((listed) => listed.id === ada.id)?.role).toBe('admin');
+    expect((await store.users.list()).find((listed) => listed.id === ada.id)?.role).toBe('admin');
     expect(await audit()).toEqual([
-      { actor_id: coach.id, actor_email: 'coach@school.test', action: 'user.promote', target_kind: 'user', target_id: ada.id, metadata: { email: 'ada@school.test' } },
+      {
+        actor_id: coach.id,
+        actor_email: 'coach@school.test',
+        action: 'user.promote',
+        target_kind: 'user',
+        target_id: ada.id,
+        metadata: { email: 'ada@school.test' },
+      },
     ]);
   });
 
@@ -111,14 +142,14 @@ describe('promoteUser', () => {
     ['an unknown id', '00000000-0000-4000-8000-000000000000'],
   ])('refuses %s with 404 user_not_found and audits nothing', async (_what, name) => {
     const coach = await user('coach@school.test', true);
-    await expect(promoteUser(db.dataSource, actorOf(coach), name)).rejects.toMatchObject({ status: 404, code: 'user_not_found' });
+    await expect(store.users.promote(actorOf(coach), name)).rejects.toMatchObject({ status: 404, code: 'user_not_found' });
     expect(await audit()).toEqual([]);
   });
 
   it('leaves an admin as it is, unaudited', async () => {
     const coach = await user('coach@school.test', true);
     const other = await user('other@school.test', true);
-    await expect(promoteUser(db.dataSource, actorOf(coach), other.email)).resolves.toEqual({ user: other, changed: false });
+    await expect(store.users.promote(actorOf(coach), other.email)).resolves.toEqual({ user: other, changed: false });
     expect(await audit()).toEqual([]);
   });
 });
@@ -130,20 +161,27 @@ describe('demoteUser', () => {
     await addSession(other.id);
     await addSession(other.id);
     const kept = await addSession(coach.id);
-    const result = await demoteUser(db.dataSource, actorOf(coach), other.email);
+    const result = await store.users.demote(actorOf(coach), other.email);
     expect(result).toEqual({ user: { ...other, role: 'user' }, changed: true });
     expect(await adminCount()).toBe(1);
     expect(await sessionsOf(other.id)).toBe(0);
     expect(await count('SELECT count(*) AS n FROM sessions WHERE id = $1', [kept])).toBe(1);
     expect(await audit()).toEqual([
-      { actor_id: coach.id, actor_email: 'coach@school.test', action: 'user.demote', target_kind: 'user', target_id: other.id, metadata: { email: 'other@school.test' } },
+      {
+        actor_id: coach.id,
+        actor_email: 'coach@school.test',
+        action: 'user.demote',
+        target_kind: 'user',
+        target_id: other.id,
+        metadata: { email: 'other@school.test' },
+      },
     ]);
   });
 
   it('refuses to demote the last admin (409 last_admin) and keeps them admin', async () => {
     const coach = await user('coach@school.test', true);
     await addSession(coach.id);
-    await expect(demoteUser(db.dataSource, actorOf(coach), coach.id)).rejects.toMatchObject({ status: 409, code: 'last_admin' });
+    await expect(store.users.demote(actorOf(coach), coach.id)).rejects.toMatchObject({ status: 409, code: 'last_admin' });
     expect(await adminCount()).toBe(1);
     expect(await sessionsOf(coach.id)).toBe(1);
     expect(await audit()).toEqual([]);
@@ -154,7 +192,7 @@ describe('demoteUser', () => {
       await truncateAll(db.dataSource);
       const a = await user('a@school.test', true);
       const b = await user('b@school.test', true);
-      const results = await Promise.allSettled([demoteUser(db.dataSource, actorOf(b), a.id), demoteUser(db.dataSource, actorOf(a), b.id)]);
+      const results = await Promise.allSettled([store.users.demote(actorOf(b), a.id), store.users.demote(actorOf(a), b.id)]);
       const fulfilled = results.filter((result) => result.status === 'fulfilled');
       const rejected = results.filter((result): result is PromiseRejectedResult => result.status === 'rejected');
       expect({ round, fulfilled: fulfilled.length, rejected: rejected.length }).toEqual({ round, fulfilled: 1, rejected: 1 });
@@ -173,7 +211,7 @@ describe('deleteUser', () => {
     const changes: Change[] = [];
     store.changes.subscribe((change) => changes.push(change));
 
-    const deleted = await deleteUser(store, actorOf(coach), 'ada@school.test');
+    const deleted = await store.users.delete(actorOf(coach), 'ada@school.test');
     expect(deleted).toEqual(ada);
     expect(await count('SELECT count(*) AS n FROM users WHERE id = $1', [ada.id])).toBe(0);
     expect(await count('SELECT count(*) AS n FROM sessions WHERE id = $1', [session])).toBe(0);
@@ -182,7 +220,10 @@ describe('deleteUser', () => {
       [ada.workspaceId],
     );
     expect(workspaces).toEqual([{ user_id: null, desired_state: 'deleted', generation: '2' }]);
-    expect(changes).toEqual([{ kind: 'workspaces', id: ada.workspaceId }, { kind: 'users', id: ada.id }]);
+    expect(changes).toEqual([
+      { kind: 'workspaces', id: ada.workspaceId },
+      { kind: 'users', id: ada.id },
+    ]);
     expect(await audit()).toEqual([
       {
         actor_id: coach.id,
@@ -199,8 +240,8 @@ describe('deleteUser', () => {
     const coach = await user('coach@school.test', true);
     const changes: Change[] = [];
     store.changes.subscribe((change) => changes.push(change));
-    await expect(deleteUser(store, actorOf(coach), coach.id)).rejects.toMatchObject({ status: 409, code: 'last_admin' });
-    expect(await listUsers(db.dataSource)).toEqual([coach]);
+    await expect(store.users.delete(actorOf(coach), coach.id)).rejects.toMatchObject({ status: 409, code: 'last_admin' });
+    expect(await store.users.list()).toEqual([coach]);
     expect(await count("SELECT count(*) AS n FROM workspaces WHERE desired_state = 'deleted'")).toBe(0);
     expect(changes).toEqual([]);
     expect(await audit()).toEqual([]);
@@ -214,12 +255,12 @@ describe('promoteConfiguredAdmins', () => {
     await user('bystander@school.test');
     const logger = captureLogger();
     const promoted = await promoteConfiguredAdmins(
-      db.dataSource,
+      store.users,
       ['ada@school.test', 'unknown@school.test', 'coach@school.test'],
       categoryLogger(logger.root, 'auth'),
     );
     expect(promoted).toEqual(['ada@school.test']);
-    const roles = Object.fromEntries((await listUsers(db.dataSource)).map((listed) => [listed.email, listed.role]));
+    const roles = Object.fromEntries((await store.users.list()).map((listed) => [listed.email, listed.role]));
     expect(roles).toEqual({ 'ada@school.test': 'admin', 'bystander@school.test': 'user', 'coach@school.test': 'admin' });
     expect(await count('SELECT count(*) AS n FROM users WHERE email = $1', ['unknown@school.test'])).toBe(0);
     expect(await audit()).toEqual([
@@ -227,10 +268,18 @@ describe('promoteConfiguredAdmins', () => {
     ]);
   });
 
+  it('announces each promotion on the change feed, so a running server drops the cached role at once', async () => {
+    const ada = await user('ada@school.test');
+    const changes: Change[] = [];
+    store.changes.subscribe((change) => changes.push(change));
+    await promoteConfiguredAdmins(store.users, ['ada@school.test'], categoryLogger(captureLogger().root, 'auth'));
+    expect(changes).toEqual([{ kind: 'users', id: ada.id }]);
+  });
+
   it('does nothing when nobody listed needs promoting', async () => {
     await user('coach@school.test', true);
     const logger = captureLogger();
-    expect(await promoteConfiguredAdmins(db.dataSource, ['coach@school.test', 'unknown@school.test'], categoryLogger(logger.root, 'auth'))).toEqual([]);
+    expect(await promoteConfiguredAdmins(store.users, ['coach@school.test', 'unknown@school.test'], categoryLogger(logger.root, 'auth'))).toEqual([]);
     expect(await audit()).toEqual([]);
     expect(await adminCount()).toBe(1);
   });

@@ -1,16 +1,6 @@
-import { names } from '../../src/docker/runtime.ts';
-import { LABELS } from '../../src/docker/runtime.ts';
+import { LABELS, names } from '../../src/docker/runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
-import { setCapOverride } from '../../src/store/settings.ts';
-import {
-  createUserWithWorkspace,
-  getWorkspace,
-  markWorkspaceDeleted,
-  openWorkspace,
-  restartCode,
-  stopWorkspace,
-  type WorkspaceRecord,
-} from '../../src/store/workspaces.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { createHarness, docker, eventually, inspectByName, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { behindProxy } from '../helpers/tcp-proxy.ts';
@@ -28,35 +18,39 @@ let counter = 0;
 /** A new student with a workspace, slug unique on this engine. */
 async function newWorkspace(): Promise<WorkspaceRecord> {
   const tag = `${Date.now().toString(36)}${counter++}`;
-  const { workspace } = await createUserWithWorkspace(harness.store, { email: `student-${tag}@school.test` });
+  const { workspace } = await harness.store.users.create({ email: `student-${tag}@school.test` });
   ids.push(workspace.id);
   return workspace;
 }
 
-const running = (slug: string) => eventually(`${slug} code container running`, async () => {
-  const info = await inspectByName(names.code(slug));
-  return info?.State.Running ? info : undefined;
-});
+const running = (slug: string) =>
+  eventually(`${slug} code container running`, async () => {
+    const info = await inspectByName(names.code(slug));
+    return info?.State.Running ? info : undefined;
+  });
 
-const observed = (id: string, state: string) => eventually(`observed_state ${state}`, async () => {
-  const workspace = await getWorkspace(db.dataSource, id);
-  return workspace?.observedState === state ? workspace : undefined;
-});
+const observed = (id: string, state: string) =>
+  eventually(`observed_state ${state}`, async () => {
+    const workspace = await harness.store.workspaces.get(id);
+    return workspace?.observedState === state ? workspace : undefined;
+  });
 
 describe('the workspace controller', () => {
   it('creates and starts the code container with its volume, labels and memory limit when a workspace is opened', async () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     const info = await running(workspace.slug);
-    expect(info.Config.Labels).toEqual(expect.objectContaining({
-      [LABELS.managed]: 'true',
-      [LABELS.workspaceId]: workspace.id,
-      [LABELS.workspaceSlug]: workspace.slug,
-      [LABELS.role]: 'code',
-      [LABELS.restartGeneration]: '0',
-    }));
+    expect(info.Config.Labels).toEqual(
+      expect.objectContaining({
+        [LABELS.managed]: 'true',
+        [LABELS.workspaceId]: workspace.id,
+        [LABELS.workspaceSlug]: workspace.slug,
+        [LABELS.role]: 'code',
+        [LABELS.restartGeneration]: '0',
+      }),
+    );
     expect(info.HostConfig.Memory).toBe(64 * 1024 * 1024);
     expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: names.volume(workspace.slug), Destination: '/home/student' })]);
     const status = await observed(workspace.id, 'running');
@@ -70,23 +64,23 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     const before = await running(workspace.slug);
     await observed(workspace.id, 'running');
-    const transition = (await getWorkspace(db.dataSource, workspace.id))!.lastTransitionAt;
+    const transition = (await harness.store.workspaces.get(workspace.id))!.lastTransitionAt;
     await harness.controller.reconcile(workspace.id);
     await harness.controller.reconcile(workspace.id);
     const after = (await inspectByName(names.code(workspace.slug)))!;
     expect(after.Id).toBe(before.Id);
     expect(after.State.StartedAt).toBe(before.State.StartedAt);
-    expect((await getWorkspace(db.dataSource, workspace.id))!.lastTransitionAt).toEqual(transition);
+    expect((await harness.store.workspaces.get(workspace.id))!.lastTransitionAt).toEqual(transition);
   });
 
   it('recreates a container whose spec drifted', async () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     const before = await running(workspace.slug);
     await harness.stop();
     harness = createHarness(db.dataSource, {
@@ -106,9 +100,9 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     const before = await running(workspace.slug);
-    await restartCode(harness.store, SYSTEM_ACTOR, workspace.id);
+    await harness.store.workspaces.restartCode(SYSTEM_ACTOR, workspace.id);
     const after = await eventually('restarted container', async () => {
       const info = await inspectByName(names.code(workspace.slug));
       return info && info.Id !== before.Id && info.State.Running ? info : undefined;
@@ -120,9 +114,9 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     await running(workspace.slug);
-    await stopWorkspace(harness.store, SYSTEM_ACTOR, workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
     await eventually('stopped container', async () => (await inspectByName(names.code(workspace.slug)))?.State.Running === false);
     await observed(workspace.id, 'stopped');
   });
@@ -131,10 +125,10 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     await running(workspace.slug);
-    await markWorkspaceDeleted(harness.store, workspace.id);
-    await eventually('row gone', async () => (await getWorkspace(db.dataSource, workspace.id)) === undefined);
+    await harness.store.users.delete(SYSTEM_ACTOR, workspace.userId!);
+    await eventually('row gone', async () => (await harness.store.workspaces.get(workspace.id)) === undefined);
     expect(await inspectByName(names.code(workspace.slug))).toBeUndefined();
     await expect(docker.getVolume(names.volume(workspace.slug)).inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
@@ -143,7 +137,7 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     const before = await running(workspace.slug);
     await docker.getContainer(before.Id).remove({ force: true });
     const after = await eventually('recreated container', async () => {
@@ -157,7 +151,7 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource);
     await harness.controller.start();
     const workspace = await newWorkspace();
-    await openWorkspace(harness.store, workspace.id);
+    await harness.store.workspaces.open(workspace.id);
     const before = await running(workspace.slug);
     await docker.getContainer(before.Id).stop({ t: 1 });
     const after = await eventually('restarted container', async () => {
@@ -171,13 +165,23 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource);
     const orphanId = '00000000-0000-4000-8000-000000000001';
     const slug = `orphan-${Date.now().toString(36)}`;
-    await harness.runtime.ensureVolume({ workspaceId: orphanId, slug });
+    await harness.runtime.ensureVolume({ workspaceId: orphanId, slug }, names.volume(slug));
     const orphan = await harness.runtime.createCodeContainer({
-      workspaceId: orphanId, slug, image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, restartGeneration: 0, specHash: 'x',
+      workspaceId: orphanId,
+      slug,
+      homeVolume: names.volume(slug),
+      image: 'classroom-workspace:test',
+      memoryBytes: 64 * 1024 * 1024,
+      network: 'bridge',
+      editorPort: 8080,
+      restartGeneration: 0,
+      specHash: 'x',
     });
     await harness.controller.start();
     await eventually('orphan removed', async () => (await inspectByName(orphan.name)) === undefined);
-    expect(harness.records).toContainEqual(expect.objectContaining({ level: 'warning', workspaceId: orphanId, message: expect.stringContaining('orphan containers') }));
+    expect(harness.records).toContainEqual(
+      expect.objectContaining({ level: 'warning', workspaceId: orphanId, message: expect.stringContaining('orphan containers') }),
+    );
     expect((await harness.metrics.orphanContainers.get()).values[0]?.value).toBe(1);
     await expect(docker.getVolume(names.volume(slug)).inspect()).resolves.toBeDefined();
   });
@@ -186,9 +190,17 @@ describe('the workspace controller', () => {
     harness = createHarness(db.dataSource, { orphanStartupGraceMs: 60_000 });
     const slug = `orphan-${Date.now().toString(36)}`;
     // Created first, with our labels, so that the cleanup finds it (a volume Docker makes for a mount has none).
-    await harness.runtime.ensureVolume({ workspaceId: '00000000-0000-4000-8000-000000000002', slug });
+    await harness.runtime.ensureVolume({ workspaceId: '00000000-0000-4000-8000-000000000002', slug }, names.volume(slug));
     const orphan = await harness.runtime.createCodeContainer({
-      workspaceId: '00000000-0000-4000-8000-000000000002', slug, image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, restartGeneration: 0, specHash: 'x',
+      workspaceId: '00000000-0000-4000-8000-000000000002',
+      slug,
+      homeVolume: names.volume(slug),
+      image: 'classroom-workspace:test',
+      memoryBytes: 64 * 1024 * 1024,
+      network: 'bridge',
+      editorPort: 8080,
+      restartGeneration: 0,
+      specHash: 'x',
     });
     await harness.controller.start();
     await harness.controller.queue.idle();
@@ -198,16 +210,16 @@ describe('the workspace controller', () => {
 
   it('never starts more code containers than the cap, even when more are wanted running', async () => {
     harness = createHarness(db.dataSource);
-    await setCapOverride(db.dataSource, SYSTEM_ACTOR, 1, 10);
+    await harness.store.settings.setCap(SYSTEM_ACTOR, 1);
     const first = await newWorkspace();
     const second = await newWorkspace();
     // Both wanted running behind admission's back (as after lowering the cap).
     await db.dataSource.query("UPDATE workspaces SET desired_state = 'running' WHERE id = ANY($1)", [[first.id, second.id]]);
     await harness.controller.start();
     const states = await eventually('one running, one waiting', async () => {
-      const a = await getWorkspace(db.dataSource, first.id);
-      const b = await getWorkspace(db.dataSource, second.id);
-      const pair = [a!.observedState, b!.observedState].sort();
+      const a = await harness.store.workspaces.get(first.id);
+      const b = await harness.store.workspaces.get(second.id);
+      const pair = [a!.observedState, b!.observedState].toSorted();
       return pair[0] === 'running' && pair[1] === 'waiting' ? pair : undefined;
     });
     expect(states).toEqual(['running', 'waiting']);
@@ -220,12 +232,12 @@ describe('the workspace controller', () => {
     await harness.controller.start();
     const first = await newWorkspace();
     const second = await newWorkspace();
-    await openWorkspace(harness.store, first.id);
-    await openWorkspace(harness.store, second.id);
+    await harness.store.workspaces.open(first.id);
+    await harness.store.workspaces.open(second.id);
     const before = await running(first.slug);
     await running(second.slug);
-    await setCapOverride(db.dataSource, SYSTEM_ACTOR, 1, 10);
-    await restartCode(harness.store, SYSTEM_ACTOR, first.id);
+    await harness.store.settings.setCap(SYSTEM_ACTOR, 1);
+    await harness.store.workspaces.restartCode(SYSTEM_ACTOR, first.id);
     await eventually('recreated and running', async () => {
       const info = await inspectByName(names.code(first.slug));
       return info && info.Id !== before.Id && info.State.Running ? info : undefined;
@@ -236,7 +248,7 @@ describe('the workspace controller', () => {
 
   it('sees another process edit at once through LISTEN/NOTIFY, without waiting for the resync', async () => {
     harness = createHarness(db.dataSource);
-    harness.changes.listen(db.url, harness.store.log);
+    harness.changes.listen(db.url, harness.log);
     await harness.controller.start();
     const workspace = await newWorkspace();
     await harness.controller.queue.idle();
@@ -244,7 +256,7 @@ describe('the workspace controller', () => {
     const other = createHarness(db.dataSource, { controlPlaneId: harness.controlPlaneId });
     try {
       await eventually('listener connected', async () => harness.records.some((record) => record.message === 'change listener connected'));
-      await openWorkspace(other.store, workspace.id);
+      await other.store.workspaces.open(workspace.id);
       await running(workspace.slug);
     } finally {
       await harness.changes.close();
@@ -254,7 +266,7 @@ describe('the workspace controller', () => {
   it('LISTENs again after the database connection drops, and resyncs', async () => {
     harness = createHarness(db.dataSource);
     const { proxy, url: viaProxy } = await behindProxy(db.url);
-    harness.changes.listen(viaProxy, harness.store.log);
+    harness.changes.listen(viaProxy, harness.log);
     await harness.controller.start();
     try {
       const workspace = await newWorkspace();
@@ -262,7 +274,7 @@ describe('the workspace controller', () => {
       proxy.dropConnections();
       await eventually('listener reconnected', async () => harness.records.some((record) => record.message === 'change listener reconnected'));
       const other = createHarness(db.dataSource, { controlPlaneId: harness.controlPlaneId });
-      await openWorkspace(other.store, workspace.id);
+      await other.store.workspaces.open(workspace.id);
       await running(workspace.slug);
     } finally {
       await harness.changes.close();

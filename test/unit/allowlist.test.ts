@@ -50,7 +50,21 @@ describe('normalizeEntry', () => {
     ['a domain without a dot', 'localhost', /no dot/],
     ['an email whose domain has no dot', 'coach@localhost', /no dot/],
     ['a domain with an underscore', 'sch_ool.org', /characters a domain cannot have/],
-    ['a domain with non-ASCII letters', 'bücher.example', /characters a domain cannot have/],
+    ['a domain with symbols', 'bü$cher.example', /characters a domain cannot have/],
+    ['a lone surrogate in an email', '\ud800@x.test', /not well-formed/],
+    ['a lone surrogate in a domain', 'x\udc00.test', /not well-formed/],
+    ['a C1 control character', 'coach\u0085x@school.org', /control character/],
+    ['a zero-width space', 'co\u200bach@school.org', /control character/],
+    ['a right-to-left override', 'coach@school\u202e.org', /control character/],
+    ['an IPv4 address', '1.2.3.4', /IP address/],
+    ['an IPv4 address in an email', 'coach@10.0.0.1', /IP address/],
+    ['an IPv4 address in brackets', 'coach@[10.0.0.1]', /IP address/],
+    ['an IPv6 address in brackets', 'coach@[::1]', /IP address/],
+    ['a bracketed IPv6 address alone', '[2001:db8::1]', /IP address/],
+    ['an all-numeric last label', 'school.123', /IP address/],
+    ['a hexadecimal last label', 'school.0x7f', /IP address/],
+    ['a Unicode domain in a form that maps to another (full-width letters)', 'ｓｃｈｏｏｌ.org', /not in its usual form/],
+    ['an invalid punycode label', 'xn--a.example', /not a valid internationalised domain/],
     ['a label starting with a hyphen', '-school.org', /starting or ending with '-'/],
     ['a label ending with a hyphen', 'school-.org', /starting or ending with '-'/],
     ['two dots in a row', 'school..org', /empty label/],
@@ -63,6 +77,12 @@ describe('normalizeEntry', () => {
     expect(error.status).toBe(400);
     expect(error.code).toBe('invalid_allowlist_entry');
     expect(error.message).toMatch(message);
+  });
+
+  it('should store an internationalised domain in its ASCII (xn--) form, alone and in an email', () => {
+    expect(normalizeEntry('Bücher.Example')).toBe('xn--bcher-kva.example');
+    expect(normalizeEntry('ana@bücher.example')).toBe('ana@xn--bcher-kva.example');
+    expect(normalizeEntry('ana@xn--bcher-kva.example')).toBe('ana@xn--bcher-kva.example');
   });
 
   it('should refuse the @domain form and say to use the bare domain', () => {
@@ -134,9 +154,25 @@ describe('isAllowed', () => {
     expect(isAllowed(entries, 'Ana@Robotics.Club')).toBe(true);
   });
 
-  it('should use the domain after the last @', () => {
-    expect(isAllowed(entries, '"a@b"@robotics.club')).toBe(true);
+  it('should refuse an email with more than one @, as an allowlist entry would be', () => {
+    expect(isAllowed(entries, '"a@b"@robotics.club')).toBe(false);
     expect(isAllowed(entries, 'robotics.club@other.org')).toBe(false);
+  });
+
+  it('should never trim an email into an allowed one', () => {
+    expect(isAllowed(entries, ' coach@school.org')).toBe(false);
+    expect(isAllowed(entries, 'coach@school.org\n')).toBe(false);
+    expect(isAllowed(entries, 'ana@robotics.club ')).toBe(false);
+  });
+
+  it('should match an internationalised domain in either form', () => {
+    expect(isAllowed(['xn--bcher-kva.example'], 'ana@bücher.example')).toBe(true);
+    expect(isAllowed(['xn--bcher-kva.example'], 'ana@xn--bcher-kva.example')).toBe(true);
+  });
+
+  it('should refuse an email with characters no email may hold', () => {
+    expect(isAllowed(['school.org'], 'a\u0000@school.org')).toBe(false);
+    expect(isAllowed(['school.org'], '\ud800@school.org')).toBe(false);
   });
 
   it('should refuse something that is not an email', () => {

@@ -32,7 +32,7 @@ describe('loadConfig', () => {
       metricsToken: undefined,
       editorPort: 8080,
       nt4Port: 5810,
-      workspaceNetwork: 'bridge',
+      workspaceNetwork: 'classroom-workspaces',
       controlPlaneId: 'default',
     });
   });
@@ -50,8 +50,8 @@ describe('loadConfig', () => {
       IDLE_STOP_MINUTES: '10',
       CODE_MEMORY_LIMIT: '512m',
       SERVICE_ADMIN_EMAIL: ' Coach@School.org, head@school.org ,',
-      ADMIN_TOKEN: 'a'.repeat(16),
-      METRICS_TOKEN: 'm'.repeat(20),
+      ADMIN_TOKEN: 'a'.repeat(32),
+      METRICS_TOKEN: 'm'.repeat(40),
       WORKSPACE_IMAGE: 'registry.local/ws:1.2',
       EDITOR_PORT: '8443',
       NT4_PORT: '5811',
@@ -70,8 +70,8 @@ describe('loadConfig', () => {
       idleStopMinutes: 10,
       codeMemoryLimitBytes: 512 * 1024 ** 2,
       serviceAdminEmails: ['coach@school.org', 'head@school.org'],
-      adminToken: 'a'.repeat(16),
-      metricsToken: 'm'.repeat(20),
+      adminToken: 'a'.repeat(32),
+      metricsToken: 'm'.repeat(40),
       workspaceImage: 'registry.local/ws:1.2',
       editorPort: 8443,
       nt4Port: 5811,
@@ -103,15 +103,26 @@ describe('loadConfig', () => {
   });
 
   it('never echoes a secret in its error line', () => {
-    expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 16 characters']);
+    expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters']);
     expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);
+  });
+
+  it('refuses an ADMIN_TOKEN or METRICS_TOKEN shorter than 32 characters, which a throttle could not protect', () => {
+    expect(problems({ ADMIN_TOKEN: 'a'.repeat(31), METRICS_TOKEN: 'm'.repeat(31) })).toEqual([
+      'ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters',
+      'METRICS_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters',
+    ]);
+    expect(problems({ ADMIN_TOKEN: 'a'.repeat(32), METRICS_TOKEN: 'm'.repeat(32) })).toEqual([]);
   });
 
   it('requires TRUST_PROXY with an https PUBLIC_URL (TLS ends at a proxy in front)', () => {
     expect(problems({ PUBLIC_URL: 'https://robots.school.org' })).toEqual([
       'PUBLIC_URL is https but TRUST_PROXY is not true: TLS ends at a proxy in front, so set TRUST_PROXY=true (secure cookies need it)',
     ]);
-    expect(loadConfig({ PUBLIC_URL: 'https://robots.school.org/', TRUST_PROXY: 'true' })).toMatchObject({ publicUrl: 'https://robots.school.org', trustProxy: true });
+    expect(loadConfig({ PUBLIC_URL: 'https://robots.school.org/', TRUST_PROXY: 'true' })).toMatchObject({
+      publicUrl: 'https://robots.school.org',
+      trustProxy: true,
+    });
   });
 
   it('requires SESSION_SECRET in production', () => {
@@ -126,6 +137,66 @@ describe('loadConfig', () => {
 
   it('treats any LOG_FORMAT other than json as human-readable, as the spec says', () => {
     expect(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('human');
+  });
+});
+
+describe('WORKSPACE_HOST (host mode)', () => {
+  const accepts =
+    'a wildcard host: "*." then a domain of at least two labels, optionally with a port, no scheme or path (e.g. *.ws.school.org, *.ws.localhost:8080)';
+
+  it('is unset by default: path mode', () => {
+    expect(loadConfig({}).workspaceHost).toBeUndefined();
+  });
+
+  it.each([
+    ['*.ws.school.org', { base: 'ws.school.org', hostname: 'ws.school.org', port: undefined }],
+    ['*.WS.School.org', { base: 'ws.school.org', hostname: 'ws.school.org', port: undefined }],
+    ['*.ws.localhost:8080', { base: 'ws.localhost:8080', hostname: 'ws.localhost', port: 8080 }],
+    ['*.xn--bcher-kva.example', { base: 'xn--bcher-kva.example', hostname: 'xn--bcher-kva.example', port: undefined }],
+  ])('reads %s', (value, expected) => {
+    expect(loadConfig({ WORKSPACE_HOST: value, PUBLIC_URL: 'http://robots.school.org' }).workspaceHost).toEqual(expected);
+  });
+
+  it.each([
+    'ws.school.org',
+    '*ws.school.org',
+    '*.*.school.org',
+    '**.school.org',
+    'https://*.ws.school.org',
+    '*.ws.school.org/',
+    '*.ws.school.org/path',
+    '*.ws.school.org?x',
+    '*.localhost',
+    '*.org',
+    '*.ws..school.org',
+    '*.ws.school.org.',
+    '*.-ws.school.org',
+    '*.ws_1.school.org',
+    '*.ws.school.org:0',
+    '*.ws.school.org:65536',
+    '*.ws.school.org:port',
+    '*.1.2.3.4',
+    '*.[::1]',
+    '*.user@ws.school.org',
+    '*.bücher.example',
+    `*.${'a'.repeat(64)}.org`,
+  ])('refuses %s with one clear line', (value) => {
+    expect(problems({ WORKSPACE_HOST: value })).toEqual([`WORKSPACE_HOST=${JSON.stringify(value)} is not valid: expected ${accepts}`]);
+  });
+
+  it("refuses the control plane's own host or a parent of it: its pages could set the control plane's cookies", () => {
+    for (const value of ['*.robots.school.org', '*.school.org', '*.Robots.School.org:8443']) {
+      const lines = problems({ WORKSPACE_HOST: value, PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^WORKSPACE_HOST=".*" is not valid: its domain must not be the control plane's host \(robots\.school\.org\) or a parent of it/);
+    }
+    // Without PUBLIC_URL, the listening host is the control plane's.
+    expect(problems({ WORKSPACE_HOST: '*.school.org', HOST: 'cp.school.org' })).toHaveLength(1);
+    // A sibling or a domain of its own is fine, and so is a host below the control plane's (no parent of it).
+    expect(problems({ WORKSPACE_HOST: '*.ws.school.org', PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' })).toEqual([]);
+    expect(problems({ WORKSPACE_HOST: '*.ws.robots.school.org', PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' })).toEqual([]);
+    expect(problems({ WORKSPACE_HOST: '*.ws.localhost:8080', PUBLIC_URL: 'http://127.0.0.1:8080' })).toEqual([]);
+    expect(problems({ WORKSPACE_HOST: '*.ws.localhost:8080' })).toEqual([]);
   });
 });
 

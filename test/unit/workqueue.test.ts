@@ -6,7 +6,10 @@ import { captureLogger } from '../helpers/controllers.ts';
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** A queue over `reconcile`, with its metrics and the keys in the order they were reconciled. */
-function queue(reconcile: (key: string) => Promise<ReconcileResult | void>, options: { concurrency?: number; retriesPerSecond?: number; baseDelayMs?: number } = {}) {
+function queue(
+  reconcile: (key: string) => Promise<ReconcileResult | void>,
+  options: { concurrency?: number; retriesPerSecond?: number; baseDelayMs?: number } = {},
+) {
   const metrics: Metrics = createMetrics();
   const calls: string[] = [];
   const work = new WorkQueue({
@@ -38,11 +41,14 @@ describe('WorkQueue', () => {
   it('runs one reconcile per key at a time, and again once if the key was added meanwhile', async () => {
     let inFlight = 0;
     let most = 0;
-    const { work, calls } = queue(async () => {
-      most = Math.max(most, ++inFlight);
-      await sleep(30);
-      inFlight--;
-    }, { concurrency: 4 });
+    const { work, calls } = queue(
+      async () => {
+        most = Math.max(most, ++inFlight);
+        await sleep(30);
+        inFlight--;
+      },
+      { concurrency: 4 },
+    );
     work.add('a');
     await sleep(5);
     work.add('a');
@@ -55,11 +61,14 @@ describe('WorkQueue', () => {
   it('runs different keys concurrently up to the concurrency', async () => {
     let inFlight = 0;
     let most = 0;
-    const { work } = queue(async () => {
-      most = Math.max(most, ++inFlight);
-      await sleep(20);
-      inFlight--;
-    }, { concurrency: 3 });
+    const { work } = queue(
+      async () => {
+        most = Math.max(most, ++inFlight);
+        await sleep(20);
+        inFlight--;
+      },
+      { concurrency: 3 },
+    );
     for (const key of ['a', 'b', 'c', 'd', 'e']) work.add(key);
     await work.idle();
     expect(most).toBe(3);
@@ -68,10 +77,13 @@ describe('WorkQueue', () => {
   it('retries a failing key with exponential backoff and forgets it on success', async () => {
     const times: number[] = [];
     let failuresLeft = 3;
-    const { work, metrics } = queue(async () => {
-      times.push(performance.now());
-      if (failuresLeft-- > 0) throw new Error('engine said no');
-    }, { baseDelayMs: 40 });
+    const { work, metrics } = queue(
+      async () => {
+        times.push(performance.now());
+        if (failuresLeft-- > 0) throw new Error('engine said no');
+      },
+      { baseDelayMs: 40 },
+    );
     work.add('a');
     while (times.length < 4) await sleep(10);
     await work.idle();
@@ -94,10 +106,13 @@ describe('WorkQueue', () => {
 
   it('spaces retries of many failing keys by the global rate cap', async () => {
     const times: number[] = [];
-    const { work } = queue(async (key) => {
-      times.push(performance.now());
-      if (key !== 'done') throw new Error('fail');
-    }, { retriesPerSecond: 10, baseDelayMs: 1, concurrency: 20 });
+    const { work } = queue(
+      async (key) => {
+        times.push(performance.now());
+        if (key !== 'done') throw new Error('fail');
+      },
+      { retriesPerSecond: 10, baseDelayMs: 1, concurrency: 20 },
+    );
     for (let i = 0; i < 20; i++) work.add(`k${i}`);
     // 20 first attempts at once, then retries: the bucket holds 10, so the rest wait ~100 ms apart.
     await sleep(600);

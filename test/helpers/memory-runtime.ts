@@ -1,0 +1,267 @@
+import { Readable } from 'node:stream';
+import { NotFoundError } from '../../src/errors.ts';
+import {
+  ImageMissingError,
+  names,
+  type CodeContainerSpec,
+  type ContainerExit,
+  type EventSubscription,
+  type ManagedContainer,
+  type RuntimeEvent,
+  type SimContainerSpec,
+  type StatsSample,
+  type WorkspaceRuntime,
+} from '../../src/docker/runtime.ts';
+
+/** A container as the in-memory engine keeps it: what the runtime reports, plus how it ended and what it printed. */
+interface MemoryContainer extends ManagedContainer {
+  exit: ContainerExit | undefined;
+  output: string;
+}
+
+/**
+ * An in-memory WorkspaceRuntime for fast unit tests of reconcile branches, in the manner of
+ * sample-controller's fake clientset: a test preloads containers and volumes, runs one reconcile,
+ * and compares `actions` (every call that changes something, in order, e.g. `create ws-ada-code`)
+ * with what it expects. It never stands in for Docker in an integration test: the real-engine
+ * tests of the same controllers run beside these.
+ */
+export class MemoryRuntime implements WorkspaceRuntime {
+  readonly containers = new Map<string, MemoryContainer>();
+  readonly volumes = new Set<string>();
+  /** A volume's contents: the last tar stream imported into it (VOLUME_ARCHIVE_ROOT format); none is an empty volume. */
+  readonly volumeArchives = new Map<string, Buffer>();
+  readonly actions: string[] = [];
+  /** Calls that fail once, by method name (e.g. `createCodeContainer`), with this error. */
+  readonly failures = new Map<keyof WorkspaceRuntime, Error>();
+  private readonly watchers = new Set<{ onEvent(event: RuntimeEvent): void }>();
+  private nextId = 1;
+  private nextAddress = 2;
+
+  /** Adds a container as if it had been there before the test (no action recorded). */
+  preload(container: Partial<MemoryContainer> & Pick<ManagedContainer, 'name' | 'role' | 'workspaceId' | 'slug'>): MemoryContainer {
+    const made: MemoryContainer = {
+      id: `c${this.nextId++}`,
+      runId: undefined,
+      specHash: '',
+      restartGeneration: 0,
+      state: 'running',
+      address: undefined,
+      createdAt: Date.now(),
+      exit: undefined,
+      output: '',
+      ...container,
+      homeVolume: container.homeVolume ?? names.volume(container.slug),
+    };
+    if (made.state === 'running') made.address ??= this.address();
+    this.containers.set(made.id, made);
+    return made;
+  }
+
+  /** The container named `name`, if any. */
+  byName(name: string): MemoryContainer | undefined {
+    return [...this.containers.values()].find((container) => container.name === name);
+  }
+
+  /** Ends a running container as its process would: exit code, out-of-memory kill, last output. */
+  exit(id: string, exitCode: number, options: { oomKilled?: boolean; output?: string } = {}): void {
+    const container = this.containers.get(id)!;
+    container.state = 'exited';
+    container.address = undefined;
+    container.exit = { running: false, exitCode, oomKilled: options.oomKilled ?? false };
+    if (options.output !== undefined) container.output = options.output;
+  }
+
+  /** Delivers an engine event to every watcher. */
+  emit(event: RuntimeEvent): void {
+    for (const watcher of this.watchers) watcher.onEvent(event);
+  }
+
+  async listContainers(filter: { workspaceId?: string } = {}): Promise<ManagedContainer[]> {
+    this.fail('listContainers');
+    return [...this.containers.values()]
+      .filter((container) => filter.workspaceId === undefined || container.workspaceId === filter.workspaceId)
+      .map((container) => ({ ...container }));
+  }
+
+  async ensureVolume(_workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
+    this.fail('ensureVolume');
+    if (this.volumes.has(volume)) return;
+    this.volumes.add(volume);
+    this.actions.push(`create volume ${volume}`);
+  }
+
+  async removeVolume(volume: string): Promise<boolean> {
+    this.fail('removeVolume');
+    if ([...this.containers.values()].some((container) => container.homeVolume === volume)) return false;
+    this.volumeArchives.delete(volume);
+    if (this.volumes.delete(volume)) this.actions.push(`remove volume ${volume}`);
+    return true;
+  }
+
+  async removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void> {
+    this.fail('removeVolumes');
+    // The engine finds them by the workspace's label; here, by the names the control plane gives them.
+    const home = names.volume(workspace.slug);
+    for (const volume of [...this.volumes]) if (volume === home || volume.startsWith(`${home}-`)) await this.removeVolume(volume);
+  }
+
+  /** Networks as the engine would have them: name → whether its containers are isolated from each other. */
+  readonly networks = new Map<string, boolean>([['bridge', false]]);
+
+  async ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
+    this.fail('ensureNetwork');
+    const known = this.networks.get(name);
+    if (known !== undefined) return { isolated: known, created: false };
+    this.networks.set(name, true);
+    this.actions.push(`create network ${name}`);
+    return { isolated: true, created: true };
+  }
+
+  /** Images on the engine (every image is, unless a test takes it away). */
+  readonly missingImages = new Set<string>();
+
+  async imageExists(image: string): Promise<boolean> {
+    this.fail('imageExists');
+    return !this.missingImages.has(image);
+  }
+
+  async createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer> {
+    this.fail('createCodeContainer');
+    if (this.missingImages.has(spec.image)) throw new ImageMissingError(spec.image);
+    return this.create(names.code(spec.slug), {
+      role: 'code',
+      workspaceId: spec.workspaceId,
+      slug: spec.slug,
+      specHash: spec.specHash,
+      restartGeneration: spec.restartGeneration,
+      homeVolume: spec.homeVolume,
+    });
+  }
+
+  async createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer> {
+    this.fail('createSimContainer');
+    return this.create(names.sim(spec.slug, spec.runId), {
+      role: 'sim',
+      workspaceId: spec.workspaceId,
+      slug: spec.slug,
+      runId: spec.runId,
+      homeVolume: spec.homeVolume,
+    });
+  }
+
+  async exitOf(id: string): Promise<ContainerExit | undefined> {
+    this.fail('exitOf');
+    const container = this.containers.get(id);
+    if (!container) return undefined;
+    return container.state === 'running'
+      ? { running: true, exitCode: null, oomKilled: false }
+      : (container.exit ?? { running: false, exitCode: 0, oomKilled: false });
+  }
+
+  async logsTail(id: string, lines: number): Promise<string> {
+    this.fail('logsTail');
+    return (this.containers.get(id)?.output ?? '').split('\n').slice(-lines).join('\n');
+  }
+
+  async start(id: string): Promise<void> {
+    this.fail('start');
+    const container = this.containers.get(id);
+    if (!container) throw new Error(`no such container: ${id}`);
+    if (container.state === 'running') return;
+    container.state = 'running';
+    container.address = this.address();
+    container.exit = undefined;
+    this.actions.push(`start ${container.name}`);
+  }
+
+  async stop(id: string): Promise<void> {
+    this.fail('stop');
+    const container = this.containers.get(id);
+    if (!container || container.state !== 'running') return;
+    container.state = 'exited';
+    container.address = undefined;
+    container.exit ??= { running: false, exitCode: 143, oomKilled: false };
+    this.actions.push(`stop ${container.name}`);
+  }
+
+  async remove(id: string): Promise<void> {
+    this.fail('remove');
+    const container = this.containers.get(id);
+    if (!container) return;
+    this.containers.delete(id);
+    this.actions.push(`remove ${container.name}`);
+  }
+
+  async stats(id: string): Promise<StatsSample | undefined> {
+    this.fail('stats');
+    return this.containers.get(id)?.state === 'running' ? { cpuTotalNs: 0, systemNs: 1, onlineCpus: 1, memoryUsageBytes: 0, memoryLimitBytes: 1 } : undefined;
+  }
+
+  watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription {
+    this.watchers.add(handlers);
+    queueMicrotask(() => handlers.onConnect());
+    return { close: () => void this.watchers.delete(handlers) };
+  }
+
+  async exportVolume(volume: string): Promise<Readable> {
+    this.fail('exportVolume');
+    if (!this.volumes.has(volume)) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    this.actions.push(`export volume ${volume}`);
+    // An empty volume is an empty archive: its two end-of-archive blocks.
+    return Readable.from([this.volumeArchives.get(volume) ?? Buffer.alloc(1024)], { objectMode: false });
+  }
+
+  /**
+   * Keeps the whole stream as the volume's contents, replacing what was there (the engine would
+   * merge; tests import into fresh volumes). An injected failure strikes once the volume exists, as
+   * an engine failing midway would leave it.
+   */
+  async importVolume(volume: string, _workspace: { workspaceId: string; slug: string }, _image: string, tar: Readable): Promise<void> {
+    try {
+      if (!this.volumes.has(volume)) {
+        this.volumes.add(volume);
+        this.actions.push(`create volume ${volume}`);
+      }
+      this.fail('importVolume');
+      const chunks: Buffer[] = [];
+      for await (const chunk of tar) chunks.push(chunk as Buffer);
+      this.volumeArchives.set(volume, Buffer.concat(chunks));
+      this.actions.push(`import volume ${volume}`);
+    } catch (error) {
+      tar.destroy();
+      throw error;
+    }
+  }
+
+  async volumeExists(volume: string): Promise<boolean> {
+    this.fail('volumeExists');
+    return this.volumes.has(volume);
+  }
+
+  async removeVolumeNamed(volume: string): Promise<void> {
+    this.fail('removeVolumeNamed');
+    this.volumeArchives.delete(volume);
+    if (this.volumes.delete(volume)) this.actions.push(`remove volume ${volume}`);
+  }
+
+  private create(name: string, fields: Pick<ManagedContainer, 'role' | 'workspaceId' | 'slug'> & Partial<ManagedContainer>): ManagedContainer {
+    const existing = this.byName(name);
+    if (existing) return { ...existing };
+    const container = this.preload({ name, state: 'created', ...fields });
+    this.actions.push(`create ${name}`);
+    return { ...container };
+  }
+
+  private address(): string {
+    return `172.30.0.${this.nextAddress++}`;
+  }
+
+  /** Throws the failure injected for `method`, once. */
+  private fail(method: keyof WorkspaceRuntime): void {
+    const error = this.failures.get(method);
+    if (!error) return;
+    this.failures.delete(method);
+    throw error;
+  }
+}

@@ -1,0 +1,361 @@
+/**
+ * Each branch of the workspace controller's reconcile, sample-controller style: a fixture preloads
+ * desired state (the real store on the test PostgreSQL) and containers (the in-memory runtime), one
+ * reconcile runs, and the test compares the engine actions and the recorded status with what it
+ * expects. Milliseconds each; the same controller against the real engine is in
+ * test/integration/workspace-controller.test.ts.
+ */
+import { codeSpecHash, WorkspaceController, type WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
+import { ImageMissingError, names } from '../../src/docker/runtime.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { createMetrics, type Metrics } from '../../src/metrics.ts';
+import type { Probe } from '../../src/probe.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import type { Store } from '../../src/store/index.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { captureLogger } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { MemoryRuntime } from '../helpers/memory-runtime.ts';
+import { testStore } from '../helpers/store.ts';
+
+const db = useTestDatabase();
+const TEMPLATE = { image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080 };
+const HASH = codeSpecHash(TEMPLATE);
+const ORPHAN = '00000000-0000-4000-8000-0000000000aa';
+
+let store: Store;
+let runtime: MemoryRuntime;
+let metrics: Metrics;
+let records: Record<string, unknown>[];
+let probes: string[];
+let editorAnswers: boolean;
+let counter = 0;
+
+beforeEach(() => {
+  store = testStore(db.dataSource, { environmentCap: 2 });
+  runtime = new MemoryRuntime();
+  metrics = createMetrics();
+  probes = [];
+  editorAnswers = true;
+});
+
+/** A controller over the fixture's store and runtime; its editor probe answers while `editorAnswers`. */
+function controller(options: Partial<WorkspaceControllerOptions> = {}): WorkspaceController {
+  const logger = captureLogger();
+  records = logger.records;
+  const probe = async (endpoint: string): Promise<Probe> => {
+    probes.push(endpoint);
+    return { outcome: editorAnswers ? 'ok' : 'error', seconds: 0.001 };
+  };
+  return new WorkspaceController({
+    store,
+    runtime,
+    metrics,
+    log: categoryLogger(logger.root, 'containers'),
+    template: TEMPLATE,
+    probe,
+    orphanStartupGraceMs: 0,
+    orphanGraceMs: 0,
+    ...options,
+  });
+}
+
+/** A workspace wanted `desired`, made through the store as the API makes it. */
+async function workspace(desired: 'running' | 'stopped' | 'deleted'): Promise<WorkspaceRecord> {
+  const { user, workspace: made } = await store.users.create({ email: `s${counter++}@school.test` });
+  if (desired === 'running') await store.workspaces.open(made.id);
+  if (desired === 'deleted') await store.users.delete(SYSTEM_ACTOR, user.id);
+  return (await store.workspaces.get(made.id))!;
+}
+
+/** Its code container, as the controller would have made it, preloaded in the engine. */
+function codeContainer(of: WorkspaceRecord, overrides: Partial<Parameters<MemoryRuntime['preload']>[0]> = {}) {
+  return runtime.preload({
+    name: names.code(of.slug),
+    role: 'code',
+    workspaceId: of.id,
+    slug: of.slug,
+    specHash: HASH,
+    restartGeneration: of.restartGeneration,
+    ...overrides,
+  });
+}
+
+const status = async (id: string) => {
+  const current = (await store.workspaces.get(id))!;
+  return {
+    observedState: current.observedState,
+    statusMessage: current.statusMessage,
+    editorEndpoint: current.editorEndpoint,
+    observedGeneration: current.observedGeneration,
+  };
+};
+
+describe('WorkspaceController.reconcile', () => {
+  it('does nothing for an id with neither a row nor containers', async () => {
+    await expect(controller().reconcile(ORPHAN)).resolves.toBeUndefined();
+    expect(runtime.actions).toEqual([]);
+  });
+
+  it('leaves orphans alone in the first minutes after start', async () => {
+    runtime.preload({ name: 'ws-gone-code', role: 'code', workspaceId: ORPHAN, slug: 'gone' });
+    await expect(controller({ orphanStartupGraceMs: 60_000 }).reconcile(ORPHAN)).resolves.toEqual({ requeueAfterMs: expect.any(Number) });
+    expect(runtime.actions).toEqual([]);
+    expect(records).toEqual([]);
+  });
+
+  it('logs and counts orphans when first seen, and removes them only after the grace period', async () => {
+    runtime.preload({ name: 'ws-gone-code', role: 'code', workspaceId: ORPHAN, slug: 'gone' });
+    const subject = controller({ orphanGraceMs: 60_000 });
+    await expect(subject.reconcile(ORPHAN)).resolves.toEqual({ requeueAfterMs: 60_000 });
+    expect(runtime.actions).toEqual([]);
+    expect(records).toEqual([expect.objectContaining({ level: 'warning', workspaceId: ORPHAN, containers: ['ws-gone-code'] })]);
+    expect((await metrics.orphanContainers.get()).values[0]?.value).toBe(1);
+  });
+
+  it('removes orphan containers after the grace period and keeps their home volume', async () => {
+    runtime.volumes.add(names.volume('gone'));
+    runtime.preload({ name: 'ws-gone-code', role: 'code', workspaceId: ORPHAN, slug: 'gone' });
+    await controller().reconcile(ORPHAN);
+    expect(runtime.actions).toEqual(['remove ws-gone-code']);
+    expect(runtime.volumes.has(names.volume('gone'))).toBe(true);
+  });
+
+  it("finalizes a deleted workspace: containers, then every volume of it (a restore's too), then the row", async () => {
+    const deleted = await workspace('deleted');
+    codeContainer(deleted);
+    runtime.volumes.add(names.volume(deleted.slug));
+    runtime.volumes.add(names.restoreVolume(deleted.slug, 'a1b2'));
+    runtime.volumes.add(names.volume('someone-else'));
+    await controller().reconcile(deleted.id);
+    expect(runtime.actions).toEqual([
+      `remove ${names.code(deleted.slug)}`,
+      `remove volume ${names.volume(deleted.slug)}`,
+      `remove volume ${names.restoreVolume(deleted.slug, 'a1b2')}`,
+    ]);
+    expect([...runtime.volumes]).toEqual([names.volume('someone-else')]);
+    expect(await store.workspaces.get(deleted.id)).toBeUndefined();
+  });
+
+  it('moves a stopped workspace whose home was replaced (a restore) off the old volume: its container and the old volume go', async () => {
+    const stopped = await workspace('stopped');
+    codeContainer(stopped, { state: 'exited' });
+    runtime.volumes.add(names.volume(stopped.slug));
+    const restored = names.restoreVolume(stopped.slug, 'c3d4');
+    runtime.volumes.add(restored);
+    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, restored, {});
+    await controller().reconcile(stopped.id);
+    expect(runtime.actions).toEqual([`remove ${names.code(stopped.slug)}`, `remove volume ${names.volume(stopped.slug)}`]);
+    expect([...runtime.volumes]).toEqual([restored]);
+    expect((await status(stopped.id)).observedState).toBe('stopped');
+  });
+
+  it('starts a workspace on its replaced home, and keeps an old volume a run still mounts (logged; it goes with the workspace)', async () => {
+    const wanted = await workspace('stopped');
+    codeContainer(wanted, { state: 'exited' });
+    runtime.preload({ name: names.sim(wanted.slug, ORPHAN), role: 'sim', workspaceId: wanted.id, slug: wanted.slug, runId: ORPHAN, state: 'exited' });
+    runtime.volumes.add(names.volume(wanted.slug));
+    const restored = names.restoreVolume(wanted.slug, 'e5f6');
+    runtime.volumes.add(restored);
+    await store.workspaces.replaceHome(SYSTEM_ACTOR, wanted.id, restored, {});
+    await store.workspaces.open(wanted.id);
+    await controller().reconcile(wanted.id);
+    const name = names.code(wanted.slug);
+    expect(runtime.actions).toEqual([`remove ${name}`, `create ${name}`, `start ${name}`]);
+    expect(runtime.byName(name)!.homeVolume).toBe(restored);
+    expect(runtime.volumes.has(names.volume(wanted.slug))).toBe(true);
+    expect(records).toContainEqual(expect.objectContaining({ message: 'the replaced home volume is still mounted (a run): removed with the workspace' }));
+    expect((await status(wanted.id)).observedState).toBe('running');
+  });
+
+  it('removes a stray code container of the workspace under another name', async () => {
+    const stopped = await workspace('stopped');
+    codeContainer(stopped, { state: 'exited' });
+    codeContainer(stopped, { name: 'ws-old-name-code', state: 'exited' });
+    await controller().reconcile(stopped.id);
+    expect(runtime.actions).toEqual(['remove ws-old-name-code']);
+  });
+
+  it('stops the running container of a workspace wanted stopped, keeps it, and records stopped', async () => {
+    const stopped = await workspace('stopped');
+    codeContainer(stopped);
+    await controller().reconcile(stopped.id);
+    expect(runtime.actions).toEqual([`stop ${names.code(stopped.slug)}`]);
+    expect(runtime.byName(names.code(stopped.slug))).toBeDefined();
+    expect(await status(stopped.id)).toEqual({ observedState: 'stopped', statusMessage: '', editorEndpoint: null, observedGeneration: stopped.generation });
+  });
+
+  it('records stopped, touching nothing, for a stopped workspace with nothing running', async () => {
+    const stopped = await workspace('stopped');
+    await controller().reconcile(stopped.id);
+    expect(runtime.actions).toEqual([]);
+    expect((await status(stopped.id)).observedState).toBe('stopped');
+  });
+
+  it('creates, starts and reports running a missing container, its volume first', async () => {
+    const wanted = await workspace('running');
+    await controller().reconcile(wanted.id);
+    const name = names.code(wanted.slug);
+    expect(runtime.actions).toEqual([`create volume ${names.volume(wanted.slug)}`, `create ${name}`, `start ${name}`]);
+    const address = runtime.byName(name)!.address;
+    expect(probes).toEqual([`${address}:8080`]);
+    expect(await status(wanted.id)).toEqual({
+      observedState: 'running',
+      statusMessage: '',
+      editorEndpoint: `${address}:8080`,
+      observedGeneration: wanted.generation,
+    });
+    expect((await metrics.containerStartDuration.get()).values.find((value) => value.metricName?.endsWith('_count'))?.value).toBe(1);
+  });
+
+  it('starts a stopped container again rather than creating another', async () => {
+    const wanted = await workspace('running');
+    runtime.volumes.add(names.volume(wanted.slug));
+    codeContainer(wanted, { state: 'exited' });
+    await controller().reconcile(wanted.id);
+    expect(runtime.actions).toEqual([`start ${names.code(wanted.slug)}`]);
+    expect((await status(wanted.id)).observedState).toBe('running');
+  });
+
+  it('reports starting, and looks again shortly, while the editor does not answer', async () => {
+    const wanted = await workspace('running');
+    codeContainer(wanted);
+    editorAnswers = false;
+    await expect(controller({ editorProbeMs: 250 }).reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+    expect(runtime.actions).toEqual([]);
+    expect(await status(wanted.id)).toMatchObject({ observedState: 'starting', editorEndpoint: null });
+  });
+
+  it('does nothing (no probe either) for a workspace already confirmed running as specified', async () => {
+    const wanted = await workspace('running');
+    const container = codeContainer(wanted);
+    await store.workspaces.writeStatus(wanted.id, {
+      observedState: 'running',
+      observedGeneration: wanted.generation,
+      statusMessage: '',
+      editorEndpoint: `${container.address}:8080`,
+    });
+    await expect(controller().reconcile(wanted.id)).resolves.toBeUndefined();
+    expect(runtime.actions).toEqual([]);
+    expect(probes).toEqual([]);
+  });
+
+  it('recreates a container whose spec hash differs', async () => {
+    const wanted = await workspace('running');
+    runtime.volumes.add(names.volume(wanted.slug));
+    codeContainer(wanted, { specHash: 'an-older-spec' });
+    await controller().reconcile(wanted.id);
+    const name = names.code(wanted.slug);
+    expect(runtime.actions).toEqual([`remove ${name}`, `create ${name}`, `start ${name}`]);
+    expect(runtime.byName(name)!.specHash).toBe(HASH);
+    expect(records).toContainEqual(expect.objectContaining({ message: 'recreating code container', reason: 'spec changed' }));
+  });
+
+  it('recreates a container whose restart generation is behind (restart-code)', async () => {
+    const wanted = await workspace('running');
+    runtime.volumes.add(names.volume(wanted.slug));
+    codeContainer(wanted);
+    const restarted = await store.workspaces.restartCode(SYSTEM_ACTOR, wanted.id);
+    await controller().reconcile(wanted.id);
+    const name = names.code(wanted.slug);
+    expect(runtime.actions).toEqual([`remove ${name}`, `create ${name}`, `start ${name}`]);
+    expect(runtime.byName(name)!.restartGeneration).toBe(restarted.restartGeneration);
+    expect(records).toContainEqual(expect.objectContaining({ message: 'recreating code container', reason: 'restart requested' }));
+  });
+
+  it('waits (no engine action) when the running containers it found already fill the cap', async () => {
+    const [a, b, c] = [await workspace('stopped'), await workspace('stopped'), await workspace('stopped')];
+    // Two containers run already (a previous process started them): adopted, they fill the cap of 2.
+    codeContainer(a);
+    codeContainer(b);
+    await store.workspaces.open(c.id);
+    await expect(controller({ capacityRetryMs: 5000 }).reconcile(c.id)).resolves.toEqual({ requeueAfterMs: 5000 });
+    expect(runtime.actions).toEqual([]);
+    expect(await status(c.id)).toMatchObject({ observedState: 'waiting', statusMessage: 'waiting for capacity: 2 containers run' });
+  });
+
+  it('records failed with the engine message, and fails the reconcile (retried), when the engine refuses to create', async () => {
+    const wanted = await workspace('running');
+    runtime.failures.set('createCodeContainer', new Error('No such image: classroom-workspace:test'));
+    await expect(controller().reconcile(wanted.id)).rejects.toThrow('No such image');
+    expect(await status(wanted.id)).toMatchObject({ observedState: 'failed', statusMessage: 'No such image: classroom-workspace:test' });
+  });
+
+  it('starts nothing while the running containers cannot be counted (the cap count never starts at zero)', async () => {
+    const wanted = await workspace('running');
+    const subject = controller();
+    // The first listing (the reconcile's own) succeeds; the count of running containers fails.
+    const list = runtime.listContainers.bind(runtime);
+    let calls = 0;
+    runtime.listContainers = async (filter) => (++calls === 2 ? Promise.reject(new Error('engine down')) : list(filter));
+    await expect(subject.reconcile(wanted.id)).rejects.toThrow('engine down');
+    expect(runtime.actions).toEqual([]);
+  });
+});
+
+describe('the workspace network and image', () => {
+  it('makes a missing network isolated before the first container, once, and says so', async () => {
+    const subject = controller({ template: { ...TEMPLATE, network: 'classroom-workspaces' } });
+    const first = await workspace('running');
+    const second = await workspace('running');
+    await subject.reconcile(first.id);
+    await subject.reconcile(second.id);
+    expect(runtime.actions.filter((action) => action.includes('network'))).toEqual(['create network classroom-workspaces']);
+    expect(runtime.actions.indexOf('create network classroom-workspaces')).toBeLessThan(runtime.actions.indexOf(`create ${names.code(first.slug)}`));
+    expect(records.filter((record) => record.network === 'classroom-workspaces')).toEqual([
+      expect.objectContaining({ level: 'info', message: 'created the workspace network (containers on it cannot reach each other)' }),
+    ]);
+  });
+
+  it('warns once when workspaces on the configured network can reach each other', async () => {
+    const subject = controller();
+    await subject.reconcile((await workspace('running')).id);
+    await subject.reconcile((await workspace('running')).id);
+    expect(records.filter((record) => record.level === 'warning')).toEqual([
+      expect.objectContaining({ network: 'bridge', message: expect.stringContaining("workspaces on the network bridge can reach each other's editors") }),
+    ]);
+  });
+
+  it('says in the page and once in the log how to get a missing workspace image', async () => {
+    runtime.missingImages.add(TEMPLATE.image);
+    const subject = controller();
+    const first = await workspace('running');
+    await expect(subject.reconcile(first.id)).rejects.toThrow(ImageMissingError);
+    await expect(subject.reconcile(first.id)).rejects.toThrow(ImageMissingError);
+    const message = `The workspace image ${TEMPLATE.image} is not on this server: the operator builds it (bash scripts/build-workspace-image.sh makes classroom-workspace:latest) or pulls it.`;
+    expect(await status(first.id)).toMatchObject({ observedState: 'failed', statusMessage: message });
+    expect(records.filter((record) => record.level === 'error')).toEqual([expect.objectContaining({ image: TEMPLATE.image, message })]);
+  });
+
+  it('says at start, in one line, that the workspace image is missing', async () => {
+    runtime.missingImages.add(TEMPLATE.image);
+    const subject = controller();
+    await subject.start();
+    try {
+      expect(records.filter((record) => record.level === 'error')).toEqual([
+        expect.objectContaining({ image: TEMPLATE.image, message: expect.stringContaining('is not on this server') }),
+      ]);
+    } finally {
+      await subject.stop();
+    }
+  });
+});
+
+describe('WorkspaceController.start', () => {
+  it('logs instead of starting its cap count at zero when the engine does not answer, and follows its triggers anyway', async () => {
+    runtime.failures.set('listContainers', new Error('engine down'));
+    const subject = controller();
+    await subject.start();
+    try {
+      expect(records).toContainEqual(
+        expect.objectContaining({ level: 'warning', message: 'listing running containers failed; retrying before the first start', error: 'engine down' }),
+      );
+      // A change reaches the queue: the workspace is reconciled (and started, the engine being back).
+      const wanted = await workspace('running');
+      await subject.queue.idle();
+      expect(runtime.byName(names.code(wanted.slug))?.state).toBe('running');
+    } finally {
+      await subject.stop();
+    }
+  });
+});
