@@ -25,8 +25,8 @@ function uncompressed(parse: Middleware): Middleware {
     const encoding = ctx.get('content-encoding').trim().toLowerCase();
     if (encoding !== '' && encoding !== 'identity') {
       // The body is left unread; Node's server discards what remains of it once the answer is sent, so
-      // the connection stays usable. (Closing it instead raced the client's upload: a reset could
-      // arrive before the answer was read, and the client saw "other side closed".)
+      // the connection stays usable (closing it instead could reset a client still uploading before
+      // it read the answer).
       throw new AppError(415, 'unsupported_content_encoding', 'Request bodies are taken uncompressed only: send them without Content-Encoding.', {
         'Accept-Encoding': 'identity',
       });

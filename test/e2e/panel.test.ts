@@ -71,7 +71,8 @@ async function open(page: Page, to: string): Promise<void> {
   await page.setViewportSize({ width: 1280, height: 800 });
   await signIn(page, coach);
   await page.goto(`${app.url}${to}`);
-  await page.locator('main h1').waitFor();
+  // The first page of a cold browser on a busy 2-core CI machine has taken over 10 s.
+  await page.locator('main h1').waitFor({ timeout: 30_000 });
 }
 
 /** axe-core's serious and critical violations of the page (run inside it; the page's CSP is not bypassed for its own scripts). */

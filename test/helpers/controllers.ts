@@ -145,9 +145,7 @@ export async function inspectByName(name: string): Promise<Docker.ContainerInspe
 
 /**
  * Runs `command` in a running container through the docker CLI (`docker exec`) and returns its exit
- * code and output (stdout and stderr together). The CLI rather than dockerode's exec: twice, late in
- * a full CI run, dockerode's exec calls failed with "write EPIPE" on the engine's socket (never in
- * isolation), and the CLI is the engine's own client.
+ * code and output (stdout and stderr together): the engine's own client, with no stream to demultiplex.
  */
 export function execIn(containerId: string, command: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {

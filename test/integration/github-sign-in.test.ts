@@ -28,6 +28,10 @@ afterEach(() => {
 
 afterAll(() => {
   nock.enableNetConnect();
+  // Takes nock's interceptors off Node's http and fetch, which every later test file shares (Jest runs
+  // the files in this one process): left on, they broke the raw uploads and Docker exec streams of
+  // the files after this one.
+  nock.restore();
 });
 
 /** The IdentityError `promise` rejects with (fails the test when it resolves or throws something else). */
