@@ -166,8 +166,9 @@ export class Backups {
 
   /**
    * Restores a backup file into a workspace (default: the one it was made of, by id, else by slug):
-   * refused (409 `workspace_running`) while that workspace runs; verifies the whole file before
-   * touching anything; fills a fresh volume, then points the workspace at it in one transaction
+   * refused (409 `workspace_running`) while that workspace runs; reads its manifest from the file
+   * beside it (or verifies the whole file when there is none); fills a fresh volume, checking the
+   * file as it streams, then points the workspace at it in one transaction
    * (audited `workspace.restore`), so a failure anywhere leaves its home as it was; the controller
    * then removes the old volume. Into another workspace, what must not travel (HAND_OVER_EXCLUDES:
    * the editor's state, credentials, git identity, shell history) is left out.
@@ -191,10 +192,10 @@ export class Backups {
       image: this.image,
       workspace: { workspaceId: target.id, slug: target.slug },
       exclude: handedOver ? HAND_OVER_EXCLUDES : [],
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.onProgress ? { onProgress: (bytes: number) => options.onProgress!(bytes, source.bytes) } : {}),
     });
     try {
-      // The sidecar chose what to leave out; the verified file must agree with it.
+      // The sidecar chose what to leave out; the file, checked as it was read, must agree with it.
       if (manifest.workspaceId !== source.workspaceId) {
         throw ValidationError('backup_tampered', `The manifest beside ${path.basename(file)} is not the backup's own; nothing was restored.`);
       }

@@ -6,7 +6,6 @@ import { ConflictError, ValidationError } from '../errors.ts';
 import { HOME_DIR, relativeName, tarHeader, type BackupManifest } from './backup-format.ts';
 import { readBackup } from './read-backup.ts';
 import { outcome, packEntry } from './streams.ts';
-import { verifyBackup } from './verify-backup.ts';
 
 export interface RestoreBackupOptions {
   runtime: WorkspaceRuntime;
@@ -20,27 +19,27 @@ export interface RestoreBackupOptions {
   workspace: { workspaceId: string; slug: string };
   /** Paths relative to the home directory left out, each with everything under it (HAND_OVER_EXCLUDES for another workspace). */
   exclude?: readonly string[];
-  /** Called as files are written, with the bytes of file data so far and the backup's total (excluded files count in the total only). */
-  onProgress?: (bytes: number, total: number) => void;
+  /** Called as files are written, with the bytes of file data written so far (excluded files do not count). */
+  onProgress?: (bytes: number) => void;
 }
 
 /**
  * Restores a backup file into a fresh staging volume, which the caller then swaps in for the
- * workspace's home volume: a failure at any point leaves the current volume as it was. Verifies the
- * whole file first (nothing is touched when it fails: see verifyBackup for its errors), then
- * streams its `home/` entries into the volume with their owners, modes and mtimes, leaving out
- * `exclude`d paths (and hard links to them), checking the file again as it goes. Resolves with the
- * manifest. Rejects with ConflictError `restore_target_exists` when the volume already exists,
- * ValidationError `invalid_exclude` for an exclude that is not a path inside home, and removes the
- * staging volume itself when anything fails once it may exist (the engine, the file changing since
- * it was verified).
+ * workspace's home volume: a failure at any point leaves the current volume as it was. Reads the
+ * file once, checking it as it goes (readBackup: names and kinds of entries, and at the end the
+ * checksum and counts of its manifest), and streams its `home/` entries into the staging volume
+ * with their owners, modes and mtimes, leaving out `exclude`d paths (and hard links to them).
+ * Resolves with the manifest. Rejects with ConflictError `restore_target_exists` when the volume
+ * already exists, ValidationError `invalid_exclude` for an exclude that is not a path inside home,
+ * readBackup's errors for a file that is truncated, tampered or not ours, and the engine's; the
+ * staging volume is made at the first entry, so a file refused before it creates nothing, and one
+ * refused later (or an engine failure) has its staging volume removed before the rejection.
  */
 export async function restoreBackup({ runtime, path, volume, image, workspace, exclude = [], onProgress }: RestoreBackupOptions): Promise<BackupManifest> {
   const excluded = excludeMatcher(exclude);
   if (await runtime.volumeExists(volume)) {
     throw ConflictError('restore_target_exists', `Volume ${volume} already exists: a restore goes into a fresh staging volume.`);
   }
-  const manifest = await verifyBackup(path);
 
   const pack = tar.pack();
   const body = new PassThrough();
@@ -48,35 +47,35 @@ export async function restoreBackup({ runtime, path, volume, image, workspace, e
   // The first thing to go wrong is the error reported; an engine failure stops the read at once.
   let failure: unknown;
   const abort = new AbortController();
-  const importing = (async () => {
-    const error = await outcome(runtime.importVolume(volume, workspace, image, body));
-    if (!error) return;
-    failure ??= error;
-    abort.abort(error);
-  })();
+  // Started by the first entry, so that a file refused at its first bytes makes no volume.
+  let importing: Promise<void> | undefined;
+  const startImport = () =>
+    (importing ??= (async () => {
+      const error = await outcome(runtime.importVolume(volume, workspace, image, body));
+      if (!error) return;
+      failure ??= error;
+      abort.abort(error);
+    })());
   try {
     let bytes = 0;
-    const again = await readBackup(path, {
+    const manifest = await readBackup(path, {
       signal: abort.signal,
       onEntry: (entry) => {
+        void startImport();
         if (excluded(entry.path) || (entry.type === 'link' && excluded(entry.linkname))) return undefined;
         const sink = packEntry(pack, tarHeader(entry, VOLUME_ARCHIVE_ROOT));
         return {
           write: async (chunk) => {
             await sink.write(chunk);
             bytes += chunk.length;
-            onProgress?.(bytes, manifest.bytes);
+            onProgress?.(bytes);
           },
           end: () => sink.end(),
         };
       },
     });
-    // Another valid backup put in its place since the verification.
-    if (again.sha256 !== manifest.sha256) {
-      throw ValidationError('backup_tampered', `The backup file ${path} changed while it was being restored.`);
-    }
     pack.finalize();
-    await importing;
+    await startImport();
     if (failure) throw failure;
     await packing;
     return manifest;
@@ -85,7 +84,7 @@ export async function restoreBackup({ runtime, path, volume, image, workspace, e
     pack.destroy(failure as Error);
     await Promise.all([importing, packing]);
     // A failed removal leaves a labelled volume of this control plane; the restore's own failure is what to report.
-    await runtime.removeVolumeNamed(volume).catch(() => undefined);
+    if (importing) await runtime.removeVolumeNamed(volume).catch(() => undefined);
     throw failure;
   }
 }

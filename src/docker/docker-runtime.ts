@@ -326,6 +326,9 @@ export class DockerRuntime implements WorkspaceRuntime {
       await this.checkManaged(volume);
       const helper = await this.createHelper(volume, workspace, image, { readOnly: false });
       try {
+        // A stream its writer gave up on while the volume and helper were made would never end the
+        // upload, which would then wait out the call's timeout.
+        if (tar.destroyed) throw tar.errored ?? new Error('The archive stream ended before its upload began.');
         // No copyUIDGID: with it the engine chowns every entry to the container's user (the image's
         // USER, when it has one); without it, as here, the owners in the tar are kept.
         await helper.putArchive(tar, { path: HELPER_MOUNT_PARENT });

@@ -258,6 +258,18 @@ describe('the backup helper containers', () => {
     expect(await runtime.volumeExists(volume)).toBe(false);
   });
 
+  it("import fails at once, with the stream's error and no helper left, when its writer gave up before the upload began", async () => {
+    const volume = staging(bob.slug);
+    const gaveUp = new Error('the backup file is not ours');
+    const body = new PassThrough();
+    body.on('error', () => undefined);
+    body.destroy(gaveUp);
+    // Without the check the upload would pipe a stream that never ends and wait out the 60 s call timeout.
+    await expect(runtime.importVolume(volume, bob, TEST_IMAGE, body)).rejects.toBe(gaveUp);
+    expect(await helpers()).toEqual([]);
+    await runtime.removeVolumeNamed(volume);
+  });
+
   it('leave volumes of another control plane alone: volume_not_managed', async () => {
     const foreign = `ws-foreign-${suffix}-home`;
     await docker.createVolume({ Name: foreign, Labels: { [MANAGED_LABEL]: 'true', [CONTROL_PLANE_LABEL]: `${controlPlaneId}-other` } });

@@ -9,7 +9,7 @@ import { CliCommand } from '../command.ts';
 /** `restore <file> [--to <slug|email>]`: a backup back into a stopped workspace (audited `workspace.restore`). */
 export default class Restore extends CliCommand {
   static override description =
-    "Put a backup back: into the workspace it was made of, or --to another (a coach handing work over: the editor's state, credentials, git identity and shell history stay out). The workspace must be stopped. The file is verified before anything is touched, and the files it replaces are kept until the new ones are all in. Asks first on a terminal; --yes for scripts.";
+    "Put a backup back: into the workspace it was made of, or --to another (a coach handing work over: the editor's state, credentials, git identity and shell history stay out). The workspace must be stopped. The file is checked as it is read into a fresh volume, and the files it replaces are kept until the new ones are all in and checked. Asks first on a terminal; --yes for scripts.";
   static override examples = ['<%= config.bin %> restore ada-20261123T104141Z.tar.gz', '<%= config.bin %> restore ./ada.tar.gz --to grace@school.org --yes'];
   static override args = {
     backup: Args.string({ description: 'a backup file, or the name of one under DATA_DIR/backups/', required: true }),
