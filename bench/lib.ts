@@ -106,6 +106,49 @@ export function controlPlane(
 }
 
 /** Removes every container and volume carrying `label=value`. */
+/**
+ * The control plane of a benchmark's child process (`<bench>.ts serve`, forked with BENCH_DATABASE,
+ * BENCH_CONTROL_PLANE_ID and BENCH_SESSION_SECRET in its environment), so that its CPU and memory
+ * are the server's alone: the change listener, activity, HTTP (with the proxy) and the workspace
+ * controller, on a loopback port, admitting everyone, its warnings and errors on stderr. It stops
+ * (and the process exits) on `stop()` or when the parent goes.
+ */
+export async function serveControlPlane(env: Record<string, string> = {}): Promise<{
+  plane: ReturnType<typeof controlPlane>['plane'];
+  dataSource: DataSource;
+  secret: string;
+  stop: () => Promise<void>;
+}> {
+  const secret = process.env.BENCH_SESSION_SECRET!;
+  const url = benchDatabaseUrl(process.env.BENCH_DATABASE!);
+  const toStderr = (record: Record<string, unknown>) => {
+    if (['warning', 'error', 'fatal'].includes(String(record.level))) process.stderr.write(`control plane: ${JSON.stringify(record)}\n`);
+  };
+  const dataSource = createDataSource(url);
+  await dataSource.initialize();
+  const { plane } = controlPlane(dataSource, {
+    onLog: toStderr,
+    controlPlaneId: process.env.BENCH_CONTROL_PLANE_ID!,
+    env: { DATABASE_URL: url, ...env },
+    parts: ['changes', 'activity', 'http', 'workspaces'],
+    listen: { port: 0, host: '127.0.0.1' },
+    allowlist: { isAllowed: () => true },
+    sessionSecret: secret,
+  });
+  await plane.start();
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      plane.http!.server.closeAllConnections();
+      await plane.stop();
+      await dataSource.destroy().catch(() => undefined);
+      process.exit(0);
+    })());
+  // The parent gone (crashed or killed): stop too, leaving its cleanup of Docker to its finally or the next run.
+  process.on('disconnect', () => void stop());
+  return { plane, dataSource, secret, stop };
+}
+
 export async function removeLabelled(label: string, value: string): Promise<void> {
   const filters = { label: [`${label}=${value}`] };
   const containers = await docker.listContainers({ all: true, filters });

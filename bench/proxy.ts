@@ -43,13 +43,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
-import { createDataSource } from '../src/db/database.ts';
 import {
   benchDatabase,
-  benchDatabaseUrl,
   cgroupCpuSeconds,
   CONTROL_PLANE_LABEL,
-  controlPlane,
   deadline,
   docker,
   freePort,
@@ -59,6 +56,7 @@ import {
   processOpenFds,
   processRssBytes,
   removeLabelled,
+  serveControlPlane,
   signedSessionCookie,
 } from './lib.ts';
 
@@ -95,37 +93,10 @@ type Memory = NodeJS.MemoryUsage & { type: 'memory'; gc: boolean };
 // The control plane, in its own process.
 
 async function serve(): Promise<void> {
-  const secret = process.env.BENCH_SESSION_SECRET!;
-  const url = benchDatabaseUrl(process.env.BENCH_DATABASE!);
-  const toStderr = (record: Record<string, unknown>) => {
-    if (['warning', 'error', 'fatal'].includes(String(record.level))) process.stderr.write(`control plane: ${JSON.stringify(record)}\n`);
-  };
-  const dataSource = createDataSource(url);
-  await dataSource.initialize();
-  // The server's parts that matter here: the change listener, activity, HTTP (with the proxy) and the workspace controller.
-  const { plane } = controlPlane(dataSource, {
-    onLog: toStderr,
-    controlPlaneId: process.env.BENCH_CONTROL_PLANE_ID!,
-    env: { DATABASE_URL: url },
-    parts: ['changes', 'activity', 'http', 'workspaces'],
-    listen: { port: 0, host: '127.0.0.1' },
-    allowlist: { isAllowed: () => true },
-    sessionSecret: secret,
-  });
-  await plane.start();
+  const { plane, dataSource, secret, stop } = await serveControlPlane();
   const { url: origin } = plane.http!;
   const port = Number(new URL(origin).port);
 
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      plane.http!.server.closeAllConnections();
-      await plane.stop();
-      await dataSource.destroy().catch(() => undefined);
-      process.exit(0);
-    })());
-  // The parent gone (crashed or killed): stop too, leaving its cleanup of Docker to its finally or the next run.
-  process.on('disconnect', () => void stop());
   process.on('message', (message: { type: string }) => {
     if (message.type === 'stop') void stop();
     if (message.type === 'memory') {

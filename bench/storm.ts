@@ -71,16 +71,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser, Page, Request as PwRequest } from 'playwright-core';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
-import { createDataSource } from '../src/db/database.ts';
 import { LABELS } from '../src/docker/runtime.ts';
 import { launchBrowser, withPage } from '../test/helpers/browser.ts';
 import { TcpProxy } from '../test/helpers/tcp-proxy.ts';
 import {
   benchDatabase,
-  benchDatabaseUrl,
   cgroupCpuSeconds,
   CONTROL_PLANE_LABEL,
-  controlPlane,
   deadline,
   docker,
   machineBusyPercent,
@@ -89,6 +86,7 @@ import {
   processCpuSeconds,
   processRssBytes,
   removeLabelled,
+  serveControlPlane,
   signedSessionCookie,
 } from './lib.ts';
 
@@ -147,34 +145,8 @@ interface Students {
 // The control plane, in its own process (as bench/proxy.ts): its CPU is the proxy's.
 
 async function serve(): Promise<void> {
-  const secret = process.env.BENCH_SESSION_SECRET!;
-  const url = benchDatabaseUrl(process.env.BENCH_DATABASE!);
-  const toStderr = (record: Record<string, unknown>) => {
-    if (['warning', 'error', 'fatal'].includes(String(record.level))) process.stderr.write(`control plane: ${JSON.stringify(record)}\n`);
-  };
-  const dataSource = createDataSource(url);
-  await dataSource.initialize();
-  const { plane } = controlPlane(dataSource, {
-    onLog: toStderr,
-    controlPlaneId: process.env.BENCH_CONTROL_PLANE_ID!,
-    // The real editor: code-server needs far more than the test image's 64 MiB.
-    env: { DATABASE_URL: url, WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: CODE_MEMORY },
-    parts: ['changes', 'activity', 'http', 'workspaces'],
-    listen: { port: 0, host: '127.0.0.1' },
-    allowlist: { isAllowed: () => true },
-    sessionSecret: secret,
-  });
-  await plane.start();
-
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      plane.http!.server.closeAllConnections();
-      await plane.stop();
-      await dataSource.destroy().catch(() => undefined);
-      process.exit(0);
-    })());
-  process.on('disconnect', () => void stop());
+  // The real editor: code-server needs far more than the test image's 64 MiB.
+  const { plane, dataSource, secret, stop } = await serveControlPlane({ WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: CODE_MEMORY });
 
   const tag = randomBytes(3).toString('hex');
   const students: Student[] = [];

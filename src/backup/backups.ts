@@ -86,10 +86,7 @@ export class Backups {
         .filter((file) => NAME.test(file))
         .map(async (name): Promise<StoredBackup> => {
           const info = await stat(path.join(this.dir, name));
-          const manifest = await readFile(path.join(this.dir, `${name}${SIDECAR}`), 'utf8').then(
-            (text) => JSON.parse(text) as BackupManifest,
-            () => null,
-          );
+          const manifest = (await readSidecar(path.join(this.dir, name))) ?? null;
           return { name, sizeBytes: info.size, modified: info.mtime, manifest };
         }),
     );
@@ -210,7 +207,7 @@ export class Backups {
       return { manifest, workspace, volume, handedOver };
     } catch (error) {
       // Started meanwhile, deleted, or the sidecar lied: the home stays as it was, and the filled volume goes.
-      await this.runtime.removeVolume(volume).catch(() => undefined);
+      await this.runtime.removeVolumeNamed(volume).catch(() => undefined);
       throw error;
     }
   }
@@ -226,11 +223,7 @@ export class Backups {
 
   /** A backup file's manifest: from the sidecar written with it, else by reading (and so verifying) the whole file. */
   private async manifestOf(file: string): Promise<BackupManifest> {
-    const sidecar = await readFile(`${file}${SIDECAR}`, 'utf8').then(
-      (text) => JSON.parse(text) as BackupManifest,
-      () => undefined,
-    );
-    return sidecar ?? verifyBackup(file);
+    return (await readSidecar(file)) ?? verifyBackup(file);
   }
 
   /** `<slug>-<time>.tar.gz`, with `-2`, `-3`… when a backup of the same second exists. */
@@ -245,5 +238,19 @@ export class Backups {
       )
         return name;
     }
+  }
+}
+
+/**
+ * The manifest written beside a backup file; undefined when there is none, or when it is not JSON
+ * of a manifest's shape (edited or damaged by hand: the file itself is then what tells).
+ */
+async function readSidecar(file: string): Promise<BackupManifest | undefined> {
+  try {
+    const manifest = JSON.parse(await readFile(`${file}${SIDECAR}`, 'utf8')) as Partial<BackupManifest> | null;
+    const valid = typeof manifest?.slug === 'string' && typeof manifest.workspaceId === 'string' && typeof manifest.bytes === 'number';
+    return valid ? (manifest as BackupManifest) : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -76,8 +76,8 @@ const firstLine = (text: string) => text.split('\n')[0]!.trim();
 /** What oclif parses flags and arguments into (its own FlagOutput and ArgOutput, which it does not export). */
 type Outputs = { [name: string]: unknown };
 
-/** Where commands find their environment (tests give theirs). */
-export const environment = { read: (): NodeJS.ProcessEnv => process.env };
+/** The environment commands are configured from: undefined is the process's, which loadConfig reads (tests give theirs). */
+export const environment = { read: (): NodeJS.ProcessEnv | undefined => undefined };
 
 /** The base of every command of `bin/cli`. */
 export abstract class CliCommand extends Command {

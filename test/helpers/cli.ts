@@ -35,7 +35,7 @@ export async function cli(argv: string[], env: Record<string, string | undefined
     process.stderr.write = writes.err;
     console.log = writes.log;
     console.error = writes.error;
-    environment.read = () => process.env;
+    environment.read = () => undefined;
     process.exitCode = undefined;
   }
 }

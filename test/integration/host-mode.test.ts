@@ -19,6 +19,7 @@ import { startApp, TEST_SESSION_SECRET, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { freePort, spawnServer } from '../helpers/server.ts';
 import { sessionFor } from '../helpers/session.ts';
+import { closesWithin, echoes } from '../helpers/websocket.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
@@ -146,26 +147,6 @@ function tunnel(owner: Student, grant: string | undefined, origin = originOf(own
     socket.once('open', () => resolve(socket));
     socket.once('error', reject);
     socket.once('unexpected-response', (_request, answer) => reject(new Error(`upgrade refused with ${answer.statusCode}`)));
-  });
-}
-
-/** Resolves once `socket` echoes a message. */
-async function echoes(socket: WebSocket): Promise<void> {
-  const text = `ping ${Math.random()}`;
-  const echoed = new Promise<string>((resolve) => socket.once('message', (data: Buffer) => resolve(data.toString())));
-  socket.send(text);
-  expect(await echoed).toBe(text);
-}
-
-/** Whether `socket` closes within `ms`. */
-function closesWithin(socket: WebSocket, ms: number): Promise<boolean> {
-  if (socket.readyState === WebSocket.CLOSED) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
   });
 }
 

@@ -16,6 +16,7 @@ import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { captureLogger, createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { closesWithin, echoes } from '../helpers/websocket.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
@@ -91,26 +92,6 @@ async function tunnel(owner: Student, as: Student = owner): Promise<WebSocket> {
   });
   await echoes(socket);
   return socket;
-}
-
-/** Resolves once `socket` echoes a message (the tunnel to the editor works). */
-async function echoes(socket: WebSocket): Promise<void> {
-  const text = `ping ${Math.random()}`;
-  const echoed = new Promise<string>((resolve) => socket.once('message', (data: Buffer) => resolve(data.toString())));
-  socket.send(text);
-  expect(await echoed).toBe(text);
-}
-
-/** Whether `socket` closes within `ms`. */
-function closesWithin(socket: WebSocket, ms: number): Promise<boolean> {
-  if (socket.readyState === WebSocket.CLOSED) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }
 
 /** The status a WebSocket upgrade to `owner`'s editor gets with `as`'s session. */
