@@ -281,4 +281,26 @@ describe('the admin API', () => {
     expect((await fetch(`${app.url}/admin/backups/..%2Fallowlist.json`, { headers: admin })).status).toBe(404);
     expect((await fetch(`${app.url}/admin/backups`)).status).toBe(401);
   }, 60_000);
+
+  it('lists a backup whose manifest beside it is damaged without one, and restores it from the file alone', async () => {
+    const sidecar = path.join(dataDir, 'backups', `${name}.json`);
+    const kept = readFileSync(sidecar, 'utf8');
+    try {
+      for (const damaged of ['{"slug": "ab', '42', 'null']) {
+        writeFileSync(sidecar, damaged);
+        const list = await fetch(`${app.url}/admin/backups`, { headers: admin });
+        expect(list.status).toBe(200);
+        const { backups } = (await list.json()) as { backups: { name: string; slug: string | null }[] };
+        expect(backups.find((entry) => entry.name === name)).toMatchObject({ slug: null });
+      }
+      const restored = await fetch(`${app.url}/admin/workspaces/${workspace.id}/restore`, {
+        method: 'POST',
+        headers: { ...admin, 'content-type': 'application/json' },
+        body: JSON.stringify({ backup: name }),
+      });
+      expect(restored.status).toBe(200);
+    } finally {
+      writeFileSync(sidecar, kept);
+    }
+  }, 60_000);
 });
