@@ -1,10 +1,10 @@
 /** Allowlist: emails and domains (and the SERVICE_ADMIN_EMAIL ones, marked); add with the server's validation shown inline; remove; a one-time sign-in link for an email. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, ApiError } from './api.ts';
+import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { signInLinkConfirmation, SignInLinkNotice, type SignInLink } from './sign-in-link.ts';
-import { ConfirmDialog, Empty, Notice, useResource, type Confirmation } from './ui.ts';
+import { ConfirmDialog, Empty, Notice, useResource, type Confirmation, Loading } from './ui.ts';
 
 export function AllowlistPage(): VNode {
   const { data, error, reload } = useResource(() => api<{ entries: string[]; implicit: string[] }>('GET', '/admin/allowlist'), 'allowlist');
@@ -23,7 +23,7 @@ export function AllowlistPage(): VNode {
       setNotice(answer.added ? `Added ${answer.entry}.` : `${answer.entry} is already on the allowlist.`);
       reload();
     } catch (failure) {
-      setProblem(failure instanceof ApiError ? failure.message : String(failure));
+      setProblem(messageOf(failure));
     }
   };
   const remove = (value: string) =>
@@ -63,9 +63,7 @@ export function AllowlistPage(): VNode {
     </form>
     ${
       !data
-        ? error
-          ? null
-          : html`<p class="loading">Loading…</p>`
+        ? html`<${Loading} error=${error} />`
         : data.entries.length + data.implicit.length === 0
           ? html`<${Empty}>No one is on the allowlist yet: add an email or a domain.<//>`
           : html`<table>

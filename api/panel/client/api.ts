@@ -14,6 +14,9 @@ export class ApiError extends Error {
   }
 }
 
+/** What to tell the coach about a failure: the API's message, or the error's own. */
+export const messageOf = (failure: unknown): string => (failure instanceof ApiError ? failure.message : String(failure));
+
 /** Calls the API; resolves with the JSON answer, rejects with an ApiError carrying the server's message. */
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   let response: Response;

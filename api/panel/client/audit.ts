@@ -4,10 +4,10 @@
  * the cap as before and after.
  */
 import type { VNode } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError } from './api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
-import { Empty, Notice, setQuery, Time } from './ui.ts';
+import { Empty, Notice, setQuery, Time, Loading } from './ui.ts';
 
 interface Entry {
   id: number;
@@ -104,17 +104,25 @@ export function AuditPage({ url }: { url: URL }): VNode {
   const [error, setError] = useState<string | undefined>(undefined);
   const [draft, setDraft] = useState(filters);
 
+  const [loading, setLoading] = useState(false);
+  // Only the newest read counts: a slow page of the filters before never lands on the new ones.
+  const latest = useRef(0);
   const load = async (before: number | null) => {
+    const call = ++latest.current;
+    setLoading(true);
     const params = new URLSearchParams({ limit: '50' });
     for (const [name, value] of Object.entries(filters)) if (value) params.set(name, value);
     if (before !== null) params.set('before', String(before));
     try {
       const page = await api<{ entries: Entry[]; nextCursor: number | null }>('GET', `/admin/audit-log?${params.toString()}`);
+      if (call !== latest.current) return;
       setEntries((current) => (before === null ? page.entries : [...(current ?? []), ...page.entries]));
       setCursor(page.nextCursor);
       setError(undefined);
     } catch (failure) {
-      setError(failure instanceof ApiError ? failure.message : String(failure));
+      if (call === latest.current) setError(messageOf(failure));
+    } finally {
+      if (call === latest.current) setLoading(false);
     }
   };
   useEffect(() => {
@@ -157,9 +165,7 @@ export function AuditPage({ url }: { url: URL }): VNode {
     ${error ? html`<${Notice} kind="error">${error}<//>` : null}
     ${
       !entries
-        ? error
-          ? null
-          : html`<p class="loading">Loading…</p>`
+        ? html`<${Loading} error=${error} />`
         : entries.length === 0
           ? html`<${Empty}>No entries match. Admin actions (promotions, stops, allowlist edits, cap changes…) appear here as they happen.<//>`
           : html`<table class="audit">
@@ -178,7 +184,7 @@ export function AuditPage({ url }: { url: URL }): VNode {
                   ${entries.map(rowOf)}
                 </tbody>
               </table>
-              ${cursor !== null ? html`<button type="button" class="more" onClick=${() => load(cursor)}>Load more</button>` : html`<p class="muted">That is all.</p>`}`
+              ${cursor !== null ? html`<button type="button" class="more" disabled=${loading} onClick=${() => load(cursor)}>Load more</button>` : html`<p class="muted">That is all.</p>`}`
     }
   </section>`;
 }

@@ -1,9 +1,9 @@
 /** Backups: the stored ones (download, restore into a stopped workspace), and a new one of a workspace. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, ApiError } from './api.ts';
+import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
-import { ConfirmDialog, Empty, Notice, Time, useResource, type Confirmation } from './ui.ts';
+import { ConfirmDialog, Empty, Notice, Time, useResource, type Confirmation, Loading } from './ui.ts';
 
 interface Backup {
   name: string;
@@ -49,7 +49,7 @@ export function BackupsPage(): VNode {
       setNotice({ kind: 'ok', text: `Backed up ${workspace.slug}: ${backup.files ?? '?'} files, ${megabytes(backup.sizeBytes)} (${backup.name}).` });
       backups.reload();
     } catch (failure) {
-      setNotice({ kind: 'error', text: failure instanceof ApiError ? failure.message : String(failure) });
+      setNotice({ kind: 'error', text: messageOf(failure) });
     } finally {
       setBusy(false);
     }
@@ -102,9 +102,7 @@ export function BackupsPage(): VNode {
     </form>
     ${
       !backups.data
-        ? backups.error
-          ? null
-          : html`<p class="loading">Loading…</p>`
+        ? html`<${Loading} error=${backups.error} />`
         : backups.data.backups.length === 0
           ? html`<${Empty}>No backups yet: choose a workspace above and back it up (or run <code>cli backup &lt;slug&gt;</code> on the server).<//>`
           : html`<table>
@@ -136,7 +134,15 @@ export function BackupsPage(): VNode {
                           aria-label=${`Download ${backup.name}`}
                           >Download</a
                         >
-                        <button type="button" onClick=${() => restore(backup)} aria-label=${`Restore ${backup.name}`}>Restore</button>
+                        <button
+                          type="button"
+                          disabled=${rows.length === 0}
+                          title=${rows.length === 0 ? 'There is no workspace to restore into.' : undefined}
+                          onClick=${() => restore(backup)}
+                          aria-label=${`Restore ${backup.name}`}
+                        >
+                          Restore
+                        </button>
                       </td>
                     </tr>`,
                 )}

@@ -1,7 +1,7 @@
 /** Overview: capacity with the inline cap editor, active builds, who was refused at the cap (live), failures. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, ApiError, type Refusal } from './api.ts';
+import { api, type Refusal, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { Ago, Empty, Link, Notice, Time, useResource } from './ui.ts';
 
@@ -29,7 +29,7 @@ function CapEditor({ cap, source, onSaved }: { cap: number; source: string; onSa
       setSaved(`Saved: the cap is ${answer.value} (was ${answer.previous}). Lowering it stops no one.`);
       onSaved();
     } catch (failure) {
-      setError(failure instanceof ApiError ? failure.message : String(failure));
+      setError(messageOf(failure));
     }
   };
   return html`<form class="inline" onSubmit=${save}>

@@ -1,7 +1,7 @@
 /** What the panel's pages share: reading with live refresh, navigation, times, notices, confirmations. */
 import type { ComponentChildren, VNode } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, onLive } from './api.ts';
+import { onLive, messageOf } from './api.ts';
 import { html } from './html.ts';
 
 /** The state of something read from the API. */
@@ -29,7 +29,7 @@ export function useResource<T>(load: () => Promise<T>, key: string, kinds: reado
         setData(value);
         setError(undefined);
       } catch (failure) {
-        if (call === latest.current) setError(failure instanceof ApiError ? failure.message : String(failure));
+        if (call === latest.current) setError(messageOf(failure));
       }
     })();
   }, [key]);
@@ -159,7 +159,7 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
       await confirmation.run();
       onDone();
     } catch (failure) {
-      setError(failure instanceof ApiError ? failure.message : String(failure));
+      setError(messageOf(failure));
     } finally {
       setBusy(false);
     }
@@ -183,4 +183,9 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
       </div>
     </form>
   </dialog>`;
+}
+
+/** The line shown until a page's first data is in; nothing once that read failed (its error is shown instead). */
+export function Loading({ error }: { error: string | undefined }): VNode | null {
+  return error ? null : html`<p class="loading">Loading…</p>`;
 }

@@ -1,10 +1,10 @@
 /** Users: name, email, role and workspace; search; promote, demote (never the last admin), a one-time sign-in link, delete with a typed confirmation. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, ApiError } from './api.ts';
+import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { signInLinkConfirmation, SignInLinkNotice, type SignInLink } from './sign-in-link.ts';
-import { ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation } from './ui.ts';
+import { ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
 
 interface User {
   id: string;
@@ -31,7 +31,7 @@ export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
       setNotice({ kind: 'ok', text: action === 'promote' ? `${user.email} is now an admin.` : `${user.email} is no longer an admin; their sessions ended.` });
       reload();
     } catch (failure) {
-      setNotice({ kind: 'error', text: failure instanceof ApiError ? failure.message : String(failure) });
+      setNotice({ kind: 'error', text: messageOf(failure) });
     }
   };
   const remove = (user: User) =>
@@ -67,7 +67,7 @@ export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
     </form>
     ${
       !data
-        ? html`<p class="loading">Loading…</p>`
+        ? html`<${Loading} error=${error} />`
         : users.length === 0
           ? html`<${Empty}
               >${data.users.length === 0 ? 'No users yet: a person becomes a user at their first sign-in (add them to the allowlist first).' : 'No user matches the search.'}<//

@@ -4,10 +4,10 @@
  * and restart with a confirmation; a bulk stop of a selection. Updates live.
  */
 import type { VNode } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api } from './api.ts';
 import { html } from './html.ts';
-import { Ago, ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation } from './ui.ts';
+import { Ago, ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
 
 interface Row {
   id: string;
@@ -60,6 +60,8 @@ export function WorkspacesPage({ url }: { url: URL }): VNode {
     'users',
   ]);
   const [selected, setSelected] = useState<Set<string>>(new Set());
+  // A selection is of the rows shown: another page, search or filter starts a new one.
+  useEffect(() => setSelected(new Set()), [params.toString()]);
   const [confirmation, setConfirmation] = useState<Confirmation | undefined>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
 
@@ -160,7 +162,7 @@ export function WorkspacesPage({ url }: { url: URL }): VNode {
     </form>
     ${
       !data
-        ? html`<p class="loading">Loading…</p>`
+        ? html`<${Loading} error=${error} />`
         : data.total === 0
           ? html`<${Empty}
               >${counts?.all === 0 ? 'No workspaces yet: a student gets one at their first sign-in.' : 'No workspace matches; clear the search or the filters.'}<//
