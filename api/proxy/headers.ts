@@ -75,14 +75,15 @@ export function upstreamHeaders(
   keepUpgrade = false,
 ): string[] {
   const raw = req.rawHeaders;
-  const named = keepUpgrade ? undefined : connectionNamed(req.headers.connection);
+  const named = connectionNamed(req.headers.connection);
   const result: string[] = [];
   let host = false;
   let length = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();
-    if (REPLACED.has(lower) || lower.startsWith('x-forwarded-') || (!keepUpgrade && (HOP_BY_HOP.has(lower) || named?.has(lower)))) continue;
+    const hopByHop = HOP_BY_HOP.has(lower) || named?.has(lower);
+    if (REPLACED.has(lower) || lower.startsWith('x-forwarded-') || (hopByHop && !(keepUpgrade && UPGRADE.has(lower)))) continue;
     if (lower === 'host') {
       if (host) continue;
       host = true;

@@ -367,7 +367,13 @@ export class WorkspaceProxy {
     const { workspace } = verdict;
     if (workspace.desiredState !== 'running' || !running(workspace))
       return refuseUpgrade(socket, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running.`);
-    this.tunnels.open(req, socket, head, workspace, path, cookie, { user: verdict.user, sessionId: verdict.sessionId, admit });
+    try {
+      this.tunnels.open(req, socket, head, workspace, path, cookie, { user: verdict.user, sessionId: verdict.sessionId, admit });
+    } catch (error) {
+      // E.g. an editor address net.connect refuses outright: the client still gets an answer.
+      this.deps.log.error({ error }, 'opening a WebSocket tunnel failed');
+      if (!socket.destroyed) refuseUpgrade(socket, 500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+    }
   }
 
   /** An admission verdict, a failure of the lookup being a logged 500. */

@@ -389,6 +389,17 @@ describe('an editor that is not up', () => {
     expect(await page.text()).toContain('<button id="open"');
   });
 
+  it('answers a WebSocket upgrade 500 (and logs it) when its tunnel cannot even be opened', async () => {
+    // A port net.connect refuses outright (ERR_SOCKET_BAD_PORT), thrown as the tunnel opens.
+    await db.dataSource.query("UPDATE workspaces SET editor_endpoint = '127.0.0.1:99999' WHERE id = $1", [ada.workspace.id]);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const from = app.logs.length;
+    const socket = new WebSocket(url(ada, '/ws').replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url } });
+    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0)));
+    expect(refused).toBe(500);
+    expect(app.logs.slice(from)).toContainEqual(expect.objectContaining({ level: 'error', message: 'opening a WebSocket tunnel failed' }));
+  });
+
   it('answers 502 when the recorded editor does not answer, and counts it', async () => {
     const before = await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"');
     await db.dataSource.query("UPDATE workspaces SET editor_endpoint = '127.0.0.1:9' WHERE id = $1", [ada.workspace.id]);

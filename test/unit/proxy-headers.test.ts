@@ -45,6 +45,22 @@ describe('upstreamHeaders', () => {
     });
   });
 
+  it('keeps only Connection and Upgrade of the hop-by-hop headers for a WebSocket upgrade', () => {
+    // prettier-ignore
+    const req = request([
+      'Host', 'cp.school.test',
+      'Connection', 'Upgrade, X-Private',
+      'Upgrade', 'websocket',
+      'X-Private', 'hop',
+      'Proxy-Authorization', 'Basic c2VjcmV0',
+      'Keep-Alive', 'timeout=5',
+      'TE', 'trailers',
+      'Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ==',
+    ]);
+    const headers = asObject(upstreamHeaders(req, 'ada', undefined, forwarding, true));
+    expect(Object.keys(headers).filter((name) => !name.startsWith('x-forwarded-'))).toEqual(['host', 'connection', 'upgrade', 'sec-websocket-key']);
+  });
+
   it('keeps one Host and one Content-Length, in the order they came', () => {
     const headers = upstreamHeaders(request(['Host', 'a.test', 'Content-Length', '3', 'Host', 'b.test', 'Content-Length', '4']), 'ada', undefined, forwarding);
     expect(headers.slice(0, 4)).toEqual(['Host', 'a.test', 'Content-Length', '3']);
