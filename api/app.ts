@@ -18,7 +18,7 @@ import { loadUser, Throttle, type GateOptions } from './middleware/auth.ts';
 import { errorMiddleware } from './middleware/errors.ts';
 import { implementedMethodsOnly } from './middleware/methods.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
-import { HANDOVER_PREFIX, parseWorkspacePath, PROXY_ROUTE, WorkspaceHosts, WorkspaceProxy } from './proxy/index.ts';
+import { HANDOVER_PREFIX, parseWorkspacePath, PROXY_ROUTE, SLUG, WorkspaceHosts, WorkspaceProxy } from './proxy/index.ts';
 import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
 import { homeRouter } from './home.ts';
@@ -229,7 +229,7 @@ export function createApp(deps: AppDeps): AppHandlers {
 function handoverSlug(target: string): string | undefined {
   if (!target.startsWith(HANDOVER_PREFIX)) return undefined;
   const path = target.split('?', 1)[0]!.slice(HANDOVER_PREFIX.length);
-  return /^[a-z0-9-]{1,40}$/.test(path) ? path : undefined;
+  return SLUG.test(path) ? path : undefined;
 }
 
 /** A JSON error for a request that never reaches a router, counted like the others. */

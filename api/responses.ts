@@ -28,9 +28,9 @@ export function sendHtml(res: http.ServerResponse, status: number, html: string)
   res.end(html);
 }
 
-/** Redirects a raw Node response (302, never cached). */
-export function redirect(res: http.ServerResponse, location: string, status = 302): void {
-  res.writeHead(status, { location, 'content-length': 0, 'cache-control': 'no-store' });
+/** Redirects a raw Node response (302, never cached), with `headers` of its own (cookies, a referrer policy). */
+export function redirect(res: http.ServerResponse, location: string, status = 302, headers: Record<string, string | string[]> = {}): void {
+  res.writeHead(status, { location, 'content-length': 0, 'cache-control': 'no-store', ...headers });
   res.end();
 }
 

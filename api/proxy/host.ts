@@ -11,6 +11,7 @@
  */
 import type http from 'node:http';
 import type { WorkspaceHostConfig } from '../../src/config.ts';
+import { SLUG } from './path.ts';
 
 /** The paths of a workspace's host that are ours, never passed to the editor. */
 export const RESERVED_PREFIX = '/.cp/';
@@ -20,8 +21,6 @@ export const HANDOFF_PATH = `${RESERVED_PREFIX}handoff`;
 
 /** How long the state cookie of a hand-over under way lasts (a sign-in may come between). */
 export const STATE_TTL_SECONDS = 10 * 60;
-
-const SLUG = /^[a-z0-9-]{1,40}$/;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
@@ -122,8 +121,11 @@ export function isNavigation(req: http.IncomingMessage): boolean {
   if (!SAFE_METHODS.has(req.method ?? '')) return false;
   const mode = req.headers['sec-fetch-mode'];
   if (mode !== undefined) return mode === 'navigate';
-  return (req.headers.accept ?? '').includes('text/html');
+  return acceptsHtml(req);
 }
+
+/** Whether a request takes HTML (a browser's page load or link), rather than only JSON. */
+export const acceptsHtml = (req: http.IncomingMessage): boolean => (req.headers.accept ?? '').includes('text/html');
 
 /**
  * Why a request on a workspace's host is refused as coming from another site, or undefined when

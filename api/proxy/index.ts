@@ -19,11 +19,20 @@ import { redirect, refuseUpgrade, sendError, sendHtml } from '../responses.ts';
 import { workspacePage } from '../workspace-page.ts';
 import { Admission, NO_SUCH_WORKSPACE, sessionCookies, type Verdict } from './admission.ts';
 import { digest, GRANT_TTL_MS, GrantSigner, HandoffCodes, randomToken } from './handoff.ts';
-import { crossOriginRefusal, HANDOFF_PATH, isNavigation, RESERVED_PREFIX, STATE_TTL_SECONDS, type HostCookies, type WorkspaceHosts } from './host.ts';
+import {
+  acceptsHtml,
+  crossOriginRefusal,
+  HANDOFF_PATH,
+  isNavigation,
+  RESERVED_PREFIX,
+  STATE_TTL_SECONDS,
+  type HostCookies,
+  type WorkspaceHosts,
+} from './host.ts';
 import { HttpForwarder, type ProxiedPath } from './http.ts';
 import { Tunnels, type Tunnel, type TunnelOwner } from './websocket.ts';
 
-export { parseWorkspacePath, type WorkspacePath } from './path.ts';
+export { parseWorkspacePath, SLUG, type WorkspacePath } from './path.ts';
 export { WorkspaceHosts } from './host.ts';
 
 /** How often a WebSocket upgrade is looked up again when revocations keep coming during its lookup. */
@@ -274,7 +283,7 @@ export class WorkspaceProxy {
     const origin = hosts.origin(slug);
     const landing = safeReturnTo(query.get('path') ?? '/', origin) ?? '/';
     const code = this.handoffs.issue({ userId: verdict.user.id, sessionId: verdict.sessionId, workspaceId: workspace.id, stateHash: state, path: landing });
-    redirectWith(res, `${origin}${HANDOFF_PATH}?code=${code}`, { 'referrer-policy': 'no-referrer' });
+    redirect(res, `${origin}${HANDOFF_PATH}?code=${code}`, 302, { 'referrer-policy': 'no-referrer' });
   }
 
   /**
@@ -300,7 +309,7 @@ export class WorkspaceProxy {
     const verdict = await this.admission.admitWith(handoff, workspace);
     if ('status' in verdict) return sendHtml(res, verdict.status === 401 ? 400 : 403, refusalPage('Could not open the workspace', verdict.message, again));
     const grant = this.grants!.sign({ userId: handoff.userId, workspaceId: workspace.id, sessionId: handoff.sessionId, expiresAt: Date.now() + GRANT_TTL_MS });
-    redirectWith(res, handoff.path, {
+    redirect(res, handoff.path, 302, {
       'set-cookie': [hosts.setCookie(hosts.grantCookie, grant, GRANT_TTL_MS / 1000), hosts.setCookie(hosts.stateCookie, '', 0)],
       'referrer-policy': 'no-referrer',
     });
@@ -316,7 +325,7 @@ export class WorkspaceProxy {
     const state = cookies.states.find((value) => TOKEN_FORMAT.test(value)) ?? randomToken(32);
     const query = new URLSearchParams({ state: digest(state) });
     if (path.rest !== '/') query.set('path', path.rest);
-    redirectWith(res, `${this.deps.publicOrigin}${HANDOVER_PREFIX}${path.slug}?${query.toString()}`, {
+    redirect(res, `${this.deps.publicOrigin}${HANDOVER_PREFIX}${path.slug}?${query.toString()}`, 302, {
       'set-cookie': hosts.setCookie(hosts.stateCookie, state, STATE_TTL_SECONDS),
       'referrer-policy': 'no-referrer',
     });
@@ -324,7 +333,7 @@ export class WorkspaceProxy {
 
   /** A host under the workspace domain that names no workspace: a page for a browser, JSON otherwise. */
   private notFound(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if (!(req.headers.accept ?? '').includes('text/html')) return sendError(res, 404, 'not_found', NO_SUCH_WORKSPACE.message);
+    if (!acceptsHtml(req)) return sendError(res, 404, 'not_found', NO_SUCH_WORKSPACE.message);
     const home = { href: `${this.deps.publicOrigin}/`, label: 'Go to the start' };
     sendHtml(res, 404, refusalPage('No such workspace', NO_SUCH_WORKSPACE.message, home));
   }
@@ -437,7 +446,7 @@ export class WorkspaceProxy {
    * workspace page (not running), forwarded (path mode) or sent to the workspace's host (host mode).
    */
   private proceed(req: http.IncomingMessage, res: http.ServerResponse, path: ProxiedPath, cookie: string | undefined, verdict: Verdict): void {
-    const browser = (req.headers.accept ?? '').includes('text/html');
+    const browser = acceptsHtml(req);
     if ('status' in verdict) {
       if (verdict.status === 401 && browser) return redirect(res, `/auth/sign-in?return_to=${encodeURIComponent(`/u/${path.slug}${path.rest}`)}`);
       if (verdict.status === 403 && browser) return sendHtml(res, 403, refusalPage(verdict.title ?? 'Not allowed', verdict.message));
@@ -460,7 +469,7 @@ export class WorkspaceProxy {
     if ('status' in verdict) {
       if (verdict.status === 404) return this.notFound(req, res);
       if (verdict.status === 401 && isNavigation(req)) return this.setOut(res, path, cookies);
-      if (verdict.status === 403 && (req.headers.accept ?? '').includes('text/html')) {
+      if (verdict.status === 403 && acceptsHtml(req)) {
         const home = { href: `${this.deps.publicOrigin}/`, label: 'Go to the start' };
         return sendHtml(res, 403, refusalPage(verdict.title ?? 'Not allowed', verdict.message, home));
       }
@@ -489,10 +498,4 @@ function busyPage(): string {
 /** Whether a workspace's editor is up and known (where to reach it). */
 function running(workspace: WorkspaceRecord): boolean {
   return workspace.observedState === 'running' && Boolean(workspace.editorEndpoint);
-}
-
-/** A 302 (never cached) with headers of its own (cookies, a referrer policy). */
-function redirectWith(res: http.ServerResponse, location: string, headers: Record<string, string | string[]>): void {
-  res.writeHead(302, { location, 'content-length': 0, 'cache-control': 'no-store', ...headers });
-  res.end();
 }

@@ -1,7 +1,8 @@
 /** A path under /u/: the raw slug segment and the rest (with the query), or why it is refused. */
 export type WorkspacePath = { slug: string; rest: string; api: boolean } | { invalid: string } | undefined;
 
-const SLUG = /^[a-z0-9-]{1,40}$/;
+/** A workspace slug as it may appear in a path or a host name. */
+export const SLUG = /^[a-z0-9-]{1,40}$/;
 /** A `.` or `..` path segment. */
 const DOT_SEGMENT = /(^|\/)\.\.?(\/|$)/;
 
