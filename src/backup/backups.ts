@@ -109,12 +109,8 @@ export class Backups {
   }
 
   /** The workspace named by a slug or its owner's email; 404 `workspace_not_found`. */
-  async workspace(slugOrEmail: string): Promise<WorkspaceRecord> {
-    const found = await this.store.workspaces.find(slugOrEmail);
-    if (!found || found.desiredState === 'deleted') {
-      throw NotFoundError('workspace_not_found', `No workspace ${JSON.stringify(slugOrEmail)} (give a slug or an owner's email).`);
-    }
-    return found;
+  workspace(slugOrEmail: string): Promise<WorkspaceRecord> {
+    return this.store.workspaces.resolve(slugOrEmail);
   }
 
   /**

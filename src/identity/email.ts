@@ -96,3 +96,10 @@ export function canonicalEmail(input: string): string | undefined {
   const checked = checkEmail(input);
   return 'value' in checked ? checked.value : undefined;
 }
+
+/**
+ * How emails are stored and compared: the one rule of this file (lower-case, the domain
+ * in its ASCII form), never trimmed, so that no email is ever read as someone else's. Text that is
+ * not a valid email is compared lower-cased as it is (it matches no one).
+ */
+export const normalEmail = (email: string) => canonicalEmail(email) ?? email.toLowerCase();

@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Change } from '../db/changes.ts';
 import type { Queryable } from '../db/sql.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
-import { canonicalEmail, checkEmail, textProblem } from '../identity/email.ts';
+import { checkEmail, normalEmail, textProblem } from '../identity/email.ts';
 import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
@@ -48,13 +48,6 @@ export interface RoleChange {
   user: UserRecord;
   changed: boolean;
 }
-
-/**
- * How emails are stored and compared: the one rule of src/identity/email.ts (lower-case, the domain
- * in its ASCII form), never trimmed, so that no email is ever read as someone else's. Text that is
- * not a valid email is compared lower-cased as it is (it matches no one).
- */
-const normalEmail = (email: string) => canonicalEmail(email) ?? email.toLowerCase();
 
 async function getUser(db: Queryable, id: string): Promise<UserRecord | undefined> {
   if (!isUuid(id)) return undefined;

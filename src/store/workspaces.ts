@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Change, ChangeFeed } from '../db/changes.ts';
 import { queryRows, type Queryable } from '../db/sql.ts';
 import { AtCapacityError, ConflictError, NotFoundError } from '../errors.ts';
+import { normalEmail } from '../identity/email.ts';
 import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
@@ -196,13 +197,28 @@ export class WorkspaceStore {
     return rows[0] && toWorkspace(rows[0]);
   }
 
-  /** The workspace named by its slug or its owner's email (what operators type), or undefined. */
+  /**
+   * The workspace named by its slug or its owner's email (what operators type; the email compared
+   * as users are), or undefined.
+   */
   async find(slugOrEmail: string): Promise<WorkspaceRecord | undefined> {
+    const text = slugOrEmail.trim();
+    // No slug or email holds a NUL, and PostgreSQL could not compare one.
+    if (text.includes('\u0000')) return undefined;
     const rows: WorkspaceRow[] = await this.db.query(
-      `SELECT ${COLUMNS} FROM workspaces WHERE slug = $1 OR user_id = (SELECT id FROM users WHERE email = lower($1)) ORDER BY slug = $1 DESC LIMIT 1`,
-      [slugOrEmail.trim()],
+      `SELECT ${COLUMNS} FROM workspaces WHERE slug = $1 OR user_id = (SELECT id FROM users WHERE email = $2) ORDER BY slug = $1 DESC LIMIT 1`,
+      [text, normalEmail(text)],
     );
     return rows[0] && toWorkspace(rows[0]);
+  }
+
+  /** The workspace an operator names (slug or owner's email), not deleted; 404 `workspace_not_found` otherwise. */
+  async resolve(slugOrEmail: string): Promise<WorkspaceRecord> {
+    const found = await this.find(slugOrEmail);
+    if (!found || found.desiredState === 'deleted') {
+      throw NotFoundError('workspace_not_found', `No workspace ${JSON.stringify(slugOrEmail)} (give a slug or an owner's email).`);
+    }
+    return found;
   }
 
   /** Every workspace, by slug. */

@@ -223,6 +223,9 @@ describe('workspaces, status and the cap', () => {
     expect((await store.workspaces.get(ada.workspaceId!))?.desiredState).toBe('stopped');
     expect((await audit()).map((row) => [row.actor_email, row.action])).toEqual([['cli', 'container.stop']]);
     expect((await cli(['workspaces', 'stop', 'nobody'], env)).code).toBe(EXIT.notFound);
+    // An email is compared as users are (any case); a NUL names no one (never a database error).
+    expect((await cli(['workspaces', 'stop', 'ADA@School.Test'], env)).code).toBe(EXIT.ok);
+    expect(await cli(['workspaces', 'stop', 'ada\u0000'], env)).toMatchObject({ code: EXIT.notFound, stderr: expect.stringContaining('No workspace') });
   });
 
   it('restarts a running workspace, and refuses a stopped one (exit 4)', async () => {

@@ -1,5 +1,4 @@
 import { Args } from '@oclif/core';
-import { NotFoundError } from '../../../errors.ts';
 import { CLI_ACTOR } from '../../../store/audit.ts';
 import { CliCommand } from '../../command.ts';
 
@@ -12,8 +11,7 @@ export default class WorkspacesRestart extends CliCommand {
   async run(): Promise<{ workspace: { id: string; slug: string; restartGeneration: number } }> {
     const { args } = await this.parse(WorkspacesRestart);
     const { store } = await this.controlPlane();
-    const found = await store.workspaces.find(args.workspace);
-    if (!found) throw NotFoundError('workspace_not_found', `No workspace ${JSON.stringify(args.workspace)} (give a slug or an owner's email).`);
+    const found = await store.workspaces.resolve(args.workspace);
     const workspace = await store.workspaces.restartCode(CLI_ACTOR, found.id);
     this.say(`Workspace ${workspace.slug} gets a fresh code container.`);
     return { workspace: { id: workspace.id, slug: workspace.slug, restartGeneration: workspace.restartGeneration } };

@@ -1,5 +1,4 @@
 import { Args } from '@oclif/core';
-import { NotFoundError } from '../../../errors.ts';
 import { CLI_ACTOR } from '../../../store/audit.ts';
 import { CliCommand } from '../../command.ts';
 
@@ -12,8 +11,7 @@ export default class WorkspacesStop extends CliCommand {
   async run(): Promise<{ workspace: { id: string; slug: string; desiredState: string; observedState: string } }> {
     const { args } = await this.parse(WorkspacesStop);
     const { store } = await this.controlPlane();
-    const found = await store.workspaces.find(args.workspace);
-    if (!found) throw NotFoundError('workspace_not_found', `No workspace ${JSON.stringify(args.workspace)} (give a slug or an owner's email).`);
+    const found = await store.workspaces.resolve(args.workspace);
     const workspace = await store.workspaces.stop(CLI_ACTOR, found.id);
     this.say(`Workspace ${workspace.slug} is set to stop.`);
     return { workspace: { id: workspace.id, slug: workspace.slug, desiredState: workspace.desiredState, observedState: workspace.observedState } };
