@@ -18,7 +18,7 @@ export interface Refusal {
 }
 
 /** How long refusals are kept for the panel: the last hour. */
-export const REFUSALS_KEPT_MS = 60 * 60_000;
+const REFUSALS_KEPT_MS = 60 * 60_000;
 
 /** How often an idle event stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;

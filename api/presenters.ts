@@ -92,7 +92,7 @@ export function presentOverview(overview: Overview) {
 }
 
 /** One audit entry: id (the cursor), ISO timestamp, actor, action, target and metadata. */
-export function presentAuditEntry(entry: AuditEntry) {
+function presentAuditEntry(entry: AuditEntry) {
   return { ...entry, timestamp: entry.timestamp.toISOString() };
 }
 

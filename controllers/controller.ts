@@ -48,7 +48,7 @@ export interface Triggers {
 }
 
 /** What a controller follows and how each trigger names the keys to look at. Triggers only enqueue keys. */
-export interface TriggerSpec {
+interface TriggerSpec {
   queue: WorkQueue;
   changes: ChangeFeed;
   /** The keys a committed change asks to look at (none for changes the controller does not follow). */
@@ -72,7 +72,7 @@ export interface TriggerSpec {
  * failed resync is logged and the next trigger retries. Returns how to stop them all, and a resync
  * to run now.
  */
-export function wireTriggers(spec: TriggerSpec): Triggers {
+function wireTriggers(spec: TriggerSpec): Triggers {
   const { queue, log } = spec;
   const enqueue = (keys: string[]) => keys.forEach((key) => queue.add(key));
   const resync = async () => {

@@ -33,7 +33,7 @@ export const UnavailableError = (code: string, message: string, retryAfterSecond
 export const AT_CAPACITY_MESSAGE = 'Server at capacity. Your coach has been notified. Please try again in a few minutes.';
 
 /** Seconds a refused student is told to wait before trying again. */
-export const AT_CAPACITY_RETRY_AFTER_SECONDS = 60;
+const AT_CAPACITY_RETRY_AFTER_SECONDS = 60;
 
 /**
  * 503 `at_capacity`: opening a workspace was refused because as many workspaces as the effective

@@ -128,7 +128,7 @@ export function relativeName(name: string, root: string): string | undefined {
 }
 
 /** `relative` (from relativeName) below top directory `root`. */
-export function underRoot(relative: string, root: string): string {
+function underRoot(relative: string, root: string): string {
   return relative === '' ? root : `${root}/${relative}`;
 }
 

@@ -36,7 +36,7 @@ export function packEntry(pack: tar.Pack, header: PackHeader): EntrySink {
 }
 
 /** Resolves when `stream` emits drain; rejects when it errors or closes first, or already has. */
-export function drained(stream: EventEmitter & { destroyed?: boolean; destroying?: boolean }): Promise<void> {
+function drained(stream: EventEmitter & { destroyed?: boolean; destroying?: boolean }): Promise<void> {
   // A destroyed stream (Node's `destroyed`, streamx's `destroying` too) will never drain, and may have closed already.
   if (stream.destroyed || stream.destroying) return Promise.reject(closedEarly());
   return new Promise((resolve, reject) => {

@@ -32,7 +32,7 @@ export interface ActiveRun {
 }
 
 /** How many runs GET /runs lists, newest first. */
-export const RECENT_RUNS = 20;
+const RECENT_RUNS = 20;
 
 const COLUMNS = 'id, workspace_id, desired_state, status, queued_at, ready_at, ended_at, exit_code, reason, output, sim_endpoint';
 const ACTIVE = "status IN ('queued', 'running')";

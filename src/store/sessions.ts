@@ -13,7 +13,7 @@ const SESSION_COOKIE_TTL_MS = 24 * 60 * 60 * 1000;
 export const ANONYMOUS_SESSION_TTL_MS = 10 * 60 * 1000;
 
 /** The external store koa-session calls. */
-export interface KoaSessionStore {
+interface KoaSessionStore {
   get(key: string): Promise<Record<string, unknown> | undefined>;
   set(key: string, session: Record<string, unknown>, maxAge: number | 'session' | undefined): Promise<void>;
   destroy(key: string): Promise<void>;

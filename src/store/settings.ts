@@ -7,7 +7,7 @@ import type { Mutate } from './mutation.ts';
 export const MAX_CAP = 10000;
 
 /** The settings key of the container cap override; its row is also the admission lock. */
-export const CAP_KEY = 'max_active_containers';
+const CAP_KEY = 'max_active_containers';
 
 /** The cap in force and where it comes from. */
 export interface EffectiveCap {

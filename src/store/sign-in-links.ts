@@ -6,7 +6,7 @@ import type { Actor } from './audit.ts';
 import type { Mutate, Tx } from './mutation.ts';
 
 /** How long the first-run setup link works (Jupyter's token URL does not expire; ours does, and only one is live). */
-export const SETUP_LINK_TTL_MS = 15 * 60_000;
+const SETUP_LINK_TTL_MS = 15 * 60_000;
 /** How long a sign-in link works unless its maker says otherwise. */
 export const SIGN_IN_LINK_TTL_MS = 60 * 60_000;
 /** The longest a sign-in link may be made to work: a school day. */
@@ -38,7 +38,7 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 const hash = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /** 410 `link_not_valid`: the one answer for a link that is unknown, used, expired or of another kind (which of them is no one's business). */
-export const LinkNotValidError = () =>
+const LinkNotValidError = () =>
   new AppError(410, 'link_not_valid', 'This link is not valid: it was already used, it expired, or it was copied incompletely. Ask for a new one.');
 
 interface LinkRow {

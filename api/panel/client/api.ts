@@ -39,7 +39,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 }
 
 /** What the live stream says: a change of some kind of state, or a capacity refusal. */
-export type LiveEvent = { type: 'change'; kind: string; id: string } | { type: 'refusal'; refusal: Refusal };
+type LiveEvent = { type: 'change'; kind: string; id: string } | { type: 'refusal'; refusal: Refusal };
 
 /** A student refused at the cap. */
 export interface Refusal {
