@@ -107,7 +107,7 @@ export class Tunnels {
     const { metrics, activity } = this.deps;
     const at = workspace.editorEndpoint!.lastIndexOf(':');
     const started = performance.now();
-    const upstream = net.connect(Number(workspace.editorEndpoint!.slice(at + 1)), workspace.editorEndpoint!.slice(0, at));
+    const upstream = net.connect({ port: Number(workspace.editorEndpoint!.slice(at + 1)), host: workspace.editorEndpoint!.slice(0, at), noDelay: true });
     this.track(upstream);
     const tunnel: Tunnel = {
       user: owner.user,
