@@ -28,23 +28,22 @@
 # of the function that makes them>, so that editing an entrypoint rebuilds in seconds. Building needs
 # root (debootstrap, chroot); checking that the images are up to date needs neither. Concurrent runs
 # are serialised with flock. One line per phase; on failure the tail of the failing step's log.
+# Nothing of the caller's environment but the settings named here reaches a build step
+# (scripts/lib.sh, clean_environment).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SCRIPT=build-base-images
+# shellcheck source=lib.sh
+. "$ROOT/scripts/lib.sh"
+clean_environment "$ROOT/scripts/$(basename "$0")" NODE_BASE_IMAGE_TAG POSTGRES_BASE_IMAGE_TAG BASE_DEBIAN_MIRROR BASE_DEBIAN_SECURITY_MIRROR BASE_IMAGES_CACHE
+
 NODE_TAG="${NODE_BASE_IMAGE_TAG:-classroom-base/node:24}"
 PG_TAG="${POSTGRES_BASE_IMAGE_TAG:-classroom-base/postgres:15}"
 SUITE=bookworm
 PG_MAJOR=15
 HASH_LABEL=service.base-image-hash
 STAGE_REPO=classroom-base/stage
-
-say() { printf 'build-base-images: %s\n' "$*"; }
-SAID_WHY=0
-die() {
-  say "$*" >&2
-  SAID_WHY=1
-  exit 1
-}
 
 command -v docker >/dev/null 2>&1 || die "docker is missing: install Docker Engine (scripts/provision.sh does)"
 [ -x "$ROOT/node_modules/.bin/node" ] || die "no Node in node_modules/.bin: run npm install first"
@@ -233,7 +232,6 @@ ENTRYPOINT [\"docker-entrypoint.sh\"]
 CMD [\"postgres\"]"
 
 # ---- keys --------------------------------------------------------------------------------------
-hash16() { sha256sum | cut -c1-16; }
 ROOTS_KEY="$({
   echo "roots $SUITE $DEB_ARCH postgresql-$PG_MAJOR"
   declare -f build_roots
@@ -250,52 +248,21 @@ PG_HASH="$({
 } | hash16)"
 
 # ---- up to date? -------------------------------------------------------------------------------
-current_hash() { docker image inspect --format "{{ index .Config.Labels \"$HASH_LABEL\" }}" "$1" 2>/dev/null || true; }
 # up_to_date TAG HASH: the tag has the hash. (Not "any image with the label": every image built
 # FROM these inherits it.)
-up_to_date() { [ "$(current_hash "$1")" = "$2" ]; }
+up_to_date() { image_up_to_date "$HASH_LABEL" "$1" "$2"; }
 both_up_to_date() { up_to_date "$NODE_TAG" "$NODE_HASH" && up_to_date "$PG_TAG" "$PG_HASH"; }
 docker info >/dev/null 2>&1 || die "Docker Engine does not answer: start dockerd (scripts/provision.sh does)"
 both_up_to_date && exit 0
 
 [ "$(id -u)" = 0 ] || die "$NODE_TAG and $PG_TAG need building, which needs root (debootstrap, chroot, apt): run this script as root"
 CACHE="${BASE_IMAGES_CACHE:-/var/cache/classroom-base}"
-mkdir -p "$CACHE"
-exec 9>"$CACHE/.lock"
-flock 9
+lock_cache
 both_up_to_date && exit 0
+clear_leftovers
 
-# Leftovers of a run that was killed (the lock says none is running now).
-for old in "$CACHE"/tmp.*; do
-  [ -d "$old" ] || continue
-  for m in "$old"/*/proc; do if mountpoint -q "$m" 2>/dev/null; then umount "$m" || umount -l "$m" || true; fi; done
-  rm -rf "$old"
-done
-
-start_ms=$(($(date +%s%N) / 1000000))
-since() {
-  local ms=$(($(date +%s%N) / 1000000 - $1))
-  printf '%d.%d s' $((ms / 1000)) $((ms % 1000 / 100))
-}
-WORK="$(mktemp -d "$CACHE/tmp.XXXXXX")"
-LOG="$WORK/build.log"
-: >"$LOG"
-MOUNTED=""
-cleanup() {
-  local rc=$?
-  if [ -n "$MOUNTED" ]; then umount "$MOUNTED" 2>/dev/null || umount -l "$MOUNTED" 2>/dev/null || true; fi
-  if [ "$rc" != 0 ] && [ "$SAID_WHY" = 0 ]; then
-    cp "$LOG" "$CACHE/last-failure.log" 2>/dev/null || true
-    say "the build stopped (exit code $rc; log: $CACHE/last-failure.log)" >&2
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() {
-  cp "$LOG" "$CACHE/last-failure.log" 2>/dev/null || true
-  if [ -s "$LOG" ]; then tail -n 25 "$LOG" | sed 's/^/  | /' >&2; fi
-  die "$* (log: $CACHE/last-failure.log)"
-}
+start_ms=$(now_ms)
+start_work
 stage_exists() { docker image inspect "$STAGE_REPO:$1" >/dev/null 2>&1; }
 # import_root DIR TAG: a root directory as a one-layer image (no device nodes: Docker makes /dev).
 import_root() {
@@ -305,12 +272,11 @@ import_root() {
 # build_image TAG HASH CONTEXT: the classic builder (no buildx here), labelled with the hash; the
 # tag's previous image is removed when nothing uses it.
 build_image() {
-  local old new
+  local old
   old="$(docker image inspect --format '{{.Id}}' "$1" 2>/dev/null || true)"
   DOCKER_BUILDKIT=0 docker build --force-rm --label "$HASH_LABEL=$2" -t "$1" "$3" >>"$LOG" 2>&1 || fail "docker build of $1 failed"
-  new="$(docker image inspect --format '{{.Id}}' "$1")"
-  if [ -n "$old" ] && [ "$old" != "$new" ]; then docker rmi "$old" >/dev/null 2>&1 || true; fi
-  say "built $1 ($(($(docker image inspect --format '{{.Size}}' "$1") / 1000000)) MB)"
+  replace_tag "$1" "$old"
+  say "built $1 ($(image_size_mb "$1") MB)"
 }
 
 if ! stage_exists "debian-$ROOTS_KEY" || ! stage_exists "postgres-$ROOTS_KEY"; then
@@ -318,15 +284,14 @@ if ! stage_exists "debian-$ROOTS_KEY" || ! stage_exists "postgres-$ROOTS_KEY"; t
     say "installing debootstrap"
     { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; } >>"$LOG" 2>&1 || fail "installing debootstrap failed"
   }
-  # The mirrors apt uses on this machine (as `apt-cache policy` lists them), unless given.
-  apt_uri_for() { apt-cache policy 2>/dev/null | awk -v s="$1/main" '$3 == s { print $2; exit }'; }
+  # The mirrors apt uses on this machine, unless given.
   MIRROR="${BASE_DEBIAN_MIRROR:-$(apt_uri_for "$SUITE")}"
   MIRROR="${MIRROR:-http://deb.debian.org/debian}"
   SECURITY_MIRROR="${BASE_DEBIAN_SECURITY_MIRROR:-$(apt_uri_for "$SUITE-security")}"
   SOURCES_LIST="deb ${MIRROR%/} $SUITE main
 deb ${MIRROR%/} $SUITE-updates main"
   [ -z "$SECURITY_MIRROR" ] || SOURCES_LIST+=$'\n'"deb ${SECURITY_MIRROR%/} $SUITE-security main"
-  t=$(($(date +%s%N) / 1000000))
+  t=$(now_ms)
   say "making the Debian $SUITE roots (debootstrap from $MIRROR, postgresql-$PG_MAJOR)"
   build_roots "$WORK/roots"
   import_root "$WORK/roots/debian" "$STAGE_REPO:debian-$ROOTS_KEY"

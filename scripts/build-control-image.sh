@@ -14,20 +14,21 @@
 # Idempotent: the image carries the label service.control-image-hash=<hash of the build inputs: the
 # files the Dockerfile copies, the Dockerfile, .dockerignore, the base image's id, NPM_REGISTRY>;
 # when the tag already has the current hash nothing happens (well under a second, no output).
-# Concurrent builds are serialised with flock.
+# Concurrent builds are serialised with flock. Nothing of the caller's environment but the settings
+# named here reaches a build step (scripts/lib.sh, clean_environment).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SCRIPT=build-control-image
+# shellcheck source=lib.sh
+. "$ROOT/scripts/lib.sh"
+clean_environment "$ROOT/scripts/$(basename "$0")" CONTROL_IMAGE LOCAL_BASE NODE_IMAGE NPM_REGISTRY EXTRA_CA_CERTS_FILE \
+  NODE_BASE_IMAGE_TAG POSTGRES_BASE_IMAGE_TAG BASE_DEBIAN_MIRROR BASE_DEBIAN_SECURITY_MIRROR BASE_IMAGES_CACHE
+
 TAG="${CONTROL_IMAGE:-classroom-control:latest}"
 HASH_LABEL=service.control-image-hash
 # What the Dockerfile copies, and what decides how.
 INPUTS=(Dockerfile .dockerignore package.json package-lock.json bin src api controllers migrations)
-
-say() { printf 'build-control-image: %s\n' "$*"; }
-die() {
-  say "$*" >&2
-  exit 1
-}
 
 command -v docker >/dev/null 2>&1 || die "docker is missing: install Docker Engine (scripts/provision.sh does)"
 docker info >/dev/null 2>&1 || die "Docker Engine does not answer: start dockerd (scripts/provision.sh does)"
@@ -42,13 +43,12 @@ NPM_REGISTRY="${NPM_REGISTRY:-}"
 base_id="$(docker image inspect --format '{{.Id}}' "$NODE_IMAGE" 2>/dev/null || echo "to-pull")"
 HASH="$({
   echo "base $NODE_IMAGE $base_id registry $NPM_REGISTRY"
-  sha256sum <"$0"
+  cat "$0" "$ROOT/scripts/lib.sh" | sha256sum
   cd "$ROOT" && find "${INPUTS[@]}" -type f ! -name '*.test.ts' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
 } | sha256sum | cut -c1-16)"
 
-current_hash() { docker image inspect --format "{{ index .Config.Labels \"$HASH_LABEL\" }}" "$TAG" 2>/dev/null || true; }
 # Only the tag counts: an image built FROM this one would carry its label too.
-up_to_date() { [ "$(current_hash)" = "$HASH" ]; }
+up_to_date() { image_up_to_date "$HASH_LABEL" "$TAG" "$HASH"; }
 up_to_date && exit 0
 
 if command -v flock >/dev/null 2>&1; then
@@ -67,12 +67,12 @@ else
   done
 fi
 
-start_ms=$(($(date +%s%N) / 1000000))
+start_ms=$(now_ms)
 say "building $TAG on $NODE_IMAGE (inputs $HASH)"
 # build TAG [--target STAGE]: the classic builder (no buildx on these machines), replacing the
 # tag's previous image (removed unless a container still uses it).
 build() {
-  local tag="$1" old new out
+  local tag="$1" old out
   shift
   old="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
   if ! out="$(DOCKER_BUILDKIT=0 docker build --force-rm -q "$@" \
@@ -83,14 +83,11 @@ build() {
     printf '%s\n' "$out" | tail -n 40 >&2
     die "docker build of $tag failed"
   fi
-  new="$(docker image inspect --format '{{.Id}}' "$tag")"
-  if [ -n "$old" ] && [ "$old" != "$new" ]; then docker rmi "$old" >/dev/null 2>&1 || true; fi
+  replace_tag "$tag" "$old"
 }
 # The install stage under a tag of its own: the layer cache that makes a rebuild after a source
 # edit skip npm ci, and never a dangling image left behind when the lock file changes.
 build "$TAG-dependencies" --target dependencies
 build "$TAG" --label "$HASH_LABEL=$HASH"
 
-size="$(docker image inspect --format '{{.Size}}' "$TAG")"
-elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
-say "built $TAG ($((size / 1000000)) MB) in $((elapsed_ms / 1000)).$((elapsed_ms % 1000 / 100)) s"
+say "built $TAG ($(image_size_mb "$TAG") MB) in $(since "$start_ms")"

@@ -4,15 +4,18 @@
 # a static busybox (sh, sleep, cat, ls, ...), the ws package and the stand-in editor/simulator.
 # Idempotent: the image carries the label service.test-image-hash=<hash of the build inputs>;
 # when the tag already has the current hash nothing happens (well under a second, no output).
+# Settings: TEST_IMAGE_TAG; nothing else of the caller's environment reaches a build step.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SCRIPT=build-test-image
+# shellcheck source=lib.sh
+. "$ROOT/scripts/lib.sh"
+clean_environment "$ROOT/scripts/$(basename "$0")" TEST_IMAGE_TAG
+
 TAG="${TEST_IMAGE_TAG:-classroom-workspace:test}"
 FIXTURE="$ROOT/test/fixtures/workspace"
 HASH_LABEL=service.test-image-hash
-
-say() { printf 'build-test-image: %s\n' "$*"; }
-die() { say "$*" >&2; exit 1; }
 
 [ -x "$ROOT/node_modules/.bin/node" ] || die "no Node in node_modules/.bin: run npm install first"
 NODE_BIN="$(readlink -f "$ROOT/node_modules/.bin/node")"
@@ -24,8 +27,7 @@ busybox_ok() { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }
 if ! busybox_ok; then
   [ "$(id -u)" = 0 ] || die "a static /bin/busybox is missing: install the Debian package busybox-static"
   say "installing busybox-static"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null
+  apt_install busybox-static
   busybox_ok || die "busybox-static did not provide a static /bin/busybox"
 fi
 
@@ -38,22 +40,14 @@ input_hash() {
     echo "node $("$NODE_BIN" --version) $NODE_BIN"
     for lib in "${LIBS[@]}"; do echo "lib $lib $(readlink -f "$lib")"; done
     (cd "$FIXTURE" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
-    sha256sum "$0" | cut -d' ' -f1
+    cat "$0" "$ROOT/scripts/lib.sh" | sha256sum | cut -d' ' -f1
     sha256sum "$WS_DIR/package.json" | cut -d' ' -f1
     sha256sum /bin/busybox | cut -d' ' -f1
   } | sha256sum | cut -c1-16
 }
 HASH="$(input_hash)"
 
-current_hash() { docker image inspect --format "{{ index .Config.Labels \"$HASH_LABEL\" }}" "$TAG" 2>/dev/null || true; }
-up_to_date() {
-  [ "$(current_hash)" = "$HASH" ] && return 0
-  # Built before but the tag moved elsewhere: point the tag back at it.
-  local id
-  id="$(docker images -q --filter "label=$HASH_LABEL=$HASH" | head -n 1)"
-  [ -n "$id" ] && docker tag "$id" "$TAG" && return 0
-  return 1
-}
+up_to_date() { image_up_to_date "$HASH_LABEL" "$TAG" "$HASH" retag; }
 up_to_date && exit 0
 
 # Serialise concurrent builds (two test runs at once); re-check once holding the lock.
@@ -63,7 +57,7 @@ if command -v flock >/dev/null 2>&1; then
   up_to_date && exit 0
 fi
 
-start_ms=$(( $(date +%s%N) / 1000000 ))
+start_ms=$(now_ms)
 say "building $TAG (inputs $HASH)"
 CTX="$(mktemp -d "${TMPDIR:-/tmp}/classroom-workspace-test-image.XXXXXX")"
 trap 'rm -rf "$CTX"' EXIT
@@ -86,10 +80,5 @@ if ! out="$(DOCKER_BUILDKIT=0 docker build --force-rm -q --label "$HASH_LABEL=$H
   printf '%s\n' "$out" >&2
   die "docker build failed"
 fi
-new_id="$(docker image inspect --format '{{.Id}}' "$TAG")"
-# The previous build of the tag is now untagged: remove it (fails harmlessly while a container uses it).
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then docker rmi "$old_id" >/dev/null 2>&1 || true; fi
-
-size="$(docker image inspect --format '{{.Size}}' "$TAG")"
-elapsed_ms=$(( $(date +%s%N) / 1000000 - start_ms ))
-say "built $TAG ($((size / 1000000)) MB) in $((elapsed_ms / 1000)).$(( elapsed_ms % 1000 / 100 )) s"
+replace_tag "$TAG" "$old_id"
+say "built $TAG ($(image_size_mb "$TAG") MB) in $(since "$start_ms")"

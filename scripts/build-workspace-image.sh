@@ -26,22 +26,24 @@
 # nothing happens (well under a second, no output). Concurrent runs are serialised with flock.
 # One line per phase; on failure one line (after the tail of the failing step's log).
 #
-# Environment: WORKSPACE_IMAGE_TAG, WORKSPACE_IMAGE_CACHE, WORKSPACE_DEBIAN_MIRROR (instead of the
+# Settings: WORKSPACE_IMAGE_TAG, WORKSPACE_IMAGE_CACHE, WORKSPACE_DEBIAN_MIRROR (instead of the
 # mirror of /etc/apt/sources.list*; also used for <suite>-updates), WORKSPACE_DEBIAN_SECURITY_MIRROR.
+# Nothing else of the caller's environment reaches a build step (scripts/lib.sh, clean_environment).
 # Building needs root (debootstrap, chroot) and, for the native modules, a Debian host of the same
 # suite as the image; checking that the image is up to date needs neither.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SCRIPT=build-workspace-image
+SELF="$ROOT/scripts/$(basename "$0")"
+# shellcheck source=lib.sh
+. "$ROOT/scripts/lib.sh"
+clean_environment "$SELF" WORKSPACE_IMAGE_TAG WORKSPACE_IMAGE_CACHE WORKSPACE_DEBIAN_MIRROR WORKSPACE_DEBIAN_SECURITY_MIRROR
+
 SRC="$ROOT/images/workspace"
 TAG="${WORKSPACE_IMAGE_TAG:-classroom-workspace:latest}"
 HASH_LABEL=service.workspace-image-hash
 STAGE_REPO=classroom-workspace-stage
-SELF="$ROOT/scripts/$(basename "$0")"
-
-say() { printf 'build-workspace-image: %s\n' "$*"; }
-SAID_WHY=0
-die() { say "$*" >&2; SAID_WHY=1; exit 1; }
 
 command -v docker >/dev/null 2>&1 || die "docker is missing: install Docker Engine (scripts/provision.sh does)"
 [ -f "$SRC/Dockerfile" ] || die "$SRC/Dockerfile is missing"
@@ -67,29 +69,6 @@ esac
 
 packages() { sed 's/#.*//' "$SRC/packages" | tr -s ' \t' '\n' | sed '/^$/d'; }
 
-# The first URI that serves SUITE (exactly) in this machine's apt sources, one-line or deb822.
-apt_uri_for() {
-  {
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed 's/#.*//' |
-      awk -v s="$1" '$1 == "deb" { sub(/\[[^]]*\][ \t]*/, ""); if ($3 == s) print $2 }'
-    for f in /etc/apt/sources.list.d/*.sources; do
-      [ -f "$f" ] || continue
-      awk -v s="$1" 'BEGIN { RS = ""; FS = "\n" }
-        { uris = ""; suites = ""; types = ""; enabled = "yes"
-          for (i = 1; i <= NF; i++) {
-            line = $i; if (line ~ /^[ \t]*#/) continue
-            key = tolower(substr(line, 1, index(line, ":") - 1)); val = substr(line, index(line, ":") + 1)
-            gsub(/^[ \t]+|[ \t]+$/, "", val)
-            if (key == "uris") uris = val; else if (key == "suites") suites = val
-            else if (key == "types") types = val; else if (key == "enabled") enabled = tolower(val)
-          }
-          if (enabled == "no" || types !~ /(^|[ \t])deb([ \t]|$)/) next
-          n = split(suites, ss, /[ \t]+/)
-          for (j = 1; j <= n; j++) if (ss[j] == s) { split(uris, us, /[ \t]+/); print us[1] }
-        }' "$f"
-    done
-  } | head -n 1
-}
 if [ -n "${WORKSPACE_DEBIAN_MIRROR:-}" ]; then
   MIRROR="$WORKSPACE_DEBIAN_MIRROR"
   UPDATES_MIRROR="$WORKSPACE_DEBIAN_MIRROR"
@@ -165,10 +144,9 @@ build_code_server() {
     fail "npm pack node-linux-$NODE_ARCH@$NODE_VERSION failed"
   tar -xzf "$WORK/pack/$tgz" -C "$out/node" --strip-components=1
   [ "$("$out/node/bin/node" --version)" = "v$NODE_VERSION" ] || fail "node-linux-$NODE_ARCH@$NODE_VERSION did not give Node $NODE_VERSION"
-  # npm itself runs on this Node (its `#!/usr/bin/env node` finds it first), so code-server's
-  # postinstall sees Node 24 and node-gyp builds against the headers next to it.
-  PATH="$out/node/bin:$PATH" HOME="$WORK/home" npm_config_nodedir="$out/node" npm_config_update_notifier=false \
-    npm install --global --prefix "$WORK/prefix" --no-audit --no-fund --loglevel=warn "code-server@$CODE_SERVER_VERSION" >>"$LOG" 2>&1 ||
+  # npm itself runs on this Node, so code-server's postinstall sees Node 24 (it reads npm's user
+  # agent) and node-gyp builds against the headers next to it.
+  npm_install_global "$out/node" "$WORK/prefix" "code-server@$CODE_SERVER_VERSION" "$LOG" ||
     fail "npm install -g code-server@$CODE_SERVER_VERSION failed"
   mv "$WORK/prefix/lib/node_modules/code-server" "$out/code-server"
   sh "$SRC/prune-code-server.sh" "$out/code-server" >>"$LOG" 2>&1 || fail "pruning code-server's tree failed"
@@ -195,7 +173,6 @@ RUNTIME_CHECK='
   setpriv --reuid=1000 --regid=1000 --clear-groups env HOME=/tmp code-server --version'
 
 # ---- keys --------------------------------------------------------------------------------------
-hash16() { sha256sum | cut -c1-16; }
 tree_hash() { (cd "$1" && find . \( -type f -o -type l \) -printf '%m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); }
 BASE_KEY="$({
   echo "base $SUITE $DEB_ARCH"
@@ -207,7 +184,7 @@ BASE_KEY="$({
 CS_KEY="$({
   echo "code-server $CODE_SERVER_VERSION node $NODE_VERSION $NODE_ARCH host $HOST_OS"
   cat "$SRC/prune-code-server.sh"
-  declare -f build_code_server
+  declare -f build_code_server npm_install_global npm_config
 } | hash16)"
 RUNTIME_DOCKERFILE="FROM $STAGE_REPO:base-$BASE_KEY
 COPY usr /usr"
@@ -223,58 +200,23 @@ HASH="$({
   for f in entrypoint.sh classroom-gradle; do printf '%s %s\n' "$(stat -c %a "$SRC/$f")" "$(sha256sum <"$SRC/$f")"; done
   tree_hash "$SRC/wpilib-standin"
   tree_hash "$SRC/starter"
-  sha256sum <"$SELF"
+  cat "$SELF" "$ROOT/scripts/lib.sh" | sha256sum
 } | hash16)"
 
 # ---- up to date? -------------------------------------------------------------------------------
-current_hash() { docker image inspect --format "{{ index .Config.Labels \"$HASH_LABEL\" }}" "$TAG" 2>/dev/null || true; }
-up_to_date() {
-  [ "$(current_hash)" = "$HASH" ] && return 0
-  # Built before but the tag moved elsewhere: point the tag back at it.
-  local id
-  id="$(docker images -q --filter "label=$HASH_LABEL=$HASH" | head -n 1)"
-  [ -n "$id" ] && docker tag "$id" "$TAG" && return 0
-  return 1
-}
+up_to_date() { image_up_to_date "$HASH_LABEL" "$TAG" "$HASH" retag; }
 docker info >/dev/null 2>&1 || die "Docker Engine does not answer: start dockerd (scripts/provision.sh does)"
 up_to_date && exit 0
 
 [ "$(id -u)" = 0 ] || die "$TAG needs building, which needs root (debootstrap, chroot, apt): run this script as root"
 CACHE="${WORKSPACE_IMAGE_CACHE:-/var/cache/classroom-workspace}"
-mkdir -p "$CACHE"
-
 # Serialise concurrent builds; re-check once holding the lock.
-exec 9>"$CACHE/.lock"
-flock 9
+lock_cache
 up_to_date && exit 0
+clear_leftovers
 
-# Leftovers of a run that was killed (the lock says none is running now).
-for old in "$CACHE"/tmp.*; do
-  [ -d "$old" ] || continue
-  for m in "$old"/*/proc; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
-  rm -rf "$old"
-done
-
-start_ms=$(($(date +%s%N) / 1000000))
-since() { local ms=$(($(date +%s%N) / 1000000 - $1)); printf '%d.%d s' $((ms / 1000)) $((ms % 1000 / 100)); }
-WORK="$(mktemp -d "$CACHE/tmp.XXXXXX")"
-LOG="$WORK/build.log"
-MOUNTED=""
-cleanup() {
-  local rc=$?
-  if [ -n "$MOUNTED" ]; then umount "$MOUNTED" 2>/dev/null || umount -l "$MOUNTED" 2>/dev/null || true; fi
-  if [ "$rc" != 0 ] && [ "$SAID_WHY" = 0 ]; then
-    cp "$LOG" "$CACHE/last-failure.log" 2>/dev/null || true
-    say "the build of $TAG stopped (exit code $rc; log: $CACHE/last-failure.log)" >&2
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-fail() {
-  cp "$LOG" "$CACHE/last-failure.log" 2>/dev/null || true
-  if [ -s "$LOG" ]; then tail -n 25 "$LOG" | sed 's/^/  | /' >&2; fi
-  die "$* (log: $CACHE/last-failure.log)"
-}
+start_ms=$(now_ms)
+start_work
 stage_exists() { docker image inspect "$STAGE_REPO:$1" >/dev/null 2>&1; }
 
 say "building $TAG (inputs $HASH)"
@@ -283,7 +225,7 @@ if ! stage_exists "runtime-$RUNTIME_KEY"; then
   # Node and code-server, cached on disk.
   CS_DIR="$CACHE/code-server-$CS_KEY"
   if [ ! -f "$CS_DIR/.complete" ]; then
-    t=$(($(date +%s%N) / 1000000))
+    t=$(now_ms)
     rm -rf "$CS_DIR"
     build_code_server "$WORK/code-server"
     touch "$WORK/code-server/.complete"
@@ -296,7 +238,7 @@ if ! stage_exists "runtime-$RUNTIME_KEY"; then
   BASE_DIR="$CACHE/base-$BASE_KEY"
   if ! stage_exists "base-$BASE_KEY"; then
     if [ ! -f "$BASE_DIR.complete" ]; then
-      t=$(($(date +%s%N) / 1000000))
+      t=$(now_ms)
       rm -rf "$BASE_DIR"
       command -v debootstrap >/dev/null 2>&1 || {
         { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; } >>"$LOG" 2>&1 || fail "installing debootstrap failed"
@@ -306,7 +248,7 @@ if ! stage_exists "runtime-$RUNTIME_KEY"; then
       touch "$BASE_DIR.complete"
       say "base: debootstrap $SUITE from $MIRROR and $(packages | wc -l) packages in $(since "$t") ($(du -sm "$BASE_DIR" | cut -f1) MB, cached in $BASE_DIR)"
     fi
-    t=$(($(date +%s%N) / 1000000))
+    t=$(now_ms)
     tar --numeric-owner -C "$BASE_DIR" --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -c . |
       docker import - "$STAGE_REPO:base-$BASE_KEY" >>"$LOG" 2>&1 ||
       fail "docker import of the base root failed"
@@ -315,7 +257,7 @@ if ! stage_exists "runtime-$RUNTIME_KEY"; then
   if [ -d "$BASE_DIR" ]; then touch "$BASE_DIR.complete"; fi
 
   # Runtime: base + Node + code-server.
-  t=$(($(date +%s%N) / 1000000))
+  t=$(now_ms)
   CTX="$WORK/runtime"
   mkdir -p "$CTX/usr/local/bin" "$CTX/usr/local/lib"
   cp -al "$CS_DIR/node/bin/node" "$CTX/usr/local/bin/node" 2>/dev/null || cp -a "$CS_DIR/node/bin/node" "$CTX/usr/local/bin/node"
@@ -334,15 +276,13 @@ fi
 touch "$CACHE/runtime-$RUNTIME_KEY.used"
 
 # The image: the last stage of images/workspace/Dockerfile on the runtime image.
-t=$(($(date +%s%N) / 1000000))
+t=$(now_ms)
 printf '%s\n' "$FINAL_DOCKERFILE" >"$WORK/Dockerfile"
 old_id="$(docker image inspect --format '{{.Id}}' "$TAG" 2>/dev/null || true)"
 # No buildx on these machines: the classic builder (DOCKER_BUILDKIT=0) needs nothing else.
 DOCKER_BUILDKIT=0 docker build --force-rm -q --label "$HASH_LABEL=$HASH" -f "$WORK/Dockerfile" -t "$TAG" "$SRC" >>"$LOG" 2>&1 ||
   fail "docker build of $TAG failed"
-new_id="$(docker image inspect --format '{{.Id}}' "$TAG")"
-# The previous build of the tag is now untagged: remove it (fails harmlessly while a container uses it).
-if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then docker rmi "$old_id" >/dev/null 2>&1 || true; fi
+replace_tag "$TAG" "$old_id"
 
 # Keep the two most recently used cache entries of each kind; drop stage images whose entry is gone.
 prune_cache() {
@@ -361,5 +301,4 @@ docker images "$STAGE_REPO" --format '{{.Tag}}' | while read -r key; do
   esac
 done
 
-size="$(docker image inspect --format '{{.Size}}' "$TAG")"
-say "built $TAG ($((size / 1000000)) MB) in $(since "$start_ms")"
+say "built $TAG ($(image_size_mb "$TAG") MB) in $(since "$start_ms")"

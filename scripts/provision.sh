@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
 # Brings up what the test suite needs on this machine, installing from Debian's packages when
 # missing: a PostgreSQL server on 127.0.0.1:${TEST_PG_PORT:-54329} (trust auth, loopback only,
-# durability off: it only holds throwaway test databases) and a Docker Engine. Idempotent and
-# quick when both already answer. Needs root to install; otherwise says what to install.
+# durability off: it only holds throwaway test databases), a Docker Engine, Chromium and Docker
+# Compose; then builds every image the tests use (the test image, the workspace image, the
+# production images of the compose test), so that no image is built while tests run. Idempotent
+# and quick when all is there (each build script is a no-op when its image is up to date). Needs
+# root to install; otherwise says what to install. Prints how long each phase took when any did.
 set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SCRIPT=provision
+# shellcheck source=lib.sh
+. "$ROOT/scripts/lib.sh"
 
 PG_PORT="${TEST_PG_PORT:-54329}"
 PG_DIR="${TEST_PG_DIR:-/var/tmp/workspace-control-plane-test-pg}"
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/dockerd.log}"
-apt_updated=0
 
-say() { printf 'provision: %s\n' "$*"; }
 need_root() {
   if [ "$(id -u)" != 0 ]; then
     say "$1 is missing and installing it needs root: run as root, or install it ($2) and start it yourself"
     exit 1
   fi
-}
-apt_install() {
-  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
@@ -73,14 +75,8 @@ provision_chromium() {
   apt_install chromium
 }
 
-provision_postgres
-provision_docker
-provision_chromium
-bash "$(dirname "$0")/build-test-image.sh"
-bash "$(dirname "$0")/build-workspace-image.sh"
-
-# ---- Docker Compose (test/integration/compose.test.ts: compose.yaml brought up and torn down) ----
-# The `docker compose` plugin where Docker's own packages are installed, else Debian's docker-compose
+# Docker Compose (test/integration/compose.test.ts: compose.yaml brought up and torn down): the
+# `docker compose` plugin where Docker's own packages are installed, else Debian's docker-compose
 # (1.29, Python): both read compose.yaml.
 provision_compose() {
   if docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1; then return; fi
@@ -88,4 +84,30 @@ provision_compose() {
   say "installing Docker Compose (Debian's docker-compose)"
   apt_install --no-install-recommends docker-compose
 }
-provision_compose
+
+# The images: the stand-in test image, the real workspace image (code-server), and the production
+# image on local base images for the compose test (classroom-control:test).
+build_test_image() { bash "$ROOT/scripts/build-test-image.sh"; }
+build_workspace_image() { bash "$ROOT/scripts/build-workspace-image.sh"; }
+build_compose_images() { LOCAL_BASE=1 CONTROL_IMAGE=classroom-control:test NODE_IMAGE= NPM_REGISTRY= bash "$ROOT/scripts/build-control-image.sh"; }
+
+# phase NAME FUNCTION: runs it, noting how long it took.
+TIMES=()
+phase() {
+  local t
+  t=$(now_ms)
+  "$2"
+  TIMES+=("$1 $(since "$t")")
+}
+start_ms=$(now_ms)
+phase postgres provision_postgres
+phase docker provision_docker
+phase chromium provision_chromium
+phase compose provision_compose
+phase test-image build_test_image
+phase workspace-image build_workspace_image
+phase compose-images build_compose_images
+# A line only when provisioning did something (more than a few seconds of checks).
+if [ $(($(now_ms) - start_ms)) -gt 5000 ]; then
+  say "done in $(since "$start_ms"): $(IFS=,; printf '%s' "${TIMES[*]}" | sed 's/,/, /g')"
+fi

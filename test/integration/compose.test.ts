@@ -110,7 +110,8 @@ beforeAll(async () => {
   Object.assign(composeEnv, { PORT: String(port), DB_PORT: String(dbPort) });
   base = `http://127.0.0.1:${port}`;
 
-  // Seconds when up to date; about two minutes on a fresh machine (Debian roots, npm ci).
+  // Provisioning built it (scripts/provision.sh): a no-op check then, well under a second. Run
+  // alone on a fresh machine, about two minutes (Debian roots, npm ci).
   await ok('bash', [path.join(root, 'scripts/build-control-image.sh')], {
     env: { ...process.env, LOCAL_BASE: '1', CONTROL_IMAGE: IMAGE, NODE_IMAGE: '', NPM_REGISTRY: '' },
     timeoutMs: 15 * 60_000,
