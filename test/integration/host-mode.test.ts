@@ -20,7 +20,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { freePort, spawnServer } from '../helpers/server.ts';
 import { sessionFor } from '../helpers/session.ts';
 import { closesWithin, echoes } from '../helpers/websocket.ts';
-import { newStudent, type Student } from '../helpers/workspaces.ts';
+import { newStudent, setEditor, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 const tag = Date.now().toString(36);
@@ -126,11 +126,7 @@ const sessionIdOf = (student: Student) => /cp_session=([^;]+)/.exec(student.cook
 
 /** Points a workspace, running, at the hostile editor (no controller runs here). */
 async function running(student: Student): Promise<void> {
-  await db.dataSource.query(
-    "UPDATE workspaces SET desired_state = 'running', observed_state = 'running', editor_endpoint = $2, last_transition_at = now() WHERE id = $1",
-    [student.workspace.id, editorEndpoint],
-  );
-  app.store.changes.publish({ kind: 'workspaces', id: student.workspace.id });
+  await setEditor(db.dataSource, app.store.changes, student.workspace.id, editorEndpoint);
 }
 
 /** A request on `owner`'s host with `grants` as its workspace cookies (an API call unless `headers` say otherwise). */
@@ -298,11 +294,7 @@ describe('the workspace host', () => {
       await running(sid);
       const value = await handOver(sid, sid.cookie);
       // Stopped, as the controller leaves it.
-      await db.dataSource.query(
-        "UPDATE workspaces SET desired_state = 'stopped', observed_state = 'stopped', editor_endpoint = NULL, last_transition_at = now() WHERE id = $1",
-        [sid.workspace.id],
-      );
-      app.store.changes.publish({ kind: 'workspaces', id: sid.workspace.id });
+      await setEditor(db.dataSource, app.store.changes, sid.workspace.id, null);
       return value;
     })();
     const page = await onHost(sid, '/', [grant], NAVIGATE);

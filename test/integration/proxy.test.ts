@@ -6,12 +6,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { jest } from '@jest/globals';
 import { request as send } from 'undici';
 import WebSocket from 'ws';
+import { CACHE_TTL_MS, REFRESH_AHEAD_MS, SHARED_LOOKUP_MS } from '../../api/proxy/ttl-cache.ts';
 import { createDataSource } from '../../src/db/database.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newStudent, openAndWait, waitForState, type Student } from '../helpers/workspaces.ts';
+import { newStudent, openAndWait, setEditor, waitForState, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 let harness: Harness;
@@ -24,7 +25,8 @@ const tag = Date.now().toString(36);
 beforeAll(async () => {
   harness = createHarness(db.dataSource);
   await harness.controller.start();
-  app = await startApp(db.dataSource);
+  // One change feed: the proxy hears the controller's status changes at once, as in the server.
+  app = await startApp(db.dataSource, {}, { changes: harness.changes });
   ada = await newStudent(harness.store, 'ada', tag);
   bob = await newStudent(harness.store, 'bob', tag);
   coach = await newStudent(harness.store, 'coach', tag, 'admin');
@@ -36,6 +38,24 @@ afterAll(async () => {
   await harness.stop();
   await removeEverything(harness.controlPlaneId);
 });
+
+/** Every API Jest's fake timers can fake but Date. */
+const NOT_DATE = [
+  'hrtime',
+  'nextTick',
+  'performance',
+  'queueMicrotask',
+  'requestAnimationFrame',
+  'cancelAnimationFrame',
+  'requestIdleCallback',
+  'cancelIdleCallback',
+  'setImmediate',
+  'clearImmediate',
+  'setInterval',
+  'clearInterval',
+  'setTimeout',
+  'clearTimeout',
+] as const;
 
 const url = (student: Student, rest: string) => `${app.url}/u/${student.workspace.slug}${rest}`;
 const as = (student: Student, headers: Record<string, string> = {}) => ({ cookie: student.cookie, ...headers });
@@ -290,17 +310,20 @@ describe("the proxy's lookups of sessions", () => {
   it('looks a session in use up again before it expires, answering from the cache meanwhile', async () => {
     const counted = await countedApp();
     const { get } = counted;
+    // The cache's clock is the test's: Date alone is faked (timers, I/O and the database run as they are), and it stands still.
+    jest.useFakeTimers({ doNotFake: [...NOT_DATE], now: Date.now() });
     try {
       expect((await get()).status).toBe(200);
       expect(counted.lookups()).toBe(1);
-      // Inside the entry's last quarter second (it was stored just before the first answer), with the database held.
-      await sleep(800);
+      // Inside the entry's last quarter second, with the database held.
+      jest.setSystemTime(Date.now() + CACHE_TTL_MS - REFRESH_AHEAD_MS / 2);
       counted.hold();
-      const answer = await Promise.race([get().then((response) => response.status), sleep(3000).then(() => 'waited for the database')]);
-      // Answered from the cache at once, while the lookup it started waits at the gate.
-      expect(answer).toBe(200);
+      // Answered from the cache, while the lookup it started waits at the gate (were it to wait for
+      // the database, this would never answer: the gate opens only in close()).
+      expect((await get()).status).toBe(200);
       expect(counted.lookups()).toBe(2);
     } finally {
+      jest.useRealTimers();
       await counted.close();
     }
   });
@@ -312,7 +335,7 @@ describe("the proxy's lookups of sessions", () => {
       counted.hold();
       const first = get();
       await eventually('the first lookup', async () => counted.lookups() === 1, 5000);
-      await sleep(3000);
+      await sleep(SHARED_LOOKUP_MS + 500);
       const second = get();
       await eventually('a lookup of its own for the later request', async () => counted.lookups() === 2, 5000);
       counted.release();
@@ -380,19 +403,25 @@ describe('an editor that is not up', () => {
   it('answers 503 JSON to API clients and the workspace page to browsers while stopped', async () => {
     await harness.store.workspaces.stop(SYSTEM_ACTOR, bob.workspace.id);
     await waitForState(harness.store, bob.workspace.id, 'stopped');
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    const api = await fetch(url(bob, '/files'), { headers: as(bob) });
-    expect(api.status).toBe(503);
+    const api = await eventually('the proxy to see the editor stopped', async () => {
+      const answer = await fetch(url(bob, '/files'), { headers: as(bob) });
+      return answer.status === 503 ? answer : (await answer.body?.cancel(), undefined);
+    });
     expect(((await api.json()) as { error: { code: string } }).error.code).toBe('workspace_not_running');
     const page = await fetch(url(bob, '/'), { headers: as(bob, { accept: 'text/html' }) });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<button id="open"');
   });
+});
+
+describe('an editor that is not what the controller started', () => {
+  // These tests write the editor's status themselves (setEditor), as the controller would: none runs from here on.
+  beforeAll(() => harness.stop());
+  const editorAt = (endpoint: string) => setEditor(db.dataSource, app.store.changes, ada.workspace.id, endpoint);
 
   it('answers a WebSocket upgrade 500 (and logs it) when its tunnel cannot even be opened', async () => {
     // A port net.connect refuses outright (ERR_SOCKET_BAD_PORT), thrown as the tunnel opens.
-    await db.dataSource.query("UPDATE workspaces SET editor_endpoint = '127.0.0.1:99999' WHERE id = $1", [ada.workspace.id]);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await editorAt('127.0.0.1:99999');
     const from = app.logs.length;
     const socket = new WebSocket(url(ada, '/ws').replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url } });
     const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0)));
@@ -402,8 +431,7 @@ describe('an editor that is not up', () => {
 
   it('answers 502 when the recorded editor does not answer, and counts it', async () => {
     const before = await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"');
-    await db.dataSource.query("UPDATE workspaces SET editor_endpoint = '127.0.0.1:9' WHERE id = $1", [ada.workspace.id]);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await editorAt('127.0.0.1:9');
     const response = await fetch(url(ada, '/healthz'), { headers: as(ada) });
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
@@ -432,8 +460,7 @@ describe('an editor that is not up', () => {
     await new Promise<void>((resolve) => rogue.listen(0, '127.0.0.1', resolve));
     const { port } = rogue.address() as net.AddressInfo;
     try {
-      await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await editorAt(`127.0.0.1:${port}`);
       // A reason phrase Node refuses to write is dropped (it used to throw and end the process).
       const oddReason = await fetch(url(ada, '/x'), { headers: as(ada) });
       expect(oddReason.status).toBe(200);
@@ -494,8 +521,7 @@ describe('an editor that is not up', () => {
     await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
     const { port } = flaky.address() as net.AddressInfo;
     try {
-      await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await editorAt(`127.0.0.1:${port}`);
       expect((await fetch(url(ada, '/first'), { headers: as(ada) })).status).toBe(200);
       const second = await fetch(url(ada, '/second'), { headers: as(ada) });
       expect(second.status).toBe(200);
@@ -517,8 +543,7 @@ describe('an editor that is not up', () => {
     await new Promise<void>((resolve) => editor.listen(0, '127.0.0.1', resolve));
     const { port } = editor.address() as net.AddressInfo;
     try {
-      await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, `127.0.0.1:${port}`]);
-      await sleep(1100);
+      await editorAt(`127.0.0.1:${port}`);
       expect((await fetch(url(ada, '/kept'), { headers: as(ada) })).status).toBe(200);
       expect(open.size).toBe(1);
       await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);

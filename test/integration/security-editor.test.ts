@@ -10,7 +10,7 @@ import net from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newStudent, type Student } from '../helpers/workspaces.ts';
+import { newStudent, setEditor, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 let app: TestApp;
@@ -41,12 +41,7 @@ async function editorIs(server: net.Server): Promise<void> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   closers.push(() => new Promise((resolve) => server.close(resolve)));
   const { port } = server.address() as net.AddressInfo;
-  await db.dataSource.query(
-    "UPDATE workspaces SET desired_state = 'running', observed_state = 'running', editor_endpoint = $2, last_transition_at = now() WHERE id = $1",
-    [ada.workspace.id, `127.0.0.1:${port}`],
-  );
-  // The proxy caches the workspace for a second.
-  await new Promise((resolve) => setTimeout(resolve, 1100));
+  await setEditor(db.dataSource, app.store.changes, ada.workspace.id, `127.0.0.1:${port}`);
 }
 
 const wsUrl = () => `${app.url.replace('http', 'ws')}/u/${ada.workspace.slug}/ws`;
