@@ -13,21 +13,33 @@ interface Overview {
   orphansSeen: number;
 }
 
-/** The cap, edited in place: validated here as the API validates it, effective at once. */
-function CapEditor({ cap, source, onSaved }: { cap: number; source: string; onSaved: () => void }): VNode {
+/**
+ * The cap, edited in place: validated here as the API validates it, effective at once. It is made
+ * anew whenever the cap changes (its field then shows the new cap), so the confirmation of a save
+ * (`saved`) is kept by the page, which `onSaved` tells.
+ */
+function CapEditor({
+  cap,
+  source,
+  saved,
+  onSaved,
+}: {
+  cap: number;
+  source: string;
+  saved: string | undefined;
+  onSaved: (message: string | undefined) => void;
+}): VNode {
   const [value, setValue] = useState(String(cap));
   const [error, setError] = useState<string | undefined>(undefined);
-  const [saved, setSaved] = useState<string | undefined>(undefined);
   const save = async (event: Event) => {
     event.preventDefault();
-    setSaved(undefined);
+    onSaved(undefined);
     const number = Number(value);
     if (!/^\d+$/.test(value.trim()) || number > 10000) return setError('The cap is a whole number from 0 to 10000.');
     try {
       const answer = await api<{ value: number; previous: number }>('POST', '/admin/config/max-active-containers', { value: number });
       setError(undefined);
-      setSaved(`Saved: the cap is ${answer.value} (was ${answer.previous}). Lowering it stops no one.`);
-      onSaved();
+      onSaved(`Saved: the cap is ${answer.value} (was ${answer.previous}). Lowering it stops no one.`);
     } catch (failure) {
       setError(messageOf(failure));
     }
@@ -57,6 +69,7 @@ export function OverviewPage(): VNode {
     'settings',
     'refusal',
   ]);
+  const [capSaved, setCapSaved] = useState<string | undefined>(undefined);
   if (error && !data) return html`<${Notice} kind="error">${error}<//>`;
   if (!data) return html`<p class="loading">Loading…</p>`;
   const { capacity } = data;
@@ -68,7 +81,13 @@ export function OverviewPage(): VNode {
         <h2>Capacity</h2>
         <p class="figure"><strong>${capacity.running}</strong> running of <strong>${capacity.cap}</strong></p>
         <p class="muted">${capacity.wantedRunning} wanted running${capacity.waiting > 0 ? `, ${capacity.waiting} waiting for a slot` : ''}</p>
-        <${CapEditor} key=${capacity.cap} cap=${capacity.cap} source=${capacity.source} onSaved=${reload} />
+        <${CapEditor}
+          key=${capacity.cap}
+          cap=${capacity.cap}
+          source=${capacity.source}
+          saved=${capSaved}
+          onSaved=${(message: string | undefined) => (setCapSaved(message), message && reload())}
+        />
       </div>
       <div class="card">
         <h2>Builds</h2>
