@@ -228,6 +228,11 @@ export class DockerRuntime implements WorkspaceRuntime {
       RestartPolicy: { Name: 'no' },
       // An init as PID 1 forwards SIGTERM to the command (a shell as PID 1 ignores it) and reaps zombies.
       Init: true,
+      // No capabilities at all, and none to gain through a setuid file: the editor and the simulator
+      // run as uid 1000 and need none, and a root process (from an image that runs as root, or a
+      // restored setuid file) gets no raw sockets (ARP spoofing a classmate's traffic), no chown, no mounts.
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges:true'],
     };
   }
 

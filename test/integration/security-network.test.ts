@@ -4,9 +4,17 @@
  * workspace's editor or the control plane's port, while the control plane (here, this process on
  * the host) reaches every editor. A control case on a network with inter-container traffic on shows
  * that the same probe does get through there, so a refusal above means isolation, not a broken probe.
+ *
+ * Below the firewall: all workspaces share one bridge, so a process with a raw socket could answer
+ * ARP for a classmate's address and take their traffic. Workspace containers hold no capabilities
+ * (the test image runs as root, so its processes are root): no raw socket opens, and the host's
+ * ARP entry of a classmate's editor stays; a control case with NET_RAW given back moves it.
  */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { RunController } from '../../controllers/runs.ts';
-import { engineClient } from '../../src/docker/docker-runtime.ts';
+import { CONTROL_PLANE_LABEL, engineClient } from '../../src/docker/docker-runtime.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
@@ -126,4 +134,74 @@ it('is what stops the probe: on a network with inter-container traffic on, the s
     await network.disconnect({ Container: bobId, Force: true }).catch(() => undefined);
     await network.remove();
   }
+});
+
+describe('a root process in a workspace container', () => {
+  /** The address and MAC of a workspace's editor on the workspace network. */
+  async function endpointOf(workspace: WorkspaceRecord): Promise<{ ip: string; mac: string }> {
+    const { id } = await codeContainer(workspace);
+    const info = await docker.getContainer(id).inspect();
+    const network = info.NetworkSettings.Networks[TEST_ENV.WORKSPACE_NETWORK]!;
+    return { ip: network.IPAddress, mac: network.MacAddress };
+  }
+
+  /** The MAC address the host's ARP table holds for `ip` (undefined: none). */
+  async function hostArp(ip: string): Promise<string | undefined> {
+    const line = (await readFile('/proc/net/arp', 'utf8')).split('\n').find((candidate) => candidate.split(/\s+/)[0] === ip);
+    const mac = line?.split(/\s+/)[3];
+    return mac === '00:00:00:00:00:00' ? undefined : mac;
+  }
+
+  /** Sends the spoof: gratuitous ARP saying that `ip` is at this container's MAC (busybox's arping). */
+  const spoof = (containerId: string, ip: string) => execIn(containerId, ['arping', '-U', '-c', '4', '-I', 'eth0', ip]);
+
+  it('holds no capabilities, in any set, and can gain none', async () => {
+    const { id } = await codeContainer(ada);
+    const { output } = await execIn(id, ['cat', '/proc/self/status']);
+    expect(output).toMatch(/^Uid:\s+0\s/m);
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(output).toMatch(new RegExp(`^${set}:\\s+0{16}$`, 'm'));
+    expect(output).toMatch(/^NoNewPrivs:\s+1$/m);
+  });
+
+  it("opens no raw socket, so it cannot take a classmate's traffic by ARP spoofing", async () => {
+    const { id } = await codeContainer(ada);
+    const victim = await endpointOf(bob);
+    // The host talks to Bob's editor, as the proxy does: its ARP table has Bob's MAC.
+    expect((await fetch(`http://${victim.ip}:8080/`)).status).toBe(200);
+    expect(await hostArp(victim.ip)).toBe(victim.mac);
+
+    const ping = await execIn(id, ['ping', '-c', '1', '-W', '2', await gateway()]);
+    expect(ping).toMatchObject({ code: 1, output: expect.stringContaining('permission denied') });
+    const spoofed = await spoof(id, victim.ip);
+    expect(spoofed.code).not.toBe(0);
+    expect(spoofed.output).toContain('socket: Operation not permitted');
+    expect(await hostArp(victim.ip)).toBe(victim.mac);
+  });
+
+  it('is what stops both: with NET_RAW given back, the same ping answers and the same spoof takes the entry', async () => {
+    const victim = await endpointOf(bob);
+    expect((await fetch(`http://${victim.ip}:8080/`)).status).toBe(200);
+    const runtime = (await docker.getContainer((await codeContainer(ada)).id).inspect()).HostConfig;
+    expect({ CapDrop: runtime.CapDrop, SecurityOpt: runtime.SecurityOpt }).toEqual({ CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges:true'] });
+    // As the runtime makes a workspace container, but NET_RAW given back; the sysctl lets busybox's
+    // arping claim another's address (a hand-made frame would not need it).
+    const attacker = await docker.createContainer({
+      Image: TEST_IMAGE,
+      Cmd: ['sleep', '120'],
+      Labels: { [CONTROL_PLANE_LABEL]: harness.controlPlaneId },
+      HostConfig: { ...runtime, CapAdd: ['NET_RAW'], Sysctls: { 'net.ipv4.ip_nonlocal_bind': '1' }, Mounts: [], AutoRemove: false },
+    });
+    try {
+      await attacker.start();
+      const mac = (await attacker.inspect()).NetworkSettings.Networks[TEST_ENV.WORKSPACE_NETWORK]!.MacAddress;
+      expect((await execIn(attacker.id, ['ping', '-c', '1', '-W', '2', await gateway()])).code).toBe(0);
+      expect((await spoof(attacker.id, victim.ip)).code).toBe(0);
+      // The host now sends Bob's traffic to the attacker: what the capabilities prevent above.
+      expect(await hostArp(victim.ip)).toBe(mac);
+    } finally {
+      await attacker.remove({ force: true });
+      // Bob's editor gets its own entry back at the next resolution.
+      await promisify(execFile)('ip', ['neigh', 'flush', 'to', victim.ip]).catch(() => undefined);
+    }
+  });
 });
