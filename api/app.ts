@@ -16,6 +16,7 @@ import { healthRouter } from './health.ts';
 import { metricsRouter } from './metrics.ts';
 import { loadUser, Throttle, type GateOptions } from './middleware/auth.ts';
 import { errorMiddleware } from './middleware/errors.ts';
+import { noFrames } from './middleware/frames.ts';
 import { implementedMethodsOnly } from './middleware/methods.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
 import { HANDOVER_PREFIX, parseWorkspacePath, PROXY_ROUTE, SLUG, WorkspaceHosts, WorkspaceProxy } from './proxy/index.ts';
@@ -110,6 +111,7 @@ export function createApp(deps: AppDeps): AppHandlers {
   app.maxIpsCount = 1;
   app.keys = [deps.sessionSecret];
   app.use(requestMetrics(deps.metrics));
+  app.use(noFrames());
   app.use(errorMiddleware(httpLog));
   app.use(implementedMethodsOnly());
   app.use(

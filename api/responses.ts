@@ -4,6 +4,7 @@
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
+import { NO_FRAMES } from './middleware/frames.ts';
 
 /** The JSON body of an error: a stable snake_case code and a message safe to show. */
 export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
@@ -22,9 +23,9 @@ export function sendError(res: http.ServerResponse, status: number, code: string
   res.end(body);
 }
 
-/** Writes an HTML page on a raw Node response (never cached). */
+/** Writes an HTML page on a raw Node response (never cached, never framed). */
 export function sendHtml(res: http.ServerResponse, status: number, html: string): void {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'cache-control': 'no-store' });
+  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'content-length': Buffer.byteLength(html), 'cache-control': 'no-store', ...NO_FRAMES });
   res.end(html);
 }
 
