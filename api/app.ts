@@ -130,6 +130,7 @@ export function createApp(deps: AppDeps): AppHandlers {
           destroy: async (key: string) => {
             await store.sessions.koa.destroy(key);
             proxy.sessionEnded(key);
+            live.sessionEnded(key);
           },
         },
         // A session without a signed-in user (a sign-in under way) is short-lived, its cookie too.
@@ -140,7 +141,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       app,
     ),
   );
-  app.use(loadUser(store.users, isAllowed));
+  app.use(loadUser(store.users, isAllowed, SESSION_COOKIE));
   const gate: GateOptions = { adminToken: config.adminToken, publicOrigin: deps.publicOrigin, failures: new Throttle(20, 300) };
   const auth = authRoutes({
     users: store.users,
@@ -153,7 +154,7 @@ export function createApp(deps: AppDeps): AppHandlers {
   });
   app.use(auth.grant);
   // What an open admin panel hears without reloading (changes, capacity refusals).
-  const live = new LiveEvents(store.changes);
+  const live = new LiveEvents(store.changes, async (userId) => (await store.users.get(userId))?.role === 'admin');
   const student = studentRouter({
     store,
     live,

@@ -2,6 +2,8 @@
  * What an admin's open panel hears without reloading: every change of desired state and of observed
  * status (the change feed) and every capacity refusal, as server-sent events on `GET /admin/events`.
  * Events only say what changed; the panel then reads it through the API it uses for everything else.
+ * A stream opened with an admin's session ends as soon as that admin may no longer read it: demoted
+ * or deleted (a users change, checked again), or signed out (its session ended).
  */
 import { PassThrough } from 'node:stream';
 import type { ChangeFeed } from '../src/db/changes.ts';
@@ -23,15 +25,28 @@ const REFUSALS_KEPT_MS = 60 * 60_000;
 /** How often an idle event stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;
 
+/** Who opened a stream with a session: it ends when they may no longer read it. */
+export interface StreamOwner {
+  userId: string;
+  sessionId: string;
+}
+
 /** The live events of this control plane (see the file comment). */
 export class LiveEvents {
   private readonly refusals: Refusal[] = [];
   private readonly streams = new Set<PassThrough>();
+  private readonly owners = new Map<PassThrough, StreamOwner>();
   private readonly unsubscribe: () => void;
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly mayRead: (userId: string) => Promise<boolean>;
 
-  constructor(changes: ChangeFeed) {
-    this.unsubscribe = changes.subscribe((change) => this.send('change', change));
+  /** `mayRead(userId)`: whether that user may still read the stream (an admin, as the admin gate requires). */
+  constructor(changes: ChangeFeed, mayRead: (userId: string) => Promise<boolean>) {
+    this.mayRead = mayRead;
+    this.unsubscribe = changes.subscribe((change) => {
+      if (change.kind === 'users') void this.recheck();
+      this.send('change', change);
+    });
     this.heartbeat = setInterval(() => {
       for (const stream of this.streams) stream.write(': still here\n\n');
     }, HEARTBEAT_MS);
@@ -52,13 +67,23 @@ export class LiveEvents {
     return this.refusals.toReversed();
   }
 
-  /** A new event stream (ended by close), starting with a comment so the browser sees it open at once. */
-  open(): PassThrough {
+  /**
+   * A new event stream (ended by close, and when its `owner` may no longer read it), starting with a
+   * comment so the browser sees it open at once. Without an owner (the admin bearer token) it ends
+   * only with the server.
+   */
+  open(owner?: StreamOwner): PassThrough {
     const stream = new PassThrough();
     this.streams.add(stream);
-    stream.once('close', () => this.streams.delete(stream));
+    if (owner) this.owners.set(stream, owner);
+    stream.once('close', () => (this.streams.delete(stream), this.owners.delete(stream)));
     stream.write(': connected\n\n');
     return stream;
+  }
+
+  /** A session ended (sign-out): its streams end now. */
+  sessionEnded(sessionId: string): void {
+    for (const [stream, owner] of this.owners) if (owner.sessionId === sessionId) stream.destroy();
   }
 
   /** Ends every stream and stops following changes (the server is stopping). */
@@ -66,6 +91,13 @@ export class LiveEvents {
     this.unsubscribe();
     clearInterval(this.heartbeat);
     for (const stream of this.streams) stream.end();
+  }
+
+  /** Ends every stream whose owner may no longer read it (a failed check ends it too: it is opened again, and checked, at once). */
+  private async recheck(): Promise<void> {
+    const owners = [...this.owners];
+    const allowed = await Promise.all(owners.map(([, owner]) => this.mayRead(owner.userId).catch(() => false)));
+    owners.forEach(([stream], index) => allowed[index] || stream.destroy());
   }
 
   private send(event: string, data: unknown): void {

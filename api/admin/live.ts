@@ -191,6 +191,8 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live }: 
     ctx.set('Cache-Control', 'no-store');
     ctx.set('X-Accel-Buffering', 'no');
     ctx.type = 'text/event-stream';
-    ctx.body = live.open();
+    const { user, sessionId } = ctx.state;
+    // Signed in: it ends with the admin's role or session. The bearer token's ends with the server.
+    ctx.body = live.open(user && sessionId ? { userId: user.id, sessionId } : undefined);
   });
 }

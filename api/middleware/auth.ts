@@ -15,6 +15,8 @@ export interface AuthState {
   actor?: Actor;
   /** The signed-in user, read from the database on this request. */
   user?: UserRecord;
+  /** The session that signed them in (its id, as the session cookie carries it). */
+  sessionId?: string;
 }
 
 /** The bearer token of the request, or undefined. The scheme is case-insensitive (RFC 7235). */
@@ -49,16 +51,18 @@ export class Throttle {
 
 /**
  * Loads the signed-in user from the database on every request that carries a session (so a
- * demotion or deletion takes effect at once). A session whose user is gone, or whose email was
- * taken off the allowlist (admins excepted), is ended.
+ * demotion or deletion takes effect at once), and the session's id (the signed `sessionCookie`). A
+ * session whose user is gone, or whose email was taken off the allowlist (admins excepted), is ended.
  */
-export function loadUser(users: UserStore, isAllowed: (email: string) => boolean): Middleware<AuthState> {
+export function loadUser(users: UserStore, isAllowed: (email: string) => boolean, sessionCookie: string): Middleware<AuthState> {
   return async (ctx, next) => {
     const userId = ctx.session?.userId;
     if (typeof userId === 'string') {
       const user = await users.get(userId);
-      if (user && stillAllowed(user, isAllowed)) ctx.state.user = user;
-      else ctx.session = null;
+      if (user && stillAllowed(user, isAllowed)) {
+        ctx.state.user = user;
+        ctx.state.sessionId = ctx.cookies.get(sessionCookie, { signed: true });
+      } else ctx.session = null;
     }
     await next();
   };
