@@ -22,6 +22,7 @@ import { requestMetrics } from './middleware/request-metrics.ts';
 import { HANDOVER_PREFIX, parseWorkspacePath, PROXY_ROUTE, SLUG, WorkspaceHosts, WorkspaceProxy } from './proxy/index.ts';
 import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
+import { answerClientError } from './header-overflow.ts';
 import { homeRouter } from './home.ts';
 import { linkRouter } from './links.ts';
 import { LiveEvents } from './live.ts';
@@ -68,6 +69,8 @@ export interface AppHandlers {
   request: (req: http.IncomingMessage, res: http.ServerResponse) => void;
   /** The HTTP server's 'upgrade' listener (no `this` either). */
   upgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** The HTTP server's 'clientError' listener: requests Node could not read (headers too large: a cookie bomb). */
+  clientError: (error: Error, socket: Duplex) => void;
   /** Releases the proxy's upstream connections and subscriptions. */
   close: () => void;
 }
@@ -219,6 +222,11 @@ export function createApp(deps: AppDeps): AppHandlers {
         return refuseUpgrade(socket, 404, 'not_found', 'WebSocket connections are served only under a workspace.');
       }
       void proxy.upgrade(req, socket, head, path);
+    },
+    clientError(error, socket) {
+      answerClientError(error, socket, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`], (request) =>
+        httpLog.warning(request, 'refused a request whose headers are too large (too many or too large cookies?) with a page that clears them'),
+      );
     },
     close: () => {
       stopFollowingAllowlist?.();

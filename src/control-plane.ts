@@ -225,6 +225,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
       const handlers = createApp({ config, store, metrics, log, publicOrigin: origin, sessionSecret: secret, allowlist, activity, backups });
       server.on('request', handlers.request);
       server.on('upgrade', handlers.upgrade);
+      server.on('clientError', handlers.clientError);
       plane.http = { url, origin, server, handlers };
       serverLog.info(
         { host, port: bound, publicUrl: origin, version: SERVICE.version, startupMs: Math.round(performance.now() - startedAt) },
