@@ -56,6 +56,16 @@ export interface BackupEntry {
   linkname: string;
 }
 
+/**
+ * The student: uid and gid of the workspace image's user. A restore gives every file to them and
+ * keeps no setuid or setgid bit, whatever the backup says: a crafted backup cannot plant a
+ * root-owned setuid program in a home.
+ */
+export const STUDENT_ID = 1000;
+
+/** The mode bits a restore never sets: setuid and setgid (the sticky bit stays). */
+export const PRIVILEGE_BITS = 0o6000;
+
 /** The largest uid or gid a tar header holds here (six octal digits). */
 export const MAX_OWNER_ID = 0o777777;
 
@@ -175,5 +185,37 @@ export class ContentHash {
   /** The hex digest; call once, after the last entry. */
   digest(): string {
     return this.hash.digest('hex');
+  }
+}
+
+/** The longest name (one path segment) and path, in bytes, that a volume's file system holds (NAME_MAX; PATH_MAX less the mount point). */
+const MAX_NAME_BYTES = 255;
+const MAX_PATH_BYTES = 3800;
+
+/**
+ * What a backup's content entries may build, checked in archive order (the order the engine writes
+ * a volume in): `home` first, and a directory; every other entry once, inside a directory that came
+ * before it (never under a file or a symbolic link, which the engine would refuse to write into or
+ * follow); a hard link only to a regular file that came before it; names and link targets a file
+ * system holds. Holds every path seen.
+ */
+export class TreeCheck {
+  private readonly kinds = new Map<string, BackupEntryType>();
+
+  /** Why `entry` cannot come next (a phrase for "it is not a workspace backup: ..."), or undefined when it can; records it. */
+  problem(entry: BackupEntry): string | undefined {
+    if (this.kinds.size === 0 && (entry.path !== HOME_DIR || entry.type !== 'directory')) return `its first entry is not the ${HOME_DIR}/ directory`;
+    const tooLong = Buffer.byteLength(entry.path) > MAX_PATH_BYTES || Buffer.byteLength(entry.linkname) > MAX_PATH_BYTES;
+    if (tooLong || entry.path.split('/').some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES)) {
+      return `${entry.path.length > 80 ? `${entry.path.slice(0, 80)}…` : entry.path} has a name or link longer than a file system holds`;
+    }
+    if (this.kinds.has(entry.path)) return `it holds ${entry.path} twice`;
+    if (entry.path !== HOME_DIR && this.kinds.get(entry.path.slice(0, entry.path.lastIndexOf('/'))) !== 'directory') {
+      return `${entry.path} is not inside a directory that comes before it`;
+    }
+    if (entry.type === 'link' && this.kinds.get(entry.linkname) !== 'file')
+      return `${entry.path} is a hard link to ${entry.linkname}, which is not a file before it`;
+    this.kinds.set(entry.path, entry.type);
+    return undefined;
   }
 }

@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { AppError, NotFoundError, ValidationError } from '../errors.ts';
-import { BACKUP_FORMAT, backupEntry, ContentHash, HOME_DIR, MANIFEST_NAME, type BackupEntry, type BackupManifest } from './backup-format.ts';
+import { BACKUP_FORMAT, backupEntry, ContentHash, HOME_DIR, MANIFEST_NAME, TreeCheck, type BackupEntry, type BackupManifest } from './backup-format.ts';
 import { firstError, outcome, type EntrySink, type TarEntry } from './streams.ts';
 
 /** Reads and inflates in 256 KiB and 64 KiB pieces rather than Node's 64 KiB and 16 KiB: about 40 % faster, memory still bounded. */
@@ -27,8 +27,9 @@ export interface ReadBackupOptions {
  * returns it. Rejects with a ValidationError: `backup_truncated` when the gzip stream or the tar
  * ends early (or before its manifest), `backup_tampered` when the data is corrupt or the checksum
  * or counts differ from the manifest, `backup_not_ours` when it is not a gzip'd tar, has no or a
- * malformed manifest, another format number, an entry outside `home/` or after the manifest, or an
- * entry of a kind backups never hold; NotFoundError `backup_not_found` when there is no file.
+ * malformed manifest, another format number, an entry outside `home/` or after the manifest, an
+ * entry of a kind backups never hold, or entries that build no tree (TreeCheck: a `home` that is no
+ * directory, a hard link through a symbolic link); NotFoundError `backup_not_found` when there is no file.
  * Anything `onEntry` or its sinks throw is rethrown as is. Memory stays bounded: entries stream.
  */
 export async function readBackup(path: string, { onEntry, signal }: ReadBackupOptions = {}): Promise<BackupManifest> {
@@ -45,6 +46,7 @@ export async function readBackup(path: string, { onEntry, signal }: ReadBackupOp
     let files = 0;
     let bytes = 0;
     const hash = new ContentHash();
+    const tree = new TreeCheck();
     for await (const tarEntry of extract) {
       sawEntry = true;
       if (manifest) throw notOurs(path, 'it holds entries after its manifest');
@@ -53,6 +55,8 @@ export async function readBackup(path: string, { onEntry, signal }: ReadBackupOp
         continue;
       }
       const entry = contentEntry(path, tarEntry.header);
+      const problem = tree.problem(entry);
+      if (problem) throw notOurs(path, problem);
       sawContent = true;
       hash.entry(entry);
       if (entry.type === 'file') {

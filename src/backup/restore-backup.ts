@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import tar from 'tar-stream';
 import { VOLUME_ARCHIVE_ROOT, type WorkspaceRuntime } from '../docker/runtime.ts';
 import { ConflictError, ValidationError } from '../errors.ts';
-import { HOME_DIR, relativeName, tarHeader, type BackupManifest } from './backup-format.ts';
+import { HOME_DIR, PRIVILEGE_BITS, relativeName, STUDENT_ID, tarHeader, type BackupManifest } from './backup-format.ts';
 import { readBackup } from './read-backup.ts';
 import { outcome, packEntry } from './streams.ts';
 
@@ -28,7 +28,8 @@ export interface RestoreBackupOptions {
  * workspace's home volume: a failure at any point leaves the current volume as it was. Reads the
  * file once, checking it as it goes (readBackup: names and kinds of entries, and at the end the
  * checksum and counts of its manifest), and streams its `home/` entries into the staging volume
- * with their owners, modes and mtimes, leaving out `exclude`d paths (and hard links to them).
+ * with their modes (less setuid and setgid) and mtimes, every one owned by the student
+ * (STUDENT_ID), leaving out `exclude`d paths (and hard links to them).
  * Resolves with the manifest. Rejects with ConflictError `restore_target_exists` when the volume
  * already exists, ValidationError `invalid_exclude` for an exclude that is not a path inside home,
  * readBackup's errors for a file that is truncated, tampered or not ours, and the engine's; the
@@ -63,7 +64,8 @@ export async function restoreBackup({ runtime, path, volume, image, workspace, e
       onEntry: (entry) => {
         void startImport();
         if (excluded(entry.path) || (entry.type === 'link' && excluded(entry.linkname))) return undefined;
-        const sink = packEntry(pack, tarHeader(entry, VOLUME_ARCHIVE_ROOT));
+        const header = tarHeader(entry, VOLUME_ARCHIVE_ROOT);
+        const sink = packEntry(pack, { ...header, uid: STUDENT_ID, gid: STUDENT_ID, mode: header.mode! & ~PRIVILEGE_BITS });
         return {
           write: async (chunk) => {
             await sink.write(chunk);

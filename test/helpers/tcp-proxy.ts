@@ -2,17 +2,18 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
 /**
- * A loopback TCP proxy in front of a real server, for fault injection: `cut()` drops every
- * connection and refuses new ones, `stall()` accepts but forwards nothing, `restore()` forwards again.
+ * A loopback TCP proxy in front of a real server (on TCP, or on a Unix socket such as Docker
+ * Engine's), for fault injection: `dropConnections()` ends every open connection, `stall()` accepts
+ * but forwards nothing, `restore()` forwards again.
  */
 export class TcpProxy {
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
   private mode: 'forward' | 'stall' = 'forward';
-  private readonly target: { host: string; port: number };
+  private readonly target: { host: string; port: number } | { path: string };
   port = 0;
 
-  constructor(target: { host: string; port: number }) {
+  constructor(target: { host: string; port: number } | { path: string }) {
     this.target = target;
     this.server = net.createServer((client) => this.accept(client));
   }
@@ -32,7 +33,7 @@ export class TcpProxy {
     client.on('close', () => this.sockets.delete(client));
     client.on('error', () => client.destroy());
     if (this.mode === 'stall') return;
-    const upstream = net.connect(this.target.port, this.target.host);
+    const upstream = net.connect(this.target);
     this.sockets.add(upstream);
     upstream.on('close', () => (this.sockets.delete(upstream), client.destroy()));
     upstream.on('error', () => upstream.destroy());

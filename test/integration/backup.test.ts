@@ -21,7 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { createGunzip, gzipSync } from 'node:zlib';
 import tar from 'tar-stream';
-import { BACKUP_FORMAT, ContentHash, MANIFEST_NAME, type BackupEntry } from '../../src/backup/backup-format.ts';
+import { BACKUP_FORMAT, MANIFEST_NAME } from '../../src/backup/backup-format.ts';
 import { HAND_OVER_EXCLUDES } from '../../src/backup/hand-over-excludes.ts';
 import { restoreBackup } from '../../src/backup/restore-backup.ts';
 import { verifyBackup } from '../../src/backup/verify-backup.ts';
@@ -29,6 +29,7 @@ import { writeBackup, writeBackupFile } from '../../src/backup/write-backup.ts';
 import { CONTROL_PLANE_LABEL, DockerRuntime } from '../../src/docker/docker-runtime.ts';
 import { LABELS, MANAGED_LABEL, names } from '../../src/docker/runtime.ts';
 import { docker, eventually, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
+import { TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const run = promisify(execFile);
 const controlPlaneId = newControlPlaneId();
@@ -41,8 +42,9 @@ const staging = (slug: string) => `ws-${slug}-home-restore-${randomBytes(4).toSt
 
 /**
  * The test data (our fixture, run with busybox in the test image, not student code): modes 0644,
- * 0755, 0600 and 000, owners 1000, 0 and 1234:2345, a symbolic and a hard link, an empty directory,
- * a name with a space and non-ASCII letters, what a hand-over leaves behind, 200 MB of random data.
+ * 0755, 0600 and 000, owners 1000, 0 and 1234:2345, a setuid-root program and a setgid directory,
+ * a symbolic and a hard link, an empty directory, a name with a space and non-ASCII letters, what a
+ * hand-over leaves behind, 200 MB of random data.
  */
 const FIXTURE = `set -e
 cd /home/student
@@ -61,6 +63,8 @@ dd if=/dev/urandom of=project/data.bin bs=1M count=200 2>/dev/null
 chown -R 1000:1000 .
 printf 'root\\n' > owned-by-root && chmod 0640 owned-by-root
 printf 'odd\\n' > odd-owner && chown 1234:2345 odd-owner
+printf '#!/bin/sh\\nid\\n' > suid-root && chown 0:0 suid-root && chmod 4755 suid-root
+mkdir shared && chmod 2775 shared
 touch -d '2020-01-02 03:04:05' project/src/main.py
 chmod 0750 .
 `;
@@ -149,6 +153,9 @@ describe('backing up a home volume', () => {
     expect(byName.get('home/locked')!.mode & 0o7777).toBe(0o000);
     expect(byName.get('home/owned-by-root')).toMatchObject({ uid: 0, gid: 0 });
     expect(byName.get('home/odd-owner')).toMatchObject({ uid: 1234, gid: 2345 });
+    expect(byName.get('home/suid-root')).toMatchObject({ uid: 0, gid: 0 });
+    expect(byName.get('home/suid-root')!.mode & 0o7777).toBe(0o4755);
+    expect(byName.get('home/shared')!.mode & 0o7777).toBe(0o2775);
     expect(byName.get('home/résumé notes.txt')).toMatchObject({ type: 'file', size: 6 });
     expect(byName.get('home/link-to-main')).toMatchObject({ type: 'symlink', linkname: 'project/src/main.py' });
     // Whichever of two hard-linked names the engine reads first is the file, the other a link to it.
@@ -165,7 +172,7 @@ describe('backing up a home volume', () => {
       ownerEmail: ada.ownerEmail,
       created: expect.stringMatching(/^\d{4}-/),
       image: TEST_IMAGE,
-      files: 11,
+      files: 12,
       bytes: expect.any(Number),
       sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
@@ -286,17 +293,35 @@ describe('the backup helper containers', () => {
   });
 });
 
+/** A listing as a restore leaves it: every entry owned by the student, no setuid or setgid bit. */
+const asRestored = (text: string) =>
+  text.replaceAll(
+    /^([^|]*\|[^|]*\|)(\d+)\|\d+\|\d+\|/gm,
+    (_line, head: string, mode: string) => `${head}${(Number.parseInt(mode, 8) & ~0o6000).toString(8)}|1000|1000|`,
+  );
+
 describe('restoring a backup', () => {
-  it('brings back into a fresh volume exactly what was backed up: names, types, modes, owners, mtimes, links, data and the root', async () => {
+  it('brings back into a fresh volume what was backed up: names, types, modes, mtimes, links, data and the root, all owned by the student and without setuid or setgid', async () => {
     const volume = staging(ada.slug);
-    const manifest = await restoreBackup({ runtime, path: backupPath, volume, image: TEST_IMAGE, workspace: ada });
+    await restoreBackup({ runtime, path: backupPath, volume, image: TEST_IMAGE, workspace: ada });
     expect(await helpers()).toEqual([]);
-    expect(await listing(volume)).toBe(adaListing);
-    // And a backup of the restored volume is the same backup, byte for byte of content.
-    const again = await writeBackup({ runtime, volume, image: TEST_IMAGE, workspace: ada, out: new PassThrough().resume() });
-    expect(again.sha256).toBe(manifest.sha256);
+    const restored = await listing(volume);
+    expect(restored).toBe(asRestored(adaListing));
+    expect(restored).toMatch(/^\.\/suid-root\|regular file\|755\|1000\|1000\|/m);
+    expect(restored).toMatch(/^\.\/shared\|directory\|775\|1000\|1000\|/m);
+    expect(restored).toMatch(/^\.\/odd-owner\|regular file\|644\|1000\|1000\|/m);
+    // The same again, through a backup of the restored volume: nothing left to change, byte for byte of content.
+    const again = path.join(directory, 'again.tar.gz');
+    const first = await writeBackupFile(again, { runtime, volume, image: TEST_IMAGE, workspace: ada });
+    const twice = staging(ada.slug);
+    await restoreBackup({ runtime, path: again, volume: twice, image: TEST_IMAGE, workspace: ada });
+    expect(await listing(twice)).toBe(restored);
+    const second = await writeBackup({ runtime, volume: twice, image: TEST_IMAGE, workspace: ada, out: new PassThrough().resume() });
+    expect(second.sha256).toBe(first.sha256);
+    rmSync(again);
     await runtime.removeVolumeNamed(volume);
-  }, 180_000);
+    await runtime.removeVolumeNamed(twice);
+  }, 240_000);
 
   it('hands files over to another workspace without the editor state, credentials and identity of the first student', async () => {
     const volume = staging(bob.slug);
@@ -304,7 +329,7 @@ describe('restoring a backup', () => {
     const left = /^\.\/(\.ssh|\.config\/code-server|\.local\/share\/code-server|\.gitconfig)(\/|\|)/;
     // A directory's link count counts its subdirectories, some of which stayed behind.
     const withoutDirectoryLinks = (text: string) => text.replaceAll(/^(.*\|directory\|(?:[^|]*\|){5})\d+\|/gm, '$1|');
-    const expected = adaListing
+    const expected = asRestored(adaListing)
       .split('\n')
       .filter((line) => !left.test(line))
       .join('\n');
@@ -347,52 +372,27 @@ describe('restoring a backup', () => {
     expect(await helpers()).toEqual([]);
   }, 180_000);
 
-  it('removes the staging volume when the engine fails midway, and the workspace volume is untouched', async () => {
-    // A backup whose checksum holds but that the engine cannot extract: a hard link to a file that is not there, after some data.
-    const forged = path.join(directory, 'forged.tar.gz');
-    const entries: [BackupEntry, Buffer][] = [
-      [{ path: 'home', type: 'directory', mode: 0o755, uid: 1000, gid: 1000, mtime: 1_700_000_000, size: 0, linkname: '' }, Buffer.alloc(0)],
-      [{ path: 'home/first.bin', type: 'file', mode: 0o644, uid: 1000, gid: 1000, mtime: 1_700_000_000, size: 1 << 20, linkname: '' }, randomBytes(1 << 20)],
-      [{ path: 'home/broken', type: 'link', mode: 0o644, uid: 1000, gid: 1000, mtime: 1_700_000_000, size: 0, linkname: 'home/missing' }, Buffer.alloc(0)],
-    ];
-    const hash = new ContentHash();
-    const pack = tar.pack();
-    for (const [entry, data] of entries) {
-      hash.entry(entry);
-      hash.data(data);
-      pack.entry(
-        {
-          name: entry.path,
-          type: entry.type,
-          mode: 0o100000 | entry.mode,
-          uid: 1000,
-          gid: 1000,
-          mtime: new Date(entry.mtime * 1000),
-          linkname: entry.linkname,
-        },
-        data,
-      );
-    }
-    const manifest = {
-      format: 1,
-      slug: ada.slug,
-      workspaceId: ada.workspaceId,
-      ownerEmail: ada.ownerEmail,
-      created: new Date().toISOString(),
-      image: TEST_IMAGE,
-      files: 1,
-      bytes: 1 << 20,
-      sha256: hash.digest(),
-    };
-    pack.entry({ name: MANIFEST_NAME }, JSON.stringify(manifest));
-    pack.finalize();
-    const chunks: Buffer[] = [];
-    for await (const chunk of pack) chunks.push(chunk as Buffer);
-    writeFileSync(forged, gzipSync(Buffer.concat(chunks)));
-    await verifyBackup(forged);
-
+  it('removes the staging volume when the connection to the engine breaks midway, and the workspace volume is untouched', async () => {
+    // The engine reached through a loopback proxy whose connections are cut once data flows.
+    const proxy = await new TcpProxy({ path: '/var/run/docker.sock' }).listen();
+    const cut = new DockerRuntime({ controlPlaneId, docker: { host: '127.0.0.1', port: proxy.port, protocol: 'http' } });
     const volume = staging(ada.slug);
-    await expect(restoreBackup({ runtime, path: forged, volume, image: TEST_IMAGE, workspace: ada })).rejects.toThrow(/missing/);
+    let dropped = false;
+    try {
+      const restoring = restoreBackup({
+        runtime: cut,
+        path: backupPath,
+        volume,
+        image: TEST_IMAGE,
+        workspace: ada,
+        // Past 50 of the 200 MB: the upload is under way (the archive streams with backpressure), and far from done.
+        onProgress: (bytes) => void (bytes > 50 * 1024 * 1024 && !dropped && ((dropped = true), proxy.dropConnections())),
+      });
+      await expect(restoring).rejects.toThrow();
+      expect(dropped).toBe(true);
+    } finally {
+      await proxy.close();
+    }
     expect(await runtime.volumeExists(volume)).toBe(false);
     expect(await helpers()).toEqual([]);
     expect(await listing(adaVolume)).toBe(adaListing);

@@ -18,6 +18,7 @@ import { names } from '../../src/docker/runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
+import { craftBackup, UNBUILDABLE } from '../helpers/backups.ts';
 import { cli } from '../helpers/cli.ts';
 import { createHarness, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -281,6 +282,23 @@ describe('the admin API', () => {
     expect((await fetch(`${app.url}/admin/backups/..%2Fallowlist.json`, { headers: admin })).status).toBe(404);
     expect((await fetch(`${app.url}/admin/backups`)).status).toBe(401);
   }, 60_000);
+
+  it.each(Object.keys(UNBUILDABLE))('refuses to restore a crafted backup with %s: 400 backup_not_ours, no staging volume, never a 500', async (what) => {
+    const crafted = `${workspace.slug}-20260101T0000${String(Object.keys(UNBUILDABLE).indexOf(what)).padStart(2, '0')}Z.tar.gz`;
+    await craftBackup(path.join(dataDir, 'backups', crafted), UNBUILDABLE[what]!, { slug: workspace.slug, workspaceId: workspace.id, image: TEST_IMAGE });
+    const from = app.logs.length;
+    // The workspace's home is the volume an earlier restore left (named like a staging volume).
+    const before = await stagingVolumes();
+    const answer = await fetch(`${app.url}/admin/workspaces/${workspace.id}/restore`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ backup: crafted }),
+    });
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('backup_not_ours');
+    expect(await stagingVolumes()).toEqual(before);
+    expect(app.logs.slice(from).filter((record) => record.level === 'error')).toEqual([]);
+  });
 
   it('lists a backup whose manifest beside it is damaged without one, and restores it from the file alone', async () => {
     const sidecar = path.join(dataDir, 'backups', `${name}.json`);

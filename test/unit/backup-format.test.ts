@@ -10,6 +10,7 @@ import { restoreBackup } from '../../src/backup/restore-backup.ts';
 import { packEntry } from '../../src/backup/streams.ts';
 import { verifyBackup } from '../../src/backup/verify-backup.ts';
 import { writeBackup, writeBackupFile } from '../../src/backup/write-backup.ts';
+import { craftBackup, UNBUILDABLE, type CraftedEntry } from '../helpers/backups.ts';
 import { MemoryRuntime } from '../helpers/memory-runtime.ts';
 
 /** A tar entry as these tests build and read them. */
@@ -92,6 +93,8 @@ const VOLUME_ENTRIES: Entry[] = [
   { name: 'student/locked', mode: 0o000, data: 'nobody\n' },
   { name: 'student/owned-by-root', uid: 0, gid: 0, mode: 0o640, data: 'root\n' },
   { name: 'student/odd-owner', uid: 1234, gid: 2345, data: 'odd\n' },
+  { name: 'student/suid-root', uid: 0, gid: 0, mode: 0o4755, data: '#!/bin/sh\nid\n' },
+  { name: 'student/shared', type: 'directory', mode: 0o3775 },
   { name: 'student/link-to-main', type: 'symlink', linkname: 'project/main.py' },
   { name: 'student/dangling', type: 'symlink', linkname: '/nowhere/at all' },
   { name: 'student/hard-link-to-run', type: 'link', mode: 0o755, linkname: 'student/project/run.sh' },
@@ -281,7 +284,8 @@ describe('verifying a backup', () => {
     ['a byte of data', (entry) => ({ data: Buffer.from(entry.data.toString().replace('r', 's')) })],
   ])('finds %s changed on one entry: backup_tampered', async (_what, change) => {
     const tampered = await rewrite(backupPath, file(`tampered-${randomBytes(4).toString('hex')}.tar.gz`), (entries) =>
-      entries.map((entry) => (entry.name === 'home/project/run.sh' ? { ...entry, ...change(entry) } : entry)),
+      // An entry nothing else names (a renamed link target would break the tree before the checksum).
+      entries.map((entry) => (entry.name === 'home/project/main.py' ? { ...entry, ...change(entry) } : entry)),
     );
     await expect(verifyBackup(tampered)).rejects.toMatchObject({ code: 'backup_tampered', status: 400 });
   });
@@ -294,9 +298,10 @@ describe('verifying a backup', () => {
   });
 
   it('finds entries swapped, removed or added: backup_tampered', async () => {
-    const swapped = await rewrite(backupPath, file('swapped.tar.gz'), (entries) => [entries[0]!, entries[2]!, entries[1]!, ...entries.slice(3)]);
+    // Each still a tree a volume can hold: two files of one directory swapped, an empty directory removed or added.
+    const swapped = await rewrite(backupPath, file('swapped.tar.gz'), (entries) => [...entries.slice(0, 2), entries[3]!, entries[2]!, ...entries.slice(4)]);
     const removed = await rewrite(backupPath, file('removed.tar.gz'), (entries) => entries.filter((entry) => entry.name !== 'home/empty'));
-    const added = await rewrite(backupPath, file('added.tar.gz'), (entries) => [{ name: 'home/extra', type: 'directory' }, ...entries]);
+    const added = await rewrite(backupPath, file('added.tar.gz'), (entries) => [entries[0]!, { name: 'home/extra', type: 'directory' }, ...entries.slice(1)]);
     for (const tampered of [swapped, removed, added]) await expect(verifyBackup(tampered)).rejects.toMatchObject({ code: 'backup_tampered' });
   });
 
@@ -369,17 +374,75 @@ describe('verifying a backup', () => {
       const forged = await rewrite(backupPath, file(`forged-${randomBytes(4).toString('hex')}.tar.gz`), edit);
       await expect(verifyBackup(forged)).rejects.toMatchObject({ ...notOurs, message: expect.stringContaining(reason) });
     });
+
+    it.each([
+      ...Object.entries(UNBUILDABLE),
+      [
+        'home twice',
+        [
+          { path: 'home', type: 'directory' },
+          { path: 'home', type: 'directory' },
+        ],
+      ],
+      [
+        'an entry before its directory',
+        [
+          { path: 'home', type: 'directory' },
+          { path: 'home/later/file', type: 'file' },
+          { path: 'home/later', type: 'directory' },
+        ],
+      ],
+      [
+        'a hard link to a directory',
+        [
+          { path: 'home', type: 'directory' },
+          { path: 'home/d', type: 'directory' },
+          { path: 'home/h', type: 'link', linkname: 'home/d' },
+        ],
+      ],
+      [
+        'a path longer than a file system holds',
+        [
+          { path: 'home', type: 'directory' },
+          { path: `home/${'a/'.repeat(2000)}f`, type: 'file' },
+        ],
+      ],
+    ] as [string, CraftedEntry[]][])('a tree a volume cannot hold, even with a matching manifest: %s', async (_what, entries) => {
+      const forged = file(`unbuildable-${randomBytes(4).toString('hex')}.tar.gz`);
+      await craftBackup(forged, entries, { ...ADA, image: IMAGE });
+      await expect(verifyBackup(forged)).rejects.toMatchObject(notOurs);
+    });
+
+    it('and takes the same kinds of entry when they build a tree', async () => {
+      const fine = file('buildable.tar.gz');
+      await craftBackup(
+        fine,
+        [
+          { path: 'home', type: 'directory', mode: 0o755 },
+          { path: 'home/etc', type: 'symlink', linkname: '/etc' },
+          { path: 'home/d', type: 'directory' },
+          { path: 'home/d/f', type: 'file', data: Buffer.from('x\n') },
+          { path: 'home/h', type: 'link', linkname: 'home/d/f' },
+          { path: `home/${'n'.repeat(255)}`, type: 'file' },
+        ],
+        { ...ADA, image: IMAGE },
+      );
+      await expect(verifyBackup(fine)).resolves.toMatchObject({ files: 2 });
+    });
   });
 });
 
 describe('restoring a backup', () => {
-  it('brings the volume back entry for entry: names, types, modes, owners, mtimes, link targets and data, the root included', async () => {
+  it('brings the volume back entry for entry: names, types, modes, mtimes, link targets and data, the root included; every owner the student, no setuid or setgid', async () => {
     const manifest = await restoreBackup({ runtime, path: backupPath, volume: 'ws-ada-staging', image: IMAGE, workspace: ADA });
     expect(manifest).toMatchObject({ slug: 'ada', files: FILES.length });
     expect(runtime.actions).toEqual(['create volume ws-ada-staging', 'import volume ws-ada-staging']);
     const restored = await entriesOf(runtime.volumeArchives.get('ws-ada-staging')!);
     const original = await entriesOf(runtime.volumeArchives.get('ws-ada-home')!);
-    expect(restored).toEqual(original);
+    expect(restored).toEqual(original.map((entry) => ({ ...entry, uid: 1000, gid: 1000, mode: entry.mode & ~0o6000 })));
+    expect(restored.find((entry) => entry.name === 'student/suid-root')).toMatchObject({ uid: 1000, gid: 1000, mode: 0o755 });
+    // The sticky bit is no privilege: it stays.
+    expect(restored.find((entry) => entry.name === 'student/shared')).toMatchObject({ mode: 0o1775 });
   });
 
   it('reports progress in file bytes written', async () => {
