@@ -211,13 +211,14 @@ export function parseWorkspaceHost(text: string): WorkspaceHostConfig | undefine
 
 /**
  * Why a valid WORKSPACE_HOST cannot serve beside the control plane at `publicHostname`, or
- * undefined when it can: it may not be that host or a parent of it, else a workspace's pages could
- * set cookies the control plane reads (or a workspace's host would be the control plane's).
+ * undefined when it can: its domain may not be that host, a parent of it, or under it, else a
+ * workspace's pages could set cookies the control plane reads (a cookie for a parent domain, or for
+ * the control plane's own host from below it), or a workspace's host would be the control plane's.
  */
 function workspaceHostClash(workspaceHost: WorkspaceHostConfig, publicHostname: string): string | undefined {
   const base = workspaceHost.hostname;
-  if (publicHostname !== base && !publicHostname.endsWith(`.${base}`)) return undefined;
-  return `WORKSPACE_HOST=${JSON.stringify(`*.${workspaceHost.base}`)} is not valid: its domain must not be the control plane's host (${publicHostname}) or a parent of it, or workspaces' pages could set cookies the control plane reads; use a domain of its own, e.g. *.ws.<your domain>`;
+  if (publicHostname !== base && !publicHostname.endsWith(`.${base}`) && !base.endsWith(`.${publicHostname}`)) return undefined;
+  return `WORKSPACE_HOST=${JSON.stringify(`*.${workspaceHost.base}`)} is not valid: its domain must not be the control plane's host (${publicHostname}), a parent of it or under it, or workspaces' pages could set cookies the control plane reads; use a domain beside it, best a registrable domain of its own (e.g. *.school-workspaces.org), or at least *.ws.<your domain> beside <control plane>.<your domain>`;
 }
 
 function splitList(value: string): string[] {

@@ -184,17 +184,22 @@ describe('WORKSPACE_HOST (host mode)', () => {
     expect(problems({ WORKSPACE_HOST: value })).toEqual([`WORKSPACE_HOST=${JSON.stringify(value)} is not valid: expected ${accepts}`]);
   });
 
-  it("refuses the control plane's own host or a parent of it: its pages could set the control plane's cookies", () => {
-    for (const value of ['*.robots.school.org', '*.school.org', '*.Robots.School.org:8443']) {
+  it("refuses the control plane's own host, a parent of it or a domain under it: its pages could set the control plane's cookies", () => {
+    for (const value of ['*.robots.school.org', '*.school.org', '*.Robots.School.org:8443', '*.ws.robots.school.org', '*.a.b.robots.school.org']) {
       const lines = problems({ WORKSPACE_HOST: value, PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' });
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^WORKSPACE_HOST=".*" is not valid: its domain must not be the control plane's host \(robots\.school\.org\) or a parent of it/);
+      expect(lines[0]).toMatch(
+        /^WORKSPACE_HOST=".*" is not valid: its domain must not be the control plane's host \(robots\.school\.org\), a parent of it or under it/,
+      );
     }
     // Without PUBLIC_URL, the listening host is the control plane's.
     expect(problems({ WORKSPACE_HOST: '*.school.org', HOST: 'cp.school.org' })).toHaveLength(1);
-    // A sibling or a domain of its own is fine, and so is a host below the control plane's (no parent of it).
+    expect(problems({ WORKSPACE_HOST: '*.ws.cp.school.org', HOST: 'cp.school.org' })).toHaveLength(1);
+    // A sibling or a domain of its own is fine.
     expect(problems({ WORKSPACE_HOST: '*.ws.school.org', PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' })).toEqual([]);
-    expect(problems({ WORKSPACE_HOST: '*.ws.robots.school.org', PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' })).toEqual([]);
+    expect(problems({ WORKSPACE_HOST: '*.school-workspaces.org', PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' })).toEqual([]);
+    // A name that merely ends like the control plane's is not under it.
+    expect(problems({ WORKSPACE_HOST: '*.wsrobots.school.org', PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' })).toEqual([]);
     expect(problems({ WORKSPACE_HOST: '*.ws.localhost:8080', PUBLIC_URL: 'http://127.0.0.1:8080' })).toEqual([]);
     expect(problems({ WORKSPACE_HOST: '*.ws.localhost:8080' })).toEqual([]);
   });
