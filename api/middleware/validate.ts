@@ -4,9 +4,14 @@ import formats from 'ajv-formats';
 import type { Middleware } from 'koa';
 import { AppError, ValidationError } from '../../src/errors.ts';
 
-const ajv = new Ajv({ allErrors: false, strict: true });
-// Query strings carry only text: numbers are coerced, and defaults fill in missing parameters.
-const queryAjv = new Ajv({ allErrors: false, strict: true, coerceTypes: true, useDefaults: true });
+// strictNumbers: a JSON number too large for a double (1e400) parses as Infinity, which is no number here.
+const ajv = new Ajv({ allErrors: false, strict: true, strictNumbers: true });
+// Query strings carry only text: numbers are coerced (once integerParameters has checked how they
+// are written), and defaults fill in missing parameters.
+const queryAjv = new Ajv({ allErrors: false, strict: true, strictNumbers: true, coerceTypes: true, useDefaults: true });
+
+/** How an integer query parameter is written: decimal digits, perhaps a minus sign (ajv would also take `Infinity`, `1e2`, `0x10`, ` 5`). */
+const INTEGER_TEXT = /^-?\d{1,16}$/;
 // ajv-formats is CommonJS: ESM importers find its plugin under `default`. Its RFC 3339 date-time
 // also admits leap seconds (23:59:60), which Date cannot hold, so those are refused as well.
 const rfc3339DateTime = formats.default.get('date-time') as { validate: (text: string) => boolean };
@@ -95,12 +100,21 @@ export interface QueryState<T> {
  */
 export function validateQuery<T>(schema: SchemaObject): Middleware<QueryState<T>> {
   const check = queryAjv.compile<T>(schema);
+  const integers = Object.entries((schema.properties ?? {}) as Record<string, { type?: unknown }>)
+    .filter(([, property]) => property.type === 'integer')
+    .map(([name]) => name);
   return async (ctx, next) => {
     // A copy: ajv coerces in place, and ctx.query is Koa's cached parse.
-    const query: unknown = { ...ctx.query };
+    const query: Record<string, unknown> = { ...ctx.query };
     // Checked before the schema's own checks: such text must never reach the database.
     const unstorable = unstorableText(query);
     if (unstorable !== undefined) throw ValidationError('validation_error', `The parameter "${unstorable}" holds a NUL character, which is not allowed.`);
+    for (const name of integers) {
+      const value = query[name];
+      if (typeof value === 'string' && !INTEGER_TEXT.test(value)) {
+        throw ValidationError('validation_error', `The parameter "${name}" must be a whole number written in digits, such as 50.`);
+      }
+    }
     if (!check(query)) throw ValidationError('validation_error', describeParameter(check.errors?.[0]));
     ctx.state.query = query;
     await next();

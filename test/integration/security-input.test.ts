@@ -205,3 +205,36 @@ describe('sessions without a signed-in user', () => {
     expect(second!.seconds).toBeLessThanOrEqual(first!.seconds - 1);
   });
 });
+
+describe('numbers in query strings and bodies', () => {
+  it.each([
+    '/admin/audit-log?before=Infinity',
+    '/admin/audit-log?before=-Infinity',
+    '/admin/audit-log?before=NaN',
+    '/admin/audit-log?limit=Infinity',
+    '/admin/audit-log?limit=1e2',
+    '/admin/audit-log?limit=0x10',
+    '/admin/audit-log?limit=%205',
+    '/admin/audit-log?limit=5.0',
+    '/admin/audit-log?before=9007199254740993',
+    '/admin/audit-log?before=1&before=2',
+    '/admin/workspaces?limit=-Infinity',
+    '/admin/workspaces?limit=Infinity',
+    '/admin/workspaces?offset=1e400',
+  ])('refuses %s with 400 naming the parameter, never a 500', async (target) => {
+    const from = app.logs.length;
+    const response = await fetch(`${app.url}${target}`, { headers: admin });
+    expect(response.status).toBe(400);
+    const error = await errorOf(response);
+    expect(error.code).toBe('validation_error');
+    expect(error.message).toMatch(/^The parameter "(before|limit|offset)" /);
+    expect(errorsLoggedSince(from)).toEqual([]);
+  });
+
+  it.each([
+    ['/admin/audit-log?before=12&limit=500', 200],
+    ['/admin/workspaces?offset=0&limit=1000', 200],
+  ])('takes %s, finite integers in range', async (target, status) => {
+    expect((await fetch(`${app.url}${target}`, { headers: admin })).status).toBe(status);
+  });
+});
