@@ -41,11 +41,12 @@ provision_postgres() {
     say "creating the test cluster in $PG_DIR"
     mkdir -p "$PG_DIR"
     chown postgres:postgres "$PG_DIR"
-    runuser -u postgres -- "$bin/initdb" -D "$PG_DIR" -U postgres -A trust -E UTF8 --no-sync >/dev/null
+    (cd / && runuser -u postgres -- "$bin/initdb" -D "$PG_DIR" -U postgres -A trust -E UTF8 --no-sync >/dev/null)
   fi
   say "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-  runuser -u postgres -- "$bin/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w -t 60 start -o \
-    "-c listen_addresses=127.0.0.1 -p $PG_PORT -k /tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null
+  # From /: postgres may not enter the caller's directory (a checkout under /root, say).
+  (cd / && runuser -u postgres -- "$bin/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w -t 60 start -o \
+    "-c listen_addresses=127.0.0.1 -p $PG_PORT -k /tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null)
 }
 
 provision_docker() {
