@@ -206,11 +206,11 @@ describe('GET /admin/audit-log', () => {
   it.each([
     ['limit 0', 'limit=0', 'The parameter "limit" must be >= 1.'],
     ['limit 501', 'limit=501', 'The parameter "limit" must be <= 500.'],
-    ['a limit that is not a number', 'limit=abc', 'The parameter "limit" must be integer.'],
-    ['a fractional limit', 'limit=2.5', 'The parameter "limit" must be integer.'],
+    ['a limit that is not a number', 'limit=abc', 'The parameter "limit" must be a whole number written in digits, such as 50.'],
+    ['a fractional limit', 'limit=2.5', 'The parameter "limit" must be a whole number written in digits, such as 50.'],
     ['a repeated limit', 'limit=1&limit=2', 'The parameter "limit" must be integer.'],
     ['a negative cursor', 'before=-1', 'The parameter "before" must be >= 1.'],
-    ['an empty cursor', 'before=', 'The parameter "before" must be integer.'],
+    ['an empty cursor', 'before=', 'The parameter "before" must be a whole number written in digits, such as 50.'],
     ['a cursor beyond 2^53', 'before=9007199254740993', 'The parameter "before" must be <= 9007199254740991.'],
     ['a since that is not a date', 'since=not-a-date', 'The parameter "since" must be an ISO 8601 date-time with a time zone, such as 2026-03-04T05:06:07Z.'],
     [
