@@ -6,7 +6,11 @@ import type { Store } from '../src/store/index.ts';
 import { isTerminal, type RunRecord, type TerminalStatus } from '../src/store/runs.ts';
 import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import { Controller } from './controller.ts';
+import { RunOutputCollector } from './run-output.ts';
 import type { ReconcileResult } from './workqueue.ts';
+
+/** How long a run's end waits for the rest of its output to be kept. */
+const OUTPUT_DRAIN_MS = 10_000;
 
 /** What a run's simulator container is made from (configuration). */
 export interface SimTemplate {
@@ -27,6 +31,8 @@ export interface RunControllerOptions {
   template: SimTemplate;
   /** RUN_BUILD_TIMEOUT: how long compile and boot may take before the run fails. */
   buildTimeoutMs: number;
+  /** RUN_MAX_MINUTES: how long a run may be running (after its build) before it is stopped. */
+  maxRunMs?: number;
   /** How often a compiling run's nt4 port is probed. */
   probeIntervalMs?: number;
   /** How often a running run is looked at besides its container's events. */
@@ -47,10 +53,27 @@ export interface RunControllerOptions {
  */
 export class RunController extends Controller {
   private readonly options: Required<Omit<RunControllerOptions, 'concurrency'>>;
+  /** Keeps each run's whole output as it is written. */
+  private readonly output: RunOutputCollector;
 
   constructor(options: RunControllerOptions) {
     super({ name: 'runs', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 8 });
-    this.options = { probeIntervalMs: 100, runningCheckMs: 5000, resyncIntervalMs: 30_000, outputLines: 50, probe: probeHttp, ...options };
+    this.options = {
+      probeIntervalMs: 100,
+      runningCheckMs: 5000,
+      resyncIntervalMs: 30_000,
+      outputLines: 50,
+      probe: probeHttp,
+      maxRunMs: 60 * 60_000,
+      ...options,
+    };
+    this.output = new RunOutputCollector({ runtime: options.runtime, runs: options.store.runs, changes: options.store.changes, log: options.log });
+  }
+
+  /** Stops the triggers, then the output followers (what they read is kept). */
+  override async stop(): Promise<void> {
+    await super.stop();
+    await this.output.stop();
   }
 
   /** Follows every trigger, which enqueues every unfinished run and the run of every sim container (adoption). */
@@ -74,8 +97,10 @@ export class RunController extends Controller {
 
   /**
    * Compares a run with its simulator container and takes the one step that moves the run on,
-   * writing its status: queued → `running` when the nt4 probe first answers, or to an end.
-   * Whenever a run ends, its last output is kept and its container removed.
+   * writing its status: queued → `running` when the nt4 probe first answers, or to an end (a
+   * `running` run past RUN_MAX_MINUTES is `stopped`). While a run has a container its output is
+   * followed and kept (RunOutputCollector). Whenever a run ends, its whole output is kept first,
+   * then its last lines, and its container removed.
    */
   override async reconcile(runId: string): Promise<ReconcileResult | void> {
     const { store, runtime } = this.options;
@@ -106,6 +131,7 @@ export class RunController extends Controller {
       return this.createSim(run, workspace, log);
     }
 
+    void this.output.follow(run.id, container.id);
     // Exited: `failed` before ready or on a non-zero exit (out of memory named), `stopped` on exit 0 after ready.
     const exit = await runtime.exitOf(container.id);
     if (!exit) return { requeueAfterMs: 100 };
@@ -122,8 +148,12 @@ export class RunController extends Controller {
       if (code === 0) return this.end(run, container, 'stopped', 'the simulator exited on its own', log, code);
       return this.end(run, container, 'failed', exit.oomKilled ? 'the simulator ran out of memory' : `the simulator crashed (exit code ${code})`, log, code);
     }
-    // Running and ready: look again later. Compiling: probe.
-    if (wasReady) return { requeueAfterMs: this.options.runningCheckMs };
+    // Running and ready: stopped past its time, else looked at again later. Compiling: probe.
+    if (wasReady) {
+      const left = run.readyAt!.getTime() + this.options.maxRunMs - Date.now();
+      if (left <= 0) return this.end(run, container, 'stopped', this.maxRunReason(), log);
+      return { requeueAfterMs: Math.min(this.options.runningCheckMs, left) };
+    }
     return this.probe(run, container, log);
   }
 
@@ -152,6 +182,7 @@ export class RunController extends Controller {
     await runtime.ensureVolume({ workspaceId: run.workspaceId, slug }, homeVolume);
     const container = await runtime.createSimContainer({ ...template, workspaceId: run.workspaceId, slug, runId: run.id, homeVolume });
     await runtime.start(container.id);
+    void this.output.follow(run.id, container.id);
     log.info({ container: container.name }, 'simulator container started: compiling and booting');
     return { requeueAfterMs: this.options.probeIntervalMs };
   }
@@ -169,6 +200,8 @@ export class RunController extends Controller {
     let output = '';
     if (container) {
       await runtime.stop(container.id, 5);
+      // Its whole output kept before the run is recorded as ended (a stopped container's output ends).
+      await within(this.output.follow(run.id, container.id), OUTPUT_DRAIN_MS);
       output = (await runtime.logsTail(container.id, this.options.outputLines)).slice(-16_000);
     }
     // The end is recorded (and counted) before the container goes: if recording fails, the next pass still finds it.
@@ -181,6 +214,7 @@ export class RunController extends Controller {
       log[status === 'failed' ? 'warning' : 'info']({ status, reason, exitCode }, `run ${status}: ${reason}`);
     }
     if (container) await runtime.remove(container.id);
+    this.output.forget(run.id);
   }
 
   private async simContainers(runId: string, workspaceId: string | undefined): Promise<ManagedContainer[]> {
@@ -192,7 +226,18 @@ export class RunController extends Controller {
     return Date.now() - run.queuedAt.getTime() > this.options.buildTimeoutMs;
   }
 
+  private maxRunReason(): string {
+    return `stopped after ${Math.round(this.options.maxRunMs / 60_000)} minutes, the longest a run may last (RUN_MAX_MINUTES); press Run to start it again`;
+  }
+
   private timeoutReason(): string {
     return `the simulator was not ready within the build timeout (${Math.round(this.options.buildTimeoutMs / 1000)} s)`;
   }
+}
+
+/** Waits for `promise`, or `ms` at most (whichever comes first; the timer goes with it). */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

@@ -7,6 +7,7 @@ import { TuneAuditActorFilter1795277300000 } from './1795277300000-TuneAuditActo
 import { AddObservedEndpoints1795278354000 } from './1795278354000-AddObservedEndpoints.ts';
 import { AddHomeVolume1795425410000 } from './1795425410000-AddHomeVolume.ts';
 import { CreateSignInLinks1795440000000 } from './1795440000000-CreateSignInLinks.ts';
+import { CreateRunOutput1795570522000 } from './1795570522000-CreateRunOutput.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   AddObservedEndpoints1795278354000,
   AddHomeVolume1795425410000,
   CreateSignInLinks1795440000000,
+  CreateRunOutput1795570522000,
 ];

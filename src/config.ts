@@ -44,6 +44,10 @@ export interface Config {
   simCommand: string;
   /** How long a run may compile and boot before it fails. */
   runBuildTimeoutMs: number;
+  /** How long a run may be running (after its build) before it is stopped. */
+  runMaxMs: number;
+  /** How long before an idle stop the student is warned (in the editor and on the workspace page). */
+  idleWarningMinutes: number;
   /** WORKSPACE_HOST: host mode, each workspace on an origin of its own; undefined: path mode (`/u/<slug>/` on PUBLIC_URL). */
   workspaceHost: WorkspaceHostConfig | undefined;
 }
@@ -122,6 +126,12 @@ export const VARIABLES: Record<string, VariableSpec> = {
   NO_COLOR: { accepts: 'any value (set: no ANSI colours)', schema: { type: 'string' } },
   MAX_ACTIVE_CONTAINERS: { accepts: 'an integer from 0 to 10000', schema: { type: 'integer', minimum: 0, maximum: 10000 }, default: 10 },
   IDLE_STOP_MINUTES: { accepts: 'minutes from 0.05 to 10080 (decimals allowed)', schema: { type: 'number', minimum: 0.05, maximum: 10080 }, default: 30 },
+  IDLE_WARNING_MINUTES: {
+    accepts: 'minutes from 0 (no warning) to 1440 (decimals allowed)',
+    schema: { type: 'number', minimum: 0, maximum: 1440 },
+    default: 5,
+  },
+  RUN_MAX_MINUTES: { accepts: 'minutes from 1 to 10080', schema: { type: 'number', minimum: 1, maximum: 10080 }, default: 60 },
   CODE_MEMORY_LIMIT: {
     accepts: 'a memory size of at least 6m: bytes, or a number with k, m or g (e.g. 512m, 2g)',
     schema: { type: 'string' },
@@ -302,6 +312,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     proxyTimeoutMs: Math.round((values.PROXY_TIMEOUT_SECONDS as number) * 1000),
     simCommand: values.SIM_COMMAND as string,
     runBuildTimeoutMs: parseDurationMs(String(values.RUN_BUILD_TIMEOUT))!,
+    runMaxMs: Math.round((values.RUN_MAX_MINUTES as number) * 60_000),
+    idleWarningMinutes: values.IDLE_WARNING_MINUTES as number,
     workspaceHost,
   };
 }

@@ -177,6 +177,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         metrics,
         log: categoryLogger(log, 'runs'),
         buildTimeoutMs: config.runBuildTimeoutMs,
+        maxRunMs: config.runMaxMs,
         template: { ...volumeTemplate, nt4Port: config.nt4Port, command: config.simCommand },
         ...options.tuning?.runs,
       })

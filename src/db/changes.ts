@@ -25,6 +25,13 @@ export interface Change {
   id: string;
 }
 
+/** Output of a run just kept (RunStore.appendOutput): where it starts, in characters into the run's output, and its text. */
+export interface RunOutputEvent {
+  runId: string;
+  offset: number;
+  text: string;
+}
+
 /**
  * Announces desired-state changes to the controllers. The store's mutation helper calls `notify` inside its
  * transaction (PostgreSQL delivers NOTIFY at commit, to every listening process, e.g. the server
@@ -36,7 +43,8 @@ export class ChangeFeed {
   private listener: { close(): Promise<void> } | undefined;
 
   constructor() {
-    this.emitter.setMaxListeners(50);
+    // Every open live view of a run's output listens here: one per student watching.
+    this.emitter.setMaxListeners(0);
   }
 
   /** Queues a NOTIFY in the caller's transaction; it is delivered only if the transaction commits. */
@@ -64,6 +72,17 @@ export class ChangeFeed {
   subscribe(handler: (change: Change) => void): () => void {
     this.emitter.on('change', handler);
     return () => this.emitter.off('change', handler);
+  }
+
+  /** Delivers new output of a run to this process's subscribers (live views; nothing converges on it). */
+  publishOutput(event: RunOutputEvent): void {
+    this.emitter.emit('output', event);
+  }
+
+  /** Subscribes to runs' new output in this process; returns the unsubscribe function. */
+  subscribeOutput(handler: (event: RunOutputEvent) => void): () => void {
+    this.emitter.on('output', handler);
+    return () => this.emitter.off('output', handler);
   }
 
   /** Subscribes to reconnects of the database listener (changes may have been missed: resync). */

@@ -226,6 +226,8 @@ export class DockerRuntime implements WorkspaceRuntime {
       NetworkMode: spec.network,
       Mounts: [{ Type: 'volume', Source: spec.homeVolume, Target: HOME_PATH }],
       RestartPolicy: { Name: 'no' },
+      // What a container prints is the student's to choose: the engine keeps at most 10 MB of it on disk.
+      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '1' } },
       // An init as PID 1 forwards SIGTERM to the command (a shell as PID 1 ignores it) and reaps zombies.
       Init: true,
       // No capabilities at all, and none to gain through a setuid file: the editor and the simulator
@@ -267,6 +269,24 @@ export class DockerRuntime implements WorkspaceRuntime {
       if (statusOf(error) === 404) return '';
       throw error;
     }
+  }
+
+  async followOutput(id: string): Promise<Readable> {
+    const output = new PassThrough();
+    let raw: NodeJS.ReadableStream;
+    try {
+      // The events client: no call timeout on a stream that lives as long as the container.
+      raw = await this.events.getContainer(id).logs({ stdout: true, stderr: true, follow: true });
+    } catch (error) {
+      if (statusOf(error) === 404) return (output.end(), output);
+      throw error;
+    }
+    const source = raw as NodeJS.ReadableStream & { destroy(): void };
+    this.events.modem.demuxStream(source, output, output);
+    source.once('end', () => output.end());
+    source.once('error', (error: Error) => output.destroy(error));
+    output.once('close', () => source.destroy());
+    return output;
   }
 
   async start(id: string): Promise<void> {

@@ -139,6 +139,12 @@ export interface WorkspaceRuntime {
   exitOf(id: string): Promise<ContainerExit | undefined>;
   /** The last `lines` lines of a container's output (stdout and stderr), oldest first. */
   logsTail(id: string, lines: number): Promise<string>;
+  /**
+   * A container's output (stdout and stderr, in the order written) from its start, followed as it
+   * is written until the container stops: a byte stream that then ends. The caller reads it (the
+   * engine waits while it does not) or destroys it; a container that is gone gives an empty stream.
+   */
+  followOutput(id: string): Promise<Readable>;
   /** Starts a container; already running is success. */
   start(id: string): Promise<void>;
   /** Stops a container (SIGTERM, then SIGKILL after timeoutSeconds); already stopped or gone is success. */

@@ -18,10 +18,12 @@ export const CLI_ACTOR: Actor = { id: null, email: 'cli' };
  * The action names of the spec, and those of what its ten do not name: `audit.prune` (the
  * operator's pruning of the log itself), `auth.setup` (the first-run setup link used: someone became
  * the first admin), `auth.sign-in-link` (a one-time sign-in link made) and `auth.sign-in-link.use`
- * (one used to sign in).
+ * (one used to sign in), `run.stop` (an admin stopped someone's run: a student's own runs are theirs and
+ * not audited).
  */
 export type AuditAction =
   | 'audit.prune'
+  | 'run.stop'
   | 'auth.setup'
   | 'auth.sign-in-link'
   | 'auth.sign-in-link.use'

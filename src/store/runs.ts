@@ -3,6 +3,7 @@ import type { Change, ChangeFeed } from '../db/changes.ts';
 import { queryRows, type Queryable } from '../db/sql.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { isUuid } from './ids.ts';
+import type { Actor } from './audit.ts';
 import type { Mutate } from './mutation.ts';
 
 export type RunStatus = 'queued' | 'running' | 'stopped' | 'failed' | 'canceled';
@@ -22,6 +23,24 @@ export interface RunRecord {
   /** The last lines of the simulator's output, kept when the run ends. */
   output: string | null;
   simEndpoint: string | null;
+  /** How much of the run's whole output is kept (characters; see RunStore.appendOutput). */
+  outputLength: number;
+  /** Whether the output passed OUTPUT_LIMIT, after which no more was kept. */
+  outputTruncated: boolean;
+  /** How many bytes of the container's own output the kept output was read from (where a collector that starts again goes on). */
+  outputSourceBytes: number;
+}
+
+/** The most of a run's output that is kept: 1 MiB of text; a run that prints more is cut there, with a mark saying so. */
+export const OUTPUT_LIMIT = 1024 * 1024;
+
+/** Whose runs keep their whole output: a workspace's newest this many (older runs keep their last lines only). */
+export const RUNS_WITH_OUTPUT = 20;
+
+/** A piece of a run's output: its text and the offset (in characters) it starts at. */
+export interface OutputChunk {
+  offset: number;
+  text: string;
 }
 
 /** The run a workspace has in progress (queued or running): its id, status and simulator endpoint. */
@@ -34,7 +53,8 @@ export interface ActiveRun {
 /** How many runs GET /runs lists, newest first. */
 const RECENT_RUNS = 20;
 
-const COLUMNS = 'id, workspace_id, desired_state, status, queued_at, ready_at, ended_at, exit_code, reason, output, sim_endpoint';
+const COLUMNS =
+  'id, workspace_id, desired_state, status, queued_at, ready_at, ended_at, exit_code, reason, output, sim_endpoint, output_length, output_truncated, output_source_bytes';
 const ACTIVE = "status IN ('queued', 'running')";
 
 interface RunRow {
@@ -49,6 +69,10 @@ interface RunRow {
   reason: string | null;
   output: string | null;
   sim_endpoint: string | null;
+  output_length: number;
+  output_truncated: boolean;
+  /** bigint: pg returns it as text. */
+  output_source_bytes: string;
 }
 
 const toRun = (row: RunRow): RunRecord => ({
@@ -63,7 +87,24 @@ const toRun = (row: RunRow): RunRecord => ({
   reason: row.reason,
   output: row.output,
   simEndpoint: row.sim_endpoint,
+  outputLength: row.output_length,
+  outputTruncated: row.output_truncated,
+  outputSourceBytes: Number(row.output_source_bytes),
 });
+
+/** A run with whose it is, for the admin's lists: the workspace's slug and its owner's email. */
+export interface ClassRun extends RunRecord {
+  slug: string;
+  ownerEmail: string | null;
+}
+
+/** Which runs of the class an admin lists: by status, since a time, of one workspace; newest first, at most `limit`. */
+export interface RunFilter {
+  status?: RunStatus;
+  since?: Date;
+  workspaceId?: string;
+  limit: number;
+}
 
 /** Whether a status is terminal. */
 export const isTerminal = (status: RunStatus): status is TerminalStatus => status === 'stopped' || status === 'failed' || status === 'canceled';
@@ -151,6 +192,11 @@ export class RunStore {
       if (active[0]) throw ConflictError('run_active', `Run ${active[0].id} is still active; stop it first.`);
       const rows: RunRow[] = await tx.query(`INSERT INTO runs (workspace_id) VALUES ($1) RETURNING ${COLUMNS}`, [workspaceId]);
       const run = toRun(rows[0]!);
+      // Only the newest runs keep their whole output.
+      await tx.query('DELETE FROM run_output WHERE run_id IN (SELECT id FROM runs WHERE workspace_id = $1 ORDER BY queued_at DESC, id DESC OFFSET $2)', [
+        workspaceId,
+        RUNS_WITH_OUTPUT,
+      ]);
       return { value: run, changed: [runChange(run.id)], audit: null };
     });
   }
@@ -168,6 +214,56 @@ export class RunStore {
     });
   }
 
+  /**
+   * An admin stops someone's run (audited `run.stop`). A finished run is returned as it is; 404
+   * `run_not_found` for an unknown one.
+   */
+  async stopByAdmin(actor: Actor, id: string): Promise<ClassRun> {
+    const run = await this.getWithOwner(id);
+    if (!run) throw NotFoundError('run_not_found', `No run ${JSON.stringify(id)}.`);
+    if (isTerminal(run.status) || run.desiredState === 'stopped') return run;
+    await this.mutate(async (tx) => {
+      await tx.query(`UPDATE runs SET desired_state = 'stopped' WHERE id = $1`, [id]);
+      return {
+        value: undefined,
+        changed: [runChange(id)],
+        audit: { actor, action: 'run.stop', target: { kind: 'run', id }, metadata: { slug: run.slug, workspaceId: run.workspaceId, owner: run.ownerEmail } },
+      };
+    });
+    return { ...run, desiredState: 'stopped' };
+  }
+
+  /** A run with its workspace's slug and owner's email, or undefined. */
+  async getWithOwner(id: string): Promise<ClassRun | undefined> {
+    if (!isUuid(id)) return undefined;
+    return (await this.list({ limit: 1 }, id))[0];
+  }
+
+  /** The class's runs that match `filter`, newest first, with their workspace's slug and owner's email. */
+  async list(filter: RunFilter, id?: string): Promise<ClassRun[]> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    const add = (sql: string, value: unknown) => {
+      values.push(value);
+      where.push(sql.replace('?', `$${values.length}`));
+    };
+    if (id !== undefined) add('r.id = ?', id);
+    if (filter.status !== undefined) add('r.status = ?', filter.status);
+    if (filter.since !== undefined) add('r.queued_at >= ?', filter.since);
+    if (filter.workspaceId !== undefined) add('r.workspace_id = ?', filter.workspaceId);
+    values.push(filter.limit);
+    const rows: (RunRow & { slug: string; owner_email: string | null })[] = await this.db.query(
+      `SELECT ${COLUMNS.split(', ')
+        .map((column) => `r.${column}`)
+        .join(', ')}, w.slug, u.email AS owner_email
+       FROM runs r JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN users u ON u.id = w.user_id
+       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY r.queued_at DESC, r.id DESC LIMIT $${values.length}`,
+      values,
+    );
+    return rows.map((row) => ({ ...toRun(row), slug: row.slug, ownerEmail: row.owner_email }));
+  }
+
   /** Records where a run's simulator will answer (its container's address and the nt4 port). */
   async recordSimEndpoint(id: string, endpoint: string | null): Promise<void> {
     await this.db.query(`UPDATE runs SET sim_endpoint = $2 WHERE id = $1 AND ${ACTIVE}`, [id, endpoint]);
@@ -183,14 +279,69 @@ export class RunStore {
     return rows[0] && toRun(rows[0]);
   }
 
-  /** Ends an active run with a terminal status; returns it, or undefined when it had already ended. */
+  /**
+   * Ends an active run with a terminal status; returns it, or undefined when it had already ended.
+   * The end counts as activity of the workspace (the idle sweep spares workspaces with an active
+   * run, and gives them their whole idle time again after it).
+   */
   async finish(id: string, outcome: { status: TerminalStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
     const rows = await queryRows<RunRow>(
       this.db,
-      `UPDATE runs SET status = $2, reason = $3, exit_code = $4, output = $5, ended_at = now(), sim_endpoint = NULL
-       WHERE id = $1 AND ${ACTIVE} RETURNING ${COLUMNS}`,
+      `WITH ended AS (
+         UPDATE runs SET status = $2, reason = $3, exit_code = $4, output = $5, ended_at = now(), sim_endpoint = NULL
+         WHERE id = $1 AND ${ACTIVE} RETURNING ${COLUMNS}
+       ), touched AS (
+         UPDATE workspaces SET last_activity_at = greatest(last_activity_at, now()) WHERE id = (SELECT workspace_id FROM ended)
+       )
+       SELECT * FROM ended`,
       [id, outcome.status, outcome.reason, outcome.exitCode, outcome.output],
     );
     return this.statusChanged(rows[0] && toRun(rows[0]));
+  }
+
+  /**
+   * Appends `text` to a run's kept output at `offset`, which must be where its output ends now (a
+   * second writer, or a retry of a write that landed, changes nothing and gets false), recording
+   * how many bytes of the container's output it came from and whether the output is now cut off.
+   */
+  async appendOutput(id: string, offset: number, text: string, progress: { sourceBytes: number; truncated: boolean }): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `WITH grown AS (
+         UPDATE runs SET output_length = $2 + length($3::text), output_source_bytes = $4, output_truncated = $5
+         WHERE id = $1 AND output_length = $2 RETURNING id
+       ), kept AS (
+         INSERT INTO run_output (run_id, start_offset, text) SELECT id, $2, $3 FROM grown WHERE $3 <> ''
+       )
+       SELECT id FROM grown`,
+      [id, offset, text, progress.sourceBytes, progress.truncated],
+    );
+    return rows.length > 0;
+  }
+
+  /** A run's whole kept output (at most OUTPUT_LIMIT and the mark). */
+  async outputText(id: string): Promise<string> {
+    const rows: { text: string }[] = await this.db.query('SELECT text FROM run_output WHERE run_id = $1 ORDER BY start_offset', [id]);
+    return rows.map((row) => row.text).join('');
+  }
+
+  /**
+   * A run's kept output from character `offset` on, in order, at most about `maxChars` in at most
+   * 2,000 chunks (whole chunks, the first cut to start at `offset`): empty when there is nothing past it.
+   */
+  async outputFrom(id: string, offset: number, maxChars = 256 * 1024): Promise<OutputChunk[]> {
+    const rows: { start_offset: number; text: string }[] = await this.db.query(
+      `SELECT start_offset, text FROM run_output WHERE run_id = $1 AND start_offset + length(text) > $2 ORDER BY start_offset LIMIT $3`,
+      [id, offset, 2000],
+    );
+    const chunks: OutputChunk[] = [];
+    let total = 0;
+    for (const row of rows) {
+      const skip = Math.max(0, offset - row.start_offset);
+      const text = row.text.slice(skip);
+      chunks.push({ offset: row.start_offset + skip, text });
+      total += text.length;
+      if (total >= maxChars) break;
+    }
+    return chunks;
   }
 }

@@ -159,6 +159,12 @@ export class MemoryRuntime implements WorkspaceRuntime {
       : (container.exit ?? { running: false, exitCode: 0, oomKilled: false });
   }
 
+  async followOutput(id: string): Promise<Readable> {
+    this.fail('followOutput');
+    const container = this.containers.get(id);
+    return Readable.from(container ? [Buffer.from(container.output)] : []);
+  }
+
   async logsTail(id: string, lines: number): Promise<string> {
     this.fail('logsTail');
     return (this.containers.get(id)?.output ?? '').split('\n').slice(-lines).join('\n');
