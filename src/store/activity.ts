@@ -1,8 +1,13 @@
 import type { WorkspaceStore } from './workspaces.ts';
 
 /**
- * Gathers workspace activity in memory (proxied traffic, student API calls) and writes it in one
- * statement per flush, never a database write per request. A failed flush keeps its batch for the next.
+ * Gathers workspace activity in memory and writes it in one statement per flush, never a database
+ * write per request. A failed flush keeps its batch for the next. What counts as activity is what a
+ * student does: a request to their editor (a page, a file), opening its WebSocket, an action of the
+ * student API (`keep`, which the editor's extension sends while the student works in it, at most
+ * once a minute), a run in progress and its end. What flows over an open editor WebSocket does not:
+ * VS Code's own keep-alives go every few seconds whether anyone is there or not, and would keep a
+ * forgotten tab's workspace running for good.
  */
 export class ActivityRecorder {
   /** Workspace id → when it was last active (epoch ms: no Date allocated per request). */
@@ -22,6 +27,11 @@ export class ActivityRecorder {
   /** Marks a workspace active now. */
   touch(workspaceId: string): void {
     this.pending.set(workspaceId, Date.now());
+  }
+
+  /** When the workspace was last marked active and not yet written (epoch ms), or undefined. */
+  pendingSince(workspaceId: string): number | undefined {
+    return this.pending.get(workspaceId);
   }
 
   /** Writes everything gathered so far. */

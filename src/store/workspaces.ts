@@ -333,7 +333,8 @@ export class WorkspaceStore {
 
   /**
    * The idle sweep's step: sets every workspace wanted running whose last activity is older than
-   * `idleMinutes` to stopped, in one statement. Returns the workspaces it stopped.
+   * `idleMinutes` to stopped, in one statement, sparing those with a run in progress (a run is
+   * activity; its end counts as activity too). Returns the workspaces it stopped.
    */
   stopIdle(idleMinutes: number): Promise<{ id: string; slug: string; lastActivityAt: Date | null }[]> {
     return this.mutate(async (tx) => {
@@ -341,6 +342,7 @@ export class WorkspaceStore {
         tx,
         `UPDATE workspaces SET desired_state = 'stopped', generation = generation + 1, updated_at = now()
          WHERE desired_state = 'running' AND coalesce(last_activity_at, updated_at) < now() - make_interval(secs => $1::double precision * 60)
+           AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.workspace_id = workspaces.id AND runs.status IN ('queued', 'running'))
          RETURNING id, slug, last_activity_at`,
         [idleMinutes],
       );
