@@ -8,9 +8,11 @@ import { auditRoutes } from './admin/audit.ts';
 import { configRoutes } from './admin/config.ts';
 import { linkRoutes } from './admin/links.ts';
 import { liveRoutes } from './admin/live.ts';
+import { runRoutes } from './admin/runs.ts';
 import { userRoutes } from './admin/users.ts';
 import { workspaceRoutes } from './admin/workspaces.ts';
 import type { LiveEvents } from './live.ts';
+import type { RunOutputHub } from './run-output.ts';
 import { adminGate, type AuthState, type GateOptions, type Throttle } from './middleware/auth.ts';
 
 export interface AdminDeps {
@@ -28,6 +30,8 @@ export interface AdminDeps {
   linkMints: Throttle;
   /** Workspace backups (made, listed, restored, downloaded). */
   backups: Backups;
+  /** Live output of runs, for their output streams. */
+  outputHub: RunOutputHub;
 }
 
 /**
@@ -45,5 +49,6 @@ export function adminRouter(deps: AdminDeps): Router<AuthState> {
   linkRoutes(router, deps);
   backupRoutes(router, deps);
   liveRoutes(router, deps);
+  runRoutes(router, deps);
   return router;
 }

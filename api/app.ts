@@ -19,13 +19,27 @@ import { errorMiddleware } from './middleware/errors.ts';
 import { noFrames } from './middleware/frames.ts';
 import { implementedMethodsOnly } from './middleware/methods.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
-import { HANDOVER_PREFIX, parseWorkspacePath, PROXY_ROUTE, SLUG, WorkspaceHosts, WorkspaceProxy } from './proxy/index.ts';
+import {
+  EDITOR_API_PREFIX,
+  GRANTED,
+  type GrantedRequest,
+  HANDOVER_PREFIX,
+  isPagePath,
+  NT4_PREFIX,
+  parseWorkspacePath,
+  PROXY_ROUTE,
+  SLUG,
+  WorkspaceHosts,
+  WorkspaceProxy,
+} from './proxy/index.ts';
+import { RESERVED_PREFIX } from './proxy/host.ts';
 import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
 import { answerClientError } from './header-overflow.ts';
 import { homeRouter } from './home.ts';
 import { linkRouter } from './links.ts';
 import { LiveEvents } from './live.ts';
+import { RunOutputHub } from './run-output.ts';
 import { studentRouter } from './student.ts';
 
 /** The session cookie's name. */
@@ -91,6 +105,8 @@ export function createApp(deps: AppDeps): AppHandlers {
   // In the stored form of emails (an internationalised domain in ASCII), as sign-in compares them.
   const adminEmails = config.serviceAdminEmails.map((email) => canonicalEmail(email) ?? email);
   const isAllowed = (email: string) => adminEmails.includes(email) || deps.allowlist.isAllowed(email);
+  // The Koa application's handler, made below; the proxy hands it the student API of a workspace's host.
+  let koa: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> = async () => undefined;
   const hosts = config.workspaceHost ? new WorkspaceHosts(config.workspaceHost, deps.publicOrigin, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`]) : undefined;
   const proxy = new WorkspaceProxy({
     store,
@@ -144,7 +160,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       app,
     ),
   );
-  app.use(loadUser(store.users, isAllowed, SESSION_COOKIE));
+  app.use(loadUser(store.users, isAllowed, SESSION_COOKIE, (ctx) => (ctx.req as GrantedRequest)[GRANTED]));
   const gate: GateOptions = { adminToken: config.adminToken, publicOrigin: deps.publicOrigin, failures: new Throttle(20, 300) };
   const auth = authRoutes({
     users: store.users,
@@ -157,6 +173,7 @@ export function createApp(deps: AppDeps): AppHandlers {
   });
   app.use(auth.grant);
   // What an open admin panel hears without reloading (changes, capacity refusals).
+  const outputHub = new RunOutputHub(store.changes);
   const live = new LiveEvents(store.changes, async (userId) => (await store.users.get(userId))?.role === 'admin');
   const student = studentRouter({
     store,
@@ -166,6 +183,9 @@ export function createApp(deps: AppDeps): AppHandlers {
     publicOrigin: deps.publicOrigin,
     containersLog: categoryLogger(deps.log, 'containers'),
     editorUrl: hosts ? (slug) => proxy.editorUrl(slug)! : undefined,
+    outputHub,
+    idleStopMinutes: config.idleStopMinutes,
+    idleWarningMinutes: config.idleWarningMinutes,
   });
   app.use(student.routes());
   app.use(student.allowedMethods({ throw: true }));
@@ -182,6 +202,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       isAllowed,
       linkMints: new Throttle(SIGN_IN_LINKS_PER_HOUR, 3600),
       backups: deps.backups,
+      outputHub,
     }),
     panelRouter(),
     linkRouter({ store, publicOrigin: deps.publicOrigin, isAllowed, adminEmails, failures: new Throttle(20, 300), log: authLog }),
@@ -194,11 +215,13 @@ export function createApp(deps: AppDeps): AppHandlers {
 
   // An allowlist reload ends the open WebSockets of those it no longer admits.
   const stopFollowingAllowlist = deps.allowlist.onChange?.(() => proxy.allowlistChanged());
-  const koa = app.callback();
+  koa = app.callback();
   return {
     request(req, res) {
       if (hosts) {
         const slug = hosts.slugOf(req.headers.host);
+        if (slug !== undefined && (req.url ?? '').startsWith(EDITOR_API_PREFIX))
+          return proxy.hostApi(req, res, slug, (granted, answer) => void koa(granted, answer));
         if (slug !== undefined) return proxy.hostRequest(req, res, slug);
         const handover = handoverSlug(req.url ?? '/');
         if (handover !== undefined) return proxy.handover(req, res, handover);
@@ -206,6 +229,13 @@ export function createApp(deps: AppDeps): AppHandlers {
       const path = parseWorkspacePath(req.url ?? '/');
       if (path === undefined || ('slug' in path && path.api)) return void koa(req, res);
       if ('invalid' in path) return refuse(res, 400, 'invalid_path', path.invalid, deps.metrics, req.method);
+      // The student API under the editor's own address too (the classroom extension finds it there in both modes).
+      if (path.rest.startsWith(EDITOR_API_PREFIX)) {
+        req.url = `/u/${path.slug}/api/${path.rest.slice(EDITOR_API_PREFIX.length)}`;
+        return void koa(req, res);
+      }
+      if (path.rest.startsWith(RESERVED_PREFIX) && !isPagePath(path.rest))
+        return refuse(res, 404, 'not_found', 'Nothing is served here.', deps.metrics, req.method);
       const target = req.url ?? '/';
       // `/u/<slug>` without its slash: relative links of the editor need the slash.
       if (!target.startsWith(`/u/${path.slug}/`)) return redirect(res, `/u/${path.slug}/${target.slice(3 + path.slug.length)}`, 301);
@@ -221,6 +251,8 @@ export function createApp(deps: AppDeps): AppHandlers {
       if (path === undefined || ('slug' in path && path.api) || 'invalid' in path) {
         return refuseUpgrade(socket, 404, 'not_found', 'WebSocket connections are served only under a workspace.');
       }
+      if (path.rest.startsWith(RESERVED_PREFIX) && !path.rest.startsWith(NT4_PREFIX))
+        return refuseUpgrade(socket, 404, 'not_found', 'There is no WebSocket here.');
       void proxy.upgrade(req, socket, head, path);
     },
     clientError(error, socket) {
@@ -232,6 +264,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       stopFollowingAllowlist?.();
       proxy.close();
       live.close();
+      outputHub.close();
     },
   };
 }

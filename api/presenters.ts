@@ -4,7 +4,7 @@
  */
 import type { StoredBackup } from '../src/backup/backups.ts';
 import type { AuditEntry, AuditPage } from '../src/store/audit.ts';
-import type { RunRecord } from '../src/store/runs.ts';
+import type { ClassRun, RunRecord } from '../src/store/runs.ts';
 import { linkPath, type NewLink } from '../src/store/sign-in-links.ts';
 import type { UserRecord } from '../src/store/users.ts';
 import type { DesiredState, Overview, WorkspaceRecord } from '../src/store/workspaces.ts';
@@ -16,8 +16,18 @@ export function presentUser(user: UserRecord) {
   return { id: user.id, name: user.name, email: user.email, role: user.role, workspaceId: user.workspaceId, workspaceSlug: user.workspaceSlug };
 }
 
-/** A workspace as its student sees it; `ready` means the editor answers through the proxy. */
-export function presentStudentWorkspace(workspace: WorkspaceRecord) {
+/** When an idle workspace will be stopped, and from when its student is warned; nulls when it will not be (stopped, or a run in progress). */
+export interface IdleForecast {
+  stopsAt: Date | null;
+  warnFrom: Date | null;
+}
+
+/**
+ * A workspace as its student sees it; `ready` means the editor answers through the proxy. With
+ * `idle`, when the idle sweep will stop it unless the student does something (and from when to
+ * warn them); with `run`, its newest run.
+ */
+export function presentStudentWorkspace(workspace: WorkspaceRecord, extra: { idle?: IdleForecast; run?: RunRecord | null } = {}) {
   return {
     id: workspace.id,
     slug: workspace.slug,
@@ -25,6 +35,8 @@ export function presentStudentWorkspace(workspace: WorkspaceRecord) {
     observedState: workspace.observedState,
     statusMessage: workspace.statusMessage,
     ready: workspace.observedState === 'running' && workspace.editorEndpoint !== null,
+    ...(extra.idle && { idle: { stopsAt: iso(extra.idle.stopsAt), warnFrom: iso(extra.idle.warnFrom) } }),
+    ...(extra.run !== undefined && { run: extra.run && presentRun(extra.run) }),
   };
 }
 
@@ -56,8 +68,22 @@ export function presentRun(run: RunRecord) {
     endedAt: iso(run.endedAt),
     exitCode: run.exitCode,
     reason: run.reason,
+    /** Its last lines, kept when it ended. */
     output: run.output,
+    /** How much of its whole output is kept (characters), and whether it was cut at the limit. */
+    outputLength: run.outputLength,
+    outputTruncated: run.outputTruncated,
   };
+}
+
+/** A run in the class's list (the panel, the admin API): the run, and whose it is. */
+export function presentClassRun(run: ClassRun) {
+  return { ...presentRun(run), workspace: { id: run.workspaceId, slug: run.slug }, ownerEmail: run.ownerEmail };
+}
+
+/** The `end` event of a run's output stream: how it ended. */
+export function presentRunEnd(run: RunRecord) {
+  return { id: run.id, status: run.status, reason: run.reason, exitCode: run.exitCode, endedAt: iso(run.endedAt), outputLength: run.outputLength };
 }
 
 /** What a code container is wanted to be, in the overview's words (a deleted workspace's container is to be `removed`). */

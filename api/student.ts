@@ -5,12 +5,14 @@ import type { Metrics } from '../src/metrics.ts';
 import { probeHttp } from '../src/probe.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
 import type { Store } from '../src/store/index.ts';
-import { isTerminal } from '../src/store/runs.ts';
+import { isTerminal, type RunRecord } from '../src/store/runs.ts';
 import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import type { LiveEvents } from './live.ts';
 import { assertSameOrigin, type AuthState } from './middleware/auth.ts';
+import { validateQuery, type QueryState } from './middleware/validate.ts';
 import { mayUseWorkspace } from './policy.ts';
-import { presentRun, presentStudentWorkspace } from './presenters.ts';
+import { presentRun, presentRunEnd, presentStudentWorkspace, type IdleForecast } from './presenters.ts';
+import { answerOutputFile, answerOutputStream, outputQuerySchema, type OutputQuery, type RunOutputHub } from './run-output.ts';
 
 export interface StudentDeps {
   store: Store;
@@ -23,6 +25,11 @@ export interface StudentDeps {
   live: LiveEvents;
   /** Host mode: where a workspace's editor is (its own origin); undefined in path mode, where it is `/u/<slug>/` itself. */
   editorUrl?: (slug: string) => string;
+  /** Live output of runs, for their output streams. */
+  outputHub: RunOutputHub;
+  /** IDLE_STOP_MINUTES and IDLE_WARNING_MINUTES: when an idle workspace stops, and how long before the student is warned. */
+  idleStopMinutes: number;
+  idleWarningMinutes: number;
 }
 
 interface StudentState extends AuthState {
@@ -30,38 +37,57 @@ interface StudentState extends AuthState {
 }
 
 /**
- * The student API under `/u/:slug/api`: the workspace's state, opening it (admission under the
- * cap), runs (start, list, one, stop), and the simulator's alive probe. Only the owner and admins
- * pass; every call marks the workspace active. In host mode a workspace's answer also says where
- * its editor is (`editorUrl`, its own origin).
+ * The student API under `/u/:slug/api`: the workspace's state (with when the idle sweep would
+ * stop it, and its newest run), opening it (admission under the cap), keeping it from the idle
+ * sweep, runs (start, list, one, stop, and each run's output: live as server-sent events, or as a
+ * file), and the simulator's alive probe. Only the owner and admins pass. What a student does (every
+ * call but a read) marks the workspace active; reads do not, so that a page or an editor that keeps
+ * looking does not keep an abandoned workspace running. In host mode a workspace's answer also says
+ * where its editor is (`editorUrl`, its own origin).
  */
 export function studentRouter(deps: StudentDeps): Router<StudentState> {
   const router = new Router<StudentState>({ prefix: '/u/:slug/api' });
   const { store, metrics } = deps;
-  const present = (workspace: WorkspaceRecord) =>
-    deps.editorUrl ? { ...presentStudentWorkspace(workspace), editorUrl: deps.editorUrl(workspace.slug) } : presentStudentWorkspace(workspace);
+  const outputDeps = { runs: store.runs, changes: store.changes, hub: deps.outputHub, presentEnd: presentRunEnd };
+  const present = async (workspace: WorkspaceRecord) => {
+    const [run] = await store.runs.recent(workspace.id, 1);
+    const body = {
+      ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null }),
+      // The workspace page, always reachable (from the editor too): on the control plane.
+      pageUrl: `${deps.publicOrigin}/u/${workspace.slug}/.cp/`,
+    };
+    return deps.editorUrl ? { ...body, editorUrl: deps.editorUrl(workspace.slug) } : body;
+  };
 
   router.use(async (ctx, next) => {
     const user = ctx.state.user;
     if (!user) throw AuthenticationError('Sign in to use this workspace.');
     const workspace = await store.workspaces.getBySlug(ctx.params.slug!);
     if (!mayUseWorkspace(user, workspace)) throw AuthorizationError('This workspace is not yours.');
-    if (ctx.method !== 'GET') assertSameOrigin(ctx, deps.publicOrigin);
+    if (ctx.method !== 'GET') {
+      assertSameOrigin(ctx, ctx.state.origin ?? deps.publicOrigin);
+      deps.activity.touch(workspace.id);
+    }
     ctx.state.workspace = workspace;
-    deps.activity.touch(workspace.id);
     await next();
   });
 
   router.get('/workspace', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { workspace: present(ctx.state.workspace) };
+    ctx.body = { workspace: await present(ctx.state.workspace) };
+  });
+
+  // The student is here: the idle sweep's count starts again (the warning's "Keep working").
+  router.post('/workspace/keep', async (ctx) => {
+    await deps.activity.flush();
+    ctx.body = { workspace: await present((await store.workspaces.get(ctx.state.workspace.id)) ?? ctx.state.workspace) };
   });
 
   router.post('/workspace/open', async (ctx) => {
     try {
       const { workspace, alreadyRunning } = await store.workspaces.open(ctx.state.workspace.id);
       ctx.status = alreadyRunning ? 200 : 202;
-      ctx.body = { workspace: present(workspace), alreadyRunning };
+      ctx.body = { workspace: await present(workspace), alreadyRunning };
     } catch (error) {
       if (error instanceof AtCapacityError) {
         // The coach's notification: a warning line and the counter behind the panel's refusals.
@@ -92,6 +118,17 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
     ctx.body = { run: presentRun(await store.runs.getOf(ctx.state.workspace.id, ctx.params.runId!)) };
   });
 
+  // The run's whole output as it is written (server-sent events; see run-output.ts), and as a file.
+  router.get('/runs/:runId/output', validateQuery<OutputQuery>(outputQuerySchema), async (ctx) => {
+    const run = await store.runs.getOf(ctx.state.workspace.id, ctx.params.runId!);
+    answerOutputStream(ctx, outputDeps, run, (ctx.state as unknown as QueryState<OutputQuery>).query.from);
+  });
+
+  router.get('/runs/:runId/output.txt', async (ctx) => {
+    const run = await store.runs.getOf(ctx.state.workspace.id, ctx.params.runId!);
+    await answerOutputFile(ctx, store.runs, run, ctx.state.workspace.slug);
+  });
+
   router.post('/runs/:runId/stop', async (ctx) => {
     const run = await store.runs.requestStop(ctx.state.workspace.id, ctx.params.runId!);
     ctx.status = isTerminal(run.status) ? 200 : 202;
@@ -114,4 +151,16 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   });
 
   return router;
+}
+
+/**
+ * When the idle sweep will stop a workspace unless its student does something, and from when to
+ * warn them: its last activity (written, or gathered and not yet written) plus IDLE_STOP_MINUTES;
+ * never while it is not wanted running or a run is in progress (a run is activity).
+ */
+function idleForecast(workspace: WorkspaceRecord, run: RunRecord | undefined, deps: StudentDeps): IdleForecast {
+  if (workspace.desiredState !== 'running' || (run && !isTerminal(run.status))) return { stopsAt: null, warnFrom: null };
+  const last = Math.max(deps.activity.pendingSince(workspace.id) ?? 0, workspace.lastActivityAt?.getTime() ?? 0, run?.endedAt?.getTime() ?? 0);
+  const stopsAt = (last || Date.now()) + deps.idleStopMinutes * 60_000;
+  return { stopsAt: new Date(stopsAt), warnFrom: new Date(stopsAt - deps.idleWarningMinutes * 60_000) };
 }

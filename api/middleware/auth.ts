@@ -17,6 +17,11 @@ export interface AuthState {
   user?: UserRecord;
   /** The session that signed them in (its id, as the session cookie carries it). */
   sessionId?: string;
+  /**
+   * The origin a state-changing request must come from: a workspace's own (host mode), when the
+   * proxy admitted it there with the workspace's cookie; unset: the control plane's.
+   */
+  origin?: string;
 }
 
 /** The bearer token of the request, or undefined. The scheme is case-insensitive (RFC 7235). */
@@ -53,9 +58,22 @@ export class Throttle {
  * Loads the signed-in user from the database on every request that carries a session (so a
  * demotion or deletion takes effect at once), and the session's id (the signed `sessionCookie`). A
  * session whose user is gone, or whose email was taken off the allowlist (admins excepted), is ended.
+ * A request the proxy admitted on a workspace's host (`granted`: it checked the workspace's cookie,
+ * and the session behind it) is its user's, from that workspace's origin, with no session here.
  */
-export function loadUser(users: UserStore, isAllowed: (email: string) => boolean, sessionCookie: string): Middleware<AuthState> {
+export function loadUser(
+  users: UserStore,
+  isAllowed: (email: string) => boolean,
+  sessionCookie: string,
+  granted: (ctx: Context) => { userId: string; origin: string } | undefined,
+): Middleware<AuthState> {
   return async (ctx, next) => {
+    const grant = granted(ctx);
+    if (grant) {
+      const user = await users.get(grant.userId);
+      if (user && stillAllowed(user, isAllowed)) Object.assign(ctx.state, { user, origin: grant.origin });
+      return next();
+    }
     const userId = ctx.session?.userId;
     if (typeof userId === 'string') {
       const user = await users.get(userId);

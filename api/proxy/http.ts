@@ -28,9 +28,9 @@ export interface ProxiedPath {
   host?: boolean;
 }
 
-/** Counts one answer (or failure) of an editor in `proxy_upstream_duration_seconds{upstream="vscode"}`. */
-export function observeEditor(metrics: Metrics, outcome: 'ok' | 'error' | 'timeout', started: number): void {
-  metrics.proxyUpstreamDuration.observe({ upstream: 'vscode', outcome }, (performance.now() - started) / 1000);
+/** Counts one answer (or failure) of an editor, or of a simulator (`nt4`), in `proxy_upstream_duration_seconds`. */
+export function observeEditor(metrics: Metrics, outcome: 'ok' | 'error' | 'timeout', started: number, upstream: 'vscode' | 'nt4' = 'vscode'): void {
+  metrics.proxyUpstreamDuration.observe({ upstream, outcome }, (performance.now() - started) / 1000);
 }
 
 export interface ForwarderDeps {

@@ -19,6 +19,7 @@ import { redirect, refuseUpgrade, sendError, sendHtml } from '../responses.ts';
 import { workspacePage } from '../workspace-page.ts';
 import { Admission, NO_SUCH_WORKSPACE, sessionCookies, type Verdict } from './admission.ts';
 import { digest, GRANT_TTL_MS, GrantSigner, HandoffCodes, randomToken } from './handoff.ts';
+import { parseWorkspacePath } from './path.ts';
 import {
   acceptsHtml,
   crossOriginRefusal,
@@ -30,7 +31,7 @@ import {
   type WorkspaceHosts,
 } from './host.ts';
 import { HttpForwarder, type ProxiedPath } from './http.ts';
-import { Tunnels, type Tunnel, type TunnelOwner } from './websocket.ts';
+import { Tunnels, type Tunnel, type TunnelOwner, type TunnelTarget } from './websocket.ts';
 
 export { parseWorkspacePath, SLUG, type WorkspacePath } from './path.ts';
 export { WorkspaceHosts } from './host.ts';
@@ -48,11 +49,34 @@ export const HOST_ROUTE = '<workspace host>/*';
 export const HANDOVER_PREFIX = '/auth/workspace/';
 const HANDOVER_ROUTE = '/auth/workspace/:slug';
 
+/** The workspace page under `/u/<slug>/` on the control plane, whether or not the editor runs (a way back to it from the editor). */
+export const PAGE_PATH = RESERVED_PREFIX;
+
+/** Whether a request target under `/u/<slug>` asks for the workspace page (PAGE_PATH, with any query). */
+export const isPagePath = (rest: string): boolean => rest === PAGE_PATH || rest.startsWith(`${PAGE_PATH}?`);
+
+/** Where, under an editor's address (`/u/<slug>/` or a workspace's host), its pages find the student API of their workspace. */
+export const EDITOR_API_PREFIX = `${RESERVED_PREFIX}api/`;
+
+/** Marks a request the proxy admitted with a workspace's cookie (host mode): whom for, and the origin it came from. */
+export const GRANTED = Symbol('granted');
+
+/** A request with its GRANTED mark. */
+export type GrantedRequest = http.IncomingMessage & { [GRANTED]?: { userId: string; origin: string } };
+
+/** Where, under an editor's address, the simulator's NetworkTables are (a WebSocket: `.cp/nt4/nt/<client>` reaches the simulator's `/nt/<client>`). */
+export const NT4_PREFIX = `${RESERVED_PREFIX}nt4/`;
+
+/** The simulator's path of a request target under NT4_PREFIX (`/nt/<client>`, with its query), or undefined for any other target. */
+function nt4Path(target: string): string | undefined {
+  return target.startsWith(NT4_PREFIX) ? `/${target.slice(NT4_PREFIX.length)}` : undefined;
+}
+
 /** A state cookie's value (32 random bytes, base64url) and its SHA-256 (base64url) as a hand-over carries it. */
 const TOKEN_FORMAT = /^[A-Za-z0-9_-]{43}$/;
 
 export interface ProxyDeps {
-  store: Pick<Store, 'sessions' | 'workspaces'>;
+  store: Pick<Store, 'sessions' | 'workspaces' | 'runs'>;
   changes: ChangeFeed;
   metrics: Metrics;
   activity: ActivityRecorder;
@@ -223,6 +247,43 @@ export class WorkspaceProxy {
   }
 
   /**
+   * Host mode: the student API on a workspace's own host, for its editor's pages (the classroom
+   * extension): `/.cp/api/<rest>` with the workspace's cookie is handed to `serve` as the student
+   * API of that workspace (`/u/<slug>/api/<rest>`), as the user the cookie names (GRANTED on the
+   * request: no session cookie exists on this host), from this workspace's origin. What passes is
+   * that one workspace's API, as the editor may: a cookie for another workspace opens nothing here.
+   */
+  hostApi(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    slug: string | null,
+    serve: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+  ): void {
+    try {
+      if (slug === null) return this.notFound(req, res);
+      const origin = this.hosts!.origin(slug);
+      const refusal = crossOriginRefusal(req, origin);
+      if (refusal) return sendError(res, 403, 'csrf_failed', refusal);
+      const cookies = this.hosts!.cookies(req.headers.cookie);
+      const answer = (verdict: Verdict) => {
+        if ('status' in verdict) return sendError(res, verdict.status, verdict.code, verdict.message);
+        const rewritten = `/u/${slug}/api/${(req.url ?? '/').slice(EDITOR_API_PREFIX.length)}`;
+        const parsed = parseWorkspacePath(rewritten);
+        if (!parsed || 'invalid' in parsed) return sendError(res, 400, 'invalid_path', parsed?.invalid ?? 'This path is not valid.');
+        (req as GrantedRequest)[GRANTED] = { userId: verdict.user.id, origin };
+        req.url = rewritten;
+        serve(req, res);
+      };
+      const verdict = this.admission.admitGrant(cookies.grants, slug);
+      if (verdict instanceof Promise) {
+        verdict.then(answer, (error: unknown) => this.unavailable(req, res, error)).catch((error: unknown) => this.failed(res, error));
+      } else answer(verdict);
+    } catch (error) {
+      this.failed(res, error);
+    }
+  }
+
+  /**
    * Host mode: serves a WebSocket upgrade on the host of workspace `slug`: only `Upgrade: websocket`
    * from that workspace's own origin, with its cookie, to a running editor.
    */
@@ -230,7 +291,7 @@ export class WorkspaceProxy {
     socket.on('error', () => socket.destroy());
     this.tunnels.track(socket);
     const target = req.url ?? '/';
-    if (slug === null || !target.startsWith('/') || target.startsWith(RESERVED_PREFIX))
+    if (slug === null || !target.startsWith('/') || (target.startsWith(RESERVED_PREFIX) && !target.startsWith(NT4_PREFIX)))
       return refuseUpgrade(socket, NO_SUCH_WORKSPACE.status, 'not_found', 'There is no WebSocket here.');
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
       return refuseUpgrade(socket, 400, 'websocket_required', 'Only WebSocket upgrades are proxied.');
@@ -376,8 +437,18 @@ export class WorkspaceProxy {
     const { workspace } = verdict;
     if (workspace.desiredState !== 'running' || !running(workspace))
       return refuseUpgrade(socket, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running.`);
+    let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.editorEndpoint!, rest: path.rest };
+    const nt4 = nt4Path(path.rest);
+    if (nt4 !== undefined) {
+      // The workspace's simulator (NetworkTables), while a run has one: no cookie of the browser goes there.
+      const run = await this.deps.store.runs.active(workspace.id).catch(() => undefined);
+      if (socket.destroyed) return;
+      if (!run?.simEndpoint) return refuseUpgrade(socket, 503, 'no_simulator', 'No simulator is running in this workspace: press Run first.');
+      target = { upstream: 'nt4', endpoint: run.simEndpoint, rest: nt4 };
+      cookie = undefined;
+    }
     try {
-      this.tunnels.open(req, socket, head, workspace, path, cookie, { user: verdict.user, sessionId: verdict.sessionId, admit });
+      this.tunnels.open(req, socket, head, workspace, path, cookie, { user: verdict.user, sessionId: verdict.sessionId, admit }, target);
     } catch (error) {
       // E.g. an editor address net.connect refuses outright: the client still gets an answer.
       this.deps.log.error({ error }, 'opening a WebSocket tunnel failed');
@@ -453,10 +524,12 @@ export class WorkspaceProxy {
       return sendError(res, verdict.status, verdict.code, verdict.message);
     }
     const { workspace } = verdict;
+    const editorUrl = this.hosts ? `${this.hosts.origin(workspace.slug)}/` : `/u/${workspace.slug}/`;
+    if (isPagePath(path.rest)) return sendHtml(res, 200, workspacePage(workspace, { editorUrl, atEditorAddress: false }));
     this.deps.activity.touch(workspace.id);
     if (!running(workspace)) {
       this.forwarder.drop(workspace.id);
-      if (browser) return sendHtml(res, path.rest === '/' ? 200 : 503, workspacePage(workspace));
+      if (browser) return sendHtml(res, path.rest === '/' ? 200 : 503, workspacePage(workspace, { editorUrl, atEditorAddress: !this.hosts }));
       return sendError(res, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, { 'Retry-After': '5' });
     }
     // Host mode: the editor is never served on the control plane's origin, only on its own.

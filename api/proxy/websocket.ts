@@ -2,7 +2,8 @@
  * WebSocket tunnels to the editors: the upgrade request is written on to the editor as it came
  * (its headers filtered like any request's), the editor's answer head is read up to its blank line
  * and filtered like any response's (a 101 keeps Connection and Upgrade), and then the two byte
- * streams are joined. Every chunk either way marks the workspace active. Each tunnel remembers whose
+ * streams are joined. Opening a tunnel to the editor marks the workspace active; what flows through
+ * it does not (see ActivityRecorder). Each tunnel remembers whose
  * it is, so that a revocation (see WorkspaceProxy) can find and end it.
  */
 import http from 'node:http';
@@ -39,6 +40,18 @@ export interface TunnelOwner {
   sessionId: string;
   /** Admits it again with the rule and the credentials that admitted it. */
   admit: () => Verdict | Promise<Verdict>;
+}
+
+/**
+ * Where a tunnel goes: a workspace's editor (its recorded endpoint, the request's own path), or the
+ * simulator of its run in progress (NetworkTables: the run's endpoint, the path under `.cp/nt4`).
+ */
+export interface TunnelTarget {
+  upstream: 'vscode' | 'nt4';
+  /** `host:port`. */
+  endpoint: string;
+  /** The request target the upstream gets. */
+  rest: string;
 }
 
 /** One open tunnel and whose it is: the user it was admitted for, with the session it came with, and the workspace it reaches. */
@@ -91,9 +104,9 @@ export class Tunnels {
   }
 
   /**
-   * Opens a tunnel from an admitted client's socket to the running editor of `workspace`, for
-   * `owner`, with `cookie` (the client's cookies without ours) as the Cookie header the editor
-   * gets. It counts as open, and can be found and ended, from now on.
+   * Opens a tunnel from an admitted client's socket to `target` of `workspace` (its running editor,
+   * or its simulator), for `owner`, with `cookie` (the client's cookies without ours) as the Cookie
+   * header the upstream gets. It counts as open, and can be found and ended, from now on.
    */
   open(
     req: http.IncomingMessage,
@@ -103,11 +116,12 @@ export class Tunnels {
     path: ProxiedPath,
     cookie: string | undefined,
     owner: TunnelOwner,
+    target: TunnelTarget,
   ): Tunnel {
     const { metrics, activity } = this.deps;
-    const at = workspace.editorEndpoint!.lastIndexOf(':');
+    const at = target.endpoint.lastIndexOf(':');
     const started = performance.now();
-    const upstream = net.connect({ port: Number(workspace.editorEndpoint!.slice(at + 1)), host: workspace.editorEndpoint!.slice(0, at), noDelay: true });
+    const upstream = net.connect({ port: Number(target.endpoint.slice(at + 1)), host: target.endpoint.slice(0, at), noDelay: true });
     this.track(upstream);
     const tunnel: Tunnel = {
       user: owner.user,
@@ -122,7 +136,7 @@ export class Tunnels {
     };
     this.tunnels.add(tunnel);
     socket.once('close', () => this.tunnels.delete(tunnel));
-    const touch = () => activity.touch(workspace.id);
+
     let connected = false;
     let answered = false;
     /** The editor failed before its answer was passed on: the client gets a 502, not a cut connection. */
@@ -133,21 +147,21 @@ export class Tunnels {
     };
     upstream.once('connect', () => {
       connected = true;
-      observeEditor(metrics, 'ok', started);
+      observeEditor(metrics, 'ok', started, target.upstream);
       const headers = upstreamHeaders(req, path.host ? undefined : path.slug, cookie, this.deps.forwarding, true);
-      const lines = [`${req.method} ${path.rest} HTTP/1.1`];
+      const lines = [`${req.method} ${target.rest} HTTP/1.1`];
       for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
       upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
-      touch();
-      socket.on('data', touch);
-      upstream.on('data', touch);
+      // Opening the editor is the student's doing; what flows after is not (VS Code's own keep-alives
+      // go every few seconds, whoever is there): the editor's extension says when the student is.
+      if (target.upstream === 'vscode') activity.touch(workspace.id);
       socket.pipe(upstream);
       this.relayAnswer(upstream, socket, path, () => (answered = true), broken);
     });
     upstream.once('error', () => {
       if (!connected) {
-        observeEditor(metrics, 'error', started);
+        observeEditor(metrics, 'error', started, target.upstream);
         answered = true;
         return refuseUpgrade(socket, 502, 'upstream_error', 'The editor could not be reached.');
       }

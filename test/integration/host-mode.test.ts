@@ -562,6 +562,57 @@ describe('the control plane in host mode', () => {
   });
 });
 
+describe("the editor's channel on its own host: the student API at /.cp/api/ and the simulator at /.cp/nt4/", () => {
+  const send2 = (owner: Student, path: string, grant: string | undefined, init: { method?: string; headers?: Record<string, string> } = {}) =>
+    send(`${originOf(owner)}${path}`, { method: init.method, headers: { ...(grant && { cookie: `cp_ws=${grant}` }), ...init.headers } });
+
+  it("answers the workspace's own student API to its pages, as the cookie's user, and nothing of it reaches the editor", async () => {
+    const grant = await handOver(ada, ada.cookie);
+    const from = seen.length;
+    const view = await send2(ada, '/.cp/api/workspace', grant, { headers: { 'sec-fetch-site': 'same-origin' } });
+    expect(view.status).toBe(200);
+    expect((JSON.parse(view.body) as { workspace: { slug: string } }).workspace.slug).toBe(ada.workspace.slug);
+    const keep = await send2(ada, '/.cp/api/workspace/keep', grant, { method: 'POST', headers: { 'sec-fetch-site': 'same-origin', origin: originOf(ada) } });
+    expect(keep.status).toBe(200);
+    expect(seen.slice(from)).toEqual([]);
+  });
+
+  it("refuses another workspace's cookie, no cookie, another site's request, and a path that climbs out", async () => {
+    const [adaGrant, bobGrant] = [await handOver(ada, ada.cookie), await handOver(bob, bob.cookie)];
+    expect((await send2(ada, '/.cp/api/workspace', bobGrant)).status).toBe(401);
+    expect((await send2(ada, '/.cp/api/workspace', undefined)).status).toBe(401);
+    // Bob's page (same site, another origin) cannot use Ada's.
+    const fromBob = await send2(ada, '/.cp/api/workspace/keep', adaGrant, {
+      method: 'POST',
+      headers: { 'sec-fetch-site': 'same-site', origin: originOf(bob) },
+    });
+    expect(fromBob.status).toBe(403);
+    // As sent (a URL would have its dots resolved first).
+    const climbing = await new Promise<number>((resolve, reject) =>
+      http
+        .get({ host: '127.0.0.1', port, path: '/.cp/api/../../admin/status', headers: { host: hostOf(ada), cookie: `cp_ws=${adaGrant}` } }, (answer) =>
+          resolve(answer.resume().statusCode ?? 0),
+        )
+        .on('error', reject),
+    );
+    expect(climbing).toBe(400);
+    expect((await send2(ada, '/.cp/other', adaGrant)).status).toBe(404);
+  });
+
+  it("opens the simulator's NetworkTables only with the workspace's cookie, from its own origin, while a run has one", async () => {
+    const [adaGrant, bobGrant] = [await handOver(ada, ada.cookie), await handOver(bob, bob.cookie)];
+    const refusal = (grant: string, origin = originOf(ada)) =>
+      tunnel(ada, grant, origin, '/.cp/nt4/nt/test').then(
+        () => 101,
+        (error: Error) => Number(/(\d{3})$/.exec(error.message)?.[1]),
+      );
+    // No run here: admitted, then told there is no simulator (the editor is never asked).
+    expect(await refusal(adaGrant)).toBe(503);
+    expect(await refusal(bobGrant)).toBe(401);
+    expect(await refusal(adaGrant, originOf(bob))).toBe(403);
+  });
+});
+
 describe('an open WebSocket on a workspace host ends within a second of a revocation', () => {
   /** A student with a running workspace and a tunnel to it opened by `as` (default: the owner). */
   async function openFor(local: string, role: 'user' | 'admin' = 'user') {

@@ -84,7 +84,7 @@ describe('GET /u/<slug>/api/workspace', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const body = (await response.json()) as { workspace: WorkspaceView };
-    expect(Object.keys(body.workspace).toSorted()).toEqual(['desiredState', 'id', 'observedState', 'ready', 'slug', 'statusMessage']);
+    expect(Object.keys(body.workspace).toSorted()).toEqual(['desiredState', 'id', 'idle', 'observedState', 'pageUrl', 'ready', 'run', 'slug', 'statusMessage']);
     expect(body.workspace).toEqual({
       id: ada.workspace.id,
       slug: ada.workspace.slug,
@@ -92,6 +92,10 @@ describe('GET /u/<slug>/api/workspace', () => {
       observedState: expect.any(String),
       statusMessage: expect.any(String),
       ready: false,
+      // Stopped: nothing for the idle sweep to stop.
+      idle: { stopsAt: null, warnFrom: null },
+      run: null,
+      pageUrl: `${app.url}/u/${ada.workspace.slug}/.cp/`,
     });
   });
 
@@ -195,32 +199,52 @@ describe('POST /u/<slug>/api/workspace/open', () => {
   });
 });
 
+/** A workspace's idle forecast as the student API shows it. */
+type IdleView = WorkspaceView & { idle: { stopsAt: string | null; warnFrom: string | null } };
+
 describe('activity', () => {
   const stale = async (student: Student) => {
     await db.dataSource.query("UPDATE workspaces SET last_activity_at = now() - interval '1 hour' WHERE id = $1", [student.workspace.id]);
   };
   const ageMs = async (student: Student) => Date.now() - (await row(student)).last_activity_at!.getTime();
 
-  it.each([
-    ['GET workspace', () => fetch(api(bob, '/workspace'), { headers: { cookie: bob.cookie } }), 200],
-    ['GET sim/status', () => fetch(api(bob, '/sim/status'), { headers: { cookie: bob.cookie } }), 200],
-    ['POST workspace/open (even refused at the cap)', () => open(bob, bob), 503],
-  ])('%s marks the workspace active, written at the next flush', async (_name, call, status) => {
+  it('POST workspace/open (even refused at the cap) marks the workspace active, written at the next flush', async () => {
     await app.activity.flush();
     await stale(bob);
-    expect((await call()).status).toBe(status);
+    expect((await open(bob, bob)).status).toBe(503);
     // Gathered in memory: nothing is written per request.
     expect(await ageMs(bob)).toBeGreaterThan(50 * 60_000);
     await app.activity.flush();
     expect(await ageMs(bob)).toBeLessThan(60_000);
   });
 
-  it("an admin's call marks the workspace active too", async () => {
+  it('POST workspace/keep marks the workspace active at once, and answers when the idle sweep would stop it now', async () => {
+    const dan = await newStudent(harness.store, 'dan', tag);
+    // Wanted running (the harness store's cap is 10, the app's 1).
+    await harness.store.workspaces.open(dan.workspace.id);
+    await stale(dan);
+    const before = (await (await fetch(api(dan, '/workspace'), { headers: { cookie: dan.cookie } })).json()) as { workspace: IdleView };
+    // An hour idle: it would be stopped at the next sweep, and the warning is on.
+    expect(Date.parse(before.workspace.idle.stopsAt!)).toBeLessThan(Date.now());
+    const answer = await fetch(api(dan, '/workspace/keep'), { method: 'POST', headers: { cookie: dan.cookie, origin: app.url } });
+    expect(answer.status).toBe(200);
+    expect(await ageMs(dan)).toBeLessThan(60_000);
+    const { workspace } = (await answer.json()) as { workspace: IdleView };
+    // IDLE_STOP_MINUTES (30) from now, warned IDLE_WARNING_MINUTES (5) before.
+    expect(Date.parse(workspace.idle.stopsAt!) - Date.now()).toBeGreaterThan(29 * 60_000);
+    expect(Date.parse(workspace.idle.stopsAt!) - Date.parse(workspace.idle.warnFrom!)).toBe(5 * 60_000);
+  });
+
+  it.each([
+    ['GET workspace', () => fetch(api(bob, '/workspace'), { headers: { cookie: bob.cookie } })],
+    ['GET sim/status', () => fetch(api(bob, '/sim/status'), { headers: { cookie: bob.cookie } })],
+    ["an admin's GET workspace", () => fetch(api(bob, '/workspace'), { headers: { cookie: coach.cookie } })],
+  ])('%s is only a look: it does not keep the workspace from the idle sweep', async (_name, call) => {
     await app.activity.flush();
     await stale(bob);
-    expect((await fetch(api(bob, '/workspace'), { headers: { cookie: coach.cookie } })).status).toBe(200);
+    expect((await call()).status).toBe(200);
     await app.activity.flush();
-    expect(await ageMs(bob)).toBeLessThan(60_000);
+    expect(await ageMs(bob)).toBeGreaterThan(50 * 60_000);
   });
 });
 
