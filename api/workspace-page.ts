@@ -9,51 +9,193 @@ function stateText(workspace: WorkspaceRecord): string {
   return workspace.observedState === 'running' ? 'Running' : 'Starting…';
 }
 
+/** Where the page was asked for, which decides what it does once the editor runs. */
+export interface WorkspacePageOptions {
+  /**
+   * Where the editor is: `/u/<slug>/` (path mode), the workspace's own origin (host mode). When
+   * the page was served at that very address (path mode, the editor not up), it reloads into the
+   * editor once it runs; otherwise it offers a link to it.
+   */
+  editorUrl: string;
+  /** Whether this page is at the editor's address (it then becomes the editor once that runs). */
+  atEditorAddress: boolean;
+}
+
+const STYLE = `<style>
+body{max-width:52rem}
+section{margin-top:1.6rem} h2{font-size:1.15rem;margin-bottom:.4rem}
+.row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap} .row button,.row a.button{display:inline-block;margin:0}
+pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;max-height:26rem;overflow:auto;white-space:pre-wrap;word-break:break-word;font-size:.85rem;min-height:3rem}
+#idle{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem}
+#problems{color:#a12622} table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d6dbe1}
+.failed{color:#a12622} .muted{color:#5a6472}
+</style>`;
+
 /**
- * The workspace page at `/u/<slug>/` while the editor is not up: the state, an Open button that
- * asks for admission (`POST api/workspace/open`), a toast with the server's message when it is
- * refused (at capacity: the spec's exact text), and polling until the editor runs. Then it goes
- * where the student API says the editor is (`editorUrl`: host mode, the workspace's own origin,
- * where the hand-over ends), else reloads (path mode: the proxy then serves the editor here).
+ * The workspace page, for its student (and, in host mode, an admin): the state with Open, the
+ * idle warning with "Keep working", and the student's run loop without the editor: Run and Stop,
+ * the run's state, its output live as it is written (compile errors picked out), and the past runs
+ * with their outcome and output to download. Served at `/u/<slug>/` while the editor is not up
+ * (path mode; Open then reloads into the editor), and always at `/u/<slug>/.cp/` (a way back to it
+ * from the editor). Everything it shows comes from the student API (`/u/<slug>/api/...`); text from
+ * a run goes into the page as text, never as markup.
  */
-export function workspacePage(workspace: WorkspaceRecord): string {
-  const base = `/u/${workspace.slug}/api/workspace`;
+export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePageOptions): string {
+  const base = `/u/${workspace.slug}/api`;
   const wanted = workspace.desiredState === 'running';
+  const config = JSON.stringify({ base, editorUrl: options.editorUrl, atEditorAddress: options.atEditorAddress });
   return page(
     `Workspace ${workspace.slug}`,
-    `<h1>Workspace ${escapeHtml(workspace.slug)}</h1>
+    `${STYLE}<h1>Workspace ${escapeHtml(workspace.slug)}</h1>
 <p>State: <strong id="state">${escapeHtml(stateText(workspace))}</strong></p>
 <p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
-<button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button>
+<div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a></div>
+<div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
+<section aria-labelledby="run-title">
+<h2 id="run-title">Run your robot code</h2>
+<div class="row"><button id="run" type="button" disabled>Run</button><button id="stop-run" type="button" hidden>Stop</button><span id="run-state" role="status"></span></div>
+<ul id="problems" hidden></ul>
+<pre id="output" tabindex="0" aria-label="Output of the run"></pre>
+<p><a id="download" hidden>Download the whole output</a></p>
+</section>
+<section aria-labelledby="runs-title"><h2 id="runs-title">Past runs</h2>
+<table><thead><tr><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col">Exit code</th><th scope="col">Output</th></tr></thead><tbody id="runs"></tbody></table>
+<p class="muted" id="no-runs">No runs yet.</p></section>
 <div id="toast" role="alert" hidden style="position:fixed;bottom:1.5rem;left:50%;transform:translateX(-50%);background:#1d2430;color:#fff;padding:.8rem 1.2rem;border-radius:.4rem;max-width:30rem"></div>
 <script>
-const base = ${JSON.stringify(base)};
-const toast = document.getElementById('toast');
-const button = document.getElementById('open');
+const config = ${config.replaceAll('<', '\\u003c')};
+const $ = (id) => document.getElementById(id);
+const toast = $('toast');
+let workspace;
+let followed;
+let source;
+let shownChars = 0;
 function showToast(text) { toast.textContent = text; toast.hidden = false; setTimeout(() => { toast.hidden = true; }, 10000); }
-async function poll() {
-  const answer = await fetch(base, { headers: { accept: 'application/json' } });
-  if (!answer.ok) return setTimeout(poll, 2000);
-  const { workspace } = await answer.json();
-  document.getElementById('message').textContent = workspace.statusMessage;
-  if (workspace.ready) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.reload(); return; }
-  document.getElementById('state').textContent = workspace.desiredState === 'running' ? 'Starting…' : 'Stopped';
-  button.disabled = workspace.desiredState === 'running';
-  if (workspace.desiredState === 'running') setTimeout(poll, 1000);
+async function call(method, path) {
+  const answer = await fetch(config.base + path, { method, headers: { accept: 'application/json' } });
+  const body = await answer.json().catch(() => ({}));
+  if (!answer.ok) throw new Error(body.error ? body.error.message : 'The control plane answered ' + answer.status + '.');
+  return body;
 }
-button.addEventListener('click', async () => {
-  button.disabled = true;
-  const answer = await fetch(base + '/open', { method: 'POST', headers: { accept: 'application/json' } });
-  if (!answer.ok) {
-    const body = await answer.json().catch(() => ({}));
-    showToast(body.error ? body.error.message : 'Could not open the workspace.');
-    button.disabled = false;
-    return;
+const OUTCOME = { queued: 'Building…', running: 'Running', stopped: 'Stopped', failed: 'Failed', canceled: 'Canceled' };
+function describe(run) {
+  if (!run) return 'Not run yet.';
+  const outcome = OUTCOME[run.status] || run.status;
+  return run.reason ? outcome + ': ' + run.reason : outcome;
+}
+function problemsOf(text) {
+  const found = [];
+  for (const line of text.split('\\n')) {
+    const match = /^(.+\\.java):(\\d+): (error|warning): (.*)$/.exec(line);
+    if (match) found.push(match[1].split('/').pop() + ' line ' + match[2] + ': ' + match[3] + ': ' + match[4]);
   }
-  document.getElementById('state').textContent = 'Starting…';
-  poll();
+  return found;
+}
+function showProblems() {
+  const list = $('problems');
+  const found = problemsOf($('output').textContent);
+  list.replaceChildren(...found.map((text) => { const item = document.createElement('li'); item.textContent = text; return item; }));
+  list.hidden = found.length === 0;
+}
+function follow(run) {
+  if (followed === run.id) return;
+  followed = run.id;
+  if (source) source.close();
+  const output = $('output');
+  output.textContent = '';
+  shownChars = 0;
+  $('download').href = config.base + '/runs/' + run.id + '/output.txt';
+  $('download').hidden = false;
+  // EventSource resumes by itself after a lost connection, from the last offset it got.
+  source = new EventSource(config.base + '/runs/' + run.id + '/output');
+  source.addEventListener('output', (event) => {
+    const { offset, text } = JSON.parse(event.data);
+    const fresh = text.slice(Math.max(0, shownChars - offset));
+    shownChars = offset + text.length;
+    const atBottom = output.scrollTop + output.clientHeight >= output.scrollHeight - 4;
+    output.append(fresh);
+    // The page keeps the last 200,000 characters; the whole output is downloadable.
+    if (output.textContent.length > 250000) output.textContent = output.textContent.slice(-200000);
+    if (atBottom) output.scrollTop = output.scrollHeight;
+    if (fresh.includes('\\n')) showProblems();
+  });
+  source.addEventListener('end', (event) => {
+    source.close();
+    const end = JSON.parse(event.data);
+    $('output').append('\\n■ ' + describe(end) + (end.exitCode !== null ? ' (exit code ' + end.exitCode + ')' : '') + '\\n');
+    showProblems();
+    refresh();
+  });
+}
+function renderRuns(runs) {
+  const body = $('runs');
+  body.replaceChildren(...runs.map((run) => {
+    const row = document.createElement('tr');
+    const cells = [new Date(run.queuedAt).toLocaleString(), describe(run), run.exitCode === null ? '—' : String(run.exitCode)];
+    for (const text of cells) { const cell = document.createElement('td'); cell.textContent = text; row.append(cell); }
+    if (run.status === 'failed') row.children[1].className = 'failed';
+    const link = document.createElement('a');
+    link.href = config.base + '/runs/' + run.id + '/output.txt';
+    link.textContent = run.outputLength > 0 ? 'Download' : '—';
+    const cell = document.createElement('td');
+    if (run.outputLength > 0) cell.append(link); else cell.textContent = '—';
+    row.append(cell);
+    return row;
+  }));
+  $('no-runs').hidden = runs.length > 0;
+}
+async function refreshRuns() {
+  try { renderRuns((await call('GET', '/runs')).runs); } catch {}
+}
+function render() {
+  const running = workspace.desiredState === 'running';
+  $('state').textContent = !running ? (workspace.observedState === 'running' ? 'Stopping…' : 'Stopped') : workspace.ready ? 'Running' : 'Starting…';
+  $('message').textContent = workspace.statusMessage;
+  $('open').disabled = running;
+  $('editor').hidden = !(workspace.ready && !config.atEditorAddress);
+  const run = workspace.run;
+  const active = run && (run.status === 'queued' || run.status === 'running');
+  $('run').disabled = !workspace.ready || active;
+  $('stop-run').hidden = !active;
+  $('run-state').textContent = !workspace.ready && !active ? 'Open your workspace to run your code.' : describe(run);
+  const idle = workspace.idle;
+  const warn = idle && idle.stopsAt && Date.now() >= Date.parse(idle.warnFrom);
+  if (warn) {
+    const minutes = Math.max(1, Math.round((Date.parse(idle.stopsAt) - Date.now()) / 60000));
+    $('idle-text').textContent = 'Your workspace will be stopped in about ' + minutes + ' minute' + (minutes === 1 ? '' : 's') + ' because nothing has happened in it. Your files are kept.';
+  }
+  $('idle').hidden = !warn;
+}
+async function refresh() {
+  let answer;
+  try { answer = await call('GET', '/workspace'); } catch { return; }
+  workspace = answer.workspace;
+  if (workspace.ready && config.atEditorAddress) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.reload(); return; }
+  if (workspace.run && followed !== workspace.run.id) { follow(workspace.run); refreshRuns(); }
+  render();
+}
+$('open').addEventListener('click', async () => {
+  $('open').disabled = true;
+  try { await call('POST', '/workspace/open'); $('state').textContent = 'Starting…'; refresh(); }
+  catch (error) { showToast(error.message); $('open').disabled = false; }
 });
-${wanted ? 'poll();' : ''}
+$('run').addEventListener('click', async () => {
+  $('run').disabled = true;
+  try { const { run } = await call('POST', '/runs'); follow(run); refresh(); refreshRuns(); }
+  catch (error) { showToast(error.message); refresh(); }
+});
+$('stop-run').addEventListener('click', async () => {
+  const run = workspace && workspace.run;
+  if (!run) return;
+  try { await call('POST', '/runs/' + run.id + '/stop'); refresh(); } catch (error) { showToast(error.message); }
+});
+$('keep').addEventListener('click', async () => {
+  try { workspace = (await call('POST', '/workspace/keep')).workspace; render(); showToast('Your workspace keeps running.'); }
+  catch (error) { showToast(error.message); }
+});
+refresh();
+refreshRuns();
+setInterval(() => { if (!document.hidden) refresh(); }, 2000);
 </script>`,
   );
 }

@@ -33,6 +33,7 @@ const ACTIONS = [
   'auth.setup',
   'auth.sign-in-link',
   'auth.sign-in-link.use',
+  'run.stop',
 ];
 
 /** `datetime-local` value (the browser's time) ↔ ISO 8601 UTC, as the API takes it. */

@@ -7,6 +7,7 @@ import { AuditPage } from './audit.ts';
 import { BackupsPage } from './backups.ts';
 import { html } from './html.ts';
 import { OverviewPage } from './overview.ts';
+import { RunPage, RunsPage } from './runs.ts';
 import { Link, useLocation } from './ui.ts';
 import { UsersPage } from './users.ts';
 import { WorkspacesPage } from './workspaces.ts';
@@ -14,6 +15,7 @@ import { WorkspacesPage } from './workspaces.ts';
 const TABS: [path: string, label: string][] = [
   ['/panel/', 'Overview'],
   ['/panel/workspaces', 'Workspaces'],
+  ['/panel/runs', 'Runs'],
   ['/panel/users', 'Users'],
   ['/panel/allowlist', 'Allowlist'],
   ['/panel/audit', 'Audit log'],
@@ -21,7 +23,11 @@ const TABS: [path: string, label: string][] = [
 ];
 
 function Page({ url, me }: { url: URL; me: string }): VNode {
+  const run = /^\/panel\/runs\/([0-9a-f-]{36})\/?$/.exec(url.pathname);
+  if (run) return html`<${RunPage} id=${run[1]} />`;
   switch (url.pathname.replace(/\/$/, '')) {
+    case '/panel/runs':
+      return html`<${RunsPage} url=${url} />`;
     case '/panel/workspaces':
       return html`<${WorkspacesPage} url=${url} />`;
     case '/panel/users':
@@ -52,7 +58,9 @@ function App(): VNode {
     );
   }, []);
   useEffect(() => {
-    const label = TABS.find(([path]) => path.replace(/\/$/, '') === url.pathname.replace(/\/$/, ''))?.[1] ?? 'Admin panel';
+    const label =
+      TABS.find(([path]) => path !== '/panel/' && url.pathname.startsWith(path))?.[1] ??
+      (url.pathname.replace(/\/$/, '') === '/panel' ? 'Overview' : 'Admin panel');
     document.title = `${label} · Admin panel`;
   }, [url.pathname]);
   const current = url.pathname.replace(/\/$/, '');
@@ -62,7 +70,12 @@ function App(): VNode {
       <span class="brand">Classroom workspaces</span>
       <nav aria-label="Admin panel">
         <ul>
-          ${TABS.map(([path, label]) => html`<li key=${path}><${Link} to=${path} current=${current === path.replace(/\/$/, '')}>${label}<//></li>`)}
+          ${TABS.map(
+            ([path, label]) =>
+              html`<li key=${path}>
+                <${Link} to=${path} current=${current === path.replace(/\/$/, '') || (path !== '/panel/' && current.startsWith(path))}>${label}<//>
+              </li>`,
+          )}
         </ul>
       </nav>
       <span class="me"

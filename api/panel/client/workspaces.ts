@@ -7,7 +7,7 @@ import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api } from './api.ts';
 import { html } from './html.ts';
-import { Ago, ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
+import { Ago, ConfirmDialog, Empty, Link, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
 
 interface Row {
   id: string;
@@ -222,7 +222,11 @@ export function WorkspacesPage({ url }: { url: URL }): VNode {
                           <td role="cell"><${Ago} iso=${row.lastActivityAt} /></td>
                           <td role="cell" class="number">${percent(row.cpuPercent)}</td>
                           <td role="cell" class="number">${percent(row.memoryPercent)}</td>
-                          <td role="cell">${row.activeRun ? row.activeRun.status : html`<span class="muted">—</span>`}</td>
+                          <td role="cell">
+                            <${Link} to=${`/panel/runs?workspace=${row.id}`}
+                              >${row.activeRun ? (row.activeRun.status === 'queued' ? 'building' : row.activeRun.status) : html`<span class="muted">runs</span>`}<//
+                            >
+                          </td>
                           <td role="cell" class="actions">
                             <button type="button" disabled=${row.desiredState !== 'running'} onClick=${() => act(row, 'stop')} aria-label=${`Stop ${row.slug}`}>
                               Stop
