@@ -21,6 +21,8 @@ HASH_LABEL=service.test-image-hash
 NODE_BIN="$(readlink -f "$ROOT/node_modules/.bin/node")"
 WS_DIR="$ROOT/node_modules/ws"
 [ -f "$WS_DIR/package.json" ] || die "the ws package is missing from node_modules: run npm install first"
+MSGPACK_DIR="$ROOT/node_modules/@msgpack/msgpack"
+[ -f "$MSGPACK_DIR/package.json" ] || die "the @msgpack/msgpack package is missing from node_modules: run npm install first"
 
 # busybox must be static (the Debian package busybox is dynamic, busybox-static is not).
 busybox_ok() { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }
@@ -41,7 +43,7 @@ input_hash() {
     for lib in "${LIBS[@]}"; do echo "lib $lib $(readlink -f "$lib")"; done
     (cd "$FIXTURE" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
     cat "$0" "$ROOT/scripts/lib.sh" | sha256sum | cut -d' ' -f1
-    sha256sum "$WS_DIR/package.json" | cut -d' ' -f1
+    sha256sum "$WS_DIR/package.json" "$MSGPACK_DIR/package.json" | cut -d' ' -f1
     sha256sum /bin/busybox | cut -d' ' -f1
   } | sha256sum | cut -c1-16
 }
@@ -62,7 +64,7 @@ say "building $TAG (inputs $HASH)"
 CTX="$(mktemp -d "${TMPDIR:-/tmp}/classroom-workspace-test-image.XXXXXX")"
 trap 'rm -rf "$CTX"' EXIT
 R="$CTX/rootfs"
-mkdir -p "$R/usr/local/bin" "$R/bin" "$R/etc" "$R/app/node_modules" "$R/home/student" "$R/tmp"
+mkdir -p "$R/usr/local/bin" "$R/bin" "$R/etc" "$R/app/node_modules/@msgpack" "$R/home/student" "$R/tmp"
 cp -l "$NODE_BIN" "$R/usr/local/bin/node" 2>/dev/null || cp "$NODE_BIN" "$R/usr/local/bin/node"
 for lib in "${LIBS[@]}"; do
   mkdir -p "$R$(dirname "$lib")"
@@ -70,7 +72,8 @@ for lib in "${LIBS[@]}"; do
 done
 cp /bin/busybox "$R/bin/busybox"
 cp -r "$WS_DIR" "$R/app/node_modules/ws"
-cp "$FIXTURE/editor.mjs" "$FIXTURE/sim.mjs" "$R/app/"
+cp -r "$MSGPACK_DIR" "$R/app/node_modules/@msgpack/msgpack"
+cp "$FIXTURE/editor.mjs" "$FIXTURE/sim.mjs" "$FIXTURE/nt4.mjs" "$R/app/"
 cp "$FIXTURE/passwd" "$FIXTURE/group" "$R/etc/"
 cp "$FIXTURE/Dockerfile" "$CTX/Dockerfile"
 

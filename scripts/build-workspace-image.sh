@@ -12,9 +12,14 @@
 #   server   built against its headers on this machine (build tools installed here when missing,
 #            never in the image), pruned of other platforms' binaries.
 #   runtime  base + Node + code-server (a Dockerfile FROM the base image: COPY only).
+#   extension the classroom's editor extension (images/workspace/extension), bundled here by its
+#            build.mjs on the project's pinned Node with the project's packages (esbuild-wasm,
+#            ntcore-ts-client), as the image classroom-workspace-stage:extension-<hash>: what the
+#            Dockerfile's `extension` stage makes online.
 #   image    the last stage of images/workspace/Dockerfile ("FROM runtime AS workspace" to the end:
-#            entrypoint, classroom-gradle, WPILib stand-in, starter project, ENV, USER 1000) built
-#            FROM the runtime image, tagged WORKSPACE_IMAGE_TAG (default classroom-workspace:latest).
+#            the extension, entrypoint, classroom-gradle, WPILib stand-in, starter project, ENV,
+#            USER 1000) built FROM the runtime image, its COPY --from=extension from the stage
+#            above, tagged WORKSPACE_IMAGE_TAG (default classroom-workspace:latest).
 #
 # Versions (Node, code-server) and the Debian suite are the ARG defaults of that Dockerfile.
 # The expensive parts are cached by the hash of their inputs, on disk under
@@ -59,6 +64,9 @@ SUITE="$(printf '%s' "$BASE_IMAGE" | sed -n 's/^debian:\([a-z]*\).*/\1/p')"
 # The last stage of the Dockerfile, without its FROM line: this script builds it as it is.
 FINAL_STAGE="$(sed -n '/^FROM runtime AS workspace$/,$p' "$SRC/Dockerfile" | tail -n +2)"
 printf '%s\n' "$FINAL_STAGE" | grep -q '^ENTRYPOINT ' || die "no 'FROM runtime AS workspace' stage with an ENTRYPOINT in $SRC/Dockerfile"
+printf '%s\n' "$FINAL_STAGE" | grep -q '^COPY --from=extension ' || die "the last stage of $SRC/Dockerfile does not COPY --from=extension"
+NODE_BIN="$ROOT/node_modules/.bin/node"
+[ -x "$NODE_BIN" ] || die "no Node in node_modules/.bin: run npm install first"
 
 DEB_ARCH="$(dpkg --print-architecture 2>/dev/null || echo unknown)"
 case "$DEB_ARCH" in
@@ -186,6 +194,14 @@ CS_KEY="$({
   cat "$SRC/prune-code-server.sh"
   declare -f build_code_server npm_install_global npm_config
 } | hash16)"
+# The extension: its sources, its builder and the versions of the packages it is bundled with.
+EXT_SRC="$SRC/extension"
+EXT_KEY="$({
+  echo "extension"
+  tree_hash "$EXT_SRC/src"
+  for f in package.json build.mjs README.md; do sha256sum <"$EXT_SRC/$f"; done
+  for p in esbuild-wasm ntcore-ts-client @msgpack/msgpack zod; do sed -n 's/^  "version": "\(.*\)",$/\1/p' "$ROOT/node_modules/$p/package.json"; done
+} | hash16)"
 RUNTIME_DOCKERFILE="FROM $STAGE_REPO:base-$BASE_KEY
 COPY usr /usr"
 RUNTIME_KEY="$({
@@ -193,7 +209,7 @@ RUNTIME_KEY="$({
   printf '%s\n' "$RUNTIME_DOCKERFILE" "$RUNTIME_CHECK"
 } | hash16)"
 FINAL_DOCKERFILE="FROM $STAGE_REPO:runtime-$RUNTIME_KEY
-$FINAL_STAGE"
+${FINAL_STAGE//--from=extension /--from=$STAGE_REPO:extension-$EXT_KEY }"
 HASH="$({
   echo "image $RUNTIME_KEY"
   printf '%s\n' "$FINAL_DOCKERFILE"
@@ -275,6 +291,18 @@ if ! stage_exists "runtime-$RUNTIME_KEY"; then
 fi
 touch "$CACHE/runtime-$RUNTIME_KEY.used"
 
+# The classroom extension, bundled here: what the Dockerfile's `extension` stage makes online.
+if ! stage_exists "extension-$EXT_KEY"; then
+  t=$(now_ms)
+  mkdir -p "$WORK/extension/opt"
+  (cd "$EXT_SRC" && "$(readlink -f "$NODE_BIN")" build.mjs "$WORK/extension/opt/classroom-extension") >>"$LOG" 2>&1 ||
+    fail "bundling the classroom extension failed"
+  printf 'FROM scratch\nCOPY opt /opt\n' >"$WORK/extension/Dockerfile"
+  DOCKER_BUILDKIT=0 docker build --force-rm -q -t "$STAGE_REPO:extension-$EXT_KEY" "$WORK/extension" >>"$LOG" 2>&1 ||
+    fail "docker build of the extension stage failed"
+  say "extension: bundled in $(since "$t")"
+fi
+
 # The image: the last stage of images/workspace/Dockerfile on the runtime image.
 t=$(now_ms)
 printf '%s\n' "$FINAL_DOCKERFILE" >"$WORK/Dockerfile"
@@ -298,6 +326,7 @@ docker images "$STAGE_REPO" --format '{{.Tag}}' | while read -r key; do
   case "$key" in
     base-*) [ -f "$CACHE/$key.complete" ] || docker rmi "$STAGE_REPO:$key" >/dev/null 2>&1 || true ;;
     runtime-*) [ -f "$CACHE/$key.used" ] || docker rmi "$STAGE_REPO:$key" >/dev/null 2>&1 || true ;;
+    extension-*) [ "$key" = "extension-$EXT_KEY" ] || docker rmi "$STAGE_REPO:$key" >/dev/null 2>&1 || true ;;
   esac
 done
 

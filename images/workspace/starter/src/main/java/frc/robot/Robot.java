@@ -1,7 +1,9 @@
 package frc.robot;
 
+import edu.wpi.first.math.geometry.Rotation2d;
 import edu.wpi.first.wpilibj.TimedRobot;
 import edu.wpi.first.wpilibj.Timer;
+import edu.wpi.first.wpilibj.smartdashboard.Field2d;
 import edu.wpi.first.wpilibj.smartdashboard.SmartDashboard;
 
 /**
@@ -18,6 +20,7 @@ public class Robot extends TimedRobot {
   private static final double AUTO_DRIVE_SECONDS = 3.0;
 
   private final Timer m_autoTimer = new Timer();
+  private final Field2d m_field = new Field2d(); // where the robot is, shown in the Simulator view
   private double m_speed; // metres per second
   private double m_position; // metres from the start line
   private double m_lastPrint;
@@ -25,6 +28,7 @@ public class Robot extends TimedRobot {
   /** Runs once when the robot program starts. */
   public Robot() {
     System.out.println("Robot program started. Hello from Robot.java!");
+    SmartDashboard.putData("Field", m_field);
   }
 
   @Override
@@ -49,7 +53,9 @@ public class Robot extends TimedRobot {
 
   @Override
   public void teleopPeriodic() {
-    // No joystick in the classroom simulator: try making the robot do something here.
+    // No joystick in the classroom simulator, so the robot sways back and forth on its own:
+    // watch its pose in the Simulator view, then make it do something of your own here.
+    m_speed = 0.5 * Math.sin(Timer.getFPGATimestamp());
   }
 
   /** Runs every 20 ms in every mode, after the mode's own Periodic. */
@@ -58,6 +64,7 @@ public class Robot extends TimedRobot {
     m_position += m_speed * getPeriod();
     SmartDashboard.putNumber("Speed (m/s)", m_speed);
     SmartDashboard.putNumber("Position (m)", m_position);
+    m_field.setRobotPose(m_position, 0.0, new Rotation2d());
 
     // Print once a second, not every 20 ms.
     double now = Timer.getFPGATimestamp();

@@ -1,10 +1,12 @@
 package edu.wpi.first.wpilibj.smartdashboard;
 
 import classroom.SimServer;
+import edu.wpi.first.util.sendable.Sendable;
 
 /**
- * Classroom stand-in for WPILib's SmartDashboard: values put here are served as JSON by the
- * stand-in simulator on NT4_PORT (GET /), where the real one publishes them over NetworkTables.
+ * Classroom stand-in for WPILib's SmartDashboard: values put here are published over NetworkTables
+ * 4 by the stand-in simulator on NT4_PORT (under /SmartDashboard/, as WPILib does), and served as
+ * JSON there too (GET /).
  */
 public final class SmartDashboard {
   private SmartDashboard() {}
@@ -22,6 +24,13 @@ public final class SmartDashboard {
   public static boolean putBoolean(String key, boolean value) {
     SimServer.put(key, value);
     return true;
+  }
+
+  /** Shows a Field2d (the robot's pose) under `key`; other Sendables are not shown by the stand-in. */
+  public static void putData(String key, Sendable data) {
+    if (data instanceof Field2d field) {
+      field.shownAs(key);
+    }
   }
 
   public static double getNumber(String key, double defaultValue) {

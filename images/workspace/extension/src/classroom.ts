@@ -1,0 +1,144 @@
+/**
+ * The control plane as the editor's pages reach it: the student API of this workspace under the
+ * editor's own address (`<editor>/.cp/api/...`: `/u/<slug>/.cp/api/` in path mode, the workspace's
+ * host in host mode), with the browser's own credentials for that address (the session, or the
+ * workspace's cookie). No token, no other path: the editor's container itself has no way to the
+ * control plane, and what the browser may do here is what its student may do on their workspace.
+ */
+
+/** A run as the student API shows it (api/presenters.ts presentRun). */
+export interface RunView {
+  id: string;
+  status: 'queued' | 'running' | 'stopped' | 'failed' | 'canceled';
+  desiredState: 'running' | 'stopped';
+  queuedAt: string;
+  readyAt: string | null;
+  endedAt: string | null;
+  exitCode: number | null;
+  reason: string | null;
+  output: string | null;
+  outputLength: number;
+  outputTruncated: boolean;
+}
+
+/** The workspace as the student API shows it (api/presenters.ts presentStudentWorkspace). */
+export interface WorkspaceView {
+  id: string;
+  slug: string;
+  desiredState: 'running' | 'stopped' | 'deleted';
+  observedState: string;
+  statusMessage: string;
+  ready: boolean;
+  idle?: { stopsAt: string | null; warnFrom: string | null };
+  run?: RunView | null;
+  /** The workspace page on the control plane. */
+  pageUrl?: string;
+}
+
+/** An error answer of the API: its status, code and message (safe to show). */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** How a run's output stream ended (the `end` event). */
+export interface RunEnd {
+  id: string;
+  status: RunView['status'];
+  reason: string | null;
+  exitCode: number | null;
+}
+
+export const isActive = (run: RunView | null | undefined): run is RunView & { status: 'queued' | 'running' } =>
+  run?.status === 'queued' || run?.status === 'running';
+
+/** The student API of the workspace whose editor is at `base` (ending in a slash). */
+export class Classroom {
+  readonly base: string;
+
+  constructor(base: string) {
+    this.base = base;
+  }
+
+  /** The address of an API path (`runs`, `workspace`, ...). */
+  url(path: string): string {
+    return new URL(`.cp/api/${path}`, this.base).href;
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string): Promise<T> {
+    const response = await fetch(this.url(path), { method, credentials: 'include', headers: { accept: 'application/json' } });
+    const body = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+    if (!response.ok) {
+      throw new ApiError(response.status, body.error?.code ?? 'unknown', body.error?.message ?? `The control plane answered ${response.status}.`);
+    }
+    return body as T;
+  }
+
+  async workspace(): Promise<WorkspaceView> {
+    return (await this.call<{ workspace: WorkspaceView }>('GET', 'workspace')).workspace;
+  }
+
+  /** Starts a run (409 `run_active` while one is active, `workspace_not_running` while the workspace is stopped). */
+  async run(): Promise<RunView> {
+    return (await this.call<{ run: RunView }>('POST', 'runs')).run;
+  }
+
+  async stop(runId: string): Promise<RunView> {
+    return (await this.call<{ run: RunView }>('POST', `runs/${encodeURIComponent(runId)}/stop`)).run;
+  }
+
+  /** The student is here: the idle sweep's count starts again. */
+  async keep(): Promise<WorkspaceView> {
+    return (await this.call<{ workspace: WorkspaceView }>('POST', 'workspace/keep')).workspace;
+  }
+
+  /**
+   * Follows a run's output from character `from`: `onOutput(offset, text)` for each piece as it is
+   * kept, then resolves with the run's end. Rejects when the connection breaks (the caller resumes
+   * from the last offset it got); `signal` stops it.
+   */
+  async follow(runId: string, from: number, onOutput: (offset: number, text: string) => void, signal: AbortSignal): Promise<RunEnd> {
+    const response = await fetch(this.url(`runs/${encodeURIComponent(runId)}/output?from=${from}`), {
+      credentials: 'include',
+      headers: { accept: 'text/event-stream' },
+      signal,
+    });
+    if (!response.ok || !response.body) throw new ApiError(response.status, 'stream_refused', `The run's output could not be followed (${response.status}).`);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('the output stream ended before the run did');
+      buffered += value;
+      let end = buffered.indexOf('\n\n');
+      while (end !== -1) {
+        const event = parseEvent(buffered.slice(0, end));
+        buffered = buffered.slice(end + 2);
+        if (event.type === 'output') {
+          const { offset, text } = JSON.parse(event.data) as { offset: number; text: string };
+          onOutput(offset, text);
+        } else if (event.type === 'end') {
+          void reader.cancel();
+          return JSON.parse(event.data) as RunEnd;
+        }
+        end = buffered.indexOf('\n\n');
+      }
+    }
+  }
+}
+
+/** One server-sent event's type and data (comments and ids are not needed here). */
+function parseEvent(block: string): { type: string; data: string } {
+  let type = 'message';
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith('event: ')) type = line.slice(7);
+    else if (line.startsWith('data: ')) data.push(line.slice(6));
+  }
+  return { type, data: data.join('\n') };
+}

@@ -1,0 +1,235 @@
+/**
+ * The classroom's editor extension: run the robot code from where the student works, watch it
+ * build and boot, see the simulator. A web extension (it runs in the browser, in VS Code's web
+ * worker extension host, on the editor's own origin): it talks to the control plane with the
+ * browser's credentials for the editor's address (classroom.ts), never from the workspace's
+ * container. What it offers:
+ *
+ * - Run and Stop: the status bar (the run's state at a glance: building, running, how it ended and
+ *   why), the command palette, and Ctrl+Alt+R (Cmd+Alt+R on a Mac);
+ * - the run's output, live, in the "Robot run" output channel (resumed where it was after a lost
+ *   connection or a restarted control plane), and its compile errors as Problems on their files;
+ * - the Simulator view (simulator.ts): the simulator's NetworkTables topics and live values;
+ * - the idle warning: a few minutes before the idle sweep would stop the workspace, a notice with
+ *   "Keep working"; and what the student does in the editor (editing, moving around, typing in a
+ *   terminal: VS Code's "the window was interacted with recently") counts as activity, told to the
+ *   control plane at most once a minute.
+ */
+import * as vscode from 'vscode';
+import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
+import { setNt4Base } from './nt4-socket.ts';
+import { parseProblems, projectPath } from './problems.ts';
+import { SimulatorView } from './simulator.ts';
+
+/** How often the workspace and its run are looked at (reads do not count as activity). */
+const POLL_MS = 2000;
+/** The most often the editor tells the control plane that the student is here. */
+const ACTIVITY_EVERY_MS = 60_000;
+
+/** Where the browser reaches this editor, ending in a slash: code-server maps a local port to `<editor>/proxy/<port>/`. */
+async function editorBase(): Promise<string> {
+  const external = await vscode.env.asExternalUri(vscode.Uri.parse('http://localhost:5810/'));
+  return external.toString(true).replace(/proxy\/5810\/$/, '');
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const base = await editorBase();
+  setNt4Base(base);
+  const classroom = new Classroom(base);
+  const output = vscode.window.createOutputChannel('Robot run');
+  const problems = vscode.languages.createDiagnosticCollection('robot-run');
+  const simulator = new SimulatorView();
+  const actionItem = vscode.window.createStatusBarItem('classroom.run', vscode.StatusBarAlignment.Left, 1000);
+  const stateItem = vscode.window.createStatusBarItem('classroom.state', vscode.StatusBarAlignment.Left, 999);
+  actionItem.name = 'Run robot code';
+  stateItem.name = 'Robot run';
+  stateItem.command = 'classroom.showOutput';
+  context.subscriptions.push(output, problems, actionItem, stateItem, vscode.window.registerTreeDataProvider('classroom.simulator', simulator));
+
+  let workspace: WorkspaceView | undefined;
+  /** The run whose output is shown, how much of it was received, and how its follower is stopped. */
+  let shown: { id: string; received: number; text: string; stop: AbortController } | undefined;
+  let warnedFor: string | null = null;
+
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const showProblems = (text: string) => {
+    problems.clear();
+    if (!root) return;
+    const byFile = new Map<string, vscode.Diagnostic[]>();
+    for (const problem of parseProblems(text)) {
+      const file = projectPath(problem.file, root.path);
+      if (file === undefined) continue;
+      const range = new vscode.Range(problem.line - 1, problem.column - 1, problem.line - 1, Number.MAX_SAFE_INTEGER);
+      const diagnostic = new vscode.Diagnostic(
+        range,
+        problem.message,
+        problem.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning,
+      );
+      diagnostic.source = 'javac';
+      byFile.set(file, [...(byFile.get(file) ?? []), diagnostic]);
+    }
+    for (const [file, diagnostics] of byFile) problems.set(vscode.Uri.joinPath(root, file), diagnostics);
+  };
+
+  /** Shows a run's output in the channel: from its start when it is a new one, live until it ends (reconnecting as needed). */
+  const follow = (run: RunView) => {
+    if (shown?.id === run.id) return;
+    shown?.stop.abort();
+    const current = { id: run.id, received: 0, text: '', stop: new AbortController() };
+    shown = current;
+    output.clear();
+    problems.clear();
+    output.appendLine(`▶ Run of ${new Date(run.queuedAt).toLocaleTimeString()}: compiling and starting your robot code…`);
+    void (async () => {
+      let problemsAt = 0;
+      while (!current.stop.signal.aborted) {
+        try {
+          const end = await classroom.follow(
+            run.id,
+            current.received,
+            (offset, text) => {
+              const fresh = text.slice(Math.max(0, current.received - offset));
+              current.received = offset + text.length;
+              current.text += fresh;
+              output.append(fresh);
+              // Problems as they appear, for whole lines only.
+              const complete = current.text.lastIndexOf('\n');
+              if (complete > problemsAt) {
+                problemsAt = complete;
+                showProblems(current.text.slice(0, complete));
+              }
+            },
+            current.stop.signal,
+          );
+          showProblems(current.text);
+          output.appendLine(`\n■ Run ${end.status}${end.reason ? `: ${end.reason}` : ''}${end.exitCode !== null ? ` (exit code ${end.exitCode})` : ''}.`);
+          void refresh();
+          return;
+        } catch {
+          if (current.stop.signal.aborted) return;
+          // Connection lost (a restarting control plane, say): go on from what was received.
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+      }
+    })();
+  };
+
+  const render = () => {
+    const run = workspace?.run;
+    const stopped = workspace && workspace.desiredState !== 'running';
+    if (isActive(run)) {
+      actionItem.text = '$(debug-stop) Stop';
+      actionItem.tooltip = 'Stop the run (Ctrl+Alt+R runs again)';
+      actionItem.command = 'classroom.stop';
+      stateItem.text = run.status === 'queued' ? '$(sync~spin) Building…' : '$(pulse) Running';
+      stateItem.tooltip =
+        run.status === 'queued' ? 'Compiling and starting your robot code: see the Robot run output' : 'Your robot code is running in the simulator';
+    } else {
+      actionItem.text = '$(play) Run';
+      actionItem.tooltip = 'Run your robot code (Ctrl+Alt+R)';
+      actionItem.command = 'classroom.run';
+      if (stopped) stateItem.text = '$(circle-slash) Workspace stopped';
+      else if (!run) stateItem.text = '$(info) Not run yet';
+      else if (run.status === 'failed') stateItem.text = `$(error) Run failed: ${run.reason ?? 'see the output'}`;
+      else if (run.status === 'canceled') stateItem.text = '$(circle-slash) Run canceled';
+      else stateItem.text = `$(check) Run stopped${run.reason ? `: ${run.reason}` : ''}`;
+      stateItem.tooltip = run?.reason ?? undefined;
+    }
+    actionItem.show();
+    stateItem.show();
+  };
+
+  const warnIfIdle = async () => {
+    const idle = workspace?.idle;
+    if (!idle?.stopsAt || !idle.warnFrom) return;
+    const now = Date.now();
+    if (now < Date.parse(idle.warnFrom) || warnedFor === idle.stopsAt) return;
+    warnedFor = idle.stopsAt;
+    const minutes = Math.max(1, Math.round((Date.parse(idle.stopsAt) - now) / 60_000));
+    const choice = await vscode.window.showWarningMessage(
+      `Your workspace will be stopped in about ${minutes} minute${minutes === 1 ? '' : 's'} because nothing has happened in it. Your files are kept.`,
+      'Keep working',
+    );
+    if (choice !== 'Keep working') return;
+    workspace = await classroom.keep();
+    render();
+    void vscode.window.showInformationMessage('Your workspace keeps running.');
+  };
+
+  const refresh = async () => {
+    try {
+      workspace = await classroom.workspace();
+    } catch {
+      return;
+    }
+    const run = workspace.run;
+    // A run not shown yet (started here, elsewhere, or before this window opened): its output, from its start.
+    if (run && shown?.id !== run.id) follow(run);
+    if (run?.status === 'running') simulator.connect();
+    else simulator.disconnected(isActive(run) ? 'The simulator is starting…' : 'No simulator: press Run.');
+    render();
+    void warnIfIdle();
+  };
+
+  // The student is working here: told to the control plane at most once a minute (its idle sweep
+  // does not count the editor's own traffic, which flows whether anyone is there or not).
+  let lastActivity = 0;
+  const active = () => {
+    if (Date.now() - lastActivity < ACTIVITY_EVERY_MS) return;
+    lastActivity = Date.now();
+    void classroom.keep().then(
+      (fresh) => (workspace = fresh),
+      () => undefined,
+    );
+  };
+  // VS Code's own view of it: the window is focused and was interacted with recently (typing in the
+  // terminal, scrolling, clicking), looked at every minute.
+  const looking = setInterval(() => vscode.window.state.focused && vscode.window.state.active && active(), ACTIVITY_EVERY_MS);
+  context.subscriptions.push({ dispose: () => clearInterval(looking) });
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand('classroom.run', async () => {
+      try {
+        const run = await classroom.run();
+        shown = undefined;
+        follow(run);
+        output.show(true);
+      } catch (error) {
+        if (error instanceof ApiError && error.code === 'run_active') {
+          const choice = await vscode.window.showWarningMessage('A run is already going. Stop it first?', 'Stop it');
+          if (choice === 'Stop it') await vscode.commands.executeCommand('classroom.stop');
+        } else void vscode.window.showErrorMessage(error instanceof Error ? error.message : String(error));
+      }
+      await refresh();
+    }),
+    vscode.commands.registerCommand('classroom.stop', async () => {
+      const run = workspace?.run;
+      if (!isActive(run)) return void vscode.window.showInformationMessage('No run is going.');
+      try {
+        await classroom.stop(run.id);
+      } catch (error) {
+        void vscode.window.showErrorMessage(error instanceof Error ? error.message : String(error));
+      }
+      await refresh();
+    }),
+    vscode.commands.registerCommand('classroom.showOutput', () => output.show(true)),
+    vscode.commands.registerCommand('classroom.openPage', async () => {
+      const target = workspace?.pageUrl ?? new URL('.cp/', base).href;
+      await vscode.env.openExternal(vscode.Uri.parse(target));
+    }),
+    vscode.commands.registerCommand('classroom.keepWorking', async () => {
+      workspace = await classroom.keep();
+      render();
+    }),
+    vscode.workspace.onDidChangeTextDocument((event) => event.document.uri.scheme !== 'output' && active()),
+    vscode.window.onDidChangeActiveTextEditor(active),
+    vscode.window.onDidChangeTextEditorSelection(active),
+    vscode.window.onDidChangeWindowState((state) => state.focused && state.active && active()),
+  );
+  render();
+  await refresh();
+  const poll = setInterval(() => void refresh(), POLL_MS);
+  context.subscriptions.push({ dispose: () => (clearInterval(poll), shown?.stop.abort()) });
+}
+
+export function deactivate(): void {}

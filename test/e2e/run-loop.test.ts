@@ -1,0 +1,193 @@
+/**
+ * Issue 19, the student's loop in the real editor: Chromium, the real workspace image (code-server
+ * with the classroom extension built in), the real stand-in Gradle and simulator (Java, speaking
+ * NetworkTables 4), started by the real controllers on real Docker, through the real proxy.
+ *
+ * A student breaks Robot.java, presses Run in the status bar and sees the build's output appear in
+ * the "Robot run" output as it is written and the compile error marked on its line; fixes it, runs
+ * again (Ctrl+Alt+R), sees the Simulator view show the robot's pose change, and stops the run. Then,
+ * with a short idle limit, the idle warning appears in the editor and "Keep working" keeps the
+ * workspace. The workspace page at /u/<slug>/.cp/ shows the runs too.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { RunController } from '../../controllers/runs.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { captureLogger, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+
+const IMAGE = 'classroom-workspace:latest';
+const tag = Date.now().toString(36);
+const db = useTestDatabase({ truncate: false });
+let app: TestApp;
+let harness: Harness;
+let runs: RunController;
+let browser: Browser;
+let ada: Student;
+/** Kept after the run for a look (the README's screenshot is made the same way). */
+const SCREENSHOT = path.join(os.tmpdir(), 'editor-run-in-progress.png');
+
+beforeAll(async () => {
+  // Idle after 40 s, warned from 30 s before: the warning shows while the test looks.
+  app = await startApp(db.dataSource, { IDLE_STOP_MINUTES: '0.7', IDLE_WARNING_MINUTES: '0.5' });
+  harness = createHarness(db.dataSource, { changes: app.store.changes, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
+  await harness.controller.start();
+  runs = new RunController({
+    store: harness.store,
+    runtime: harness.runtime,
+    metrics: app.metrics,
+    log: categoryLogger(captureLogger().root, 'runs'),
+    buildTimeoutMs: 180_000,
+    runningCheckMs: 1000,
+    template: { image: IMAGE, memoryBytes: 1024 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: './gradlew simulateJava' },
+  });
+  await runs.start();
+  ada = await newStudent(harness.store, 'ada', tag);
+  ada.workspace = await openAndWait(harness.store, ada.workspace);
+  browser = await launchBrowser();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await runs?.stop();
+  await app?.close();
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
+}, 60_000);
+
+/** The student's session cookies, as the browser keeps them. */
+const cookiesOf = (student: Student) =>
+  student.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: app.url }));
+
+/** The editor, with the starter project in its explorer and the classroom extension's Run in the status bar. */
+async function editor(page: Page): Promise<void> {
+  await page.context().addCookies(cookiesOf(ada));
+  await page.goto(`${app.url}/u/${ada.workspace.slug}/?folder=/home/student`);
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
+  await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+  await runButton(page, 'Run')
+    .waitFor({ timeout: 60_000 })
+    .catch(async (error: unknown) => {
+      await page.screenshot({ path: path.join(os.tmpdir(), 'run-loop-no-run-button.png') });
+      throw error;
+    });
+}
+
+const runButton = (page: Page, text: 'Run' | 'Stop') => page.locator('.statusbar-item', { hasText: new RegExp(`^\\s*${text}\\s*$`) }).first();
+
+/** Opens a file of the project by name through Quick Open (asked again until its index lists it). */
+async function quickOpen(page: Page, name: string): Promise<void> {
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
+  await eventually(
+    `Quick Open to list ${name}`,
+    async () => {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('Control+P');
+      await page.keyboard.type(name);
+      return row.waitFor({ timeout: 20_000 }).then(
+        () => true,
+        () => false,
+      );
+    },
+    90_000,
+  );
+  await page.keyboard.press('Enter');
+  await page.getByRole('tab', { name: new RegExp(name.replace('.', '\\.')) }).waitFor();
+}
+
+/** Robot.java as it is on the workspace's volume (`cat` in its running code container). */
+async function robotJava(): Promise<string> {
+  const [container] = (await harness.runtime.listContainers({ workspaceId: ada.workspace.id })).filter(
+    (each) => each.role === 'code' && each.state === 'running',
+  );
+  const { output } = await execIn(container!.id, ['cat', '/home/student/src/main/java/frc/robot/Robot.java']);
+  return output;
+}
+
+/** What the Output panel shows now (its visible lines). */
+const outputText = async (page: Page) => (await page.locator('.part.panel .monaco-editor .view-lines').innerText()).replaceAll('\u00a0', ' ');
+
+it('runs the code from the editor: live output, a compile error marked on its line, fixed, run again, the pose in the Simulator view, stopped', async () => {
+  await withPage(browser, async (page) => {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await editor(page);
+
+    // Break the robot: a line that is no Java at the end of Robot.java.
+    await quickOpen(page, 'Robot.java');
+    const code = page.locator('.editor-instance .monaco-editor').first();
+    await code.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('\nthis is not java');
+    await page.keyboard.press('Control+S');
+    await eventually('the broken line saved', async () => (await robotJava()).includes('this is not java'), 30_000);
+
+    // Run (the status bar): the build's output, live, then the failure and the error on its line.
+    await runButton(page, 'Run').click();
+    await page.locator('.part.panel').getByText('> Task :compileJava').waitFor({ timeout: 60_000 });
+    await page.locator('.statusbar-item', { hasText: 'Run failed' }).waitFor({ timeout: 120_000 });
+    await page.locator('.part.panel').getByText('BUILD FAILED').waitFor({ timeout: 30_000 });
+    expect(await outputText(page)).toMatch(/Robot\.java:\d+: error: class, interface, enum, or record expected/);
+    // In Problems, on its file and line; chosen there, the line in the editor is marked.
+    await page.keyboard.press('Control+Shift+M');
+    const problem = page
+      .locator('.markers-panel')
+      .getByText(/class, interface, enum, or record expected/)
+      .first();
+    await problem.waitFor({ timeout: 30_000 });
+    expect(await page.locator('.markers-panel').innerText()).toMatch(/Robot\.java[\s\S]*Ln 78, Col 1/);
+    await problem.click();
+    await code.locator('.squiggly-error').first().waitFor({ timeout: 30_000 });
+
+    // Fix it (the line taken out again), save, and run with the keyboard.
+    await code.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Shift+Home');
+    await page.keyboard.press('Delete');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.press('Control+S');
+    await eventually('the fix saved', async () => !(await robotJava()).includes('this is not java'), 30_000);
+    await page.keyboard.press('Control+Alt+R');
+    await page.locator('.part.panel').getByText('Robot program started').waitFor({ timeout: 120_000 });
+    await page.locator('.statusbar-item', { hasText: 'Running' }).waitFor({ timeout: 120_000 });
+    await eventually('the compile error gone', async () => (await code.locator('.squiggly-error').count()) === 0, 30_000);
+
+    // The Simulator view: the robot's pose, live, and it moves.
+    const simulator = page.getByRole('button', { name: /Simulator/ }).first();
+    if ((await simulator.getAttribute('aria-expanded')) === 'false') await simulator.click();
+    const pose = page.getByRole('treeitem', { name: /\/SmartDashboard\/Field\/Robot/ });
+    await pose.waitFor({ timeout: 60_000 });
+    const first = await pose.innerText();
+    await eventually('the pose to change', async () => (await pose.innerText()) !== first, 60_000);
+    await page.screenshot({ path: SCREENSHOT });
+
+    // Stop.
+    await runButton(page, 'Stop').click();
+    await page.locator('.statusbar-item', { hasText: 'Run stopped' }).waitFor({ timeout: 60_000 });
+    await page
+      .locator('.part.panel')
+      .getByText(/■\sRun\sstopped/)
+      .waitFor({ timeout: 30_000 });
+
+    // The workspace page lists both runs, the failed one with its reason.
+    const list = await (await fetch(`${app.url}/u/${ada.workspace.slug}/api/runs`, { headers: { cookie: ada.cookie } })).json();
+    expect((list as { runs: { status: string }[] }).runs.map((run) => run.status)).toEqual(['stopped', 'failed']);
+  });
+}, 420_000);
+
+it('warns in the editor before the idle sweep stops the workspace, and Keep working keeps it', async () => {
+  await withPage(browser, async (page) => {
+    await editor(page);
+    // Nobody touches anything: within the warning's time, the notice comes.
+    const notice = page.locator('.notifications-toasts').getByText(/will be stopped in about/);
+    await notice.waitFor({ timeout: 60_000 });
+    const before = (await app.store.workspaces.get(ada.workspace.id))!.lastActivityAt!.getTime();
+    await page.locator('.notifications-toasts').getByRole('button', { name: 'Keep working' }).click();
+    await page.locator('.notifications-toasts').getByText('Your workspace keeps running.').waitFor();
+    expect((await app.store.workspaces.get(ada.workspace.id))!.lastActivityAt!.getTime()).toBeGreaterThan(before);
+    expect((await app.store.workspaces.get(ada.workspace.id))!.desiredState).toBe('running');
+  });
+}, 240_000);
