@@ -109,11 +109,14 @@ export function controlPlane(
 /**
  * The control plane of a benchmark's child process (`<bench>.ts serve`, forked with BENCH_DATABASE,
  * BENCH_CONTROL_PLANE_ID and BENCH_SESSION_SECRET in its environment), so that its CPU and memory
- * are the server's alone: the change listener, activity, HTTP (with the proxy) and the workspace
- * controller, on a loopback port, admitting everyone, its warnings and errors on stderr. It stops
+ * are the server's alone: by default the change listener, activity, HTTP (with the proxy) and the
+ * workspace controller (`parts`), on a loopback port, admitting everyone, its warnings and errors on stderr. It stops
  * (and the process exits) on `stop()` or when the parent goes.
  */
-export async function serveControlPlane(env: Record<string, string> = {}): Promise<{
+export async function serveControlPlane(
+  env: Record<string, string> = {},
+  parts: PartName[] = ['changes', 'activity', 'http', 'workspaces'],
+): Promise<{
   plane: ReturnType<typeof controlPlane>['plane'];
   dataSource: DataSource;
   secret: string;
@@ -130,7 +133,7 @@ export async function serveControlPlane(env: Record<string, string> = {}): Promi
     onLog: toStderr,
     controlPlaneId: process.env.BENCH_CONTROL_PLANE_ID!,
     env: { DATABASE_URL: url, ...env },
-    parts: ['changes', 'activity', 'http', 'workspaces'],
+    parts,
     listen: { port: 0, host: '127.0.0.1' },
     allowlist: { isAllowed: () => true },
     sessionSecret: secret,
