@@ -14,7 +14,8 @@ export interface WorkspacePageOptions {
   /**
    * Where the editor is: `/u/<slug>/` (path mode), the workspace's own origin (host mode). When
    * the page was served at that very address (path mode, the editor not up), it reloads into the
-   * editor once it runs; otherwise it offers a link to it.
+   * editor once it runs; otherwise it offers a link to it, and goes there only once the student
+   * pressed Open on it (a student watching runs here is not taken away).
    */
   editorUrl: string;
   /** Whether this page is at the editor's address (it then becomes the editor once that runs). */
@@ -70,6 +71,7 @@ let workspace;
 let followed;
 let source;
 let shownChars = 0;
+let opening = false;
 function showToast(text) { toast.textContent = text; toast.hidden = false; setTimeout(() => { toast.hidden = true; }, 10000); }
 async function call(method, path) {
   const answer = await fetch(config.base + path, { method, headers: { accept: 'application/json' } });
@@ -170,13 +172,13 @@ async function refresh() {
   let answer;
   try { answer = await call('GET', '/workspace'); } catch { return; }
   workspace = answer.workspace;
-  if (workspace.ready && config.atEditorAddress) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.reload(); return; }
+  if (workspace.ready && (config.atEditorAddress || opening)) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.reload(); return; }
   if (workspace.run && followed !== workspace.run.id) { follow(workspace.run); refreshRuns(); }
   render();
 }
 $('open').addEventListener('click', async () => {
   $('open').disabled = true;
-  try { await call('POST', '/workspace/open'); $('state').textContent = 'Starting…'; refresh(); }
+  try { await call('POST', '/workspace/open'); opening = true; $('state').textContent = 'Starting…'; refresh(); }
   catch (error) { showToast(error.message); $('open').disabled = false; }
 });
 $('run').addEventListener('click', async () => {

@@ -11,6 +11,8 @@ import type { ReconcileResult } from './workqueue.ts';
 
 /** How long a run's end waits for the rest of its output to be kept. */
 const OUTPUT_DRAIN_MS = 10_000;
+/** How long a run's end waits before following its output again after a follower failed. */
+const OUTPUT_RETRY_MS = 250;
 
 /** What a run's simulator container is made from (configuration). */
 export interface SimTemplate {
@@ -200,8 +202,20 @@ export class RunController extends Controller {
     let output = '';
     if (container) {
       await runtime.stop(container.id, 5);
-      // Its whole output kept before the run is recorded as ended (a stopped container's output ends).
-      await within(this.output.follow(run.id, container.id), OUTPUT_DRAIN_MS);
+      // Its whole output kept before the run is recorded as ended (a stopped container's output
+      // ends); a follower that fails follows again from what it kept. Past the drain time, what was
+      // read is kept and nothing more: no output is added to a run recorded as ended.
+      const deadline = Date.now() + OUTPUT_DRAIN_MS;
+      let whole = false;
+      for (;;) {
+        whole = (await within(this.output.follow(run.id, container.id), deadline - Date.now())) === true;
+        if (whole || Date.now() >= deadline - OUTPUT_RETRY_MS) break;
+        await new Promise((resolve) => setTimeout(resolve, OUTPUT_RETRY_MS));
+      }
+      if (!whole) {
+        await this.output.abandon(run.id);
+        log.warning({ drainMs: OUTPUT_DRAIN_MS }, "the run's output was not all kept before it ended");
+      }
       output = (await runtime.logsTail(container.id, this.options.outputLines)).slice(-16_000);
     }
     // The end is recorded (and counted) before the container goes: if recording fails, the next pass still finds it.
@@ -236,8 +250,9 @@ export class RunController extends Controller {
 }
 
 /** Waits for `promise`, or `ms` at most (whichever comes first; the timer goes with it). */
-async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  const result = await Promise.race([promise, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
   clearTimeout(timer);
+  return result;
 }

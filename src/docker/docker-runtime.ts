@@ -6,6 +6,7 @@ import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inspect as formatValue } from 'node:util';
 import Docker from 'dockerode';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import {
@@ -74,7 +75,15 @@ export function engineClient(options: Docker.DockerOptions = {}): Docker {
   // docker-modem resolves the protocol (a socket, or DOCKER_HOST with TLS) and passes its `agent` on
   // to http.request or https.request, which each take only their own kind (SSH brings its own).
   const modem = docker.modem as { protocol?: string; agent?: http.Agent };
-  modem.agent ??= modem.protocol === 'https' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+  if (!modem.agent) {
+    const agent = modem.protocol === 'https' ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+    // docker-modem formats every request's options, this agent among them, with util.inspect (all
+    // hidden properties, no depth limit) for a debug line, whether debugging is on or not. Through the
+    // agent that walks every open socket (the event stream, each run's output followed): with 30 runs
+    // followed it was half the control plane's CPU and stalled its event loop for up to a second.
+    Object.defineProperty(agent, formatValue.custom, { value: () => `[${modem.protocol ?? 'http'} agent]` });
+    modem.agent = agent;
+  }
   return docker;
 }
 

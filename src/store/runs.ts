@@ -43,6 +43,18 @@ export interface OutputChunk {
   text: string;
 }
 
+/** A piece of a run's output to keep (RunStore.appendOutput). */
+export interface OutputPiece {
+  runId: string;
+  /** Where the run's kept output ends now: the piece goes there. */
+  offset: number;
+  text: string;
+  /** How many bytes of the container's output the run's kept output, this piece included, was read from. */
+  sourceBytes: number;
+  /** Whether the output is cut off after this piece. */
+  truncated: boolean;
+}
+
 /** The run a workspace has in progress (queued or running): its id, status and simulator endpoint. */
 export interface ActiveRun {
   id: string;
@@ -300,22 +312,33 @@ export class RunStore {
   }
 
   /**
-   * Appends `text` to a run's kept output at `offset`, which must be where its output ends now (a
-   * second writer, or a retry of a write that landed, changes nothing and gets false), recording
-   * how many bytes of the container's output it came from and whether the output is now cut off.
+   * Appends pieces of output to runs' kept output in one statement: each `text` at `offset`, which
+   * must be where that run's output ends now (a second writer, or a retry of a write that landed,
+   * changes nothing for it), recording how many bytes of the container's output it came from and
+   * whether the output is now cut off. Returns the ids of the runs appended to.
    */
-  async appendOutput(id: string, offset: number, text: string, progress: { sourceBytes: number; truncated: boolean }): Promise<boolean> {
-    const rows: unknown[] = await this.db.query(
-      `WITH grown AS (
-         UPDATE runs SET output_length = $2 + length($3::text), output_source_bytes = $4, output_truncated = $5
-         WHERE id = $1 AND output_length = $2 RETURNING id
+  async appendOutput(pieces: OutputPiece[]): Promise<Set<string>> {
+    if (pieces.length === 0) return new Set();
+    const rows: { id: string }[] = await this.db.query(
+      `WITH piece AS (
+         SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::bigint[], $5::boolean[]) AS p (id, start_offset, text, source_bytes, truncated)
+       ), grown AS (
+         UPDATE runs SET output_length = piece.start_offset + length(piece.text), output_source_bytes = piece.source_bytes, output_truncated = piece.truncated
+         FROM piece WHERE runs.id = piece.id AND runs.output_length = piece.start_offset
+         RETURNING runs.id, piece.start_offset, piece.text
        ), kept AS (
-         INSERT INTO run_output (run_id, start_offset, text) SELECT id, $2, $3 FROM grown WHERE $3 <> ''
+         INSERT INTO run_output (run_id, start_offset, text) SELECT id, start_offset, text FROM grown WHERE text <> ''
        )
        SELECT id FROM grown`,
-      [id, offset, text, progress.sourceBytes, progress.truncated],
+      [
+        pieces.map((piece) => piece.runId),
+        pieces.map((piece) => piece.offset),
+        pieces.map((piece) => piece.text),
+        pieces.map((piece) => piece.sourceBytes),
+        pieces.map((piece) => piece.truncated),
+      ],
     );
-    return rows.length > 0;
+    return new Set(rows.map((row) => row.id));
   }
 
   /** A run's whole kept output (at most OUTPUT_LIMIT and the mark). */

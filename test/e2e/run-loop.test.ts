@@ -26,6 +26,7 @@ const db = useTestDatabase({ truncate: false });
 let app: TestApp;
 let harness: Harness;
 let runs: RunController;
+const runLog = captureLogger();
 let browser: Browser;
 let ada: Student;
 /** Kept after the run for a look (the README's screenshot is made the same way). */
@@ -40,7 +41,7 @@ beforeAll(async () => {
     store: harness.store,
     runtime: harness.runtime,
     metrics: app.metrics,
-    log: categoryLogger(captureLogger().root, 'runs'),
+    log: categoryLogger(runLog.root, 'runs'),
     buildTimeoutMs: 180_000,
     runningCheckMs: 1000,
     template: { image: IMAGE, memoryBytes: 1024 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: './gradlew simulateJava' },
@@ -108,6 +109,25 @@ async function robotJava(): Promise<string> {
   return output;
 }
 
+/**
+ * Waits for `text` in the Output panel; when it does not come, fails with what the panel shows, what
+ * was kept of the latest run and what the run controller logged (a failure on a busy machine says why).
+ */
+async function panelShows(page: Page, text: string | RegExp, timeout: number): Promise<void> {
+  try {
+    await page.locator('.part.panel').getByText(text).waitFor({ timeout });
+  } catch (error) {
+    const [run] = await harness.store.runs.recent(ada.workspace.id, 1);
+    const kept = run ? await harness.store.runs.outputText(run.id) : '';
+    const panel = await outputText(page).catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`);
+    await page.screenshot({ path: path.join(os.tmpdir(), 'run-loop-failure.png') });
+    throw new Error(
+      `${(error as Error).message}\n--- the Output panel:\n${panel}\n--- the run: ${JSON.stringify({ ...run, output: undefined })}\n--- its kept output (end):\n${kept.slice(-2000)}\n--- the run controller:\n${runLog.records.map((record) => JSON.stringify(record)).join('\n')}`,
+      { cause: error },
+    );
+  }
+}
+
 /** What the Output panel shows now (its visible lines). */
 const outputText = async (page: Page) => (await page.locator('.part.panel .monaco-editor .view-lines').innerText()).replaceAll('\u00a0', ' ');
 
@@ -127,9 +147,9 @@ it('runs the code from the editor: live output, a compile error marked on its li
 
     // Run (the status bar): the build's output, live, then the failure and the error on its line.
     await runButton(page, 'Run').click();
-    await page.locator('.part.panel').getByText('> Task :compileJava').waitFor({ timeout: 60_000 });
+    await panelShows(page, '> Task :compileJava', 60_000);
     await page.locator('.statusbar-item', { hasText: 'Run failed' }).waitFor({ timeout: 120_000 });
-    await page.locator('.part.panel').getByText('BUILD FAILED').waitFor({ timeout: 30_000 });
+    await panelShows(page, 'BUILD FAILED', 30_000);
     expect(await outputText(page)).toMatch(/Robot\.java:\d+: error: class, interface, enum, or record expected/);
     // In Problems, on its file and line; chosen there, the line in the editor is marked.
     await page.keyboard.press('Control+Shift+M');
@@ -151,7 +171,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await page.keyboard.press('Control+S');
     await eventually('the fix saved', async () => !(await robotJava()).includes('this is not java'), 30_000);
     await page.keyboard.press('Control+Alt+R');
-    await page.locator('.part.panel').getByText('Robot program started').waitFor({ timeout: 120_000 });
+    await panelShows(page, 'Robot program started', 120_000);
     await page.locator('.statusbar-item', { hasText: 'Running' }).waitFor({ timeout: 120_000 });
     await eventually('the compile error gone', async () => (await code.locator('.squiggly-error').count()) === 0, 30_000);
 

@@ -228,6 +228,44 @@ describe("a run's output", () => {
     expect(live.text()).toBe(kept);
   }, 90_000);
 
+  it('keeps the output of several runs streaming at once, each whole and in order, none mixed with another', async () => {
+    runs = await startRuns(`${FAST} SIM_PRINT_EVERY_MS=30`);
+    const students = await Promise.all([runningStudent(), runningStudent(), runningStudent()]);
+    const runIds = await Promise.all(students.map((student) => startRun(student)));
+    for (const [i, runId] of runIds.entries()) {
+      await eventually(`run ${i} printed tick 20`, async () => (await keptOutput(students[i]!, runId)).includes('tick 20 '), 30_000);
+    }
+    await Promise.all(students.map((student, i) => post(student, `/runs/${runIds[i]}/stop`)));
+    for (const [i, runId] of runIds.entries()) {
+      await eventually(`run ${i} ended`, async () => (await runOf(runId)).status === 'stopped', 30_000);
+      const kept = await keptOutput(students[i]!, runId);
+      const ticks = [...kept.matchAll(/^tick (\d+) /gm)].map((match) => Number(match[1]));
+      expect(ticks).toEqual(Array.from({ length: ticks.length }, (_, n) => n + 1));
+      expect(kept.match(/compiling\.\.\. 1\/3/g)).toHaveLength(1);
+      expect((await runOf(runId)).outputLength).toBe(kept.length);
+    }
+  }, 90_000);
+
+  it('appends pieces of several runs in one statement, each only where its output ends now', async () => {
+    const [ada, eve] = await Promise.all([newStudent(harness.store, `ada${counter++}`, tag), newStudent(harness.store, `eve${counter++}`, tag)]);
+    // Runs written as the store writes them, without simulators (nothing converges on them here).
+    const insertRun = async (workspaceId: string) =>
+      (
+        (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'stopped', 'stopped') RETURNING id", [workspaceId])) as {
+          id: string;
+        }[]
+      )[0]!;
+    const adaRun = await insertRun(ada.workspace.id);
+    const eveRun = await insertRun(eve.workspace.id);
+    const piece = (runId: string, offset: number, text: string) => ({ runId, offset, text, sourceBytes: offset + text.length, truncated: false });
+    expect(await harness.store.runs.appendOutput([piece(adaRun.id, 0, 'one\n'), piece(eveRun.id, 0, 'uno\n')])).toEqual(new Set([adaRun.id, eveRun.id]));
+    // Ada's piece at a stale offset (a second writer, or a retry of a write that landed) changes nothing; Eve's goes on.
+    expect(await harness.store.runs.appendOutput([piece(adaRun.id, 0, 'again\n'), piece(eveRun.id, 4, 'dos\n')])).toEqual(new Set([eveRun.id]));
+    expect(await harness.store.runs.outputText(adaRun.id)).toBe('one\n');
+    expect(await harness.store.runs.outputText(eveRun.id)).toBe('uno\ndos\n');
+    expect(await runOf(eveRun.id)).toMatchObject({ outputLength: 8, outputSourceBytes: 8 });
+  });
+
   it('refuses what is not a run of this workspace, an offset that is not a number, and another student', async () => {
     runs = await startRuns(`${FAST} SIM_EXIT_AFTER_MS=200`);
     const ada = await runningStudent();
