@@ -23,7 +23,7 @@ export interface WorkspacePageOptions {
 }
 
 const STYLE = `<style>
-body{max-width:52rem}
+body{max-width:52rem} [hidden]{display:none !important}
 section{margin-top:1.6rem} h2{font-size:1.15rem;margin-bottom:.4rem}
 .row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap} .row button,.row a.button{display:inline-block;margin:0}
 pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;max-height:26rem;overflow:auto;white-space:pre-wrap;word-break:break-word;font-size:.85rem;min-height:3rem}
@@ -72,6 +72,7 @@ let followed;
 let source;
 let shownChars = 0;
 let opening = false;
+let shownStatus;
 function showToast(text) { toast.textContent = text; toast.hidden = false; setTimeout(() => { toast.hidden = true; }, 10000); }
 async function call(method, path) {
   const answer = await fetch(config.base + path, { method, headers: { accept: 'application/json' } });
@@ -127,6 +128,7 @@ function follow(run) {
     $('output').append('\\n■ ' + describe(end) + (end.exitCode !== null ? ' (exit code ' + end.exitCode + ')' : '') + '\\n');
     showProblems();
     refresh();
+    refreshRuns();
   });
 }
 function renderRuns(runs) {
@@ -154,6 +156,7 @@ function render() {
   $('state').textContent = !running ? (workspace.observedState === 'running' ? 'Stopping…' : 'Stopped') : workspace.ready ? 'Running' : 'Starting…';
   $('message').textContent = workspace.statusMessage;
   $('open').disabled = running;
+  $('open').hidden = running && !config.atEditorAddress && workspace.ready;
   $('editor').hidden = !(workspace.ready && !config.atEditorAddress);
   const run = workspace.run;
   const active = run && (run.status === 'queued' || run.status === 'running');
@@ -174,6 +177,8 @@ async function refresh() {
   workspace = answer.workspace;
   if (workspace.ready && (config.atEditorAddress || opening)) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.reload(); return; }
   if (workspace.run && followed !== workspace.run.id) { follow(workspace.run); refreshRuns(); }
+  else if (workspace.run && workspace.run.status !== shownStatus) refreshRuns();
+  shownStatus = workspace.run && workspace.run.status;
   render();
 }
 $('open').addEventListener('click', async () => {

@@ -124,7 +124,8 @@ export class RunController extends Controller {
     const wasReady = run.status === 'running';
     if (!workspace || workspace.desiredState !== 'running')
       return this.end(run, container, wasReady ? 'stopped' : 'canceled', 'the workspace was stopped', log);
-    if (run.desiredState === 'stopped') return this.end(run, container, wasReady ? 'stopped' : 'canceled', 'stopped by request', log);
+    if (run.desiredState === 'stopped')
+      return this.end(run, container, wasReady ? 'stopped' : 'canceled', run.stoppedBy === 'admin' ? 'stopped by a coach' : 'stopped by request', log);
 
     // No container: create and start it, unless it ran and vanished or the build time is up (both `failed`).
     if (!container) {

@@ -8,6 +8,7 @@ import { AddObservedEndpoints1795278354000 } from './1795278354000-AddObservedEn
 import { AddHomeVolume1795425410000 } from './1795425410000-AddHomeVolume.ts';
 import { CreateSignInLinks1795440000000 } from './1795440000000-CreateSignInLinks.ts';
 import { CreateRunOutput1795570522000 } from './1795570522000-CreateRunOutput.ts';
+import { AddRunStoppedBy1795600000000 } from './1795600000000-AddRunStoppedBy.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   AddHomeVolume1795425410000,
   CreateSignInLinks1795440000000,
   CreateRunOutput1795570522000,
+  AddRunStoppedBy1795600000000,
 ];

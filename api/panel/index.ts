@@ -72,7 +72,8 @@ ${assets.modules.map((href) => `<link rel="modulepreload" href="${href}">`).join
     ctx.body = encoding === 'br' || encoding === 'gzip' ? asset.encoded[encoding] : asset.body;
   });
 
-  router.get([PANEL_PATH, `${PANEL_PATH}/`, `${PANEL_PATH}/:page`], (ctx) => {
+  // Every page of the panel, loaded or reloaded at its own address: a section, or one run (`runs/<id>`).
+  router.get([PANEL_PATH, `${PANEL_PATH}/`, `${PANEL_PATH}/:page`, `${PANEL_PATH}/runs/:runId`], (ctx) => {
     const user = ctx.state.user;
     if (!user) return ctx.redirect(`/auth/sign-in?return_to=${encodeURIComponent(ctx.path)}`);
     if (user.role !== 'admin') {

@@ -14,6 +14,8 @@ export interface RunRecord {
   id: string;
   workspaceId: string;
   desiredState: 'running' | 'stopped';
+  /** Who asked it to stop, if anyone did: its student or a coach. */
+  stoppedBy: 'student' | 'admin' | null;
   status: RunStatus;
   queuedAt: Date;
   readyAt: Date | null;
@@ -66,7 +68,7 @@ export interface ActiveRun {
 const RECENT_RUNS = 20;
 
 const COLUMNS =
-  'id, workspace_id, desired_state, status, queued_at, ready_at, ended_at, exit_code, reason, output, sim_endpoint, output_length, output_truncated, output_source_bytes';
+  'id, workspace_id, desired_state, status, queued_at, ready_at, ended_at, exit_code, reason, output, sim_endpoint, output_length, output_truncated, output_source_bytes, stopped_by';
 const ACTIVE = "status IN ('queued', 'running')";
 
 interface RunRow {
@@ -82,6 +84,7 @@ interface RunRow {
   output: string | null;
   sim_endpoint: string | null;
   output_length: number;
+  stopped_by: 'student' | 'admin' | null;
   output_truncated: boolean;
   /** bigint: pg returns it as text. */
   output_source_bytes: string;
@@ -102,6 +105,7 @@ const toRun = (row: RunRow): RunRecord => ({
   outputLength: row.output_length,
   outputTruncated: row.output_truncated,
   outputSourceBytes: Number(row.output_source_bytes),
+  stoppedBy: row.stopped_by,
 });
 
 /** A run with whose it is, for the admin's lists: the workspace's slug and its owner's email. */
@@ -221,7 +225,7 @@ export class RunStore {
     const run = await this.getOf(workspaceId, id);
     if (isTerminal(run.status) || run.desiredState === 'stopped') return run;
     return this.mutate(async (tx) => {
-      const rows = await queryRows<RunRow>(tx, `UPDATE runs SET desired_state = 'stopped' WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
+      const rows = await queryRows<RunRow>(tx, `UPDATE runs SET desired_state = 'stopped', stopped_by = 'student' WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
       return { value: toRun(rows[0]!), changed: [runChange(id)], audit: null };
     });
   }
@@ -235,14 +239,14 @@ export class RunStore {
     if (!run) throw NotFoundError('run_not_found', `No run ${JSON.stringify(id)}.`);
     if (isTerminal(run.status) || run.desiredState === 'stopped') return run;
     await this.mutate(async (tx) => {
-      await tx.query(`UPDATE runs SET desired_state = 'stopped' WHERE id = $1`, [id]);
+      await tx.query(`UPDATE runs SET desired_state = 'stopped', stopped_by = 'admin' WHERE id = $1`, [id]);
       return {
         value: undefined,
         changed: [runChange(id)],
         audit: { actor, action: 'run.stop', target: { kind: 'run', id }, metadata: { slug: run.slug, workspaceId: run.workspaceId, owner: run.ownerEmail } },
       };
     });
-    return { ...run, desiredState: 'stopped' };
+    return { ...run, desiredState: 'stopped', stoppedBy: 'admin' };
   }
 
   /** A run with its workspace's slug and owner's email, or undefined. */

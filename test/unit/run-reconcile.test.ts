@@ -138,12 +138,14 @@ describe('RunController.reconcile', () => {
   });
 
   it.each([
-    ['a stop asked before it was ready', false, 'canceled', 'stopped by request'],
-    ['a stop asked once it ran', true, 'stopped', 'stopped by request'],
-  ])('ends the run on %s, keeping its output and removing its container', async (_name, ready, status, reason) => {
+    ['a stop asked before it was ready', false, 'student', 'canceled', 'stopped by request'],
+    ['a stop asked once it ran', true, 'student', 'stopped', 'stopped by request'],
+    ["a coach's stop", true, 'admin', 'stopped', 'stopped by a coach'],
+  ])('ends the run on %s, keeping its output and removing its container', async (_name, ready, by, status, reason) => {
     const { workspace, run } = await queuedRun(ready);
     simContainer(workspace, run);
-    await store.runs.requestStop(workspace.id, run.id);
+    if (by === 'admin') await store.runs.stopByAdmin(SYSTEM_ACTOR, run.id);
+    else await store.runs.requestStop(workspace.id, run.id);
     await controller().reconcile(run.id);
     const name = names.sim(workspace.slug, run.id);
     expect(runtime.actions).toEqual([`stop ${name}`, `remove ${name}`]);
