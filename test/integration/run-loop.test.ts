@@ -417,6 +417,47 @@ describe("the simulator's NetworkTables through the proxy", () => {
     socket.close();
   }, 60_000);
 
+  it("carries a simulator's flood to the owner without holding it in memory: a reader that stops holds the simulator back, and the control plane answers meanwhile", async () => {
+    runs = await startRuns(`${FAST} SIM_NT4_FLOOD=1`);
+    const ada = await runningStudent();
+    const runId = await startRun(ada);
+    await eventually('the run running', async () => (await runOf(runId)).status === 'running', 30_000);
+    const subscribe = (socket: WebSocket) =>
+      socket.send(JSON.stringify([{ method: 'subscribe', params: { topics: ['/SmartDashboard/Field/Robot'], subuid: 1, options: {} } }]));
+    const reader = (await nt4(ada, ada)) as WebSocket;
+    let received = 0;
+    reader.on('message', (_data: Buffer, binary: boolean) => void (binary && received++));
+    subscribe(reader);
+    await eventually('the flood to come', async () => received > 5000, 30_000);
+    // The control plane answers while the flood goes through it.
+    expect((await fetch(api(bob, '/workspace'), { headers: { cookie: bob.cookie } })).status).toBe(200);
+    expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+
+    // A second client that takes nothing: the simulator (which waits on its slowest client) is held
+    // back through the proxy, so the flood stops for everyone rather than piling up in the control plane.
+    const stalled = (await nt4(ada, ada)) as WebSocket;
+    stalled.pause();
+    subscribe(stalled);
+    // Stopped: under 500 in a second, where the flood brought tens of thousands (what is left is the
+    // simulator's regular 50 poses a second, which do not wait on its clients).
+    const looks: { at: number; count: number }[] = [];
+    await eventually(
+      'the flood to stop while a client takes nothing',
+      async () => {
+        looks.push({ at: performance.now(), count: received });
+        const since = looks.findLast((look) => look.at <= performance.now() - 1000);
+        return since !== undefined && received - since.count < 500;
+      },
+      30_000,
+    );
+    // It takes again: the flood goes on.
+    stalled.resume();
+    const before = received;
+    await eventually('the flood to go on', async () => received > before + 5000, 30_000);
+    stalled.close();
+    reader.close();
+  }, 90_000);
+
   it('refuses another student, an admin (path mode, as for the editor), and another site', async () => {
     runs = await startRuns(FAST);
     const ada = await runningStudent();
