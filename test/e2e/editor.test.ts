@@ -13,7 +13,7 @@
  */
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { launchBrowser, quickOpen, withPage } from '../helpers/browser.ts';
 import { createHarness, eventually, execIn, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
@@ -68,29 +68,6 @@ async function readInWorkspace(workspaceId: string, file: string): Promise<strin
 async function workbench(page: Page): Promise<void> {
   await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
   await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
-}
-
-/**
- * Opens a file by name through Quick Open (Control+P), as a student does. The palette lists a file
- * once code-server's file search has indexed the folder, which on a busy machine can come well
- * after the explorer shows it; a palette that settled without the file is closed and asked again.
- */
-async function quickOpen(page: Page, name: string): Promise<void> {
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
-  await eventually(
-    `Quick Open to list ${name}`,
-    async () => {
-      await page.keyboard.press('Escape');
-      await page.keyboard.press('Control+P');
-      await page.keyboard.type(name);
-      return row.waitFor({ timeout: 20_000 }).then(
-        () => true,
-        () => false,
-      );
-    },
-    90_000,
-  );
-  await page.keyboard.press('Enter');
 }
 
 it('signs in, opens the real editor through the proxy, edits and saves a file, runs a terminal command, and survives a stop by an admin', async () => {

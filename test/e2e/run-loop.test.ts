@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { RunController } from '../../controllers/runs.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { launchBrowser, quickOpen, withPage } from '../helpers/browser.ts';
 import { captureLogger, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -80,23 +80,9 @@ async function editor(page: Page): Promise<void> {
 
 const runButton = (page: Page, text: 'Run' | 'Stop') => page.locator('.statusbar-item', { hasText: new RegExp(`^\\s*${text}\\s*$`) }).first();
 
-/** Opens a file of the project by name through Quick Open (asked again until its index lists it). */
-async function quickOpen(page: Page, name: string): Promise<void> {
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
-  await eventually(
-    `Quick Open to list ${name}`,
-    async () => {
-      await page.keyboard.press('Escape');
-      await page.keyboard.press('Control+P');
-      await page.keyboard.type(name);
-      return row.waitFor({ timeout: 20_000 }).then(
-        () => true,
-        () => false,
-      );
-    },
-    90_000,
-  );
-  await page.keyboard.press('Enter');
+/** Opens a file of the project by name through Quick Open, and waits for its tab. */
+async function openFile(page: Page, name: string): Promise<void> {
+  await quickOpen(page, name);
   await page.getByRole('tab', { name: new RegExp(name.replace('.', '\\.')) }).waitFor();
 }
 
@@ -137,7 +123,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await editor(page);
 
     // Break the robot: a line that is no Java at the end of Robot.java.
-    await quickOpen(page, 'Robot.java');
+    await openFile(page, 'Robot.java');
     const code = page.locator('.editor-instance .monaco-editor').first();
     await code.click();
     await page.keyboard.press('Control+End');

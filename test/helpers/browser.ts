@@ -9,6 +9,7 @@
  */
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page, Route, WebSocketRoute } from 'playwright-core';
+import { eventually } from './controllers.ts';
 
 /** Debian's Chromium (package `chromium`). */
 export const chromiumPath = '/usr/bin/chromium';
@@ -79,4 +80,27 @@ export async function withPage<T>(browser: Browser, fn: (page: Page) => Promise<
   } finally {
     await context.close();
   }
+}
+
+/**
+ * Opens a file by name through Quick Open (Control+P), as a student does. The palette lists a file
+ * once code-server's file search has indexed the folder, which on a busy machine can come well
+ * after the explorer shows it; a palette that settled without the file is closed and asked again.
+ */
+export async function quickOpen(page: Page, name: string): Promise<void> {
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
+  await eventually(
+    `Quick Open to list ${name}`,
+    async () => {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('Control+P');
+      await page.keyboard.type(name);
+      return row.waitFor({ timeout: 20_000 }).then(
+        () => true,
+        () => false,
+      );
+    },
+    90_000,
+  );
+  await page.keyboard.press('Enter');
 }
