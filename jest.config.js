@@ -13,6 +13,7 @@ export default {
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   testTimeout: 30000,
-  // One file at a time: files share one Docker Engine, and one of them restarts the daemon.
+  // One file at a time per jest run: files share one Docker Engine. scripts/test-lanes.sh runs the
+  // files that never touch it (`// @lane local`) in a second run beside the first.
   maxWorkers: 1,
 };

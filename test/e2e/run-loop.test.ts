@@ -101,7 +101,8 @@ async function robotJava(): Promise<string> {
  */
 async function panelShows(page: Page, text: string | RegExp, timeout: number): Promise<void> {
   try {
-    await page.locator('.part.panel').getByText(text).waitFor({ timeout });
+    // The first line that matches: a pattern may match several (one line per second of a run).
+    await page.locator('.part.panel').getByText(text).first().waitFor({ timeout });
   } catch (error) {
     const [run] = await harness.store.runs.recent(ada.workspace.id, 1);
     const kept = run ? await harness.store.runs.outputText(run.id) : '';

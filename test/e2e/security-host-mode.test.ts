@@ -1,3 +1,4 @@
+// @lane local
 /**
  * Issue 14 (security review), host mode in a real browser (Debian Chromium): PUBLIC_URL
  * http://127.0.0.1:<port>, WORKSPACE_HOST *.ws.localhost:<port> (Chromium sends `*.localhost` to

@@ -1,3 +1,4 @@
+// @lane local
 /**
  * Issue 14 (security review), in a real browser (Debian Chromium): in path mode a student's editor
  * runs on the control plane's origin, so a page it serves that calls the admin API would do so with

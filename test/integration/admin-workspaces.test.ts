@@ -1,3 +1,4 @@
+// @lane local
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';

@@ -1,3 +1,4 @@
+// @lane alone
 import { execFileSync, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
 import type { DataSource } from 'typeorm';

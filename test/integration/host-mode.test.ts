@@ -1,3 +1,4 @@
+// @lane local
 /**
  * Issue 14, host mode (WORKSPACE_HOST): each workspace on an origin of its own, `<slug>.ws.localhost:<port>`
  * here, served by the same process, with its own cookie handed over from the control plane's

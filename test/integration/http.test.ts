@@ -1,3 +1,4 @@
+// @lane local
 import { createDataSource } from '../../src/db/database.ts';
 import { SERVICE } from '../../src/package-info.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';

@@ -1,3 +1,4 @@
+// @lane local
 import { createDataSource, migrate } from '../../src/db/database.ts';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import { createEmptyDatabase } from '../helpers/db.ts';

@@ -1,3 +1,4 @@
+// @lane local
 /**
  * Issue 14 (security review): no answer of an editor, over HTTP or in a WebSocket handshake, can
  * set, clear or shadow the control plane's session cookie. The editor here is a hostile one on

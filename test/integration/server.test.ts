@@ -1,3 +1,4 @@
+// @lane local
 import net from 'node:net';
 import pg from 'pg';
 import type { AddressInfo } from 'node:net';

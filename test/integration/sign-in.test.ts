@@ -1,3 +1,4 @@
+// @lane local
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

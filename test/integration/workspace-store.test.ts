@@ -1,3 +1,4 @@
+// @lane local
 import { AT_CAPACITY_MESSAGE, AtCapacityError } from '../../src/errors.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';

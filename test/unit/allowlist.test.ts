@@ -1,3 +1,4 @@
+// @lane local
 import { AllowlistFormatError, formatAllowlist, isAllowed, normalizeEntry, parseAllowlist } from '../../src/allowlist/allowlist.ts';
 import { AppError } from '../../src/errors.ts';
 

@@ -1,3 +1,4 @@
+// @lane local
 import { categoryLogger, createRootLogger, type LogSinks } from '../../src/log.ts';
 import type { LogLevel } from '../../src/config.ts';
 

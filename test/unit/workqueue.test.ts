@@ -1,3 +1,4 @@
+// @lane local
 import { WorkQueue, type ReconcileResult } from '../../controllers/workqueue.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';

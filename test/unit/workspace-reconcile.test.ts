@@ -1,3 +1,4 @@
+// @lane local
 /**
  * Each branch of the workspace controller's reconcile, sample-controller style: a fixture preloads
  * desired state (the real store on the test PostgreSQL) and containers (the in-memory runtime), one
