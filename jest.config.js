@@ -12,7 +12,8 @@ export default {
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
-  testTimeout: 30000,
+  // A bound for a test that hangs, not a measure of speed: two lanes on 2 cores make every step slower.
+  testTimeout: 60000,
   // One file at a time per jest run: files share one Docker Engine. scripts/test-lanes.sh runs the
   // files that never touch it (`// @lane local`) in a second run beside the first.
   maxWorkers: 1,

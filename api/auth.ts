@@ -75,6 +75,13 @@ function failure(ctx: Context, status: number, message: string): void {
 }
 
 /**
+ * What the sign-in page says when no identity provider is configured: students here sign in by a
+ * link from their coach (the operator's hint is logged at start and shown in the panel).
+ */
+const NO_PROVIDER =
+  '<p class="error">Sign-in here is by a link from your coach. If your link was already used or has expired, ask your coach for a new one.</p>';
+
+/**
  * Sign-in with grant (GitHub, Google, generic OpenID Connect): the sign-in page, the start of a
  * sign-in (remembers a same-origin `return_to`), grant's redirects under /connect, the callback
  * (verified email → allowlist → user, session regenerated), sign-out and `GET /auth/me`. Every
@@ -103,12 +110,7 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
       .map((provider) => `<a class="button" href="/auth/start/${provider.name}${escapeHtml(suffix)}">Sign in with ${escapeHtml(provider.label)}</a>`)
       .join('\n');
     const signedIn = ctx.state.user ? `<p class="note">Signed in as ${escapeHtml(ctx.state.user.email)}.</p>` : '';
-    html(
-      ctx,
-      200,
-      'Sign in',
-      `<h1>Sign in</h1>${signedIn}${buttons || '<p class="error">No sign-in provider is configured. The operator sets GITHUB_CLIENT_ID, GOOGLE_CLIENT_ID or OIDC_CLIENT_ID (see the README).</p>'}`,
-    );
+    html(ctx, 200, 'Sign in', `<h1>Sign in</h1>${signedIn}${buttons || NO_PROVIDER}`);
   });
 
   router.get('/auth/start/:provider', async (ctx) => {
@@ -181,6 +183,18 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
     ctx.session!.userId = user.id;
     deps.log.info({ provider: provider.name, userId: user.id, email: user.email, created, role: user.role }, 'signed in');
     ctx.redirect(returnTo ?? (user.workspaceSlug ? `/u/${user.workspaceSlug}/` : '/auth/sign-in'));
+  });
+
+  // A browser that asks for the sign-out address gets the button that signs out (a GET never does: a link elsewhere could).
+  router.get('/auth/sign-out', async (ctx) => {
+    const user = ctx.state.user;
+    if (!user) return ctx.redirect('/auth/sign-in');
+    html(
+      ctx,
+      200,
+      'Sign out',
+      `<h1>Sign out</h1><p>Signed in as ${escapeHtml(user.email)}.</p><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form>`,
+    );
   });
 
   router.post('/auth/sign-out', async (ctx) => {

@@ -38,7 +38,7 @@ interface StudentState extends AuthState {
 
 /**
  * The student API under `/u/:slug/api`: the workspace's state (with when the idle sweep would
- * stop it, and its newest run), opening it (admission under the cap), keeping it from the idle
+ * stop it, and its newest run), opening it (admission under the cap), stopping it, keeping it from the idle
  * sweep, runs (start, list, one, stop, and each run's output: live as server-sent events, or as a
  * file), and the simulator's alive probe. Only the owner and admins pass. What a student does (every
  * call but a read) marks the workspace active; reads do not, so that a page or an editor that keeps
@@ -81,6 +81,13 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   router.post('/workspace/keep', async (ctx) => {
     await deps.activity.flush();
     ctx.body = { workspace: await present((await store.workspaces.get(ctx.state.workspace.id)) ?? ctx.state.workspace) };
+  });
+
+  // The student is done: the editor stops (audited as theirs), the files stay.
+  router.post('/workspace/stop', async (ctx) => {
+    const user = ctx.state.user!;
+    const workspace = await store.workspaces.stop({ id: user.id, email: user.email }, ctx.state.workspace.id);
+    ctx.body = { workspace: await present(workspace) };
   });
 
   router.post('/workspace/open', async (ctx) => {

@@ -25,7 +25,7 @@ export interface WorkspacePageOptions {
 const STYLE = `<style>
 body{max-width:52rem} [hidden]{display:none !important}
 section{margin-top:1.6rem} h2{font-size:1.15rem;margin-bottom:.4rem}
-.row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap} .row button,.row a.button{display:inline-block;margin:0}
+.row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap} .row button,.row a.button{display:inline-block;margin:0} .row form{margin:0 0 0 auto}
 pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;max-height:26rem;overflow:auto;white-space:pre-wrap;word-break:break-word;font-size:.85rem;min-height:3rem}
 #idle{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem}
 #problems{color:#a12622} table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d6dbe1}
@@ -33,8 +33,8 @@ pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;ma
 </style>`;
 
 /**
- * The workspace page, for its student (and, in host mode, an admin): the state with Open, the
- * idle warning with "Keep working", and the student's run loop without the editor: Run and Stop,
+ * The workspace page, for its student (and, in host mode, an admin): the state with Open, Stop
+ * and Sign out, the idle warning with "Keep working", and the student's run loop without the editor: Run and Stop,
  * the run's state, its output live as it is written (compile errors picked out), and the past runs
  * with their outcome and output to download. Served at `/u/<slug>/` while the editor is not up
  * (path mode; Open then reloads into the editor), and always at `/u/<slug>/.cp/` (a way back to it
@@ -50,7 +50,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
     `${STYLE}<h1>Workspace ${escapeHtml(workspace.slug)}</h1>
 <p>State: <strong id="state">${escapeHtml(stateText(workspace))}</strong></p>
 <p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
-<div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a></div>
+<div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
 <section aria-labelledby="run-title">
 <h2 id="run-title">Run your robot code</h2>
@@ -62,7 +62,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
 <section aria-labelledby="runs-title"><h2 id="runs-title">Past runs</h2>
 <table><thead><tr><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col">Exit code</th><th scope="col">Output</th></tr></thead><tbody id="runs"></tbody></table>
 <p class="muted" id="no-runs">No runs yet.</p></section>
-<div id="toast" role="alert" hidden style="position:fixed;bottom:1.5rem;left:50%;transform:translateX(-50%);background:#1d2430;color:#fff;padding:.8rem 1.2rem;border-radius:.4rem;max-width:30rem"></div>
+<div id="toast" role="alert" hidden style="position:fixed;bottom:1.5rem;left:50%;transform:translateX(-50%);background:#1d2430;color:#fff;padding:.8rem 1.2rem;border-radius:.4rem;max-width:30rem"><span id="toast-text"></span> <button id="toast-close" type="button" aria-label="Dismiss the message">Dismiss</button></div>
 <script>
 const config = ${config.replaceAll('<', '\\u003c')};
 const $ = (id) => document.getElementById(id);
@@ -73,7 +73,15 @@ let source;
 let shownChars = 0;
 let opening = false;
 let shownStatus;
-function showToast(text) { toast.textContent = text; toast.hidden = false; setTimeout(() => { toast.hidden = true; }, 10000); }
+let toastTimer;
+// A message stays until dismissed (or, for a refused Open, until an Open succeeds); a confirmation goes by itself.
+function showToast(text, fleeting) {
+  clearTimeout(toastTimer);
+  $('toast-text').textContent = text;
+  toast.hidden = false;
+  if (fleeting) toastTimer = setTimeout(() => { toast.hidden = true; }, 10000);
+}
+$('toast-close').addEventListener('click', () => { toast.hidden = true; });
 async function call(method, path) {
   const answer = await fetch(config.base + path, { method, headers: { accept: 'application/json' } });
   const body = await answer.json().catch(() => ({}));
@@ -156,13 +164,15 @@ function render() {
   $('state').textContent = !running ? (workspace.observedState === 'running' ? 'Stopping…' : 'Stopped') : workspace.ready ? 'Running' : 'Starting…';
   $('message').textContent = workspace.statusMessage;
   $('open').disabled = running;
+  $('stop').hidden = !running;
   $('open').hidden = running && !config.atEditorAddress && workspace.ready;
-  $('editor').hidden = !(workspace.ready && !config.atEditorAddress);
+  const up = running && workspace.ready;
+  $('editor').hidden = !(up && !config.atEditorAddress);
   const run = workspace.run;
   const active = run && (run.status === 'queued' || run.status === 'running');
-  $('run').disabled = !workspace.ready || active;
+  $('run').disabled = !up || active;
   $('stop-run').hidden = !active;
-  $('run-state').textContent = !workspace.ready && !active ? 'Open your workspace to run your code.' : describe(run);
+  $('run-state').textContent = !up && !active ? 'Open your workspace to run your code.' : describe(run);
   const idle = workspace.idle;
   const warn = idle && idle.stopsAt && Date.now() >= Date.parse(idle.warnFrom);
   if (warn) {
@@ -183,8 +193,14 @@ async function refresh() {
 }
 $('open').addEventListener('click', async () => {
   $('open').disabled = true;
-  try { await call('POST', '/workspace/open'); opening = true; $('state').textContent = 'Starting…'; refresh(); }
+  try { await call('POST', '/workspace/open'); toast.hidden = true; opening = true; $('state').textContent = 'Starting…'; refresh(); }
   catch (error) { showToast(error.message); $('open').disabled = false; }
+});
+$('stop').addEventListener('click', async () => {
+  $('stop').disabled = true;
+  try { workspace = (await call('POST', '/workspace/stop')).workspace; opening = false; render(); showToast('Your workspace is stopping. Your files are kept; Open starts it again.', true); }
+  catch (error) { showToast(error.message); }
+  $('stop').disabled = false;
 });
 $('run').addEventListener('click', async () => {
   $('run').disabled = true;
@@ -197,7 +213,7 @@ $('stop-run').addEventListener('click', async () => {
   try { await call('POST', '/runs/' + run.id + '/stop'); refresh(); } catch (error) { showToast(error.message); }
 });
 $('keep').addEventListener('click', async () => {
-  try { workspace = (await call('POST', '/workspace/keep')).workspace; render(); showToast('Your workspace keeps running.'); }
+  try { workspace = (await call('POST', '/workspace/keep')).workspace; render(); showToast('Your workspace keeps running.', true); }
   catch (error) { showToast(error.message); }
 });
 refresh();

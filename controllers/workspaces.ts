@@ -133,11 +133,10 @@ export class WorkspaceController extends Controller {
     if (code && code.homeVolume !== home) {
       this.options.log.info({ workspaceId: id, slug: workspace.slug, from: code.homeVolume, to: home }, 'home volume replaced: recreating code container');
       await runtime.remove(code.id);
-      if (!(await runtime.removeVolume(code.homeVolume))) {
-        this.options.log.info({ workspaceId: id, volume: code.homeVolume }, 'the replaced home volume is still mounted (a run): removed with the workspace');
-      }
       code = undefined;
     }
+    // Volumes a restore replaced: removed once nothing mounts them (a run's container may, until it goes).
+    await this.removeRetired(workspace);
 
     // Wanted stopped: stop the container (kept, so reopening is a fast start).
     if (workspace.desiredState === 'stopped') {
@@ -160,6 +159,20 @@ export class WorkspaceController extends Controller {
     }
     // Missing or stopped: create or start it, under the cap.
     return this.startCode(workspace, code);
+  }
+
+  /** Removes the workspace's retired home volumes that no container mounts, and forgets those removed. */
+  private async removeRetired(workspace: WorkspaceRecord): Promise<void> {
+    if (workspace.retiredVolumes.length === 0) return;
+    const { runtime, store, log } = this.options;
+    const removed: string[] = [];
+    for (const volume of workspace.retiredVolumes) {
+      if (volume === names.home(workspace)) removed.push(volume);
+      else if (await runtime.removeVolume(volume)) removed.push(volume);
+      else log.info({ workspaceId: workspace.id, volume }, 'a replaced home volume is still mounted (a run): removed once it is not');
+    }
+    await store.workspaces.forgetRetired(workspace.id, removed);
+    if (removed.length > 0) log.info({ workspaceId: workspace.id, slug: workspace.slug, volumes: removed }, 'replaced home volumes removed');
   }
 
   /** Counts the code containers that run now (the cap's count starts from the engine, never from zero). */

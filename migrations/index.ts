@@ -9,6 +9,7 @@ import { AddHomeVolume1795425410000 } from './1795425410000-AddHomeVolume.ts';
 import { CreateSignInLinks1795440000000 } from './1795440000000-CreateSignInLinks.ts';
 import { CreateRunOutput1795570522000 } from './1795570522000-CreateRunOutput.ts';
 import { AddRunStoppedBy1795600000000 } from './1795600000000-AddRunStoppedBy.ts';
+import { AddRetiredVolumes1795700000000 } from './1795700000000-AddRetiredVolumes.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   CreateSignInLinks1795440000000,
   CreateRunOutput1795570522000,
   AddRunStoppedBy1795600000000,
+  AddRetiredVolumes1795700000000,
 ];

@@ -217,6 +217,11 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     start: async () => {
       const { port, host } = options.listen ?? { port: config.port, host: config.host };
       const secret = options.sessionSecret ?? (await sessionSecret(config, authLog));
+      if (config.providers.length === 0) {
+        authLog.info(
+          'no sign-in provider configured: users sign in by links only (cli users sign-in-link, or the panel); set GITHUB_CLIENT_ID, GOOGLE_CLIENT_ID or OIDC_CLIENT_ID for sign-in with an account',
+        );
+      }
       const server = http.createServer();
       await listen(server, port, host);
       const bound = (server.address() as AddressInfo).port;

@@ -50,6 +50,6 @@ export function backupRoutes(router: Router<AuthState>, { store, backups }: Admi
     const workspace = await workspaceOf(ctx.params.workspaceId!);
     const file = await backups.pathOf((ctx.state as BodyState<RestoreBody>).body.backup);
     const restored = await backups.restore(ctx.state.actor!, file, { to: workspace });
-    ctx.body = { workspace: presentWorkspaceChange(restored.workspace), from: restored.manifest.slug, handedOver: restored.handedOver };
+    ctx.body = { workspace: presentWorkspaceChange(restored.workspace), from: restored.manifest.slug, handedOver: restored.handedOver, kept: restored.kept };
   });
 }

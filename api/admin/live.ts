@@ -106,19 +106,23 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live }: 
     const [overview, users, stats] = await Promise.all([store.workspaces.overview(), store.users.list(), samples(metrics)]);
     const emails = new Map(users.map((user) => [user.id, user.email]));
     const runs = new Map(overview.activeRuns.map((run) => [run.workspaceId, { id: run.id, status: run.status }]));
-    return overview.workspaces.map((workspace: WorkspaceRecord) => ({
-      id: workspace.id,
-      slug: workspace.slug,
-      owner: workspace.userId ? (emails.get(workspace.userId) ?? null) : null,
-      desiredState: workspace.desiredState,
-      observedState: workspace.observedState,
-      statusMessage: workspace.statusMessage,
-      lastActivityAt: workspace.lastActivityAt?.toISOString() ?? null,
-      lastTransitionAt: workspace.lastTransitionAt?.toISOString() ?? null,
-      cpuPercent: stats.get(workspace.id)?.cpuPercent ?? null,
-      memoryPercent: stats.get(workspace.id)?.memoryPercent ?? null,
-      activeRun: runs.get(workspace.id) ?? null,
-    }));
+    return overview.workspaces.map((workspace: WorkspaceRecord) => {
+      // A stopped workspace has no figures, whatever the sampler's last sample of it said.
+      const sample = workspace.observedState === 'running' ? stats.get(workspace.id) : undefined;
+      return {
+        id: workspace.id,
+        slug: workspace.slug,
+        owner: workspace.userId ? (emails.get(workspace.userId) ?? null) : null,
+        desiredState: workspace.desiredState,
+        observedState: workspace.observedState,
+        statusMessage: workspace.statusMessage,
+        lastActivityAt: workspace.lastActivityAt?.toISOString() ?? null,
+        lastTransitionAt: workspace.lastTransitionAt?.toISOString() ?? null,
+        cpuPercent: sample?.cpuPercent ?? null,
+        memoryPercent: sample?.memoryPercent ?? null,
+        activeRun: runs.get(workspace.id) ?? null,
+      };
+    });
   }
 
   router.get('/overview', async (ctx) => {

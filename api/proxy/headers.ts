@@ -138,8 +138,10 @@ function hasDomain(value: string): boolean {
  * own host), a Set-Cookie with a Domain attribute is dropped too: it would reach the other
  * workspaces' hosts (cookie tossing); the editor's host-only cookies are its own business. With
  * `serviceWorkerScope` (path mode: `/u/<slug>/`), a Service-Worker-Allowed that is not an absolute
- * path under it is dropped: a student's service worker could otherwise claim the control plane's
- * whole origin in that browser (its pages, sign-in included) and outlive a sign-out.
+ * path under it is narrowed to the scope itself: the editor's own service worker (served from a
+ * sub-path, allowed `/` by code-server) still registers for the workspace's path, but a student's
+ * could never claim the control plane's whole origin in that browser (its pages, sign-in
+ * included) and outlive a sign-out.
  */
 export function responseHeaders(
   raw: readonly (Buffer | string)[],
@@ -159,7 +161,10 @@ export function responseHeaders(
     if (HOP_BY_HOP.has(lower) && !(keepUpgrade && UPGRADE.has(lower))) continue;
     if (DROPPED_RESPONSE.has(lower)) continue;
     if (lower === 'set-cookie' && (own.includes(setCookieName(value)) || (noDomain && hasDomain(value)))) continue;
-    if (lower === 'service-worker-allowed' && serviceWorkerScope !== undefined && !withinScope(value, serviceWorkerScope)) continue;
+    if (lower === 'service-worker-allowed' && serviceWorkerScope !== undefined && !withinScope(value, serviceWorkerScope)) {
+      result.push(name, serviceWorkerScope);
+      continue;
+    }
     result.push(name, value);
   }
   if (!named) return result;

@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { names, type WorkspaceRuntime } from '../docker/runtime.ts';
-import { NotFoundError, ValidationError } from '../errors.ts';
+import { AppError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Actor } from '../store/audit.ts';
 import type { Store } from '../store/index.ts';
 import { assertStopped, type WorkspaceRecord } from '../store/workspaces.ts';
@@ -39,6 +39,8 @@ export interface RestoreResult {
   volume: string;
   /** True when the files went to another workspace than the one backed up (what must not travel was left out). */
   handedOver: boolean;
+  /** The stored backup that keeps the files the restore replaced; null when the workspace had no home yet. */
+  kept: string | null;
 }
 
 /** A stored backup's name: `<slug>-<UTC time>[-n].tar.gz`, nothing that could leave the directory. */
@@ -162,8 +164,10 @@ export class Backups {
    * refused (409 `workspace_running`) while that workspace runs; reads its manifest from the file
    * beside it (or verifies the whole file when there is none); fills a fresh volume, checking the
    * file as it streams, then points the workspace at it in one transaction
-   * (audited `workspace.restore`), so a failure anywhere leaves its home as it was; the controller
-   * then removes the old volume. Into another workspace, what must not travel (HAND_OVER_EXCLUDES:
+   * (audited `workspace.restore`, naming the backup kept), so a failure anywhere leaves its home as
+   * it was. Before that, the files it replaces are kept as a stored backup of their own (audited
+   * `workspace.backup`; none when the workspace never had a home): a restore that cannot keep them
+   * restores nothing. The controller then removes the old volume. Into another workspace, what must not travel (HAND_OVER_EXCLUDES:
    * the editor's state, credentials, git identity, shell history) is left out.
    */
   async restore(
@@ -192,19 +196,41 @@ export class Backups {
       if (manifest.workspaceId !== source.workspaceId) {
         throw ValidationError('backup_tampered', `The manifest beside ${path.basename(file)} is not the backup's own; nothing was restored.`);
       }
-      const workspace = await this.store.workspaces.replaceHome(actor, target.id, volume, {
-        backup: path.basename(file),
-        from: manifest.slug,
-        files: manifest.files,
-        bytes: manifest.bytes,
-        sha256: manifest.sha256,
-        ...(handedOver ? { handedOver: true } : {}),
-      });
-      return { manifest, workspace, volume, handedOver };
+      const kept = await this.keepHome(actor, target);
+      const workspace = await this.store.workspaces.replaceHome(
+        actor,
+        target.id,
+        volume,
+        {
+          backup: path.basename(file),
+          from: manifest.slug,
+          files: manifest.files,
+          bytes: manifest.bytes,
+          sha256: manifest.sha256,
+          kept,
+          ...(handedOver ? { handedOver: true } : {}),
+        },
+        names.home,
+      );
+      return { manifest, workspace, volume, handedOver, kept };
     } catch (error) {
       // Started meanwhile, deleted, or the sidecar lied: the home stays as it was, and the filled volume goes.
       await this.runtime.removeVolumeNamed(volume).catch(() => undefined);
       throw error;
+    }
+  }
+
+  /** Keeps a workspace's home as a stored backup before a restore replaces it: its name, or null when it has no home volume yet. */
+  private async keepHome(actor: Actor, workspace: WorkspaceRecord): Promise<string | null> {
+    if (!(await this.runtime.volumeExists(names.home(workspace)))) return null;
+    try {
+      return (await this.create(actor, workspace)).name;
+    } catch (error) {
+      throw new AppError(
+        503,
+        'restore_not_kept',
+        `The files of ${workspace.slug} could not be kept as a backup before the restore (${(error as Error).message}); nothing was restored.`,
+      );
     }
   }
 

@@ -73,6 +73,31 @@ export function describeFailure(error: unknown, databaseUrl?: string): Failure {
 
 const firstLine = (text: string) => text.split('\n')[0]!.trim();
 
+/** What a number flag accepts (oclif keeps `min` and `max` on the flag). */
+interface FlagRange {
+  min?: number;
+  max?: number;
+}
+
+/**
+ * One line for what oclif's parser refused: a number flag out of range or not a number names the
+ * range it takes (`--limit takes a whole number from 1 to 500 (got "0").`); anything else is its
+ * message on one line, without the pointer to --help.
+ */
+export function usageMessage(message: string, flags: Record<string, FlagRange> | undefined): string {
+  const lines = message
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('See more help'));
+  const name = /^Parsing --(\S+)/.exec(lines[0] ?? '')?.[1];
+  if (!name) return lines.join(' ');
+  const flag = flags?.[name];
+  const received = /received: (.*)$/.exec(lines.at(-1) ?? '')?.[1];
+  const got = received === undefined ? '' : ` (got ${JSON.stringify(received)})`;
+  if (flag?.min !== undefined && flag.max !== undefined) return `--${name} takes a whole number from ${flag.min} to ${flag.max}${got}.`;
+  return `--${name}: ${lines.slice(1).join(' ') || 'not a value it takes'}.`;
+}
+
 /** What oclif parses flags and arguments into (its own FlagOutput and ArgOutput, which it does not export). */
 type Outputs = { [name: string]: unknown };
 
@@ -153,7 +178,7 @@ export abstract class CliCommand extends Command {
       return await super.parse(options, argv);
     } catch (error) {
       if (error instanceof AppError) throw error;
-      throw new AppError(400, 'usage', firstLine((error as Error).message));
+      throw new AppError(400, 'usage', usageMessage((error as Error).message, options?.flags as Record<string, FlagRange> | undefined));
     }
   }
 

@@ -35,6 +35,8 @@ export interface WorkspaceRecord {
   editorEndpoint: string | null;
   /** The volume its home lives on, when a restore replaced the default one (`ws-<slug>-home`); null: the default. */
   homeVolume: string | null;
+  /** Home volumes a restore replaced, for the controller to remove once nothing mounts them. */
+  retiredVolumes: string[];
 }
 
 /** The observed half of a workspace, written by the workspace controller. */
@@ -63,7 +65,7 @@ export interface Overview {
 }
 
 const COLUMNS = `id, user_id, slug, desired_state, generation, restart_generation, observed_state, observed_generation,
-  status_message, last_transition_at, last_activity_at, editor_endpoint, home_volume`;
+  status_message, last_transition_at, last_activity_at, editor_endpoint, home_volume, retired_volumes`;
 
 interface WorkspaceRow {
   id: string;
@@ -79,6 +81,7 @@ interface WorkspaceRow {
   last_activity_at: Date | null;
   editor_endpoint: string | null;
   home_volume: string | null;
+  retired_volumes: string[];
 }
 
 function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
@@ -96,6 +99,7 @@ function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
     lastActivityAt: row.last_activity_at,
     editorEndpoint: row.editor_endpoint,
     homeVolume: row.home_volume,
+    retiredVolumes: row.retired_volumes,
   };
 }
 
@@ -312,16 +316,25 @@ export class WorkspaceStore {
    * Points a stopped workspace's home at `volume`, which a restore has filled, and audits
    * `workspace.restore` with `metadata`. Refused (409 `workspace_running`) while the workspace is
    * wanted running or its editor still runs: a restore never changes files under a running editor.
-   * The controller moves its containers to the new volume and removes the one it replaces.
+   * The volume it replaces (`homeOf` the workspace as it was) is recorded as retired: the
+   * controller moves its containers to the new volume and removes the retired one once nothing
+   * mounts it (forgetRetired).
    */
-  replaceHome(actor: Actor, id: string, volume: string, metadata: Record<string, unknown>): Promise<WorkspaceRecord> {
+  replaceHome(
+    actor: Actor,
+    id: string,
+    volume: string,
+    metadata: Record<string, unknown>,
+    homeOf: (workspace: WorkspaceRecord) => string,
+  ): Promise<WorkspaceRecord> {
     return this.mutate(async (tx) => {
       const before = await lockWorkspace(tx, id);
       assertStopped(before);
       const rows = await queryRows<WorkspaceRow>(
         tx,
-        `UPDATE workspaces SET home_volume = $2, generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
-        [id, volume],
+        `UPDATE workspaces SET home_volume = $2, retired_volumes = array_append(array_remove(retired_volumes, $3), $3),
+           generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+        [id, volume, homeOf(before)],
       );
       return {
         value: toWorkspace(rows[0]!),
@@ -370,6 +383,15 @@ export class WorkspaceStore {
       [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null],
     );
     if (rows.length > 0) this.changes.publish({ kind: 'status', id });
+  }
+
+  /** Takes volumes the controller removed off a workspace's retired list (the workspace controller's write). */
+  async forgetRetired(id: string, volumes: readonly string[]): Promise<void> {
+    if (volumes.length === 0) return;
+    await this.db.query('UPDATE workspaces SET retired_volumes = ARRAY(SELECT unnest(retired_volumes) EXCEPT SELECT unnest($2::text[])) WHERE id = $1', [
+      id,
+      volumes,
+    ]);
   }
 
   /** Deletes a workspace row that is marked deleted (the finalizer's last step). */

@@ -85,6 +85,9 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
     await workbench(page);
     const user = (await app.store.users.getByEmail(email))!;
     expect(page.url()).toBe(`${app.url}/u/${slug}/?folder=${HOME}`);
+    // The editor's own service worker may claim its workspace's path (code-server allows `/`), and no wider.
+    const allowed = await page.evaluate(async () => (await fetch('_static/out/browser/serviceWorker.js')).headers.get('service-worker-allowed'));
+    expect(allowed).toBe(`/u/${slug}/`);
 
     // A file of the starter project: opened, typed into, saved to the volume.
     await quickOpen(page, 'Robot.java');

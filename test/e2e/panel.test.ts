@@ -395,6 +395,7 @@ describe('backups', () => {
     await withPage(browser, async (page) => {
       await open(page, '/panel/backups');
       await page.getByText('No backups yet').waitFor();
+      expect(await page.locator('main').textContent()).toContain('(or run cli backup <slug> on the server)');
       await page.getByLabel('Back up the workspace').selectOption({ label: `${ada.workspace.slug} (${ada.email})` });
       await page.getByRole('button', { name: 'Back up', exact: true }).click();
       await page.getByText(`Backed up ${ada.workspace.slug}:`).waitFor({ timeout: 30_000 });
@@ -410,6 +411,10 @@ describe('backups', () => {
 
       await row.getByRole('button', { name: /^Restore / }).click();
       const dialog = page.getByRole('dialog');
+      // Words apart where they should be, and what a coach must know before replacing files.
+      expect((await dialog.locator('p').first().textContent())!.replace(/\s+/g, ' ')).toMatch(
+        /the backup \(taken \S.*\)\. .*Its current files are first kept as a backup of their own/,
+      );
       await dialog.getByLabel('Into the workspace').selectOption({ label: `${bob.workspace.slug} (${bob.email})` });
       await dialog.getByRole('button', { name: 'Replace the files' }).click();
       await page.getByText(`into ${bob.workspace.slug}, without the first student's editor state, credentials and history.`).waitFor({ timeout: 30_000 });

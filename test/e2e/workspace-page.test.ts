@@ -1,6 +1,7 @@
 /**
- * The workspace page in a real browser (Debian Chromium): at the cap, Open shows the spec's toast;
- * once a slot is free, Open starts the workspace, the page polls, and reloads into the editor.
+ * The workspace page in a real browser (Debian Chromium): at the cap, Open shows the spec's toast,
+ * which stays until dismissed; once a slot is free, Open starts the workspace, the page polls, and
+ * reloads into the editor. The student stops their own workspace and signs out from the page.
  */
 import { rm, stat } from 'node:fs/promises';
 import os from 'node:os';
@@ -57,6 +58,8 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     const cookies = cookiesOf(sam);
     expect(cookies.map((cookie) => cookie.name)).toEqual(['cp_session', 'cp_session.sig']);
     await page.context().addCookies(cookies);
+    // The page's own timers, on a clock the test can move: a message must outlast a student looking away.
+    await page.clock.install();
 
     // (a) At the cap: the page with the state and an Open button; Open shows the spec's message.
     const response = await page.goto(`${app.url}/u/${sam.workspace.slug}/`);
@@ -70,8 +73,11 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
 
     await open.click();
     await toast.waitFor({ state: 'visible', timeout: 5000 });
-    expect(await toast.textContent()).toBe(AT_CAPACITY_MESSAGE);
+    expect(await page.locator('#toast-text').textContent()).toBe(AT_CAPACITY_MESSAGE);
     expect(AT_CAPACITY_MESSAGE).toBe('Server at capacity. Your coach has been notified. Please try again in a few minutes.');
+    // Still there a minute later: it goes when dismissed, or when an Open succeeds.
+    await page.clock.fastForward(60_000);
+    expect(await toast.isVisible()).toBe(true);
     expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('stopped');
     await rm(screenshot, { force: true });
     await page.screenshot({ path: screenshot });
@@ -86,5 +92,41 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     expect(await page.locator('body').textContent()).toContain(`editor stand-in: /`);
     expect(page.url()).toBe(`${app.url}/u/${sam.workspace.slug}/`);
     expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('running');
+  });
+}, 35_000);
+
+it('lets a student stop their own workspace and sign out from its page, and offers sign-out at the sign-out address', async () => {
+  await withPage(browser, async (page) => {
+    await page.context().addCookies(cookiesOf(sam));
+    await harness.store.workspaces.open(sam.workspace.id);
+    await waitForState(harness.store, sam.workspace.id, 'running');
+    // The workspace page stays reachable while the editor runs.
+    await page.goto(`${app.url}/u/${sam.workspace.slug}/.cp/`);
+    await page.getByRole('button', { name: 'Stop my workspace' }).click();
+    await page.locator('#toast-text').getByText('Your workspace is stopping. Your files are kept; Open starts it again.').waitFor();
+    await page
+      .locator('#state')
+      .getByText(/^(Stopping…|Stopped)$/)
+      .waitFor();
+    expect(await page.getByRole('button', { name: 'Open' }).isEnabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Stop my workspace' }).isVisible()).toBe(false);
+    // Nothing offers the editor or a run of a workspace that is stopping.
+    expect(await page.getByRole('link', { name: 'Open the editor' }).isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Run', exact: true }).isEnabled()).toBe(false);
+    expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('stopped');
+    const [entry] = (await db.dataSource.query("SELECT actor_email FROM audit_log WHERE action = 'container.stop' ORDER BY id DESC LIMIT 1")) as {
+      actor_email: string;
+    }[];
+    expect(entry?.actor_email).toBe(sam.email);
+    await page.screenshot({ path: path.join(os.tmpdir(), 'workspace-page-stopped-by-student.png') });
+
+    // The sign-out address, as a browser asks for it, offers the button; the page's button signs out.
+    const offered = await page.goto(`${app.url}/auth/sign-out`);
+    expect(offered?.status()).toBe(200);
+    expect(await page.locator('body').textContent()).toContain(`Signed in as ${sam.email}.`);
+    await page.goto(`${app.url}/u/${sam.workspace.slug}/.cp/`);
+    await Promise.all([page.waitForURL(`${app.url}/auth/sign-in`), page.getByRole('button', { name: 'Sign out' }).click()]);
+    const after = await page.request.get(`${app.url}/u/${sam.workspace.slug}/api/workspace`, { failOnStatusCode: false });
+    expect(after.status()).toBe(401);
   });
 }, 35_000);

@@ -63,6 +63,28 @@ describe('GET /admin/status', () => {
   });
 });
 
+describe('GET /admin/workspaces', () => {
+  it("shows a running workspace's last CPU and memory sample, and none for a stopped one whatever was sampled last", async () => {
+    const ada = await workspace('ada@school.test', true);
+    const bob = await workspace('bob@school.test');
+    await app.store.workspaces.writeStatus(ada.id, { observedState: 'running', observedGeneration: ada.generation, statusMessage: '' });
+    await app.store.workspaces.writeStatus(bob.id, { observedState: 'stopped', observedGeneration: bob.generation, statusMessage: '' });
+    for (const [id, cpu, memory] of [
+      [ada.id, 12.5, 40],
+      [bob.id, 80, 90],
+    ] as const) {
+      app.metrics.containerCpuPercent.set({ workspace_id: id }, cpu);
+      app.metrics.containerMemoryPercent.set({ workspace_id: id }, memory);
+    }
+    const response = await fetch(`${app.url}/admin/workspaces?sort=slug&order=asc`, { headers: admin });
+    const { workspaces } = (await response.json()) as { workspaces: { slug: string; cpuPercent: number | null; memoryPercent: number | null }[] };
+    expect(workspaces.map(({ slug, cpuPercent, memoryPercent }) => ({ slug, cpuPercent, memoryPercent }))).toEqual([
+      { slug: 'ada', cpuPercent: 12.5, memoryPercent: 40 },
+      { slug: 'bob', cpuPercent: null, memoryPercent: null },
+    ]);
+  });
+});
+
 describe('POST /admin/workspaces/:workspaceId/stop-containers', () => {
   it('sets the workspace to stopped, audits container.stop, and answers 202 while it converges', async () => {
     const ada = await workspace('ada@school.test', true);

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { EXIT } from '../../src/cli/command.ts';
 import { CONTROL_PLANE_LABEL, DockerRuntime, engineClient } from '../../src/docker/docker-runtime.ts';
-import { names } from '../../src/docker/runtime.ts';
+import { LABELS, names } from '../../src/docker/runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -70,6 +70,8 @@ async function sh(volume: string, script: string): Promise<string> {
   return (await run('docker', args)).stdout;
 }
 
+/** A listing as a restore leaves it: every entry the student's (a restore gives them everything). */
+const asRestored = (listing: string) => listing.replace(/ \d+ (\d+)$/gm, ' 1000 $1');
 const workspaceOf = async (student: Student) => (await harness.store.workspaces.get(student.workspace.id))!;
 const homeOf = async (student: Student) => names.home(await workspaceOf(student));
 const listingOf = async (student: Student) => sh(await homeOf(student), LISTING);
@@ -172,16 +174,23 @@ describe('the CLI', () => {
   it('restores into the same workspace: a fresh volume, swapped in (audited), the old one removed by the controller, the files as they were', async () => {
     const before = await homeOf(ada);
     await sh(before, 'rm -rf /home/student/project && echo extra > /home/student/extra.txt');
+    const changed = await listingOf(ada);
     const result = await cli(['restore', stored, '--yes'], env);
-    expect(result).toMatchObject({ code: EXIT.ok, stdout: `Restored 5 files (0.0 MB) of ${ada.workspace.slug} into ${ada.workspace.slug}.\n`, stderr: '' });
+    expect(result).toMatchObject({ code: EXIT.ok, stderr: '' });
+    const kept = new RegExp(
+      `^Restored 5 files \\(0\\.0 MB\\) of ${ada.workspace.slug} into ${ada.workspace.slug}\\. The files it replaced are kept as (${ada.workspace.slug}-\\d{8}T\\d{6}Z(?:-\\d+)?\\.tar\\.gz) \\(cli restore \\1 puts them back\\)\\.\\n$`,
+    ).exec(result.stdout)?.[1];
+    expect({ stdout: result.stdout, kept: typeof kept }).toEqual({ stdout: result.stdout, kept: 'string' });
     const after = await homeOf(ada);
     expect(after).toMatch(new RegExp(`^ws-${ada.workspace.slug}-home-restore-[0-9a-f]{8}$`));
     expect(await listingOf(ada)).toBe(original);
-    expect((await auditActions()).at(-1)).toMatchObject({
-      actor: 'cli',
-      action: 'workspace.restore',
-      metadata: { slug: ada.workspace.slug, backup: stored, from: ada.workspace.slug, files: 5 },
-    });
+    // The replaced files were kept first (a backup of their own, audited), and the restore names it.
+    expect((await auditActions()).slice(-2)).toMatchObject([
+      { actor: 'cli', action: 'workspace.backup', metadata: { slug: ada.workspace.slug, backup: kept } },
+      { actor: 'cli', action: 'workspace.restore', metadata: { slug: ada.workspace.slug, backup: stored, from: ada.workspace.slug, files: 5, kept } },
+    ]);
+    const list = JSON.parse((await cli(['backups', 'list', '--json'], env)).stdout) as { backups: { name: string }[] };
+    expect(list.backups.map((backup) => backup.name)).toContain(kept);
     // The controller moves the workspace off the old volume, which then goes.
     await eventually('the old home volume removed', async () => !(await docker.listVolumes()).Volumes?.some((volume) => volume.Name === before), 20_000);
     // The editor starts on the restored files.
@@ -191,18 +200,36 @@ describe('the CLI', () => {
     expect(code!.homeVolume).toBe(after);
     await harness.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);
     await waitForState(harness.store, ada.workspace.id, 'stopped');
+    // The kept backup brings the replaced files back.
+    expect(await cli(['restore', kept!, '--yes'], env)).toMatchObject({ code: EXIT.ok, stderr: '' });
+    expect(await listingOf(ada)).toBe(asRestored(changed));
   }, 90_000);
 
-  it("hands work over to another workspace without the first student's credentials and editor state", async () => {
-    const result = await cli(['restore', path.join(dataDir, 'backups', stored), '--to', bob.workspace.slug, '--yes'], env);
+  it('leaves only the current home when restores follow each other with no container started between them', async () => {
+    for (let i = 0; i < 2; i++) expect(await cli(['restore', stored, '--yes'], env)).toMatchObject({ code: EXIT.ok, stderr: '' });
+    const home = await homeOf(ada);
+    const volumesOfAda = async () =>
+      ((await docker.listVolumes({ filters: { label: [`${LABELS.workspaceId}=${ada.workspace.id}`] } })).Volumes ?? []).map((volume) => volume.Name);
+    await eventually('only the current home volume left', async () => JSON.stringify(await volumesOfAda()) === JSON.stringify([home]), 20_000);
+    expect((await workspaceOf(ada)).retiredVolumes).toEqual([]);
+  }, 60_000);
+
+  it("hands work over to another workspace without the first student's credentials and editor state, keeping the target's own files as a backup", async () => {
+    const bobsOwn = await listingOf(bob);
+    const result = await cli(['restore', path.join(dataDir, 'backups', stored), '--to', bob.workspace.slug, '--yes', '--json'], env);
     expect(result).toMatchObject({ code: EXIT.ok, stderr: '' });
-    expect(result.stdout).toContain("leaving out the editor's state, credentials and history");
+    const { handedOver, kept } = JSON.parse(result.stdout) as { handedOver: boolean; kept: string };
+    expect({ handedOver, kept }).toEqual({ handedOver: true, kept: expect.stringMatching(new RegExp(`^${bob.workspace.slug}-\\d{8}T\\d{6}Z`)) });
     const listing = await listingOf(bob);
     expect(listing).toContain('./project/src/main.py regular file 644 1000');
     expect(listing).toContain('./my notes é.txt');
     expect(listing).not.toContain('.ssh');
     expect(listing).not.toContain('code-server');
     expect(listing).not.toContain('bob.txt');
+    // Bob's own files have a way back.
+    expect(await cli(['restore', kept, '--yes'], env)).toMatchObject({ code: EXIT.ok, stderr: '' });
+    expect(await listingOf(bob)).toBe(asRestored(bobsOwn));
+    expect(await cli(['restore', path.join(dataDir, 'backups', stored), '--to', bob.workspace.slug, '--yes'], env)).toMatchObject({ code: EXIT.ok });
   });
 
   it('refuses a corrupted archive before touching the target: its home as it was, no staging volume left', async () => {
@@ -266,8 +293,9 @@ describe('the admin API', () => {
       });
     const restored = await restore(workspace.id, { backup: name });
     expect(restored.status).toBe(200);
-    expect(await restored.json()).toMatchObject({ from: workspace.slug, handedOver: false, workspace: { slug: workspace.slug } });
-    expect((await auditActions()).at(-1)).toMatchObject({ actor: 'admin-token', action: 'workspace.restore', metadata: { backup: name } });
+    const body = (await restored.json()) as { kept: string };
+    expect(body).toMatchObject({ from: workspace.slug, handedOver: false, workspace: { slug: workspace.slug }, kept: expect.stringMatching(/\.tar\.gz$/) });
+    expect((await auditActions()).at(-1)).toMatchObject({ actor: 'admin-token', action: 'workspace.restore', metadata: { backup: name, kept: body.kept } });
 
     await harness.store.workspaces.open(workspace.id);
     const running = await restore(workspace.id, { backup: name });

@@ -362,6 +362,23 @@ describe('the program', () => {
     expect(flag.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^Error: Nonexistent flag: --bogus/)]);
   });
 
+  it('suggests the nearest command for a mistyped one', async () => {
+    expect(await cli(['users', 'promot', 'ana@school.org'], env)).toEqual({
+      code: EXIT.usage,
+      stdout: '',
+      stderr: 'Error: Unknown command "users promot ana@school.org"; see --help for the commands. Did you mean "users promote"?\n',
+    });
+    expect((await cli(['stauts'], env)).stderr).toBe('Error: Unknown command "stauts"; see --help for the commands. Did you mean "status"?\n');
+  });
+
+  it.each([
+    [['audit', 'list', '--limit', '0'], 'Error: --limit takes a whole number from 1 to 500 (got "0").\n'],
+    [['audit', 'list', '--limit', 'many'], 'Error: --limit takes a whole number from 1 to 500 (got "many").\n'],
+    [['users', 'sign-in-link', 'ana@school.org', '--expires-in', '5000'], 'Error: --expires-in takes a whole number from 1 to 1440 (got "5000").\n'],
+  ])('names the range a number flag takes: %j', async (argv, stderr) => {
+    expect(await cli(argv, env)).toEqual({ code: EXIT.usage, stdout: '', stderr });
+  });
+
   it('answers exit 5 at once, in one line, when the database cannot be reached', async () => {
     const started = Date.now();
     const result = await cli(['users', 'list'], { ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:9/nothing' });

@@ -400,11 +400,15 @@ describe('admin API for users and the allowlist', () => {
 });
 
 describe('the sign-in page without providers', () => {
-  it('says that no provider is configured', async () => {
+  it("tells a student to ask their coach for a new link, in a student's words (the operator's hint is the log's)", async () => {
     const bare = await startApp(db.dataSource);
     try {
       const text = await (await fetch(`${bare.url}/auth/sign-in`)).text();
-      expect(text).toContain('No sign-in provider is configured');
+      expect(text).toContain('Sign-in here is by a link from your coach. If your link was already used or has expired, ask your coach for a new one.');
+      expect(text).not.toMatch(/CLIENT_ID|operator|README/);
+      expect(bare.logs).toContainEqual(
+        expect.objectContaining({ category: 'control.auth', message: expect.stringMatching(/^no sign-in provider configured: .*GITHUB_CLIENT_ID/) }),
+      );
       expect((await fetch(`${bare.url}/auth/start/github`)).status).toBe(404);
     } finally {
       await bare.close();

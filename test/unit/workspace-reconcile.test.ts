@@ -144,29 +144,49 @@ describe('WorkspaceController.reconcile', () => {
     runtime.volumes.add(names.volume(stopped.slug));
     const restored = names.restoreVolume(stopped.slug, 'c3d4');
     runtime.volumes.add(restored);
-    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, restored, {});
+    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, restored, {}, names.home);
     await controller().reconcile(stopped.id);
     expect(runtime.actions).toEqual([`remove ${names.code(stopped.slug)}`, `remove volume ${names.volume(stopped.slug)}`]);
     expect([...runtime.volumes]).toEqual([restored]);
     expect((await status(stopped.id)).observedState).toBe('stopped');
   });
 
-  it('starts a workspace on its replaced home, and keeps an old volume a run still mounts (logged; it goes with the workspace)', async () => {
+  it('removes every home that restores replaced, two restores in a row with no container started between them included, and forgets them', async () => {
+    const stopped = await workspace('stopped');
+    runtime.volumes.add(names.volume(stopped.slug));
+    const first = names.restoreVolume(stopped.slug, 'a1a1');
+    const second = names.restoreVolume(stopped.slug, 'b2b2');
+    runtime.volumes.add(first);
+    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, first, {}, names.home);
+    runtime.volumes.add(second);
+    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, second, {}, names.home);
+    expect((await store.workspaces.get(stopped.id))!.retiredVolumes).toEqual([names.volume(stopped.slug), first]);
+    await controller().reconcile(stopped.id);
+    expect(runtime.actions).toEqual([`remove volume ${names.volume(stopped.slug)}`, `remove volume ${first}`]);
+    expect([...runtime.volumes]).toEqual([second]);
+    expect((await store.workspaces.get(stopped.id))!.retiredVolumes).toEqual([]);
+  });
+
+  it('starts a workspace on its replaced home, keeps an old volume a run still mounts (logged), and removes it once the run is gone', async () => {
     const wanted = await workspace('stopped');
     codeContainer(wanted, { state: 'exited' });
     runtime.preload({ name: names.sim(wanted.slug, ORPHAN), role: 'sim', workspaceId: wanted.id, slug: wanted.slug, runId: ORPHAN, state: 'exited' });
     runtime.volumes.add(names.volume(wanted.slug));
     const restored = names.restoreVolume(wanted.slug, 'e5f6');
     runtime.volumes.add(restored);
-    await store.workspaces.replaceHome(SYSTEM_ACTOR, wanted.id, restored, {});
+    await store.workspaces.replaceHome(SYSTEM_ACTOR, wanted.id, restored, {}, names.home);
     await store.workspaces.open(wanted.id);
     await controller().reconcile(wanted.id);
     const name = names.code(wanted.slug);
     expect(runtime.actions).toEqual([`remove ${name}`, `create ${name}`, `start ${name}`]);
     expect(runtime.byName(name)!.homeVolume).toBe(restored);
     expect(runtime.volumes.has(names.volume(wanted.slug))).toBe(true);
-    expect(records).toContainEqual(expect.objectContaining({ message: 'the replaced home volume is still mounted (a run): removed with the workspace' }));
+    expect(records).toContainEqual(expect.objectContaining({ message: 'a replaced home volume is still mounted (a run): removed once it is not' }));
     expect((await status(wanted.id)).observedState).toBe('running');
+    await runtime.remove(runtime.byName(names.sim(wanted.slug, ORPHAN))!.id);
+    await controller().reconcile(wanted.id);
+    expect(runtime.volumes.has(names.volume(wanted.slug))).toBe(false);
+    expect((await store.workspaces.get(wanted.id))!.retiredVolumes).toEqual([]);
   });
 
   it('removes a stray code container of the workspace under another name', async () => {

@@ -44,17 +44,19 @@ const toLocal = (iso: string | null) => {
   return new Date(date.getTime() - date.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
 };
 
-/** A row's details: a before/after where the entry has one, else its metadata. */
+/** A row's details: a before/after where the entry has both, and the rest of its metadata as it is (a restore's `from` is a workspace, not a before). */
 function Details({ entry }: { entry: Entry }): VNode {
   const metadata = entry.metadata ?? {};
-  const { from, to, ...rest } = metadata;
+  const { from, to, ...others } = metadata;
+  const change = from !== undefined && to !== undefined;
+  const rest = change ? others : metadata;
   return html`<dl class="details">
     <dt>Target</dt>
     <dd>${entry.target.kind} ${entry.target.id}</dd>
     <dt>Actor id</dt>
     <dd>${entry.actor.id ?? '— (a named actor)'}</dd>
     ${
-      from !== undefined || to !== undefined
+      change
         ? html`<dt>Change</dt>
             <dd><span class="before">${String(from)}</span> → <span class="after">${String(to)}</span></dd>`
         : null

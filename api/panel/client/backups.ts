@@ -61,9 +61,10 @@ export function BackupsPage(): VNode {
     setConfirmation({
       title: `Restore ${backup.name}?`,
       body: html`<p>
-          The chosen workspace's files are replaced by those of the backup (taken
-          ${backup.created ? html`<${Time} iso=${backup.created} />` : 'at an unknown time'}). The workspace must be stopped. Into another student's workspace,
-          the first student's editor state, credentials and history stay out.
+          The chosen workspace's files are replaced by those of the
+          backup${' '}(taken${' '}${backup.created ? html`<${Time} iso=${backup.created} />` : 'at an unknown time'}). The workspace must be stopped. Its
+          current files are first kept as a backup of their own, listed here, so nothing is lost. Into another student's workspace, the first student's editor
+          state, credentials and history stay out.
         </p>
         <label
           >Into the workspace
@@ -78,11 +79,14 @@ export function BackupsPage(): VNode {
         >`,
       action: 'Replace the files',
       run: async () => {
-        const answer = await api<{ workspace: { slug: string }; handedOver: boolean }>('POST', `/admin/workspaces/${target}/restore`, { backup: backup.name });
+        const answer = await api<{ workspace: { slug: string }; handedOver: boolean; kept: string | null }>('POST', `/admin/workspaces/${target}/restore`, {
+          backup: backup.name,
+        });
         setNotice({
           kind: 'ok',
-          text: `Restored ${backup.name} into ${answer.workspace.slug}${answer.handedOver ? ", without the first student's editor state, credentials and history" : ''}.`,
+          text: `Restored ${backup.name} into ${answer.workspace.slug}${answer.handedOver ? ", without the first student's editor state, credentials and history" : ''}.${answer.kept ? ` Its previous files are kept as ${answer.kept}.` : ''}`,
         });
+        backups.reload();
       },
     });
   };
@@ -104,7 +108,7 @@ export function BackupsPage(): VNode {
       !backups.data
         ? html`<${Loading} error=${backups.error} />`
         : backups.data.backups.length === 0
-          ? html`<${Empty}>No backups yet: choose a workspace above and back it up (or run <code>cli backup &lt;slug&gt;</code> on the server).<//>`
+          ? html`<${Empty}>No backups yet: choose a workspace above and back it up (or run <code>${'cli backup <slug>'}</code> on the server).<//>`
           : html`<table>
               <caption class="visually-hidden">
                 Stored backups, newest first

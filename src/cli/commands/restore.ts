@@ -9,7 +9,7 @@ import { CliCommand } from '../command.ts';
 /** `restore <file> [--to <slug|email>]`: a backup back into a stopped workspace (audited `workspace.restore`). */
 export default class Restore extends CliCommand {
   static override description =
-    "Put a backup back: into the workspace it was made of, or --to another (a coach handing work over: the editor's state, credentials, git identity and shell history stay out). The workspace must be stopped. The file is checked as it is read into a fresh volume, and the files it replaces are kept until the new ones are all in and checked. Asks first on a terminal; --yes for scripts.";
+    "Put a backup back: into the workspace it was made of, or --to another (a coach handing work over: the editor's state, credentials, git identity and shell history stay out). The workspace must be stopped. The file is checked as it is read into a fresh volume, and the files it replaces are kept as a backup of their own (listed with the others) before the new ones are swapped in. Asks first on a terminal; --yes for scripts.";
   static override examples = ['<%= config.bin %> restore ada-20261123T104141Z.tar.gz', '<%= config.bin %> restore ./ada.tar.gz --to grace@school.org --yes'];
   static override args = {
     backup: Args.string({ description: 'a backup file, or the name of one under DATA_DIR/backups/', required: true }),
@@ -19,13 +19,16 @@ export default class Restore extends CliCommand {
     yes: CliCommand.yesFlag,
   };
 
-  async run(): Promise<{ slug: string; from: string; files: number; bytes: number; handedOver: boolean }> {
+  async run(): Promise<{ slug: string; from: string; files: number; bytes: number; handedOver: boolean; kept: string | null }> {
     const { args, flags } = await this.parse(Restore);
     const { backups } = await this.controlPlane();
     const file = existsSync(args.backup) ? path.resolve(args.backup) : await backups.pathOf(args.backup).catch(() => undefined);
     if (!file) throw NotFoundError('backup_not_found', `No backup file ${JSON.stringify(args.backup)} (a path, or a name from "backups list").`);
     const to = flags.to ? await backups.workspace(flags.to) : undefined;
-    await this.confirm(`Replace the files of ${to ? `workspace ${to.slug}` : 'the workspace it was made of'} with those of ${path.basename(file)}?`, flags.yes);
+    await this.confirm(
+      `Replace the files of ${to ? `workspace ${to.slug}` : 'the workspace it was made of'} with those of ${path.basename(file)}? Its current files are kept as a backup first.`,
+      flags.yes,
+    );
     const bar =
       process.stderr.isTTY && !this.jsonEnabled()
         ? new SingleBar({ format: 'restoring [{bar}] {percentage}% of {total} MB', stream: process.stderr })
@@ -40,10 +43,10 @@ export default class Restore extends CliCommand {
       },
     });
     bar?.stop();
-    const { manifest, workspace, handedOver } = restored;
+    const { manifest, workspace, handedOver, kept } = restored;
     this.say(
-      `Restored ${manifest.files} files (${(manifest.bytes / 1e6).toFixed(1)} MB) of ${manifest.slug} into ${workspace.slug}${handedOver ? ", leaving out the editor's state, credentials and history" : ''}.`,
+      `Restored ${manifest.files} files (${(manifest.bytes / 1e6).toFixed(1)} MB) of ${manifest.slug} into ${workspace.slug}${handedOver ? ", leaving out the editor's state, credentials and history" : ''}.${kept ? ` The files it replaced are kept as ${kept} (cli restore ${kept} puts them back).` : ''}`,
     );
-    return { slug: workspace.slug, from: manifest.slug, files: manifest.files, bytes: manifest.bytes, handedOver };
+    return { slug: workspace.slug, from: manifest.slug, files: manifest.files, bytes: manifest.bytes, handedOver, kept };
   }
 }
