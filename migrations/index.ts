@@ -10,6 +10,7 @@ import { CreateSignInLinks1795440000000 } from './1795440000000-CreateSignInLink
 import { CreateRunOutput1795570522000 } from './1795570522000-CreateRunOutput.ts';
 import { AddRunStoppedBy1795600000000 } from './1795600000000-AddRunStoppedBy.ts';
 import { AddRetiredVolumes1795700000000 } from './1795700000000-AddRetiredVolumes.ts';
+import { CreateServers1795710000000 } from './1795710000000-CreateServers.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   CreateRunOutput1795570522000,
   AddRunStoppedBy1795600000000,
   AddRetiredVolumes1795700000000,
+  CreateServers1795710000000,
 ];

@@ -4,8 +4,10 @@
  * choosing which long-running parts run. It is the one file of `src/` that imports `api/` and
  * `controllers/`.
  */
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { createApp, type AllowlistView, type AppHandlers } from '../api/app.ts';
 import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
@@ -28,6 +30,7 @@ import { SERVICE } from './package-info.ts';
 import { loadSessionSecret } from './session-secret.ts';
 import { ActivityRecorder } from './store/activity.ts';
 import { createStore, type Store } from './store/index.ts';
+import { SERVER_HEARTBEAT_MS } from './store/servers.ts';
 import { linkPath } from './store/sign-in-links.ts';
 
 /** How long in-flight requests may take to finish after a stop began before their sockets are closed. */
@@ -43,7 +46,7 @@ const SESSION_PRUNE_MS = 60 * 60_000;
  * The long-running parts of a control plane, in the order they start (they stop in reverse).
  * `setup` prints the first-run setup link while no admin exists (it needs `http`'s address).
  */
-export const PARTS = ['changes', 'allowlist', 'admins', 'activity', 'http', 'setup', 'workspaces', 'runs', 'idle', 'stats', 'sessions'] as const;
+export const PARTS = ['changes', 'allowlist', 'admins', 'activity', 'http', 'setup', 'presence', 'workspaces', 'runs', 'idle', 'stats', 'sessions'] as const;
 export type PartName = (typeof PARTS)[number];
 
 /** The one lifecycle shape of every long-running part. */
@@ -264,6 +267,28 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     activity: () => activity,
     http: () => httpPart,
     setup: () => ({ start: () => (plane.http ? printSetupLink(store, plane.http.origin, serverLog) : undefined), stop: () => undefined }),
+    presence: () => {
+      // This server's row in `servers`: the CLI asks whether a server will act, and at which address.
+      const server = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid };
+      const beat = new Periodic(
+        () => store.servers.heartbeat(server),
+        SERVER_HEARTBEAT_MS,
+        (error) => serverLog.warning({ error }, "refreshing this server's row in the database failed"),
+      );
+      return {
+        start: async () => {
+          if (!plane.http) return;
+          server.publicUrl = plane.http.origin;
+          await store.servers.heartbeat(server);
+          beat.start();
+        },
+        stop: async () => {
+          await beat.stop();
+          if (server.publicUrl)
+            await store.servers.unregister(server.id).catch((error: unknown) => serverLog.warning({ error }, "removing this server's row failed"));
+        },
+      };
+    },
     workspaces: () => workspaces!,
     runs: () => runs!,
     idle: () => idleSweep!,

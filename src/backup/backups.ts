@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { names, type WorkspaceRuntime } from '../docker/runtime.ts';
-import { AppError, NotFoundError, ValidationError } from '../errors.ts';
+import { AppError, ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Actor } from '../store/audit.ts';
 import type { Store } from '../store/index.ts';
 import { assertStopped, type WorkspaceRecord } from '../store/workspaces.ts';
@@ -176,10 +176,10 @@ export class Backups {
     options: { to?: WorkspaceRecord; onProgress?: (bytes: number, total: number) => void } = {},
   ): Promise<RestoreResult> {
     // Refused before anything is read when the target is named; else once the backup says which.
-    if (options.to) assertStopped(options.to);
+    if (options.to) await this.assertRestorable(options.to);
     const source = await this.manifestOf(file);
     const target = options.to ?? (await this.targetOf(source));
-    assertStopped(target);
+    await this.assertRestorable(target);
     const handedOver = source.workspaceId !== target.id;
     const volume = names.restoreVolume(target.slug, randomBytes(4).toString('hex'));
     const manifest = await restoreBackup({
@@ -218,6 +218,23 @@ export class Backups {
       await this.runtime.removeVolumeNamed(volume).catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * Refuses (409 `workspace_running`) a workspace wanted running, or whose editor was last seen
+   * running: with a server running, it is still stopping; with none, nothing will stop it until
+   * one starts, and the refusal says so.
+   */
+  private async assertRestorable(workspace: WorkspaceRecord): Promise<void> {
+    if (workspace.desiredState !== 'running' && (workspace.observedState === 'running' || workspace.observedState === 'starting')) {
+      if ((await this.store.servers.live()).length === 0) {
+        throw ConflictError(
+          'workspace_running',
+          `Workspace ${workspace.slug} was last seen running, and no control plane is running to stop it: start the server (it stops the workspace), then restore.`,
+        );
+      }
+    }
+    assertStopped(workspace);
   }
 
   /** Keeps a workspace's home as a stored backup before a restore replaces it: its name, or null when it has no home volume yet. */

@@ -148,6 +148,20 @@ export abstract class CliCommand extends Command {
     for (const row of cells) this.log(line(row));
   }
 
+  /** A warning for the operator: one line on stderr (with --json too, where stdout is the answer). */
+  protected note(text: string): void {
+    process.stderr.write(`Warning: ${text}\n`);
+  }
+
+  /**
+   * What a change recorded now waits for when no server runs on this database (none seen in the
+   * last SERVER_GONE_AFTER_MS): a clause to add to the command's line, or '' when one runs.
+   */
+  protected async unattended(): Promise<string> {
+    const running = await (await this.controlPlane()).store.servers.live();
+    return running.length > 0 ? '' : ' No control plane is running to act on it: it takes effect when the server starts.';
+  }
+
   /** Prints one line of the command's answer (not with --json). */
   protected say(text: string): void {
     if (!this.jsonEnabled()) this.log(text);

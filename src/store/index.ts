@@ -5,6 +5,7 @@ import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
 import { mutator } from './mutation.ts';
 import { RunStore } from './runs.ts';
+import { ServerStore } from './servers.ts';
 import { SessionStore } from './sessions.ts';
 import { SignInLinkStore } from './sign-in-links.ts';
 import { SettingsStore } from './settings.ts';
@@ -32,6 +33,8 @@ export interface Store {
   sessions: SessionStore;
   /** One-time links: the first-run setup link and operators' sign-in links. */
   links: SignInLinkStore;
+  /** The control-plane processes that run now (the CLI asks whether one will act, and where it is). */
+  servers: ServerStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -54,6 +57,7 @@ export function createStore(options: StoreOptions): Store {
     audit: new AuditStore(db, mutate),
     sessions: new SessionStore(db),
     links: new SignInLinkStore(db, mutate),
+    servers: new ServerStore(db),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

@@ -191,6 +191,30 @@ describe('overview', () => {
       expect(await row.textContent()).toContain(bob.workspace.slug);
     });
   });
+
+  it('tells a coach on any other page of a refusal at once: a toast until dismissed, and a count on Overview until it is looked at', async () => {
+    await withPage(browser, async (page) => {
+      await open(page, '/panel/allowlist');
+      await page.getByRole('heading', { name: 'Allowlist' }).waitFor();
+      const refuse = () => fetch(`${app.url}/u/${bob.workspace.slug}/api/workspace/open`, { method: 'POST', headers: { cookie: bob.cookie, origin: app.url } });
+      // The page's live stream may open just after a refusal (nothing is replayed): refuse again until the toast shows one, 10 times at most.
+      const toast = page.locator('.toasts');
+      for (let attempt = 0; attempt < 10 && !(await toast.isVisible()); attempt++) {
+        expect((await refuse()).status).toBe(503);
+        await toast.waitFor({ timeout: 2000 }).catch(() => undefined);
+      }
+      expect(await toast.textContent()).toContain(`${bob.email} was refused at the cap`);
+      const badge = page.getByRole('link', { name: /Overview/ }).locator('.badge');
+      expect(Number(await badge.textContent().then((text) => text!.match(/^\d+/)![0]))).toBeGreaterThan(0);
+      await lookAt(page, 'refusal-toast');
+      await toast.getByRole('link', { name: 'See the overview' }).click();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      expect(await badge.count()).toBe(0);
+      expect(await toast.isVisible()).toBe(true);
+      await toast.getByRole('button', { name: 'Dismiss' }).click();
+      expect(await toast.count()).toBe(0);
+    });
+  });
 });
 
 describe('workspaces', () => {
@@ -435,7 +459,14 @@ describe('backups', () => {
       const dialog = page.getByRole('dialog');
       await dialog.getByLabel('Into the workspace').selectOption({ label: `${ada.workspace.slug} (${ada.email}) — its own — running` });
       await dialog.getByRole('button', { name: 'Replace the files' }).click();
-      expect(await dialog.getByRole('alert').textContent()).toContain(`Workspace ${ada.workspace.slug} is running; stop it first`);
+      expect(await dialog.getByRole('alert').textContent()).toContain(`${ada.workspace.slug} is running: stop it, then replace its files`);
+      // The dialog offers the way out: Stop, then the restore goes through.
+      await dialog.getByRole('button', { name: `Stop ${ada.workspace.slug}` }).click();
+      await dialog.getByRole('alert').waitFor({ state: 'detached' });
+      expect((await app.store.workspaces.get(ada.workspace.id))!.desiredState).toBe('stopped');
+      await waitForState(harness.store, ada.workspace.id, 'stopped');
+      await dialog.getByRole('button', { name: 'Replace the files' }).click();
+      await page.getByText(`into ${ada.workspace.slug}.`).waitFor({ timeout: 30_000 });
     });
-  });
+  }, 90_000);
 });

@@ -135,7 +135,9 @@ describe('the CLI', () => {
     const result = await cli(['backup', ada.email], env);
     expect(result).toMatchObject({ code: EXIT.ok, stderr: '' });
     expect(result.stdout).toMatch(
-      new RegExp(`^Backed up ${ada.workspace.slug}: 5 files, 0\\.0 MB, to ${dataDir}/backups/${ada.workspace.slug}-\\d{8}T\\d{6}Z\\.tar\\.gz\\.\\n$`),
+      new RegExp(
+        `^Backed up ${ada.workspace.slug}: 5 files, 0\\.0 MB of data \\(a 0\\.0 MB file\\), to ${dataDir}/backups/${ada.workspace.slug}-\\d{8}T\\d{6}Z\\.tar\\.gz\\.\\n$`,
+      ),
     );
     const files = await readdir(path.join(dataDir, 'backups'));
     stored = files.find((file) => file.endsWith('.tar.gz'))!;
@@ -155,6 +157,10 @@ describe('the CLI', () => {
 
     const list = JSON.parse((await cli(['backups', 'list', '--json'], env)).stdout) as { backups: { name: string; slug: string; files: number }[] };
     expect(list.backups).toEqual([expect.objectContaining({ name: stored, slug: ada.workspace.slug, files: 5 })]);
+    // The table gives the same two figures as the backup's line and the panel: the data, and the file.
+    const table = (await cli(['backups', 'list'], env)).stdout.split('\n');
+    expect(table[0]).toMatch(/^NAME\s+WORKSPACE\s+CREATED\s+FILES\s+DATA\s+FILE$/);
+    expect(table[1]).toMatch(/\s5\s+0\.0 MB\s+0\.0 MB$/);
   });
 
   it('refuses to restore into a running workspace (exit 4), touching nothing', async () => {

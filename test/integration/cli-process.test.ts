@@ -3,7 +3,7 @@
  * through it reaches the running server at once (NOTIFY), not at its next 30 s resync.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -49,15 +49,52 @@ describe('bin/cli on PostgreSQL', () => {
     await eventually('stopped by the server', async () => (await inspectByName(names.code(workspace.slug)))?.State.Running === false, 20_000);
     expect(Date.now() - started).toBeLessThan(15_000);
 
-    const listed = JSON.parse((await cli('status', '--json')).stdout) as { workspaces: { slug: string; desiredState: string }[] };
+    const listed = JSON.parse((await cli('status', '--json')).stdout) as {
+      workspaces: { slug: string; desiredState: string }[];
+      servers: { publicUrl: string }[];
+    };
     expect(listed.workspaces.find((entry) => entry.slug === workspace.slug)?.desiredState).toBe('stopped');
+    expect(listed.servers.map((entry) => entry.publicUrl)).toEqual([server.url]);
+
+    // A sign-in link goes to the running server's own address, not the CLI's idea of it (it has no PORT or PUBLIC_URL).
+    await cli('allowlist', 'add', 'school.test');
+    const link = await cli('users', 'sign-in-link', `ana-${controlPlaneId}@school.test`);
+    expect(link.stdout.split('\n')[0]).toMatch(new RegExp(`^${server.url}/auth/link/[A-Za-z0-9_-]{43}$`));
+    expect(link.stderr).toBe('');
   }, 90_000);
 
-  it('works with no server running, and ends with exit 3 and one line for an unknown user', async () => {
+  it('works with no server running, says what waits for one, and ends with exit 3 and one line for an unknown user', async () => {
     await server?.stop('SIGTERM');
     server = undefined;
+    const store = testStore(db.dataSource);
+    const [workspace] = await store.workspaces.list();
+    // What is recorded now waits for a server, and the CLI says so; so do status and a restore.
+    await store.workspaces.open(workspace!.id);
+    expect(await cli('workspaces', 'stop', workspace!.slug)).toMatchObject({
+      stdout: `Workspace ${workspace!.slug} is set to stop. No control plane is running to act on it: it takes effect when the server starts.\n`,
+      stderr: '',
+    });
+    expect((await cli('status')).stdout.split('\n')[0]).toBe('No control plane is running: the observed states below are as a server last saw them.');
+    await store.workspaces.writeStatus(workspace!.id, { observedState: 'running', observedGeneration: 0, statusMessage: '' });
+    // Refused before the file is read (it is not a backup at all).
+    await writeFile(path.join(dataDir, 'any.tar.gz'), 'not read');
+    const refused = await cli('restore', path.join(dataDir, 'any.tar.gz'), '--to', workspace!.slug, '--yes').then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(refused).toMatchObject({
+      code: 4,
+      stderr: `Error: Workspace ${workspace!.slug} was last seen running, and no control plane is running to stop it: start the server (it stops the workspace), then restore.\n`,
+    });
+    // A link made now names the configured address, with a warning when none is configured.
+    const link = await cli('users', 'sign-in-link', `ana-${controlPlaneId}@school.test`);
+    expect(link.stdout.split('\n')[0]).toMatch(/^http:\/\/127\.0\.0\.1:8080\/auth\/link\//);
+    expect(link.stderr).toBe(
+      'Warning: no server is running and PUBLIC_URL is not set: the link assumes the server will answer at http://127.0.0.1:8080; set PUBLIC_URL to the address students open.\n',
+    );
+
     const { stdout } = await cli('users', 'list', '--json');
-    expect((JSON.parse(stdout) as { users: { email: string }[] }).users.map((user) => user.email)).toEqual([`cli-${controlPlaneId}@school.test`]);
+    expect((JSON.parse(stdout) as { users: { email: string }[] }).users.map((user) => user.email)).toContain(`cli-${controlPlaneId}@school.test`);
     const failed = await cli('users', 'promote', 'nobody@school.test').then(
       () => undefined,
       (error: { code: number; stdout: string; stderr: string }) => error,

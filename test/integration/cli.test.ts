@@ -18,6 +18,9 @@ import { cli } from '../helpers/cli.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { testStore } from '../helpers/store.ts';
 import { categoryLogger } from '../../src/log.ts';
+
+/** What the CLI adds to a change when no server runs (none does in this file: commands run in this process). */
+const UNATTENDED = ' No control plane is running to act on it: it takes effect when the server starts.';
 import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
 
 const db = useTestDatabase();
@@ -162,7 +165,7 @@ describe('users', () => {
   it('deletes a user with --yes: the account goes and the workspace is marked for removal (audited)', async () => {
     const ada = await user('ada@school.test');
     const result = await cli(['users', 'delete', 'ada@school.test', '--yes'], env);
-    expect(result).toMatchObject({ code: EXIT.ok, stdout: 'Deleted ada@school.test; workspace ada and its files are being removed.\n' });
+    expect(result).toMatchObject({ code: EXIT.ok, stdout: `Deleted ada@school.test; workspace ada and its files are being removed.${UNATTENDED}\n` });
     expect(await store.users.get(ada.id)).toBeUndefined();
     expect((await store.workspaces.get(ada.workspaceId!))?.desiredState).toBe('deleted');
     expect((await audit()).map((row) => row.action)).toEqual(['user.delete']);
@@ -220,7 +223,7 @@ describe('workspaces, status and the cap', () => {
   it('stops a workspace by slug or by its owner email (audited container.stop), and answers exit 3 for an unknown one', async () => {
     const ada = await user('ada@school.test');
     await store.workspaces.open(ada.workspaceId!);
-    expect(await cli(['workspaces', 'stop', 'ada@school.test'], env)).toMatchObject({ code: EXIT.ok, stdout: 'Workspace ada is set to stop.\n' });
+    expect(await cli(['workspaces', 'stop', 'ada@school.test'], env)).toMatchObject({ code: EXIT.ok, stdout: `Workspace ada is set to stop.${UNATTENDED}\n` });
     expect((await store.workspaces.get(ada.workspaceId!))?.desiredState).toBe('stopped');
     expect((await audit()).map((row) => [row.actor_email, row.action])).toEqual([['cli', 'container.stop']]);
     expect((await cli(['workspaces', 'stop', 'nobody'], env)).code).toBe(EXIT.notFound);
@@ -243,7 +246,8 @@ describe('workspaces, status and the cap', () => {
     await user('bob@school.test');
     await store.workspaces.open(ada.workspaceId!);
     const table = await cli(['status'], { ...env, MAX_ACTIVE_CONTAINERS: '7' });
-    const lines = table.stdout.split('\n');
+    const lines = table.stdout.split('\n').slice(1);
+    expect(table.stdout.split('\n')[0]).toBe('No control plane is running: the observed states below are as a server last saw them.');
     expect(lines[0]).toBe('Capacity: 0 running, 1 wanted running, cap 7 (MAX_ACTIVE_CONTAINERS); 0 active builds.');
     expect(lines[1]).toMatch(/^SLUG\s+OWNER\s+WANTED\s+OBSERVED\s+LAST ACTIVE\s+MESSAGE$/);
     expect(lines[2]).toMatch(/^ada\s+ada@school\.test\s+running\s+unknown\s+\ds ago\s*$/);

@@ -50,9 +50,11 @@ function Details({ entry }: { entry: Entry }): VNode {
   const { from, to, ...others } = metadata;
   const change = from !== undefined && to !== undefined;
   const rest = change ? others : metadata;
+  // What a person knows the target by (a workspace's slug, a user's email), beside its id.
+  const named = typeof metadata.slug === 'string' ? metadata.slug : typeof metadata.email === 'string' ? metadata.email : undefined;
   return html`<dl class="details">
     <dt>Target</dt>
-    <dd>${entry.target.kind} ${entry.target.id}</dd>
+    <dd>${entry.target.kind} ${named ? html`<strong>${named}</strong> ` : null}<span class="muted">${entry.target.id}</span></dd>
     <dt>Actor id</dt>
     <dd>${entry.actor.id ?? '— (a named actor)'}</dd>
     ${

@@ -1,7 +1,7 @@
 /** Backups: the stored ones (download, restore into a stopped workspace), and a new one of a workspace. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, messageOf } from './api.ts';
+import { api, ApiError, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { ConfirmDialog, Empty, Notice, Time, useResource, type Confirmation, Loading } from './ui.ts';
 
@@ -14,6 +14,8 @@ interface Backup {
   ownerEmail: string | null;
   created: string | null;
   files: number | null;
+  /** The files' data (the manifest's count); sizeBytes is the compressed file. */
+  bytes: number | null;
 }
 
 interface WorkspaceRow {
@@ -46,7 +48,10 @@ export function BackupsPage(): VNode {
     setNotice(undefined);
     try {
       const { backup } = await api<{ backup: Backup }>('POST', `/admin/workspaces/${workspace.id}/backup`);
-      setNotice({ kind: 'ok', text: `Backed up ${workspace.slug}: ${backup.files ?? '?'} files, ${megabytes(backup.sizeBytes)} (${backup.name}).` });
+      setNotice({
+        kind: 'ok',
+        text: `Backed up ${workspace.slug}: ${backup.files ?? '?'} files, ${backup.bytes === null ? '?' : megabytes(backup.bytes)} of data (a ${megabytes(backup.sizeBytes)} file, ${backup.name}).`,
+      });
       backups.reload();
     } catch (failure) {
       setNotice({ kind: 'error', text: messageOf(failure) });
@@ -78,6 +83,17 @@ export function BackupsPage(): VNode {
           </select></label
         >`,
       action: 'Replace the files',
+      recover: (failure) => {
+        const workspace = rows.find((row) => row.id === target);
+        if (!(failure instanceof ApiError) || failure.code !== 'workspace_running' || !workspace) return undefined;
+        return {
+          message: `${workspace.slug} is running: stop it, then replace its files (its student's editor closes; the files stay).`,
+          label: `Stop ${workspace.slug}`,
+          run: async () => {
+            await api('POST', `/admin/workspaces/${workspace.id}/stop-containers`);
+          },
+        };
+      },
       run: async () => {
         const answer = await api<{ workspace: { slug: string }; handedOver: boolean; kept: string | null }>('POST', `/admin/workspaces/${target}/restore`, {
           backup: backup.name,
@@ -118,7 +134,8 @@ export function BackupsPage(): VNode {
                   <th scope="col">Workspace</th>
                   <th scope="col">Taken</th>
                   <th scope="col">Files</th>
-                  <th scope="col">Size</th>
+                  <th scope="col">Data</th>
+                  <th scope="col">File</th>
                   <th scope="col"><span class="visually-hidden">Actions</span></th>
                 </tr>
               </thead>
@@ -129,6 +146,7 @@ export function BackupsPage(): VNode {
                       <th scope="row">${backup.slug ?? html`<span class="muted">${backup.name}</span>`}</th>
                       <td><${Time} iso=${backup.created ?? backup.modified} /></td>
                       <td class="number">${backup.files ?? '?'}</td>
+                      <td class="number">${backup.bytes === null ? '?' : megabytes(backup.bytes)}</td>
                       <td class="number">${megabytes(backup.sizeBytes)}</td>
                       <td class="actions">
                         <a

@@ -2,13 +2,13 @@
 import { render, type VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { AllowlistPage } from './allowlist.ts';
-import { api } from './api.ts';
+import { api, onLive, type Refusal } from './api.ts';
 import { AuditPage } from './audit.ts';
 import { BackupsPage } from './backups.ts';
 import { html } from './html.ts';
 import { OverviewPage } from './overview.ts';
 import { RunPage, RunsPage } from './runs.ts';
-import { Link, useLocation } from './ui.ts';
+import { Link, Notice, useLocation } from './ui.ts';
 import { UsersPage } from './users.ts';
 import { WorkspacesPage } from './workspaces.ts';
 
@@ -64,6 +64,21 @@ function App(): VNode {
     document.title = `${label} · Admin panel`;
   }, [url.pathname]);
   const current = url.pathname.replace(/\/$/, '');
+  // Capacity refusals reach the coach on every page: a toast until dismissed, and a count on Overview until it is looked at.
+  const [refusals, setRefusals] = useState<Refusal[]>([]);
+  const [unseen, setUnseen] = useState(0);
+  useEffect(
+    () =>
+      onLive((event) => {
+        if (event.type !== 'refusal') return;
+        setRefusals((shown) => [...shown, event.refusal].slice(-3));
+        setUnseen((count) => count + 1);
+      }),
+    [],
+  );
+  useEffect(() => {
+    if (current === '/panel') setUnseen(0);
+  }, [current, unseen]);
   return html`<div class="layout">
     <a class="skip" href="#main">Skip to the page</a>
     <header>
@@ -73,7 +88,15 @@ function App(): VNode {
           ${TABS.map(
             ([path, label]) =>
               html`<li key=${path}>
-                <${Link} to=${path} current=${current === path.replace(/\/$/, '') || (path !== '/panel/' && current.startsWith(path))}>${label}<//>
+                <${Link} to=${path} current=${current === path.replace(/\/$/, '') || (path !== '/panel/' && current.startsWith(path))}
+                  >${label}${
+                    path === '/panel/' && unseen > 0
+                      ? html` <span class="badge" title=${`${unseen} refused at the cap`}
+                          >${unseen}<span class="visually-hidden"> refused at the cap</span></span
+                        >`
+                      : null
+                  }<//
+                >
               </li>`,
           )}
         </ul>
@@ -84,6 +107,21 @@ function App(): VNode {
       </span>
     </header>
     <main id="main" tabindex="-1"><${Page} url=${url} me=${me ?? ''} /></main>
+    ${
+      refusals.length > 0
+        ? html`<div class="toasts">
+            <${Notice} kind="error" onClose=${() => setRefusals([])}>
+              ${refusals.map(
+                (refusal) =>
+                  html`<span class="refused" key=${`${refusal.at}-${refusal.workspaceId}`}
+                    >${refusal.email ?? refusal.slug} was refused at the cap (${refusal.running} of ${refusal.cap} running).${' '}</span
+                  >`,
+              )}
+              <${Link} to="/panel/">See the overview<//>
+            <//>
+          </div>`
+        : null
+    }
   </div>`;
 }
 

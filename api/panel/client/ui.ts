@@ -132,6 +132,8 @@ export interface Confirmation {
   action: string;
   typed?: string;
   run: () => Promise<void>;
+  /** A way out of a refusal, offered beside it (a restore into a running workspace: stop it): what to say, the button, what it does. */
+  recover?: (failure: unknown) => { message: string; label: string; run: () => Promise<void> } | undefined;
 }
 
 /**
@@ -142,10 +144,12 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
   const dialog = useRef<HTMLDialogElement>(null);
   const [typed, setTyped] = useState('');
   const [error, setError] = useState<string | undefined>(undefined);
+  const [recovery, setRecovery] = useState<{ label: string; run: () => Promise<void> } | undefined>(undefined);
   const [busy, setBusy] = useState(false);
   useEffect(() => {
     setTyped('');
     setError(undefined);
+    setRecovery(undefined);
     if (confirmation && !dialog.current?.open) dialog.current?.showModal();
     if (!confirmation && dialog.current?.open) dialog.current.close();
   }, [confirmation]);
@@ -158,6 +162,21 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
     try {
       await confirmation.run();
       onDone();
+    } catch (failure) {
+      const way = confirmation.recover?.(failure);
+      setError(way?.message ?? messageOf(failure));
+      setRecovery(way);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const recover = async () => {
+    if (!recovery) return;
+    setBusy(true);
+    try {
+      await recovery.run();
+      setError(undefined);
+      setRecovery(undefined);
     } catch (failure) {
       setError(messageOf(failure));
     } finally {
@@ -177,6 +196,7 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
             </label>`
       }
       ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+      ${recovery ? html`<button type="button" onClick=${recover} disabled=${busy}>${recovery.label}</button>` : null}
       <div class="actions">
         <button type="button" onClick=${onDone}>Cancel</button>
         <button type="submit" class="danger" disabled=${!ready}>${busy ? 'Working…' : confirmation.action}</button>

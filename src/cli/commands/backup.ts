@@ -36,7 +36,9 @@ export default class Backup extends CliCommand {
     });
     bar?.stop();
     const where = made.name ? `${backups.dir}/${made.name}` : toStdout ? 'stdout' : flags.output!;
-    const line = `Backed up ${workspace.slug}: ${made.manifest.files} files, ${(made.manifest.bytes / 1e6).toFixed(1)} MB, to ${where}.`;
+    // The same two figures as "backups list" and the panel: the files' data, and the compressed file.
+    const file = made.sizeBytes === null ? '' : ` (a ${(made.sizeBytes / 1e6).toFixed(1)} MB file)`;
+    const line = `Backed up ${workspace.slug}: ${made.manifest.files} files, ${(made.manifest.bytes / 1e6).toFixed(1)} MB of data${file}, to ${where}.`;
     if (toStdout) process.stderr.write(`${line}\n`);
     else this.say(line);
     return {

@@ -38,6 +38,8 @@ export default class Status extends CliCommand {
       running: overview.workspaces.filter((workspace) => workspace.observedState === 'running').length,
       activeBuilds: overview.activeRuns.filter((run) => run.status === 'queued').length,
     };
+    const servers = await store.servers.live();
+    if (servers.length === 0) this.say('No control plane is running: the observed states below are as a server last saw them.');
     this.say(
       `Capacity: ${capacity.running} running, ${capacity.wantedRunning} wanted running, cap ${capacity.cap} (${capacity.source === 'override' ? 'set at runtime' : 'MAX_ACTIVE_CONTAINERS'}); ${capacity.activeBuilds} active builds.`,
     );
@@ -53,6 +55,15 @@ export default class Status extends CliCommand {
       },
       'No workspaces yet: a student gets one at their first sign-in.',
     );
-    return { capacity, workspaces };
+    return {
+      capacity,
+      workspaces,
+      servers: servers.map((server) => ({
+        publicUrl: server.publicUrl,
+        hostname: server.hostname,
+        pid: server.pid,
+        startedAt: server.startedAt.toISOString(),
+      })),
+    };
   }
 }

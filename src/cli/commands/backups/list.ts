@@ -25,7 +25,8 @@ export default class BackupsList extends CliCommand {
         workspace: (row) => row.slug ?? '?',
         created: (row) => row.created ?? '?',
         files: (row) => (row.files === null ? '?' : String(row.files)),
-        size: (row) => `${(row.sizeBytes / 1e6).toFixed(1)} MB`,
+        data: (row) => (row.bytes === null ? '?' : `${(row.bytes / 1e6).toFixed(1)} MB`),
+        file: (row) => `${(row.sizeBytes / 1e6).toFixed(1)} MB`,
       },
       `No backups yet in ${backups.dir}: make one with "backup <slug>".`,
     );

@@ -17,7 +17,9 @@ export default class UsersDelete extends CliCommand {
     const what = user?.workspaceSlug ? ` and their workspace ${user.workspaceSlug} with all its files` : '';
     if (user) await this.confirm(`Delete ${user.email}${what}?`, flags.yes);
     const deleted = await store.users.delete(CLI_ACTOR, args.email);
-    this.say(`Deleted ${deleted.email}${deleted.workspaceSlug ? `; workspace ${deleted.workspaceSlug} and its files are being removed` : ''}.`);
+    this.say(
+      `Deleted ${deleted.email}${deleted.workspaceSlug ? `; workspace ${deleted.workspaceSlug} and its files are being removed` : ''}.${deleted.workspaceSlug ? await this.unattended() : ''}`,
+    );
     return { user: { id: deleted.id, email: deleted.email, workspaceSlug: deleted.workspaceSlug } };
   }
 }

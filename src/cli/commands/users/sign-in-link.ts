@@ -30,7 +30,15 @@ export default class UsersSignInLink extends CliCommand {
       isAllowed: (email) => admins.includes(email) || isAllowed(entries, email),
       ttlMs: flags['expires-in'] * 60_000,
     });
-    const url = `${configuredOrigin(plane.config)}${linkPath('sign-in', link.token)}`;
+    // The running server's own address; else the configured one, which is only a guess without PUBLIC_URL.
+    const [server] = await plane.store.servers.live();
+    const origin = server?.publicUrl ?? configuredOrigin(plane.config);
+    if (!server && !plane.config.publicUrl) {
+      this.note(
+        `no server is running and PUBLIC_URL is not set: the link assumes the server will answer at ${origin}; set PUBLIC_URL to the address students open.`,
+      );
+    }
+    const url = `${origin}${linkPath('sign-in', link.token)}`;
     const expiresAt = link.expiresAt.toISOString();
     this.say(`${url}\nSigns in ${link.email} once, until ${expiresAt}. Send it to them only: whoever opens it is signed in as them.`);
     return { email: link.email, url, expiresAt };

@@ -13,7 +13,7 @@ export default class WorkspacesRestart extends CliCommand {
     const { store } = await this.controlPlane();
     const found = await store.workspaces.resolve(args.workspace);
     const workspace = await store.workspaces.restartCode(CLI_ACTOR, found.id);
-    this.say(`Workspace ${workspace.slug} gets a fresh code container.`);
+    this.say(`Workspace ${workspace.slug} gets a fresh code container.${await this.unattended()}`);
     return { workspace: { id: workspace.id, slug: workspace.slug, restartGeneration: workspace.restartGeneration } };
   }
 }

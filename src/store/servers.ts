@@ -1,0 +1,79 @@
+import type { DataSource } from 'typeorm';
+import { queryRows } from '../db/sql.ts';
+
+/** How often a server refreshes its row. */
+export const SERVER_HEARTBEAT_MS = 10_000;
+/** A row not refreshed for this long is a server that is gone (crashed, or its host lost). */
+export const SERVER_GONE_AFTER_MS = 3 * SERVER_HEARTBEAT_MS;
+
+/** A control-plane process, as it registered itself. */
+export interface ServerRecord {
+  id: string;
+  /** The address its users open (PUBLIC_URL, else where it listens). */
+  publicUrl: string;
+  hostname: string;
+  pid: number;
+  startedAt: Date;
+  seenAt: Date;
+}
+
+interface ServerRow {
+  id: string;
+  public_url: string;
+  hostname: string;
+  pid: number;
+  started_at: Date;
+  seen_at: Date;
+}
+
+const toServer = (row: ServerRow): ServerRecord => ({
+  id: row.id,
+  publicUrl: row.public_url,
+  hostname: row.hostname,
+  pid: row.pid,
+  startedAt: row.started_at,
+  seenAt: row.seen_at,
+});
+
+/**
+ * The servers that run now: each writes its row at start, refreshes it every SERVER_HEARTBEAT_MS
+ * (heartbeat) and removes it when it stops (unregister); one not seen for SERVER_GONE_AFTER_MS is
+ * taken as gone, and its row cleared by the next heartbeat of any server. Observed state, not audited.
+ */
+export class ServerStore {
+  private readonly db: DataSource;
+
+  constructor(db: DataSource) {
+    this.db = db;
+  }
+
+  /**
+   * Records that a server runs (at start, and every SERVER_HEARTBEAT_MS after): its row is written
+   * again if it went missing meanwhile (a server paused for longer than SERVER_GONE_AFTER_MS whose
+   * row another server cleared). Rows of servers gone that long are cleared.
+   */
+  async heartbeat(server: { id: string; publicUrl: string; hostname: string; pid: number }): Promise<void> {
+    await this.db.query(
+      `INSERT INTO servers (id, public_url, hostname, pid) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (id) DO UPDATE SET seen_at = now(), public_url = EXCLUDED.public_url`,
+      [server.id, server.publicUrl, server.hostname, server.pid],
+    );
+    await this.db.query(`DELETE FROM servers WHERE seen_at < now() - make_interval(secs => $1)`, [SERVER_GONE_AFTER_MS / 1000]);
+  }
+
+  /** The server has stopped. */
+  async unregister(id: string): Promise<void> {
+    await this.db.query('DELETE FROM servers WHERE id = $1', [id]);
+  }
+
+  /** The servers running now, the most recently started first. */
+  async live(): Promise<ServerRecord[]> {
+    const rows = await queryRows<ServerRow>(
+      this.db,
+      `SELECT id, public_url, hostname, pid, started_at, seen_at FROM servers
+       WHERE seen_at >= now() - make_interval(secs => $1) ORDER BY started_at DESC`,
+      [SERVER_GONE_AFTER_MS / 1000],
+    );
+    return rows.map(toServer);
+  }
+}
