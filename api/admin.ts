@@ -32,6 +32,8 @@ export interface AdminDeps {
   backups: Backups;
   /** Live output of runs, for their output streams. */
   outputHub: RunOutputHub;
+  /** The identity providers' names (none: students sign in by links only, which the Overview says). */
+  providers: readonly string[];
 }
 
 /**

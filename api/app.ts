@@ -203,6 +203,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       linkMints: new Throttle(SIGN_IN_LINKS_PER_HOUR, 3600),
       backups: deps.backups,
       outputHub,
+      providers: config.providers.map((provider) => provider.label),
     }),
     panelRouter(),
     linkRouter({ store, publicOrigin: deps.publicOrigin, isAllowed, adminEmails, failures: new Throttle(20, 300), log: authLog }),

@@ -27,7 +27,8 @@ export interface IdleForecast {
  * `idle`, when the idle sweep will stop it unless the student does something (and from when to
  * warn them); with `run`, its newest run.
  */
-export function presentStudentWorkspace(workspace: WorkspaceRecord, extra: { idle?: IdleForecast; run?: RunRecord | null } = {}) {
+export function presentStudentWorkspace(workspace: WorkspaceRecord, extra: { idle?: IdleForecast; run?: RunRecord | null; idleStopMinutes?: number } = {}) {
+  const stopped = workspace.desiredState === 'stopped' && workspace.stoppedBy && workspace.stoppedAt;
   return {
     id: workspace.id,
     slug: workspace.slug,
@@ -35,6 +36,14 @@ export function presentStudentWorkspace(workspace: WorkspaceRecord, extra: { idl
     observedState: workspace.observedState,
     statusMessage: workspace.statusMessage,
     ready: workspace.observedState === 'running' && workspace.editorEndpoint !== null,
+    // Why a stopped workspace stopped, for its student's page: by whom, when (and, for the idle sweep, after how long).
+    stopped: stopped
+      ? {
+          by: workspace.stoppedBy,
+          at: workspace.stoppedAt!.toISOString(),
+          ...(workspace.stoppedBy === 'idle' && extra.idleStopMinutes !== undefined && { afterIdleMinutes: extra.idleStopMinutes }),
+        }
+      : null,
     ...(extra.idle && { idle: { stopsAt: iso(extra.idle.stopsAt), warnFrom: iso(extra.idle.warnFrom) } }),
     ...(extra.run !== undefined && { run: extra.run && presentRun(extra.run) }),
   };

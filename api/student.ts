@@ -52,7 +52,7 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   const present = async (workspace: WorkspaceRecord) => {
     const [run] = await store.runs.recent(workspace.id, 1);
     const body = {
-      ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null }),
+      ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null, idleStopMinutes: deps.idleStopMinutes }),
       // The workspace page, always reachable (from the editor too): on the control plane.
       pageUrl: `${deps.publicOrigin}/u/${workspace.slug}/.cp/`,
     };
@@ -86,7 +86,7 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   // The student is done: the editor stops (audited as theirs), the files stay.
   router.post('/workspace/stop', async (ctx) => {
     const user = ctx.state.user!;
-    const workspace = await store.workspaces.stop({ id: user.id, email: user.email }, ctx.state.workspace.id);
+    const workspace = await store.workspaces.stop({ id: user.id, email: user.email }, ctx.state.workspace.id, 'student');
     ctx.body = { workspace: await present(workspace) };
   });
 

@@ -49,6 +49,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
     `Workspace ${workspace.slug}`,
     `${STYLE}<h1>Workspace ${escapeHtml(workspace.slug)}</h1>
 <p>State: <strong id="state">${escapeHtml(stateText(workspace))}</strong></p>
+<p id="stopped" role="status" hidden></p>
 <p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
@@ -159,8 +160,17 @@ function renderRuns(runs) {
 async function refreshRuns() {
   try { renderRuns((await call('GET', '/runs')).runs); } catch {}
 }
+const STOPPED_BY = { student: 'You stopped your workspace', coach: 'Your coach stopped your workspace', operator: "The server's operator stopped your workspace", idle: 'Your workspace was stopped' };
+/** Why it stopped, in the student's words: by whom, when, and how to go on. */
+function stoppedText(stopped) {
+  const at = new Date(stopped.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const why = stopped.by === 'idle' ? ' after ' + stopped.afterIdleMinutes + ' minutes without activity' : '';
+  return (STOPPED_BY[stopped.by] || 'Your workspace was stopped') + ' at ' + at + why + '. Your files are kept: Open starts it again.';
+}
 function render() {
   const running = workspace.desiredState === 'running';
+  $('stopped').hidden = !workspace.stopped;
+  if (workspace.stopped) $('stopped').textContent = stoppedText(workspace.stopped);
   $('state').textContent = !running ? (workspace.observedState === 'running' ? 'Stopping…' : 'Stopped') : workspace.ready ? 'Running' : 'Starting…';
   $('message').textContent = workspace.statusMessage;
   $('open').disabled = running;

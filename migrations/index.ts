@@ -11,6 +11,7 @@ import { CreateRunOutput1795570522000 } from './1795570522000-CreateRunOutput.ts
 import { AddRunStoppedBy1795600000000 } from './1795600000000-AddRunStoppedBy.ts';
 import { AddRetiredVolumes1795700000000 } from './1795700000000-AddRetiredVolumes.ts';
 import { CreateServers1795710000000 } from './1795710000000-CreateServers.ts';
+import { AddStoppedBy1795720000000 } from './1795720000000-AddStoppedBy.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   AddRunStoppedBy1795600000000,
   AddRetiredVolumes1795700000000,
   CreateServers1795710000000,
+  AddStoppedBy1795720000000,
 ];

@@ -100,7 +100,7 @@ function compare(sort: WorkspacesQuery['sort'], order: 'asc' | 'desc'): (a: Work
  * filters, sorting and paging done here, a bulk stop, the capacity refusals of the last hour, and
  * the live event stream.
  */
-export function liveRoutes(router: Router<AuthState>, { store, metrics, live }: AdminDeps): void {
+export function liveRoutes(router: Router<AuthState>, { store, metrics, live, providers }: AdminDeps): void {
   /** Every workspace with its owner, status, activity, last stats sample and active run. */
   async function rows(): Promise<WorkspaceRow[]> {
     const [overview, users, stats] = await Promise.all([store.workspaces.overview(), store.users.list(), samples(metrics)]);
@@ -148,6 +148,7 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live }: 
           since: workspace.lastTransitionAt?.toISOString() ?? null,
         })),
       orphansSeen: orphans.values[0]?.value ?? 0,
+      signInProviders: providers,
     };
   });
 
@@ -179,7 +180,7 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live }: 
       const workspace = await store.workspaces.get(id);
       if (!workspace || workspace.desiredState === 'deleted') skipped.push({ id, slug: workspace?.slug ?? null, reason: 'not found' });
       else if (workspace.desiredState === 'stopped') skipped.push({ id, slug: workspace.slug, reason: 'already stopped' });
-      else stopped.push({ id, slug: (await store.workspaces.stop(ctx.state.actor!, id)).slug });
+      else stopped.push({ id, slug: (await store.workspaces.stop(ctx.state.actor!, id, 'coach')).slug });
     }
     ctx.body = { stopped, skipped };
   });

@@ -18,7 +18,7 @@ export function workspaceRoutes(router: Router<AuthState>, { store }: AdminDeps)
   });
 
   router.post('/workspaces/:workspaceId/stop-containers', async (ctx) => {
-    answerChange(ctx, await store.workspaces.stop(ctx.state.actor!, ctx.params.workspaceId!));
+    answerChange(ctx, await store.workspaces.stop(ctx.state.actor!, ctx.params.workspaceId!, 'coach'));
   });
 
   router.post('/workspaces/:workspaceId/restart-code', async (ctx) => {

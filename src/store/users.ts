@@ -136,11 +136,16 @@ export class UserStore {
 
   /**
    * The user signing in with this (verified, allowlisted) email: the existing account, or a new one
-   * with a stopped workspace, made admin when `admin` (the email is in SERVICE_ADMIN_EMAIL). A
+   * with a stopped workspace, made admin when `admin` (the email is in SERVICE_ADMIN_EMAIL). An
+   * account without a name (made by a sign-in link, which carries none) takes the provider's. A
    * concurrent first sign-in of the same email yields the one account.
    */
   async signIn(input: { email: string; name: string; admin: boolean }): Promise<{ user: UserRecord; created: boolean }> {
     const existing = await this.getByEmail(input.email);
+    if (existing && !existing.name && input.name) {
+      await this.db.query("UPDATE users SET name = $2, updated_at = now() WHERE id = $1 AND name = ''", [existing.id, input.name]);
+      return { user: { ...existing, name: input.name }, created: false };
+    }
     if (existing) return { user: existing, created: false };
     try {
       const { user } = await this.create({ email: input.email, name: input.name, role: input.admin ? 'admin' : 'user' });

@@ -37,7 +37,13 @@ export interface WorkspaceRecord {
   homeVolume: string | null;
   /** Home volumes a restore replaced, for the controller to remove once nothing mounts them. */
   retiredVolumes: string[];
+  /** Who stopped it last, and when (null: never stopped since these were recorded). */
+  stoppedBy: StoppedBy | null;
+  stoppedAt: Date | null;
 }
+
+/** Who stops a workspace: its student, a coach (panel, admin API), the operator (CLI), or the idle sweep. */
+export type StoppedBy = 'student' | 'coach' | 'operator' | 'idle';
 
 /** The observed half of a workspace, written by the workspace controller. */
 export interface WorkspaceStatus {
@@ -65,7 +71,7 @@ export interface Overview {
 }
 
 const COLUMNS = `id, user_id, slug, desired_state, generation, restart_generation, observed_state, observed_generation,
-  status_message, last_transition_at, last_activity_at, editor_endpoint, home_volume, retired_volumes`;
+  status_message, last_transition_at, last_activity_at, editor_endpoint, home_volume, retired_volumes, stopped_by, stopped_at`;
 
 interface WorkspaceRow {
   id: string;
@@ -82,6 +88,8 @@ interface WorkspaceRow {
   editor_endpoint: string | null;
   home_volume: string | null;
   retired_volumes: string[];
+  stopped_by: StoppedBy | null;
+  stopped_at: Date | null;
 }
 
 function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
@@ -100,6 +108,8 @@ function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
     editorEndpoint: row.editor_endpoint,
     homeVolume: row.home_volume,
     retiredVolumes: row.retired_volumes,
+    stoppedBy: row.stopped_by,
+    stoppedAt: row.stopped_at,
   };
 }
 
@@ -264,15 +274,21 @@ export class WorkspaceStore {
     });
   }
 
-  /** Sets a workspace wanted stopped (admin stop-containers) and audits `container.stop`. Stopping a stopped workspace changes nothing but is still audited. */
-  stop(actor: Actor, id: string): Promise<WorkspaceRecord> {
+  /**
+   * Sets a workspace wanted stopped, recording `by` whom (kept when it was stopped already), and
+   * audits `container.stop`. Stopping a stopped workspace changes nothing but is still audited.
+   */
+  stop(actor: Actor, id: string, by: StoppedBy): Promise<WorkspaceRecord> {
     return this.mutate(async (tx) => {
       const before = await lockWorkspace(tx, id);
       const rows = await queryRows<WorkspaceRow>(
         tx,
-        `UPDATE workspaces SET desired_state = 'stopped', generation = generation + CASE WHEN desired_state = 'stopped' THEN 0 ELSE 1 END, updated_at = now()
+        `UPDATE workspaces SET
+           stopped_by = CASE WHEN desired_state = 'stopped' THEN stopped_by ELSE $2 END,
+           stopped_at = CASE WHEN desired_state = 'stopped' THEN stopped_at ELSE now() END,
+           desired_state = 'stopped', generation = generation + CASE WHEN desired_state = 'stopped' THEN 0 ELSE 1 END, updated_at = now()
          WHERE id = $1 RETURNING ${COLUMNS}`,
-        [id],
+        [id, by],
       );
       return {
         value: toWorkspace(rows[0]!),
@@ -353,7 +369,7 @@ export class WorkspaceStore {
     return this.mutate(async (tx) => {
       const rows = await queryRows<{ id: string; slug: string; last_activity_at: Date | null }>(
         tx,
-        `UPDATE workspaces SET desired_state = 'stopped', generation = generation + 1, updated_at = now()
+        `UPDATE workspaces SET desired_state = 'stopped', stopped_by = 'idle', stopped_at = now(), generation = generation + 1, updated_at = now()
          WHERE desired_state = 'running' AND coalesce(last_activity_at, updated_at) < now() - make_interval(secs => $1::double precision * 60)
            AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.workspace_id = workspaces.id AND runs.status IN ('queued', 'running'))
          RETURNING id, slug, last_activity_at`,

@@ -163,6 +163,8 @@ describe('overview', () => {
         capacity: { running: number; cap: number };
       };
       expect(await page.locator('.card').first().locator('.figure').textContent()).toBe(`${api.capacity.running} running of ${api.capacity.cap}`);
+      // No identity provider here: the coach learns how students sign in, and what the operator would set.
+      expect(await page.locator('.notice.info').textContent()).toMatch(/^\s*No identity provider is configured: students sign in with one-time links/);
       await lookAt(page, 'overview');
       const cap = page.getByLabel('Cap on running workspaces');
       await cap.fill('lots');

@@ -185,6 +185,18 @@ it('runs the code from the editor: live output, a compile error marked on its li
     // The workspace page lists both runs, the failed one with its reason.
     const list = await (await fetch(`${app.url}/u/${ada.workspace.slug}/api/runs`, { headers: { cookie: ada.cookie } })).json();
     expect((list as { runs: { status: string }[] }).runs.map((run) => run.status)).toEqual(['stopped', 'failed']);
+
+    // The way back from the editor to the workspace page (runs, Stop, Sign out): its command opens it in a tab.
+    const opened = page.context().waitForEvent('page', { timeout: 30_000 });
+    await page.keyboard.press('F1');
+    await page.keyboard.type('Open my workspace page');
+    await page.locator('.quick-input-list').getByText('Open my workspace page').first().waitFor();
+    await page.keyboard.press('Enter');
+    const tab = await opened;
+    await tab.locator('h1').getByText(`Workspace ${ada.workspace.slug}`).waitFor();
+    expect(tab.url()).toBe(`${app.url}/u/${ada.workspace.slug}/.cp/`);
+    expect(await tab.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
+    await tab.close();
   });
 }, 420_000);
 

@@ -86,7 +86,7 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     expect(await open.isEnabled()).toBe(true);
 
     // (b) A slot frees up: Open starts the workspace, the page polls, and reloads into the editor.
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, other.workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, other.workspace.id, 'coach');
     await open.click();
     await page.getByText('editor stand-in').waitFor({ timeout: 20_000 });
     expect(await page.locator('body').textContent()).toContain(`editor stand-in: /`);
@@ -108,6 +108,10 @@ it('lets a student stop their own workspace and sign out from its page, and offe
       .locator('#state')
       .getByText(/^(Stopping…|Stopped)$/)
       .waitFor();
+    // Why, by whom and when, and how to go on.
+    expect(await page.locator('#stopped').textContent()).toMatch(
+      /^You stopped your workspace at \d{1,2}:\d{2}(\s?[AP]M)?\. Your files are kept: Open starts it again\.$/,
+    );
     expect(await page.getByRole('button', { name: 'Open' }).isEnabled()).toBe(true);
     expect(await page.getByRole('button', { name: 'Stop my workspace' }).isVisible()).toBe(false);
     // Nothing offers the editor or a run of a workspace that is stopping.

@@ -173,7 +173,7 @@ describe('the CLI', () => {
       stderr: `Error: Workspace ${ada.workspace.slug} is running; stop it first (cli workspaces stop ${ada.workspace.slug}).\n`,
     });
     expect(await stagingVolumes()).toEqual([]);
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id, 'coach');
     await waitForState(harness.store, ada.workspace.id, 'stopped');
   }, 60_000);
 
@@ -204,7 +204,7 @@ describe('the CLI', () => {
     await waitForState(harness.store, ada.workspace.id, 'running');
     const [code] = (await harness.runtime.listContainers({ workspaceId: ada.workspace.id })).filter((container) => container.role === 'code');
     expect(code!.homeVolume).toBe(after);
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id, 'coach');
     await waitForState(harness.store, ada.workspace.id, 'stopped');
     // The kept backup brings the replaced files back.
     expect(await cli(['restore', kept!, '--yes'], env)).toMatchObject({ code: EXIT.ok, stderr: '' });
@@ -307,7 +307,7 @@ describe('the admin API', () => {
     const running = await restore(workspace.id, { backup: name });
     expect(running.status).toBe(409);
     expect(((await running.json()) as { error: { code: string } }).error.code).toBe('workspace_running');
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
 
     for (const unknown of ['nothing-20260101T000000Z.tar.gz', '../allowlist.json', 'x']) {
       const answer = await restore(workspace.id, { backup: unknown });

@@ -11,10 +11,11 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { engineClient } from '../../src/docker/docker-runtime.ts';
+import { removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
 import { freePort } from '../helpers/server.ts';
 
 const IMAGE = 'classroom-control:test';
@@ -67,6 +68,8 @@ const composeEnv: NodeJS.ProcessEnv = {
   HOST: '127.0.0.1',
   WORKSPACE_NETWORK: workspaceNetwork,
   CONTROL_PLANE_ID: project,
+  // The stand-in editor: what is tested here is the deployment, not code-server.
+  WORKSPACE_IMAGE: TEST_IMAGE,
 };
 
 // Empty: a .env in the checkout is not this run's configuration.
@@ -129,6 +132,11 @@ beforeAll(async () => {
 afterAll(async () => {
   // The last test does this and checks it; here only in case a test before it failed.
   if (composeCommand.length > 0 && (await leftovers()).length > 0) await compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
+  await removeEverything(project);
+  await docker
+    .getNetwork(workspaceNetwork)
+    .remove()
+    .catch(() => undefined);
   rmSync(scratch, { recursive: true, force: true });
 }, 150_000);
 
@@ -206,6 +214,41 @@ test('the CLI works in the running container: docker exec … cli', async () => 
   expect(unknown.stderr).toMatch(/^Error: /);
 });
 
+test('serves a class: a student signs in with a link from the CLI, opens the workspace, and reaches the editor through the proxy', async () => {
+  const email = `ada-${project}@school.test`;
+  await ok('docker', ['exec', container, 'cli', 'allowlist', 'add', email], { timeoutMs: 60_000 });
+  const link = (await ok('docker', ['exec', container, 'cli', 'users', 'sign-in-link', email], { timeoutMs: 60_000 })).split('\n')[0]!;
+  // The running server's own address, not a guess of the CLI's.
+  expect(link.startsWith(`${base}/auth/link/`)).toBe(true);
+  const signedIn = await fetch(link, { method: 'POST', headers: { origin: base }, redirect: 'manual' });
+  expect(signedIn.status).toBe(303);
+  const cookie = signedIn.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0])
+    .join('; ');
+  const slug = email.split('@')[0]!;
+  const open = await fetch(`${base}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { cookie, origin: base } });
+  expect(open.status).toBe(202);
+  // The controller in the deployment starts the editor; the proxy then serves it at /u/<slug>/.
+  const deadline = Date.now() + 90_000;
+  let page = '';
+  while (Date.now() < deadline && !page.includes('editor stand-in')) {
+    page = await (await fetch(`${base}/u/${slug}/`, { headers: { cookie } })).text();
+    if (!page.includes('editor stand-in')) await sleep(250);
+  }
+  expect(page).toContain('editor stand-in: /');
+}, 120_000);
+
+test("backs up the database and /data as the README's Production section says", async () => {
+  const dump = await compose(['exec', '-T', 'db', 'pg_dump', '-U', 'control', '-Fc', 'control'], 60_000);
+  expect({ code: dump.code, stderr: dump.stderr, header: dump.stdout.slice(0, 5) }).toEqual({ code: 0, stderr: '', header: 'PGDMP' });
+  const out = mkdtempSync(path.join(tmpdir(), 'compose-backup-'));
+  const data = ['run', '--rm', '--user', '0', '-v', `${project}_control-data:/data:ro`, '-v', `${out}:/out`, '--entrypoint', 'tar'];
+  await ok('docker', [...data, IMAGE, '-czf', '/out/control-data.tar.gz', '-C', '/data', '.'], { timeoutMs: 60_000 });
+  expect(readFileSync(path.join(out, 'control-data.tar.gz')).subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+  rmSync(out, { recursive: true, force: true });
+});
+
 test("Docker reports the image's health check healthy", async () => {
   // Its first check comes 10 s (the interval) after the start: the tests above took part of that.
   const deadline = Date.now() + 90_000;
@@ -228,7 +271,7 @@ test('with the server stopped: compose run --rm control cli …, on the same dat
   // The cap set through docker exec above, read from the database by a one-off container.
   const status = await compose(['run', '--rm', '-T', 'control', 'cli', 'status', '--json'], 120_000);
   expect(status.code).toBe(0);
-  expect(JSON.parse(status.stdout)).toMatchObject({ capacity: { cap: 7 }, workspaces: [] });
+  expect(JSON.parse(status.stdout)).toMatchObject({ capacity: { cap: 7 }, workspaces: [{ desiredState: 'running' }], servers: [] });
   // --rm: the one-off containers are gone; the stopped server's container is all that is left of control.
   const controls = await docker.listContainers({
     all: true,
@@ -241,5 +284,10 @@ test('compose down removes every container, volume and network it made', async (
   expect((await leftovers()).length).toBeGreaterThan(0);
   const down = await compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
   expect(down.code).toBe(0);
+  // What the control plane made (the student's container and home, the workspace network) is not
+  // compose's: the operator removes it as the README says, once the class is over.
+  expect(await leftovers()).toEqual([`network ${workspaceNetwork}`]);
+  await removeEverything(project);
+  await ok('docker', ['network', 'rm', workspaceNetwork], { timeoutMs: 60_000 });
   expect(await leftovers()).toEqual([]);
 }, 150_000);

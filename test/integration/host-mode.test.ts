@@ -647,7 +647,7 @@ describe('an open WebSocket on a workspace host ends within a second of a revoca
   it('when its workspace is stopped, or given to someone else, or its user deleted', async () => {
     const fay = await openFor('fay');
     const stopped = await tunnel(fay, await handOver(fay, fay.cookie));
-    await app.store.workspaces.stop(SYSTEM_ACTOR, fay.workspace.id);
+    await app.store.workspaces.stop(SYSTEM_ACTOR, fay.workspace.id, 'coach');
     expect(await closesWithin(stopped, 1000)).toBe(true);
 
     const hal = await openFor('hal');

@@ -401,7 +401,7 @@ describe('the workspace proxy over WebSocket', () => {
 
 describe('an editor that is not up', () => {
   it('answers 503 JSON to API clients and the workspace page to browsers while stopped', async () => {
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, bob.workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, bob.workspace.id, 'coach');
     await waitForState(harness.store, bob.workspace.id, 'stopped');
     const api = await eventually('the proxy to see the editor stopped', async () => {
       const answer = await fetch(url(bob, '/files'), { headers: as(bob) });
@@ -546,7 +546,7 @@ describe('an editor that is not what the controller started', () => {
       await editorAt(`127.0.0.1:${port}`);
       expect((await fetch(url(ada, '/kept'), { headers: as(ada) })).status).toBe(200);
       expect(open.size).toBe(1);
-      await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id);
+      await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id, 'coach');
       // Left to itself, undici keeps an idle connection for 4 s.
       await eventually('the kept-alive connection to be closed', async () => open.size === 0, 1500);
     } finally {

@@ -176,7 +176,7 @@ describe('a run', () => {
     const workspace = await setUp(FAST);
     const run = await harness.store.runs.create(workspace.id);
     await waitForStatus(run.id, 'running');
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
     const stopped = await waitForStatus(run.id, 'stopped');
     expect(stopped.reason).toBe('the workspace was stopped');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);

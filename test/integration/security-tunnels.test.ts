@@ -136,7 +136,7 @@ describe('an open WebSocket ends within a second of a revocation', () => {
   });
 
   it('when its workspace is stopped', async () => {
-    await revokedWithin(fay, () => app.store.workspaces.stop(SYSTEM_ACTOR, fay.workspace.id));
+    await revokedWithin(fay, () => app.store.workspaces.stop(SYSTEM_ACTOR, fay.workspace.id, 'coach'));
     expect(await upgradeStatus(fay, fay)).toBe(503);
   });
 

@@ -96,6 +96,16 @@ describe('sign-in through a real OpenID Connect provider', () => {
     expect((await browser.fetch(`${app.url}/admin/status`)).status).toBe(403);
   });
 
+  it("gives an account made by a sign-in link (which carries no name) the provider's name at its first sign-in with the provider, and keeps a name it has", async () => {
+    await app.store.users.create({ email: 'ada@school.test' });
+    const name = async () => ((await db.dataSource.query("SELECT name FROM users WHERE email = 'ada@school.test'")) as { name: string }[])[0]?.name;
+    expect(await name()).toBe('');
+    await signIn(account('ada@school.test', true, 'Ada Lovelace'));
+    expect(await name()).toBe('Ada Lovelace');
+    await signIn(account('ada@school.test', true, 'Someone Else'));
+    expect(await name()).toBe('Ada Lovelace');
+  });
+
   it('refuses an email that is not on the allowlist with a page that says so, creates nothing and audits nothing', async () => {
     const { response, text } = await signIn(account('carol@school.test'));
     expect(response.status).toBe(403);

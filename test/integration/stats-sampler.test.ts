@@ -55,7 +55,7 @@ describe('the stats sampler', () => {
     expect(cpu).toBeLessThanOrEqual(200);
     expect((await harness.metrics.activeWorkspaces.get()).values[0]?.value).toBe(1);
 
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
     await eventually('stopped', async () => (await harness.store.workspaces.get(workspace.id))?.observedState === 'stopped');
     await sampler.sample();
     expect(await series('containerMemoryPercent', workspace.id)).toBeUndefined();

@@ -6,6 +6,7 @@
 import net from 'node:net';
 import type Docker from 'dockerode';
 import { AT_CAPACITY_MESSAGE } from '../../src/errors.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -84,7 +85,18 @@ describe('GET /u/<slug>/api/workspace', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const body = (await response.json()) as { workspace: WorkspaceView };
-    expect(Object.keys(body.workspace).toSorted()).toEqual(['desiredState', 'id', 'idle', 'observedState', 'pageUrl', 'ready', 'run', 'slug', 'statusMessage']);
+    expect(Object.keys(body.workspace).toSorted()).toEqual([
+      'desiredState',
+      'id',
+      'idle',
+      'observedState',
+      'pageUrl',
+      'ready',
+      'run',
+      'slug',
+      'statusMessage',
+      'stopped',
+    ]);
     expect(body.workspace).toEqual({
       id: ada.workspace.id,
       slug: ada.workspace.slug,
@@ -96,7 +108,30 @@ describe('GET /u/<slug>/api/workspace', () => {
       idle: { stopsAt: null, warnFrom: null },
       run: null,
       pageUrl: `${app.url}/u/${ada.workspace.slug}/.cp/`,
+      // Never stopped by anyone: made stopped.
+      stopped: null,
     });
+  });
+
+  it('says who stopped a stopped workspace, and when: a coach, the operator, the student, or the idle sweep after how long', async () => {
+    const stoppedOf = async () =>
+      ((await (await fetch(api(carol, '/workspace'), { headers: { cookie: carol.cookie } })).json()) as { workspace: { stopped: unknown } }).workspace.stopped;
+    for (const by of ['coach', 'operator', 'student'] as const) {
+      await harness.store.workspaces.open(carol.workspace.id);
+      const before = Date.now();
+      await harness.store.workspaces.stop(SYSTEM_ACTOR, carol.workspace.id, by);
+      const stopped = (await stoppedOf()) as { by: string; at: string };
+      expect(stopped.by).toBe(by);
+      expect(Date.parse(stopped.at)).toBeGreaterThanOrEqual(before - 1000);
+    }
+    // Stopping again keeps who stopped it first.
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, carol.workspace.id, 'coach');
+    expect(await stoppedOf()).toMatchObject({ by: 'student' });
+    await harness.store.workspaces.open(carol.workspace.id);
+    expect(await stoppedOf()).toBeNull();
+    await db.dataSource.query("UPDATE workspaces SET last_activity_at = now() - interval '2 hours' WHERE id = $1", [carol.workspace.id]);
+    expect((await harness.store.workspaces.stopIdle(30)).map((each) => each.id)).toContain(carol.workspace.id);
+    expect(await stoppedOf()).toMatchObject({ by: 'idle', afterIdleMinutes: 30 });
   });
 
   it('answers an admin', async () => {

@@ -116,7 +116,7 @@ describe('the workspace controller', () => {
     const workspace = await newWorkspace();
     await harness.store.workspaces.open(workspace.id);
     await running(workspace.slug);
-    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
     await eventually('stopped container', async () => (await inspectByName(names.code(workspace.slug)))?.State.Running === false);
     await observed(workspace.id, 'stopped');
   });

@@ -87,7 +87,7 @@ describe('admission (workspaces.open)', () => {
     store = testStore(db.dataSource, { environmentCap: 1 });
     await store.workspaces.open(a!.id);
     await expect(store.workspaces.open(b!.id)).rejects.toMatchObject({ code: 'at_capacity' });
-    await store.workspaces.stop(SYSTEM_ACTOR, a!.id);
+    await store.workspaces.stop(SYSTEM_ACTOR, a!.id, 'coach');
     await expect(store.workspaces.open(b!.id)).resolves.toMatchObject({ alreadyRunning: false });
   });
 
@@ -110,7 +110,7 @@ describe('admin changes', () => {
   it('audits container.stop in the same transaction', async () => {
     const [a] = await workspaces(1);
     await store.workspaces.open(a!.id);
-    await store.workspaces.stop({ id: null, email: 'coach@school.test' }, a!.id);
+    await store.workspaces.stop({ id: null, email: 'coach@school.test' }, a!.id, 'coach');
     const audit: Record<string, unknown>[] = await db.dataSource.query('SELECT actor_email, action, target_kind, target_id, metadata FROM audit_log');
     expect(audit).toEqual([
       { actor_email: 'coach@school.test', action: 'container.stop', target_kind: 'workspace', target_id: a!.id, metadata: { slug: a!.slug, from: 'running' } },

@@ -160,7 +160,7 @@ describe('RunController.reconcile', () => {
   ])('ends the run when its workspace is no longer wanted running (%s)', async (_name, ready, status) => {
     const { workspace, run } = await queuedRun(ready);
     simContainer(workspace, run);
-    await store.workspaces.stop(SYSTEM_ACTOR, workspace.id);
+    await store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
     await controller().reconcile(run.id);
     expect(await current(run.id)).toMatchObject({ status, reason: 'the workspace was stopped' });
     expect(runtime.containers.size).toBe(0);

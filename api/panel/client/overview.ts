@@ -11,6 +11,8 @@ interface Overview {
   refusals: Refusal[];
   failed: { id: string; slug: string; statusMessage: string; since: string | null }[];
   orphansSeen: number;
+  /** The identity providers configured (none: students sign in by links only). */
+  signInProviders: string[];
 }
 
 /**
@@ -76,6 +78,15 @@ export function OverviewPage(): VNode {
   return html`<section aria-labelledby="overview-title">
     <h1 id="overview-title">Overview</h1>
     ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+    ${
+      data.signInProviders.length === 0
+        ? html`<p class="notice info">
+            No identity provider is configured: students sign in with one-time links, which you make on the${' '}
+            <${Link} to="/panel/users">Users<//> or <${Link} to="/panel/allowlist">Allowlist<//> page (a student whose link was used or has expired is told to
+            ask you for a new one). For sign-in with school accounts, the operator sets GITHUB_CLIENT_ID, GOOGLE_CLIENT_ID or OIDC_CLIENT_ID.
+          </p>`
+        : null
+    }
     <div class="cards">
       <div class="card">
         <h2>Capacity</h2>

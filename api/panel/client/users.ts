@@ -89,7 +89,14 @@ export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
                 ${users.map((user) => {
                   const last = user.role === 'admin' && admins <= 1;
                   return html`<tr key=${user.id}>
-                    <td>${user.name || html`<span class="muted">—</span>`}</td>
+                    <td>
+                      ${
+                        user.name ||
+                        html`<span class="muted" title="The name comes from the identity provider at sign-in; a sign-in link carries none."
+                          >not given yet</span
+                        >`
+                      }
+                    </td>
                     <th scope="row">${user.email}${user.email === me ? html` <span class="muted">(you)</span>` : null}</th>
                     <td>${user.role}</td>
                     <td>${user.workspaceSlug ?? html`<span class="muted">—</span>`}</td>

@@ -13,7 +13,7 @@ export default class WorkspacesStop extends CliCommand {
     const { args } = await this.parse(WorkspacesStop);
     const { store } = await this.controlPlane();
     const found = await store.workspaces.resolve(args.workspace);
-    const workspace = await store.workspaces.stop(CLI_ACTOR, found.id);
+    const workspace = await store.workspaces.stop(CLI_ACTOR, found.id, 'operator');
     const unattended = await this.unattended();
     this.say(`Workspace ${workspace.slug} is set to stop.${unattended}`);
     return {
