@@ -4,6 +4,7 @@
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
 import { NO_FRAMES } from './middleware/frames.ts';
 
 /** The JSON body of an error: a stable snake_case code and a message safe to show. */
@@ -41,4 +42,19 @@ export function refuseUpgrade(socket: Duplex, status: number, code: string, mess
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/** Completes WebSocket handshakes that are only to be closed (tryAgainLater): no server, no compression. */
+const closingHandshakes = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+
+/**
+ * Answers a WebSocket upgrade for something that is not there *for now* (a stopped workspace's
+ * editor): the handshake completes and the socket is closed at once with 1013 Try Again Later and
+ * `reason` (at most 123 bytes). Not a refused upgrade: VS Code's web client takes any refused
+ * upgrade for a permanent failure and puts up its "Cannot reconnect" dialog at once, while a close
+ * is a temporary one it retries quietly, so the editor's own word on the stop is what the student
+ * sees (the classroom extension says who stopped the workspace and leads to its page).
+ */
+export function tryAgainLater(req: http.IncomingMessage, socket: Duplex, head: Buffer, reason: string): void {
+  closingHandshakes.handleUpgrade(req, socket, head, (ws) => ws.close(1013, reason));
 }

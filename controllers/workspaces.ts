@@ -58,6 +58,8 @@ export class WorkspaceController extends Controller {
   private readonly runningCode = new Set<string>();
   private readonly starting = new Set<string>();
   private readonly orphanSeenAt = new Map<string, number>();
+  /** Orphan volumes by name: when first seen, or `reported` once counted and logged. */
+  private readonly orphanVolumes = new Map<string, number | 'reported'>();
   /** Whether the containers already running were counted (adoption); nothing starts before. */
   private adopted = false;
   private startedAt = Date.now();
@@ -97,6 +99,9 @@ export class WorkspaceController extends Controller {
       runtime,
       keyOfEvent: (event) => event.workspaceId,
       allKeys: async () => {
+        void this.sweepVolumes().catch((error: unknown) =>
+          log.warning({ error: (error as Error).message }, 'looking for orphan volumes failed; the next resync looks again'),
+        );
         const [ids, containers] = await Promise.all([store.workspaces.ids(), runtime.listContainers()]);
         return [...new Set([...ids, ...containers.map((container) => container.workspaceId)])];
       },
@@ -282,6 +287,36 @@ export class WorkspaceController extends Controller {
     for (const container of containers) await runtime.remove(container.id);
     this.orphanSeenAt.delete(id);
     log.info({ workspaceId: id, containers: containers.map((container) => container.name) }, 'orphan containers removed (home volume kept)');
+  }
+
+  /**
+   * The orphan sweep's volumes (run with every full resync): a managed volume that is neither a
+   * workspace's home nor one a restore replaced (a staging volume a crashed restore left, the home
+   * of a row deleted by hand) is counted (`orphan_volumes_total`) and logged once, after it has been
+   * seen for the grace period (a restore in progress has its staging volume for a while). Never
+   * removed: it holds a student's files, and the operator decides (`docker volume rm`).
+   */
+  async sweepVolumes(): Promise<void> {
+    const { store, runtime, log, metrics, orphanGraceMs } = this.options;
+    const [workspaces, volumes] = await Promise.all([store.workspaces.list(), runtime.listVolumes()]);
+    const accounted = new Set(workspaces.flatMap((workspace) => [names.home(workspace), ...workspace.retiredVolumes]));
+    const now = Date.now();
+    const orphans = volumes.filter((volume) => !accounted.has(volume.name));
+    const due = orphans.filter((volume) => {
+      const seenAt = this.orphanVolumes.get(volume.name);
+      if (seenAt === undefined) this.orphanVolumes.set(volume.name, now);
+      return seenAt !== 'reported' && now - (seenAt ?? now) >= orphanGraceMs;
+    });
+    // Forget those gone (removed by the operator, or a restore that finished).
+    const current = new Set(orphans.map((volume) => volume.name));
+    for (const name of this.orphanVolumes.keys()) if (!current.has(name)) this.orphanVolumes.delete(name);
+    if (due.length === 0) return;
+    for (const volume of due) this.orphanVolumes.set(volume.name, 'reported');
+    metrics.orphanVolumes.inc(due.length);
+    log.warning(
+      { volumes: due.map((volume) => volume.name), workspaceIds: [...new Set(due.map((volume) => volume.workspaceId))] },
+      "orphan volumes: no workspace's home nor a replaced home; kept (they hold files): back up what is needed, then docker volume rm",
+    );
   }
 
   /**

@@ -68,6 +68,11 @@ export function createMetrics() {
     idleSweepStops: new Counter({ name: 'idle_sweep_stops_total', help: 'Workspaces stopped by the idle sweep.', registers }),
     capacityRejections: new Counter({ name: 'capacity_rejections_total', help: 'Workspace opens refused at the container cap.', registers }),
     orphanContainers: new Counter({ name: 'orphan_containers_total', help: 'Managed containers found matching no workspace.', registers }),
+    orphanVolumes: new Counter({
+      name: 'orphan_volumes_total',
+      help: "Managed volumes found that are no workspace's home nor one a restore replaced (kept: they hold files).",
+      registers,
+    }),
     reconcileTotal: new Counter({
       name: 'reconcile_total',
       help: 'Reconciles by controller and result.',

@@ -126,7 +126,7 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live, pr
   }
 
   router.get('/overview', async (ctx) => {
-    const [overview, orphans] = await Promise.all([store.workspaces.overview(), metrics.orphanContainers.get()]);
+    const [overview, orphans, orphanVolumes] = await Promise.all([store.workspaces.overview(), metrics.orphanContainers.get(), metrics.orphanVolumes.get()]);
     const { workspaces } = overview;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {
@@ -148,6 +148,7 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live, pr
           since: workspace.lastTransitionAt?.toISOString() ?? null,
         })),
       orphansSeen: orphans.values[0]?.value ?? 0,
+      orphanVolumesSeen: orphanVolumes.values[0]?.value ?? 0,
       signInProviders: providers,
     };
   });

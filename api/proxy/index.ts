@@ -15,7 +15,7 @@ import type { Store } from '../../src/store/index.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { page, refusalPage } from '../pages.ts';
 import { stillAllowed } from '../policy.ts';
-import { redirect, refuseUpgrade, sendError, sendHtml } from '../responses.ts';
+import { redirect, refuseUpgrade, sendError, sendHtml, tryAgainLater } from '../responses.ts';
 import { workspacePage } from '../workspace-page.ts';
 import { Admission, NO_SUCH_WORKSPACE, sessionCookies, type Verdict } from './admission.ts';
 import { digest, GRANT_TTL_MS, GrantSigner, HandoffCodes, randomToken } from './handoff.ts';
@@ -435,8 +435,7 @@ export class WorkspaceProxy {
     if (verdict === undefined) return refuseUpgrade(socket, 503, 'try_again', 'Access rules changed while connecting; try again.');
     if ('status' in verdict) return refuseUpgrade(socket, verdict.status, verdict.code, verdict.message);
     const { workspace } = verdict;
-    if (workspace.desiredState !== 'running' || !running(workspace))
-      return refuseUpgrade(socket, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running.`);
+    if (workspace.desiredState !== 'running' || !running(workspace)) return tryAgainLater(req, socket, head, `Workspace ${workspace.slug} is not running.`);
     let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.editorEndpoint!, rest: path.rest };
     const nt4 = nt4Path(path.rest);
     if (nt4 !== undefined) {

@@ -151,6 +151,11 @@ export class DockerRuntime implements WorkspaceRuntime {
     for (const volume of Volumes ?? []) await this.removeVolume(volume.Name);
   }
 
+  async listVolumes(): Promise<{ name: string; workspaceId: string }[]> {
+    const { Volumes } = await this.docker.listVolumes({ filters: { label: this.labelFilters() } });
+    return (Volumes ?? []).map((volume) => ({ name: volume.Name, workspaceId: volume.Labels?.[LABELS.workspaceId] ?? '' }));
+  }
+
   ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
     let ready = this.networks.get(name);
     if (!ready) {

@@ -123,6 +123,8 @@ export interface WorkspaceRuntime {
   removeVolume(volume: string): Promise<boolean>;
   /** Removes every volume labelled with this workspace (its home, and any a restore made); those still mounted are left. */
   removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void>;
+  /** Every managed volume of this control plane: its name and the workspace it is labelled with. */
+  listVolumes(): Promise<{ name: string; workspaceId: string }[]>;
   /**
    * Makes sure the workspace network exists: created as a bridge on which containers cannot reach
    * each other (inter-container traffic off) when missing. Answers whether containers on it are

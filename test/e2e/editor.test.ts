@@ -4,13 +4,15 @@
  * controller on real Docker), and the VS Code workbench renders through the proxy at `/u/<slug>/`.
  * They open a file of the starter project, type into it and save it (it is on their volume), and run
  * a command in the integrated terminal (a WebSocket through the proxy). An admin then stops the
- * workspace through the admin API: the editor's tunnels close at once, VS Code says it is trying to
- * reconnect, and a reload shows the workspace page ("Stopped", with Open); opening it again brings
- * back a fresh editor over the same files.
+ * workspace through the admin API: the editor's tunnels close at once, the editor says at once that
+ * the coach stopped it (the classroom extension), and its button shows the workspace page ("Stopped",
+ * why, and Open); opening it again brings back a fresh editor over the same files.
  *
  * The workspace image is built by provisioning (scripts/build-workspace-image.sh, cached by the
  * hash of its inputs); a missing image fails this test in its first step, with the engine's message.
  */
+import os from 'node:os';
+import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, quickOpen, withPage } from '../helpers/browser.ts';
@@ -116,22 +118,26 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
     expect(open.length).toBeGreaterThan(0);
     expect(open.every((socket) => socket.url().startsWith(`ws://127.0.0.1:${new URL(app.url).port}/u/${slug}/`))).toBe(true);
 
-    // An admin stops it: the tunnels close at once, and VS Code says it lost the connection.
+    // An admin stops it: the tunnels close at once, and the editor says at once who stopped it and
+    // how to go on, rather than VS Code's generic "Cannot reconnect. Please reload the window.".
     const stopped = await fetch(`${app.url}/admin/workspaces/${user.workspaceId}/stop-containers`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
     expect(stopped.status).toBeLessThan(300);
     await eventually('the editor tunnels closed', async () => open.every((socket) => socket.isClosed()), 5000);
-    await page
-      .getByText(/reconnect/i)
-      .first()
-      .waitFor({ timeout: 30_000 });
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.getByText(/^Your coach stopped your workspace at \d{1,2}:\d{2}(\s?[AP]M)?\.$/).waitFor({ timeout: 15_000 });
+    expect(await dialog.textContent()).toContain('Your files are kept.');
+    // VS Code retries its connection quietly meanwhile: it did not give up (its dialog would be first).
+    expect(await page.getByText('Cannot reconnect').count()).toBe(0);
+    await page.screenshot({ path: path.join(os.tmpdir(), 'editor-stopped-by-coach.png') });
 
-    // A reload shows the workspace page; Open brings a fresh editor over the same files.
+    // Its button leads to the workspace page, which says the same; Open brings a fresh editor over the same files.
     await eventually('the code container gone', async () => (await harness.store.workspaces.get(user.workspaceId!))?.observedState === 'stopped', 30_000);
-    await page.reload();
-    expect(await page.locator('#state').textContent()).toBe('Stopped');
+    await dialog.getByRole('button', { name: 'Open my workspace page' }).click();
+    await page.locator('#state').getByText('Stopped').waitFor({ timeout: 30_000 });
+    expect(await page.locator('#stopped').textContent()).toMatch(/^Your coach stopped your workspace at /);
     await page.getByRole('button', { name: 'Open' }).click();
     await workbench(page);
     expect(await readInWorkspace(user.workspaceId!, robot)).toContain(line);

@@ -29,6 +29,8 @@ interface MemoryContainer extends ManagedContainer {
 export class MemoryRuntime implements WorkspaceRuntime {
   readonly containers = new Map<string, MemoryContainer>();
   readonly volumes = new Set<string>();
+  /** The workspace a volume is labelled with (those made by ensureVolume or importVolume; a test may set others). */
+  readonly volumeOwners = new Map<string, string>();
   /** A volume's contents: the last tar stream imported into it (VOLUME_ARCHIVE_ROOT format); none is an empty volume. */
   readonly volumeArchives = new Map<string, Buffer>();
   readonly actions: string[] = [];
@@ -84,10 +86,11 @@ export class MemoryRuntime implements WorkspaceRuntime {
       .map((container) => ({ ...container }));
   }
 
-  async ensureVolume(_workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
+  async ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
     this.fail('ensureVolume');
     if (this.volumes.has(volume)) return;
     this.volumes.add(volume);
+    this.volumeOwners.set(volume, workspace.workspaceId);
     this.actions.push(`create volume ${volume}`);
   }
 
@@ -97,6 +100,11 @@ export class MemoryRuntime implements WorkspaceRuntime {
     this.volumeArchives.delete(volume);
     if (this.volumes.delete(volume)) this.actions.push(`remove volume ${volume}`);
     return true;
+  }
+
+  async listVolumes(): Promise<{ name: string; workspaceId: string }[]> {
+    this.fail('listVolumes');
+    return [...this.volumes].map((name) => ({ name, workspaceId: this.volumeOwners.get(name) ?? '' }));
   }
 
   async removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void> {
@@ -223,10 +231,11 @@ export class MemoryRuntime implements WorkspaceRuntime {
    * merge; tests import into fresh volumes). An injected failure strikes once the volume exists, as
    * an engine failing midway would leave it.
    */
-  async importVolume(volume: string, _workspace: { workspaceId: string; slug: string }, _image: string, tar: Readable): Promise<void> {
+  async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, _image: string, tar: Readable): Promise<void> {
     try {
       if (!this.volumes.has(volume)) {
         this.volumes.add(volume);
+        this.volumeOwners.set(volume, workspace.workspaceId);
         this.actions.push(`create volume ${volume}`);
       }
       this.fail('importVolume');

@@ -27,13 +27,15 @@ export async function openAndWait(store: Store, workspace: WorkspaceRecord): Pro
   return waitForState(store, workspace.id, 'running');
 }
 
-/** Waits until a workspace's observed state is `state` (and, for running, its endpoint is known). */
+/** Waits until a workspace's observed state is `state` for its current spec (and, for running, its endpoint is known). */
 export async function waitForState(store: Store, id: string, state: ObservedState): Promise<WorkspaceRecord> {
   return eventually(
     `workspace ${state}`,
     async () => {
       const current = await store.workspaces.get(id);
-      return current?.observedState === state && (state !== 'running' || current.editorEndpoint) ? current : undefined;
+      // Observed for the current spec: a status written by a reconcile that began before the last change does not count.
+      const converged = current?.observedState === state && current.observedGeneration === current.generation;
+      return converged && (state !== 'running' || current.editorEndpoint) ? current : undefined;
     },
     20_000,
   );

@@ -308,6 +308,8 @@ describe('the admin API', () => {
     expect(running.status).toBe(409);
     expect(((await running.json()) as { error: { code: string } }).error.code).toBe('workspace_running');
     await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
+    // Stopped for the tests after this one, which restore into it (a restore waits for the editor to be gone).
+    await waitForState(harness.store, workspace.id, 'stopped');
 
     for (const unknown of ['nothing-20260101T000000Z.tar.gz', '../allowlist.json', 'x']) {
       const answer = await restore(workspace.id, { backup: unknown });

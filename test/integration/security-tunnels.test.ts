@@ -94,14 +94,20 @@ async function tunnel(owner: Student, as: Student = owner): Promise<WebSocket> {
   return socket;
 }
 
-/** The status a WebSocket upgrade to `owner`'s editor gets with `as`'s session. */
-function upgradeStatus(owner: Student, as: Student): Promise<number> {
+/**
+ * What a WebSocket upgrade to `owner`'s editor gets with `as`'s session: the refusal's status; 101
+ * when the tunnel opens and echoes; or, for a socket opened only to be closed (a stopped workspace,
+ * see tryAgainLater in api/responses.ts), `closed <code>: <reason>`.
+ */
+function upgradeStatus(owner: Student, as: Student): Promise<number | string> {
   const socket = new WebSocket(url(owner, '/ws').replace('http', 'ws'), { headers: { cookie: as.cookie, origin: app.url } });
   return new Promise((resolve) => {
-    socket.once('open', () => {
+    socket.once('open', () => socket.send('anyone there?'));
+    socket.once('message', () => {
       socket.close();
       resolve(101);
     });
+    socket.once('close', (code, reason) => resolve(`closed ${code}: ${reason.toString()}`));
     socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0));
   });
 }
@@ -137,7 +143,8 @@ describe('an open WebSocket ends within a second of a revocation', () => {
 
   it('when its workspace is stopped', async () => {
     await revokedWithin(fay, () => app.store.workspaces.stop(SYSTEM_ACTOR, fay.workspace.id, 'coach'));
-    expect(await upgradeStatus(fay, fay)).toBe(503);
+    // Opened and closed at once with Try Again Later: VS Code retries that quietly (a refusal is a permanent failure to it).
+    expect(await upgradeStatus(fay, fay)).toBe(`closed 1013: Workspace ${fay.workspace.slug} is not running.`);
   });
 
   it('when its workspace is deleted', async () => {

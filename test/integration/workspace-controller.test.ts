@@ -161,7 +161,7 @@ describe('the workspace controller', () => {
     expect(after.Id).toBe(before.Id);
   });
 
-  it('removes an orphan (a managed container matching no workspace) after the grace period, keeping its volume', async () => {
+  it('removes an orphan (a managed container matching no workspace) after the grace period, keeping its volume, which the sweep counts', async () => {
     harness = createHarness(db.dataSource);
     const orphanId = '00000000-0000-4000-8000-000000000001';
     const slug = `orphan-${Date.now().toString(36)}`;
@@ -184,6 +184,9 @@ describe('the workspace controller', () => {
     );
     expect((await harness.metrics.orphanContainers.get()).values[0]?.value).toBe(1);
     await expect(docker.getVolume(names.volume(slug)).inspect()).resolves.toBeDefined();
+    // The home it leaves is counted by the orphan sweep, by name, and kept.
+    await eventually('orphan volume counted', async () => (await harness.metrics.orphanVolumes.get()).values[0]?.value === 1);
+    expect(harness.records).toContainEqual(expect.objectContaining({ level: 'warning', volumes: [names.volume(slug)], workspaceIds: [orphanId] }));
   });
 
   it('leaves orphans alone during the start-up grace period', async () => {

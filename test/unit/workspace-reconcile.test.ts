@@ -122,6 +122,41 @@ describe('WorkspaceController.reconcile', () => {
     expect(runtime.volumes.has(names.volume('gone'))).toBe(true);
   });
 
+  it("counts and logs, once, the volumes that are no workspace's home nor a replaced one (a crashed restore's staging volume, a home whose row is gone), and removes none", async () => {
+    const kept = await workspace('stopped');
+    runtime.volumes.add(names.home(kept));
+    const staging = names.restoreVolume(kept.slug, 'dead');
+    runtime.volumes.add(staging);
+    runtime.volumeOwners.set(staging, kept.id);
+    runtime.volumes.add(names.volume('gone'));
+    runtime.volumeOwners.set(names.volume('gone'), ORPHAN);
+    const subject = controller();
+    await subject.sweepVolumes();
+    await subject.sweepVolumes();
+    expect(runtime.actions).toEqual([]);
+    expect((await metrics.orphanVolumes.get()).values[0]?.value).toBe(2);
+    expect(records).toEqual([expect.objectContaining({ level: 'warning', volumes: [staging, names.volume('gone')], workspaceIds: [kept.id, ORPHAN] })]);
+  });
+
+  it('reports an unaccounted volume only once it has been there for the grace period (a restore in progress has its staging volume for a while)', async () => {
+    const restoring = await workspace('stopped');
+    runtime.volumes.add(names.home(restoring));
+    runtime.volumes.add(names.restoreVolume(restoring.slug, 'busy'));
+    await controller({ orphanGraceMs: 60_000 }).sweepVolumes();
+    expect((await metrics.orphanVolumes.get()).values[0]?.value).toBe(0);
+    expect(records).toEqual([]);
+  });
+
+  it('accounts for the homes a restore replaced until the controller removes them', async () => {
+    const stopped = await workspace('stopped');
+    const restored = names.restoreVolume(stopped.slug, 'f00d');
+    runtime.volumes.add(names.volume(stopped.slug));
+    runtime.volumes.add(restored);
+    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, restored, {}, names.home);
+    await controller().sweepVolumes();
+    expect((await metrics.orphanVolumes.get()).values[0]?.value).toBe(0);
+  });
+
   it("finalizes a deleted workspace: containers, then every volume of it (a restore's too), then the row", async () => {
     const deleted = await workspace('deleted');
     codeContainer(deleted);

@@ -11,6 +11,8 @@ interface Overview {
   refusals: Refusal[];
   failed: { id: string; slug: string; statusMessage: string; since: string | null }[];
   orphansSeen: number;
+  /** Volumes no workspace accounts for (kept: the log names them). */
+  orphanVolumesSeen: number;
   /** The identity providers configured (none: students sign in by links only). */
   signInProviders: string[];
 }
@@ -103,7 +105,9 @@ export function OverviewPage(): VNode {
       <div class="card">
         <h2>Builds</h2>
         <p class="figure"><strong>${data.activeBuilds}</strong> compiling or booting</p>
-        <p class="muted">Orphan containers found since the server started: ${data.orphansSeen}</p>
+        <p class="muted">
+          Found since the server started: ${data.orphansSeen} orphan containers, ${data.orphanVolumesSeen} orphan volumes (kept; the log names them)
+        </p>
       </div>
     </div>
     <h2 id="refusals-title">Refused at the cap (last hour)</h2>

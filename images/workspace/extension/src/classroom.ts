@@ -33,6 +33,8 @@ export interface WorkspaceView {
   run?: RunView | null;
   /** The workspace page on the control plane. */
   pageUrl?: string;
+  /** Who stopped it and when (null while it is wanted running); `afterIdleMinutes` for the idle sweep. */
+  stopped?: { by: 'student' | 'coach' | 'operator' | 'idle'; at: string; afterIdleMinutes?: number } | null;
 }
 
 /** An error answer of the API: its status, code and message (safe to show). */

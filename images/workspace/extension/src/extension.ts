@@ -13,7 +13,10 @@
  * - the idle warning: a few minutes before the idle sweep would stop the workspace, a notice with
  *   "Keep working"; and what the student does in the editor (editing, moving around, typing in a
  *   terminal: VS Code's "the window was interacted with recently") counts as activity, told to the
- *   control plane at most once a minute.
+ *   control plane at most once a minute;
+ * - a stop, told at once: when a coach, the idle sweep, the operator or the student's own page stops
+ *   the workspace, a dialog says who and when (the editor's connection is gone), that the files are
+ *   kept, and leads to the workspace page, where Open starts it again.
  */
 import * as vscode from 'vscode';
 import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
@@ -25,6 +28,21 @@ import { SimulatorView } from './simulator.ts';
 const POLL_MS = 2000;
 /** The most often the editor tells the control plane that the student is here. */
 const ACTIVITY_EVERY_MS = 60_000;
+
+/** Who stopped a workspace, in the student's words (as on the workspace page, api/workspace-page.ts). */
+const STOPPED_BY = {
+  student: 'You stopped your workspace',
+  coach: 'Your coach stopped your workspace',
+  operator: "The server's operator stopped your workspace",
+  idle: 'Your workspace was stopped',
+};
+
+/** Why the workspace stopped: by whom, when, and after how long idle. */
+function stoppedText(stopped: NonNullable<WorkspaceView['stopped']>): string {
+  const at = new Date(stopped.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const idle = stopped.by === 'idle' && stopped.afterIdleMinutes !== undefined ? ` after ${stopped.afterIdleMinutes} minutes without activity` : '';
+  return `${STOPPED_BY[stopped.by] ?? STOPPED_BY.idle} at ${at}${idle}.`;
+}
 
 /** Where the browser reaches this editor, ending in a slash: code-server maps a local port to `<editor>/proxy/<port>/`. */
 async function editorBase(): Promise<string> {
@@ -50,6 +68,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   /** The run whose output is shown, how much of it was received, and how its follower is stopped. */
   let shown: { id: string; received: number; text: string; stop: AbortController } | undefined;
   let warnedFor: string | null = null;
+  /** The stop already told (its time), so that it is told once. */
+  let toldStop: string | null = null;
 
   const root = vscode.workspace.workspaceFolders?.[0]?.uri;
   const showProblems = (text: string) => {
@@ -156,6 +176,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void vscode.window.showInformationMessage('Your workspace keeps running.');
   };
 
+  // The editor stops with the workspace: say so at once, with why, before VS Code's own "trying to
+  // reconnect"; the way on is the workspace page (a reload of this window shows it, in both modes).
+  const tellStopped = async () => {
+    const stopped = workspace?.desiredState !== 'running' ? workspace?.stopped : null;
+    if (!stopped || toldStop === stopped.at) return;
+    toldStop = stopped.at;
+    const choice = await vscode.window.showWarningMessage(
+      stoppedText(stopped),
+      { modal: true, detail: 'Your files are kept. Your workspace page starts it again (Open).' },
+      'Open my workspace page',
+    );
+    if (choice === 'Open my workspace page') await vscode.commands.executeCommand('workbench.action.reloadWindow');
+  };
+
   const refresh = async () => {
     try {
       workspace = await classroom.workspace();
@@ -169,6 +203,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     else simulator.disconnected(isActive(run) ? 'The simulator is starting…' : 'No simulator: press Run.');
     render();
     void warnIfIdle();
+    void tellStopped();
   };
 
   // The student is working here: told to the control plane at most once a minute (its idle sweep
