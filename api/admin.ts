@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Backups } from '../src/backup/backups.ts';
 import type { Metrics } from '../src/metrics.ts';
-import type { Store } from '../src/store/index.ts';
+import type { SurfaceStore } from '../src/store/index.ts';
 import { allowlistRoutes } from './admin/allowlist.ts';
 import { backupRoutes } from './admin/backups.ts';
 import { auditRoutes } from './admin/audit.ts';
@@ -16,7 +16,7 @@ import type { RunOutputHub } from './run-output.ts';
 import { adminGate, type AuthState, type GateOptions, type Throttle } from './middleware/auth.ts';
 
 export interface AdminDeps {
-  store: Store;
+  store: SurfaceStore;
   gate: GateOptions;
   /** SERVICE_ADMIN_EMAIL: allowlisted implicitly, listed beside the file's entries. */
   implicitAllowlist: readonly string[];

@@ -4,11 +4,11 @@ import Koa from 'koa';
 import createSession from 'koa-session';
 import type { Backups } from '../src/backup/backups.ts';
 import type { Config } from '../src/config.ts';
-import { canonicalEmail } from '../src/identity/email.ts';
+import { serviceAdmins } from '../src/allowlist/allowlist.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
-import type { Store } from '../src/store/index.ts';
+import type { SurfaceStore } from '../src/store/index.ts';
 import { ANONYMOUS_SESSION_TTL_MS } from '../src/store/sessions.ts';
 import { adminRouter } from './admin.ts';
 import { authRoutes } from './auth.ts';
@@ -63,7 +63,7 @@ export interface AllowlistView {
 
 export interface AppDeps {
   config: Config;
-  store: Store;
+  store: SurfaceStore;
   metrics: Metrics;
   /** The root logger; the app logs under `control.http`, `control.auth` and `control.containers`. */
   log: Logger;
@@ -102,9 +102,9 @@ export interface AppHandlers {
 export function createApp(deps: AppDeps): AppHandlers {
   const { config, store } = deps;
   const httpLog = categoryLogger(deps.log, 'http');
-  // In the stored form of emails (an internationalised domain in ASCII), as sign-in compares them.
-  const adminEmails = config.serviceAdminEmails.map((email) => canonicalEmail(email) ?? email);
-  const isAllowed = (email: string) => adminEmails.includes(email) || deps.allowlist.isAllowed(email);
+  // Who becomes admin at their first sign-in, in the stored form of emails; who may sign in is the allowlist's rule (maySignIn).
+  const adminEmails = serviceAdmins(config.serviceAdminEmails);
+  const isAllowed = (email: string) => deps.allowlist.isAllowed(email);
   // The Koa application's handler, made below; the proxy hands it the student API of a workspace's host.
   let koa: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> = async () => undefined;
   const hosts = config.workspaceHost ? new WorkspaceHosts(config.workspaceHost, deps.publicOrigin, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`]) : undefined;

@@ -10,14 +10,14 @@ import type { Context } from 'koa';
 import { AppError } from '../src/errors.ts';
 import type { Logger } from '../src/log.ts';
 import type { Actor } from '../src/store/audit.ts';
-import type { Store } from '../src/store/index.ts';
+import type { SurfaceStore } from '../src/store/index.ts';
 import { assertSameOrigin, type AuthState, type Throttle } from './middleware/auth.ts';
 import { formBody } from './middleware/validate.ts';
 import { escapeHtml, page } from './pages.ts';
 import { PANEL_PATH } from './panel/index.ts';
 
 export interface LinkRoutesDeps {
-  store: Store;
+  store: SurfaceStore;
   publicOrigin: string;
   isAllowed: (email: string) => boolean;
   /** SERVICE_ADMIN_EMAIL, in stored form: admins when they first sign in. */

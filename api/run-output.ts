@@ -9,7 +9,8 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import type { ChangeFeed, RunOutputEvent } from '../src/db/changes.ts';
-import { isTerminal, type RunRecord, type RunStore } from '../src/store/runs.ts';
+import type { SurfaceStore } from '../src/store/index.ts';
+import { isTerminal, type RunRecord } from '../src/store/runs.ts';
 
 /** How often an idle stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;
@@ -43,7 +44,7 @@ export class RunOutputHub {
 }
 
 export interface OutputStreamDeps {
-  runs: RunStore;
+  runs: SurfaceStore['runs'];
   changes: ChangeFeed;
   hub: RunOutputHub;
   /** The run's end as its `end` event says it. */
@@ -149,7 +150,7 @@ export function answerOutputStream(ctx: Context, deps: OutputStreamDeps, run: Ru
 }
 
 /** Answers `ctx` with `run`'s whole kept output as a text file to download, named after the workspace and the run's start. */
-export async function answerOutputFile(ctx: Context, runs: RunStore, run: RunRecord, slug: string): Promise<void> {
+export async function answerOutputFile(ctx: Context, runs: SurfaceStore['runs'], run: RunRecord, slug: string): Promise<void> {
   ctx.set('Cache-Control', 'no-store');
   ctx.set('Content-Disposition', `attachment; filename="run-${slug}-${run.queuedAt.toISOString().replaceAll(':', '')}.txt"`);
   ctx.type = 'text/plain; charset=utf-8';

@@ -4,7 +4,7 @@ import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp } from '../src/probe.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
-import type { Store } from '../src/store/index.ts';
+import type { SurfaceStore } from '../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../src/store/runs.ts';
 import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import type { LiveEvents } from './live.ts';
@@ -15,7 +15,7 @@ import { presentRun, presentRunEnd, presentStudentWorkspace, type IdleForecast }
 import { answerOutputFile, answerOutputStream, outputQuerySchema, type OutputQuery, type RunOutputHub } from './run-output.ts';
 
 export interface StudentDeps {
-  store: Store;
+  store: SurfaceStore;
   metrics: Metrics;
   activity: ActivityRecorder;
   publicOrigin: string;

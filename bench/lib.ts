@@ -6,7 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config.ts';
-import { createControlPlane, type ControlPlaneOptions, type PartName } from '../src/control-plane.ts';
+import { createControlPlane, type ControlPlaneOptions, type PartName } from '../bin/control-plane.ts';
 import { createDataSource, migrate } from '../src/db/database.ts';
 import { CONTROL_PLANE_LABEL, engineClient } from '../src/docker/docker-runtime.ts';
 import { createRootLogger } from '../src/log.ts';

@@ -17,21 +17,21 @@ import { Periodic } from '../controllers/periodic.ts';
 import { RunController, type RunControllerOptions } from '../controllers/runs.ts';
 import { StatsSampler } from '../controllers/stats-sampler.ts';
 import { WorkspaceController, type WorkspaceControllerOptions } from '../controllers/workspaces.ts';
-import { AllowlistFile } from './allowlist/allowlist-file.ts';
-import { Backups } from './backup/backups.ts';
-import type { Config } from './config.ts';
-import { ChangeFeed } from './db/changes.ts';
-import { migrate, openDatabase, type Database, type OpenOptions } from './db/database.ts';
-import { DockerRuntime } from './docker/docker-runtime.ts';
-import type { WorkspaceRuntime } from './docker/runtime.ts';
-import { categoryLogger, type Logger } from './log.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
-import { SERVICE } from './package-info.ts';
-import { loadSessionSecret } from './session-secret.ts';
-import { ActivityRecorder } from './store/activity.ts';
-import { createStore, type Store } from './store/index.ts';
-import { SERVER_HEARTBEAT_MS } from './store/servers.ts';
-import { linkPath } from './store/sign-in-links.ts';
+import { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
+import { Backups } from '../src/backup/backups.ts';
+import { urlHost, type Config } from '../src/config.ts';
+import { ChangeFeed } from '../src/db/changes.ts';
+import { migrate, openDatabase, type Database, type OpenOptions } from '../src/db/database.ts';
+import { DockerRuntime } from '../src/docker/docker-runtime.ts';
+import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { categoryLogger, type Logger } from '../src/log.ts';
+import { createMetrics, type Metrics } from '../src/metrics.ts';
+import { SERVICE } from '../src/package-info.ts';
+import { loadSessionSecret } from '../src/session-secret.ts';
+import { ActivityRecorder } from '../src/store/activity.ts';
+import { createStore, type Store } from '../src/store/index.ts';
+import { SERVER_HEARTBEAT_MS } from '../src/store/servers.ts';
+import { linkPath } from '../src/store/sign-in-links.ts';
 
 /** How long in-flight requests may take to finish after a stop began before their sockets are closed. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -366,15 +366,19 @@ async function closeGracefully(server: http.Server, handlers: AppHandlers, log: 
   clearTimeout(grace);
 }
 
-/** The origin browsers use for a server of this configuration: PUBLIC_URL, else its HOST and PORT (what the CLI prints links under). */
-export function configuredOrigin(config: Config): string {
-  return config.publicUrl ?? `http://${urlHost(config.host)}:${config.port}`;
-}
-
-/** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */
-function urlHost(host: string): string {
-  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return host.includes(':') ? `[${host}]` : host;
+/**
+ * The control plane as an operator command opens it (src/cli/command.ts, cliHost): the database and
+ * the store, nothing running in the background, no retry of an unreachable database. The embedded
+ * database is shared with a running server (its changes reach the server at once).
+ */
+export function openForCli(options: { config: Config; log: Logger; command: string }): Promise<ControlPlane> {
+  return openControlPlane({
+    config: options.config,
+    log: options.log,
+    parts: [],
+    retry: false,
+    embedded: { mode: 'shared', describe: { role: 'cli', command: options.command } },
+  });
 }
 
 /** Listens, turning a failure into a clear error: the port in use, or privileges missing. */

@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, loadConfig, type Config } from '../src/config.ts';
 import { ListenError, openControlPlane, type ControlPlane } from './control-plane.ts';
-import { categoryLogger, createRootLogger } from './log.ts';
+import { categoryLogger, createRootLogger } from '../src/log.ts';
 
 /**
  * Starts the control plane: config → database → migrations (under an advisory lock) → parts →

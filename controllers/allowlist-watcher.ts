@@ -1,9 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
-import { AllowlistFormatError, isAllowed } from '../src/allowlist/allowlist.ts';
+import { AllowlistFormatError, maySignIn, serviceAdmins } from '../src/allowlist/allowlist.ts';
 import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
-import { canonicalEmail } from '../src/identity/email.ts';
 import type { Logger } from '../src/log.ts';
 
 export interface AllowlistWatcherOptions {
@@ -27,7 +26,7 @@ export interface AllowlistWatcherOptions {
 export class AllowlistWatcher {
   private readonly file: AllowlistFile;
   private readonly log: Logger;
-  private readonly implicit: ReadonlySet<string>;
+  private readonly implicit: readonly string[];
   private readonly debounceMs: number;
   private readonly target: string;
   private list: readonly string[] = [];
@@ -41,7 +40,7 @@ export class AllowlistWatcher {
   constructor(options: AllowlistWatcherOptions) {
     this.file = options.file;
     this.log = options.log;
-    this.implicit = new Set(options.implicit.map((email) => canonicalEmail(email.trim()) ?? email.trim().toLowerCase()));
+    this.implicit = serviceAdmins(options.implicit);
     this.debounceMs = options.debounceMs ?? 50;
     this.target = path.resolve(options.file.path);
   }
@@ -80,10 +79,9 @@ export class AllowlistWatcher {
     await this.reloading;
   }
 
-  /** Whether `email` may sign in: it is an implicit (SERVICE_ADMIN_EMAIL) email or matches the current list (never trimmed, see email.ts). */
+  /** Whether `email` may sign in now: the one rule (maySignIn) over SERVICE_ADMIN_EMAIL and the current list. */
   isAllowed(email: string): boolean {
-    const address = canonicalEmail(email);
-    return (address !== undefined && this.implicit.has(address)) || isAllowed(this.list, email);
+    return maySignIn(email, { admins: this.implicit, entries: this.list });
   }
 
   /** Calls `listener` after every reload of the file (whether or not the list changed); returns the unsubscribe function. */

@@ -346,3 +346,14 @@ function providersOf(values: Record<string, unknown>, problems: string[]): Provi
   if (providers.length > 2) problems.push(`at most two sign-in providers may be configured; found ${providers.map((provider) => provider.name).join(', ')}`);
   return providers;
 }
+
+/** The origin browsers use for a server of this configuration: PUBLIC_URL, else its HOST and PORT (what the CLI prints links under). */
+export function configuredOrigin(config: Config): string {
+  return config.publicUrl ?? `http://${urlHost(config.host)}:${config.port}`;
+}
+
+/** The host part of a URL for a listening address (wildcards become loopback, IPv6 gets brackets). */
+export function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}

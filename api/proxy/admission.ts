@@ -10,7 +10,8 @@
 import Keygrip from 'keygrip';
 import type { Change } from '../../src/db/changes.ts';
 import type { SessionStore, SessionUser } from '../../src/store/sessions.ts';
-import type { WorkspaceRecord, WorkspaceStore } from '../../src/store/workspaces.ts';
+import type { SurfaceStore } from '../../src/store/index.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { mayOpenEditor, mayUseWorkspace, stillAllowed, type EditorMode } from '../policy.ts';
 import type { GrantSigner, WorkspaceGrant } from './handoff.ts';
 import { TtlCache } from './ttl-cache.ts';
@@ -73,7 +74,7 @@ export const NO_SUCH_WORKSPACE: Refusal = { status: 404, code: 'not_found', mess
 
 export interface AdmissionDeps {
   sessions: SessionStore;
-  workspaces: WorkspaceStore;
+  workspaces: SurfaceStore['workspaces'];
   /** The session cookie's name; its signature is `<name>.sig`. */
   sessionCookie: string;
   sessionSecret: string;

@@ -11,7 +11,7 @@ import { safeReturnTo } from '../../src/identity/return-to.ts';
 import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import type { ActivityRecorder } from '../../src/store/activity.ts';
-import type { Store } from '../../src/store/index.ts';
+import type { SurfaceStore } from '../../src/store/index.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { page, refusalPage } from '../pages.ts';
 import { stillAllowed } from '../policy.ts';
@@ -76,7 +76,7 @@ function nt4Path(target: string): string | undefined {
 const TOKEN_FORMAT = /^[A-Za-z0-9_-]{43}$/;
 
 export interface ProxyDeps {
-  store: Pick<Store, 'sessions' | 'workspaces' | 'runs'>;
+  store: Pick<SurfaceStore, 'sessions' | 'workspaces' | 'runs'>;
   changes: ChangeFeed;
   metrics: Metrics;
   activity: ActivityRecorder;

@@ -81,11 +81,28 @@ export function formatAllowlist(entries: readonly string[]): string {
 }
 
 /**
- * Whether `email` is admitted: it is a valid email (never trimmed) and its stored form is an entry,
- * or its domain is. An empty list admits no one.
+ * Whether `email` is admitted by the entries: it is a valid email (never trimmed) and its stored form
+ * is an entry, or its domain is. An empty list admits no one.
  */
 export function isAllowed(entries: readonly string[], email: string): boolean {
   const address = canonicalEmail(email);
   if (address === undefined) return false;
   return entries.includes(address) || entries.includes(address.slice(address.indexOf('@') + 1));
+}
+
+/** SERVICE_ADMIN_EMAIL's emails in their stored form (email.ts), as sign-in compares emails. */
+export function serviceAdmins(emails: readonly string[]): string[] {
+  return emails.map((email) => canonicalEmail(email.trim()) ?? email.trim().toLowerCase());
+}
+
+/**
+ * The one rule of who may sign in (through a provider, a sign-in link or the proxy's checks): an
+ * email of SERVICE_ADMIN_EMAIL (`admins`, in stored form: serviceAdmins), whatever the file says,
+ * or one the allowlist's `entries` admit. The email is compared in its stored form and never
+ * trimmed: ` ada@school.org` is nobody.
+ */
+export function maySignIn(email: string, admitted: { admins: readonly string[]; entries: readonly string[] }): boolean {
+  const address = canonicalEmail(email);
+  if (address === undefined) return false;
+  return admitted.admins.includes(address) || isAllowed(admitted.entries, address);
 }

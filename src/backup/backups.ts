@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
-import { names, type WorkspaceRuntime } from '../docker/runtime.ts';
+import { names, type VolumeArchives } from '../docker/runtime.ts';
 import { AppError, ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Actor } from '../store/audit.ts';
 import type { Store } from '../store/index.ts';
@@ -64,10 +64,10 @@ const stamp = (date: Date) =>
 export class Backups {
   readonly dir: string;
   private readonly store: Store;
-  private readonly runtime: WorkspaceRuntime;
+  private readonly runtime: VolumeArchives;
   private readonly image: string;
 
-  constructor(options: { store: Store; runtime: WorkspaceRuntime; dataDir: string; image: string }) {
+  constructor(options: { store: Store; runtime: VolumeArchives; dataDir: string; image: string }) {
     this.store = options.store;
     this.runtime = options.runtime;
     this.image = options.image;

@@ -1,14 +1,14 @@
 import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import tar from 'tar-stream';
-import { VOLUME_ARCHIVE_ROOT, type WorkspaceRuntime } from '../docker/runtime.ts';
+import { VOLUME_ARCHIVE_ROOT, type VolumeArchives } from '../docker/runtime.ts';
 import { ConflictError, ValidationError } from '../errors.ts';
 import { HOME_DIR, PRIVILEGE_BITS, relativeName, STUDENT_ID, tarHeader, type BackupManifest } from './backup-format.ts';
 import { readBackup } from './read-backup.ts';
 import { outcome, packEntry } from './streams.ts';
 
 export interface RestoreBackupOptions {
-  runtime: WorkspaceRuntime;
+  runtime: VolumeArchives;
   /** The backup file. */
   path: string;
   /** A staging volume that does not exist yet: restoreBackup creates it, and removes it again when the restore fails. */

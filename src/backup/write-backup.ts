@@ -3,7 +3,7 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
-import { VOLUME_ARCHIVE_ROOT, type WorkspaceRuntime } from '../docker/runtime.ts';
+import { VOLUME_ARCHIVE_ROOT, type VolumeArchives } from '../docker/runtime.ts';
 import { ValidationError } from '../errors.ts';
 import {
   BACKUP_FORMAT,
@@ -22,7 +22,7 @@ import { firstError, outcome, packEntry } from './streams.ts';
 const GZIP_OPTIONS = { chunkSize: 64 * 1024 };
 
 export interface WriteBackupOptions {
-  runtime: WorkspaceRuntime;
+  runtime: VolumeArchives;
   /** The volume to back up (a workspace's home volume). */
   volume: string;
   /** The workspace image, through which the volume is read (nothing runs from it). */

@@ -6,11 +6,12 @@
 import { createInterface } from 'node:readline/promises';
 import { Command, Flags, type Interfaces } from '@oclif/core';
 import { AllowlistFormatError } from '../allowlist/allowlist.ts';
-import { ConfigError, loadConfig } from '../config.ts';
-import { openControlPlane, type ControlPlane } from '../control-plane.ts';
+import type { Backups } from '../backup/backups.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { isUnreachable, redactUrl } from '../db/database.ts';
 import { AppError } from '../errors.ts';
-import { createRootLogger } from '../log.ts';
+import { createRootLogger, type Logger } from '../log.ts';
+import type { SurfaceStore } from '../store/index.ts';
 
 /** The exit codes of every command (the README lists them). */
 export const EXIT = {
@@ -101,6 +102,22 @@ export function usageMessage(message: string, flags: Record<string, FlagRange> |
 /** What oclif parses flags and arguments into (its own FlagOutput and ArgOutput, which it does not export). */
 type Outputs = { [name: string]: unknown };
 
+/** What a command works with: the configuration, the store and the backups over the configured database. */
+export interface CliPlane {
+  config: Config;
+  store: SurfaceStore;
+  backups: Backups;
+  /** Closes what was opened (the database). */
+  stop(): Promise<void>;
+}
+
+/**
+ * How commands open their CliPlane: set by the entry point (bin/cli.ts; the tests' helper too) to
+ * the composition root's opener, which stands above src/ (src/ imports nothing of bin/, api/ or
+ * controllers/). `command` names the command for the embedded database's holder file.
+ */
+export const cliHost: { open?: (options: { config: Config; log: Logger; command: string }) => Promise<CliPlane> } = {};
+
 /** The environment commands are configured from: undefined is the process's, which loadConfig reads (tests give theirs). */
 export const environment = { read: (): NodeJS.ProcessEnv | undefined => undefined };
 
@@ -108,7 +125,7 @@ export const environment = { read: (): NodeJS.ProcessEnv | undefined => undefine
 export abstract class CliCommand extends Command {
   static override enableJsonFlag = true;
 
-  private plane: ControlPlane | undefined;
+  private plane: CliPlane | undefined;
   /** The database the command uses, for its failure messages. */
   private databaseUrl: string | undefined;
 
@@ -120,19 +137,14 @@ export abstract class CliCommand extends Command {
    * running in the background. The embedded database is shared with a running server (its changes
    * reach the server at once); an unreachable database server is reported, not waited for.
    */
-  protected async controlPlane(): Promise<ControlPlane> {
+  protected async controlPlane(): Promise<CliPlane> {
     if (this.plane) return this.plane;
+    if (!cliHost.open) throw new Error('no way to open the control plane: the CLI runs through bin/cli');
     const config = loadConfig(environment.read());
     this.databaseUrl = config.databaseUrl;
     const err = { write: (line: string) => process.stderr.write(line) };
     const log = createRootLogger({ level: 'warning', format: 'human', colour: false, sinks: { out: err, err } });
-    this.plane = await openControlPlane({
-      config,
-      log,
-      parts: [],
-      retry: false,
-      embedded: { mode: 'shared', describe: { role: 'cli', command: `cli ${this.id?.replaceAll(':', ' ') ?? ''}`.trim() } },
-    });
+    this.plane = await cliHost.open({ config, log, command: `cli ${this.id?.replaceAll(':', ' ') ?? ''}`.trim() });
     return this.plane;
   }
 

@@ -183,6 +183,13 @@ export interface WorkspaceRuntime {
   removeVolumeNamed(volume: string): Promise<void>;
 }
 
+/**
+ * What backups and restores may do on the engine: move files in and out of volumes. The one data
+ * path where the CLI and the admin API reach Docker; starting, stopping and removing containers
+ * stays the controllers'.
+ */
+export type VolumeArchives = Pick<WorkspaceRuntime, 'exportVolume' | 'importVolume' | 'volumeExists' | 'removeVolumeNamed'>;
+
 /** The workspace image is not on the engine: what a student's page and the operator's log say. */
 export class ImageMissingError extends Error {
   readonly image: string;

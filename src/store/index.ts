@@ -41,6 +41,21 @@ export interface Store {
   ping: () => Promise<void>;
 }
 
+/** The writes only controllers make: the observed half of workspaces and runs, and the finalizer. */
+interface ControllerWrites {
+  workspaces: 'writeStatus' | 'finalizeDeleted' | 'forgetRetired';
+  runs: 'recordSimEndpoint' | 'markReady' | 'finish' | 'appendOutput';
+}
+
+/**
+ * The store as the HTTP surface (api/) and the CLI get it: every read and every desired-state
+ * change, none of the controllers' writes (calling one there fails tsc).
+ */
+export type SurfaceStore = Omit<Store, 'workspaces' | 'runs'> & {
+  workspaces: Omit<WorkspaceStore, ControllerWrites['workspaces']>;
+  runs: Omit<RunStore, ControllerWrites['runs']>;
+};
+
 /**
  * Creates the store: one part per noun, all of whose desired-state changes go through one mutation
  * helper (transaction, audit entry, NOTIFY, publish after commit; see mutation.ts).

@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { AllowlistView } from '../../api/app.ts';
 import type { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createControlPlane, type PartName } from '../../src/control-plane.ts';
+import { createControlPlane, type PartName } from '../../bin/control-plane.ts';
 import type { ChangeFeed } from '../../src/db/changes.ts';
 import { createRootLogger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';

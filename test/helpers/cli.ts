@@ -1,7 +1,11 @@
 import { format } from 'node:util';
-import { environment } from '../../src/cli/command.ts';
+import { openForCli } from '../../bin/control-plane.ts';
+import { cliHost, environment } from '../../src/cli/command.ts';
 import { runCli } from '../../src/cli/run.ts';
 import { PROJECT_ROOT } from '../../src/config.ts';
+
+// As bin/cli.ts sets it: commands open the control plane through the composition root.
+cliHost.open = openForCli;
 
 /** What a command printed and how it ended. */
 export interface CliResult {
@@ -12,7 +16,7 @@ export interface CliResult {
 
 /**
  * Runs `bin/cli <argv>` in this process, as the program runs it (the same oclif configuration and
- * entry), with `env` as its whole environment, and captures stdout, stderr and the exit code.
+ * opener), with `env` as its whole environment, and captures stdout, stderr and the exit code.
  */
 export async function cli(argv: string[], env: Record<string, string | undefined>): Promise<CliResult> {
   const stdout: string[] = [];

@@ -7,7 +7,7 @@ import type Docker from 'dockerode';
 import type { DataSource } from 'typeorm';
 import type { WorkspaceController, WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createControlPlane } from '../../src/control-plane.ts';
+import { createControlPlane } from '../../bin/control-plane.ts';
 import type { ChangeFeed } from '../../src/db/changes.ts';
 import { CONTROL_PLANE_LABEL, engineClient } from '../../src/docker/docker-runtime.ts';
 import type { WorkspaceRuntime } from '../../src/docker/runtime.ts';

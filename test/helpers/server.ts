@@ -30,11 +30,11 @@ export interface ServerProcess {
 }
 
 /**
- * Spawns `node src/main.ts` (the real server) with JSON logs on a free loopback port and the given
+ * Spawns `node bin/server.ts` (the real server) with JSON logs on a free loopback port and the given
  * environment. Does not wait; use `listening()` or waitForLog.
  */
 export function spawnServer(env: Record<string, string | undefined>): ServerProcess {
-  const proc = spawn(process.execPath, [path.join(PROJECT_ROOT, 'src/main.ts')], {
+  const proc = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin/server.ts')], {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,

@@ -1,5 +1,5 @@
 // @lane local
-import { AllowlistFormatError, formatAllowlist, isAllowed, normalizeEntry, parseAllowlist } from '../../src/allowlist/allowlist.ts';
+import { AllowlistFormatError, formatAllowlist, isAllowed, maySignIn, normalizeEntry, parseAllowlist, serviceAdmins } from '../../src/allowlist/allowlist.ts';
 import { AppError } from '../../src/errors.ts';
 
 /** The error normalizeEntry throws for `input` (fails the test when it throws none). */
@@ -184,5 +184,34 @@ describe('isAllowed', () => {
   it('should admit no one with an empty list', () => {
     expect(isAllowed([], 'coach@school.org')).toBe(false);
     expect(isAllowed([], 'ana@robotics.club')).toBe(false);
+  });
+});
+
+describe('maySignIn (the one rule of the watcher, the app and the CLI)', () => {
+  // SERVICE_ADMIN_EMAIL as an operator writes it: spaces, capitals, an internationalised domain.
+  const admins = serviceAdmins([' Head@School.org', 'boss@bücher.example']);
+  const entries = ['coach@robotics.club', 'school.org'];
+
+  it.each([
+    ['an admin email, in any case', 'HEAD@school.org', true],
+    ['an admin email with an internationalised domain, in Unicode', 'boss@bücher.example', true],
+    ['an admin email with an internationalised domain, in ASCII', 'boss@xn--bcher-kva.example', true],
+    ['an admin email with no entry for it (the file empty or not)', 'boss@xn--bcher-kva.example', true],
+    ['an email entry', 'Coach@robotics.club', true],
+    ['an email at a domain entry', 'ana@school.org', true],
+    ['another email at the domain of an email entry', 'ana@robotics.club', false],
+    ['a subdomain of a domain entry', 'ana@mail.school.org', false],
+    ['an admin email with a space in front (never trimmed)', ' head@school.org', false],
+    ['an admin email with a newline after it', 'head@school.org\n', false],
+    ['something that is not an email', 'head', false],
+    ['the empty string', '', false],
+  ])('%s: %s → %s', (_what, email, expected) => {
+    expect(maySignIn(email, { admins, entries })).toBe(expected);
+  });
+
+  it('admits no one but the admins with an empty list', () => {
+    expect(maySignIn('head@school.org', { admins, entries: [] })).toBe(true);
+    expect(maySignIn('ana@school.org', { admins, entries: [] })).toBe(false);
+    expect(maySignIn('ana@school.org', { admins: [], entries: [] })).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { ConflictError } from '../../errors.ts';
-import { configuredOrigin } from '../../control-plane.ts';
+import { configuredOrigin } from '../../config.ts';
 import { linkPath } from '../../store/sign-in-links.ts';
 import { CliCommand } from '../command.ts';
 

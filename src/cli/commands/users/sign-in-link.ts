@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
-import { isAllowed } from '../../../allowlist/allowlist.ts';
-import { configuredOrigin } from '../../../control-plane.ts';
-import { canonicalEmail } from '../../../identity/email.ts';
+import { maySignIn, serviceAdmins } from '../../../allowlist/allowlist.ts';
+import { configuredOrigin } from '../../../config.ts';
 import { CLI_ACTOR } from '../../../store/audit.ts';
 import { linkPath, MAX_SIGN_IN_LINK_TTL_MS, SIGN_IN_LINK_TTL_MS } from '../../../store/sign-in-links.ts';
 import { CliCommand } from '../../command.ts';
@@ -25,9 +24,9 @@ export default class UsersSignInLink extends CliCommand {
     const { args, flags } = await this.parse(UsersSignInLink);
     const plane = await this.controlPlane();
     const entries = await plane.store.allowlist.entries();
-    const admins = plane.config.serviceAdminEmails.map((email) => canonicalEmail(email) ?? email);
+    const admins = serviceAdmins(plane.config.serviceAdminEmails);
     const link = await plane.store.links.createSignIn(CLI_ACTOR, args.email, {
-      isAllowed: (email) => admins.includes(email) || isAllowed(entries, email),
+      isAllowed: (email) => maySignIn(email, { admins, entries }),
       ttlMs: flags['expires-in'] * 60_000,
     });
     // The running server's own address; else the configured one, which is only a guess without PUBLIC_URL.
