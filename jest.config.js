@@ -12,6 +12,8 @@ export default {
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+  // Every JSON answer of a control plane a test receives is checked against the OpenAPI document.
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/contract-setup.ts'],
   // A bound for a test that hangs, not a measure of speed: two lanes on 2 cores make every step slower.
   testTimeout: 60000,
   // One file at a time per jest run: files share one Docker Engine. scripts/test-lanes.sh runs the

@@ -9,7 +9,8 @@ import { AuthenticationError } from '../src/errors.ts';
 import type { UserStore } from '../src/store/users.ts';
 import { assertSameOrigin, type AuthState, type Throttle } from './middleware/auth.ts';
 import { escapeHtml, page } from './pages.ts';
-import { presentUser } from './presenters.ts';
+import { presentUser } from '../src/wire/presenters.ts';
+import type { UserAnswer } from '../src/wire/schemas.ts';
 
 // grant's typings declare an ES default export, but the package is `module.exports = grant`.
 const grant = grantModule as unknown as (typeof grantModule)['default'];
@@ -207,7 +208,7 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
   router.get('/auth/me', async (ctx) => {
     const user = ctx.state.user;
     if (!user) throw AuthenticationError('Not signed in.');
-    ctx.body = { user: presentUser(user) };
+    ctx.body = { user: presentUser(user) } satisfies UserAnswer;
   });
 
   const grantRoutes: Middleware<AuthState> = async (ctx, next) => {

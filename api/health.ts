@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { SERVICE } from '../src/package-info.ts';
+import type { Health } from '../src/wire/schemas.ts';
 
 /** How long the database check may take before /healthz calls it failed. */
 const CHECK_TIMEOUT_MS = 2000;
@@ -19,7 +20,7 @@ export function healthRouter(ping: () => Promise<void>): Router {
       .map(([name]) => name);
     ctx.status = failed.length === 0 ? 200 : 503;
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { ok: failed.length === 0, service: SERVICE.name, version: SERVICE.version, checks, ...(failed.length > 0 && { failed }) };
+    ctx.body = { ok: failed.length === 0, service: SERVICE.name, version: SERVICE.version, checks, ...(failed.length > 0 && { failed }) } satisfies Health;
   });
   return router;
 }

@@ -7,6 +7,7 @@
  */
 import { PassThrough } from 'node:stream';
 import type { ChangeFeed } from '../src/db/changes.ts';
+import { presentRefusal } from '../src/wire/presenters.ts';
 
 /** A student refused at the cap: the coach's notification. */
 export interface Refusal {
@@ -110,9 +111,4 @@ export class LiveEvents {
     const oldest = Date.now() - REFUSALS_KEPT_MS;
     while (this.refusals[0] && this.refusals[0].at.getTime() < oldest) this.refusals.shift();
   }
-}
-
-/** A refusal on the wire. */
-export function presentRefusal(refusal: Refusal) {
-  return { ...refusal, at: refusal.at.toISOString() };
 }

@@ -5,10 +5,11 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import type { ErrorBody } from '../src/wire/schemas.ts';
 import { NO_FRAMES } from './middleware/frames.ts';
 
 /** The JSON body of an error: a stable snake_case code and a message safe to show. */
-export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+export function errorBody(code: string, message: string): ErrorBody {
   return { error: { code, message } };
 }
 

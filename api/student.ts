@@ -11,8 +11,9 @@ import type { LiveEvents } from './live.ts';
 import { assertSameOrigin, type AuthState } from './middleware/auth.ts';
 import { validateQuery, type QueryState } from './middleware/validate.ts';
 import { mayUseWorkspace } from './policy.ts';
-import { presentRun, presentRunEnd, presentStudentWorkspace, type IdleForecast } from './presenters.ts';
+import { presentRun, presentRunEnd, presentStudentWorkspace, type IdleForecast } from '../src/wire/presenters.ts';
 import { answerOutputFile, answerOutputStream, outputQuerySchema, type OutputQuery, type RunOutputHub } from './run-output.ts';
+import type { OpenAnswer, RunAnswer, RunList, SimStatus, StudentWorkspace, StudentWorkspaceAnswer } from '../src/wire/schemas.ts';
 
 export interface StudentDeps {
   store: SurfaceStore;
@@ -49,7 +50,7 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   const router = new Router<StudentState>({ prefix: '/u/:slug/api' });
   const { store, metrics } = deps;
   const outputDeps = { runs: store.runs, changes: store.changes, hub: deps.outputHub, presentEnd: presentRunEnd };
-  const present = async (workspace: WorkspaceRecord) => {
+  const present = async (workspace: WorkspaceRecord): Promise<StudentWorkspace> => {
     const [run] = await store.runs.recent(workspace.id, 1);
     const body = {
       ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null, idleStopMinutes: deps.idleStopMinutes }),
@@ -74,27 +75,27 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
 
   router.get('/workspace', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { workspace: await present(ctx.state.workspace) };
+    ctx.body = { workspace: await present(ctx.state.workspace) } satisfies StudentWorkspaceAnswer;
   });
 
   // The student is here: the idle sweep's count starts again (the warning's "Keep working").
   router.post('/workspace/keep', async (ctx) => {
     await deps.activity.flush();
-    ctx.body = { workspace: await present((await store.workspaces.get(ctx.state.workspace.id)) ?? ctx.state.workspace) };
+    ctx.body = { workspace: await present((await store.workspaces.get(ctx.state.workspace.id)) ?? ctx.state.workspace) } satisfies StudentWorkspaceAnswer;
   });
 
   // The student is done: the editor stops (audited as theirs), the files stay.
   router.post('/workspace/stop', async (ctx) => {
     const user = ctx.state.user!;
     const workspace = await store.workspaces.stop({ id: user.id, email: user.email }, ctx.state.workspace.id, 'student');
-    ctx.body = { workspace: await present(workspace) };
+    ctx.body = { workspace: await present(workspace) } satisfies StudentWorkspaceAnswer;
   });
 
   router.post('/workspace/open', async (ctx) => {
     try {
       const { workspace, alreadyRunning } = await store.workspaces.open(ctx.state.workspace.id);
       ctx.status = alreadyRunning ? 200 : 202;
-      ctx.body = { workspace: await present(workspace), alreadyRunning };
+      ctx.body = { workspace: await present(workspace), alreadyRunning } satisfies OpenAnswer;
     } catch (error) {
       if (error instanceof AtCapacityError) {
         // The coach's notification: a warning line and the counter behind the panel's refusals.
@@ -112,17 +113,17 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   router.post('/runs', async (ctx) => {
     const run = await store.runs.create(ctx.state.workspace.id);
     ctx.status = 202;
-    ctx.body = { run: presentRun(run) };
+    ctx.body = { run: presentRun(run) } satisfies RunAnswer;
   });
 
   router.get('/runs', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { runs: (await store.runs.recent(ctx.state.workspace.id)).map(presentRun) };
+    ctx.body = { runs: (await store.runs.recent(ctx.state.workspace.id)).map(presentRun) } satisfies RunList;
   });
 
   router.get('/runs/:runId', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { run: presentRun(await store.runs.getOf(ctx.state.workspace.id, ctx.params.runId!)) };
+    ctx.body = { run: presentRun(await store.runs.getOf(ctx.state.workspace.id, ctx.params.runId!)) } satisfies RunAnswer;
   });
 
   // The run's whole output as it is written (server-sent events; see run-output.ts), and as a file.
@@ -139,22 +140,22 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   router.post('/runs/:runId/stop', async (ctx) => {
     const run = await store.runs.requestStop(ctx.state.workspace.id, ctx.params.runId!);
     ctx.status = isTerminal(run.status) ? 200 : 202;
-    ctx.body = { run: presentRun(run) };
+    ctx.body = { run: presentRun(run) } satisfies RunAnswer;
   });
 
   router.get('/sim/status', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     const run = await store.runs.active(ctx.state.workspace.id);
-    if (!run) return void (ctx.body = { alive: false, reason: 'no_active_run' });
-    if (!run.simEndpoint) return void (ctx.body = { alive: false, runId: run.id, reason: 'not_started' });
+    if (!run) return void (ctx.body = { alive: false, reason: 'no_active_run' } satisfies SimStatus);
+    if (!run.simEndpoint) return void (ctx.body = { alive: false, runId: run.id, reason: 'not_started' } satisfies SimStatus);
     const probe = await probeHttp(run.simEndpoint);
     metrics.proxyUpstreamDuration.observe({ upstream: 'nt4', outcome: probe.outcome }, probe.seconds);
     ctx.body = {
       alive: probe.outcome === 'ok',
       runId: run.id,
       latencyMs: Math.round(probe.seconds * 1000),
-      ...(probe.outcome === 'ok' ? { status: probe.status } : { reason: probe.outcome === 'timeout' ? 'timeout' : 'unreachable' }),
-    };
+      ...(probe.outcome === 'ok' ? { status: probe.status } : { reason: probe.outcome === 'timeout' ? ('timeout' as const) : ('unreachable' as const) }),
+    } satisfies SimStatus;
   });
 
   return router;

@@ -5,12 +5,13 @@ import { ConflictError } from '../../src/errors.ts';
 import type { AuthState } from '../middleware/auth.ts';
 import { jsonBody, validateBody, type BodyState } from '../middleware/validate.ts';
 import type { AdminDeps } from '../admin.ts';
+import type { Allowlist, AllowlistAdded, AllowlistRemoved } from '../../src/wire/schemas.ts';
 
 interface AllowlistBody {
   entry: string;
 }
 
-const allowlistSchema: JSONSchemaType<AllowlistBody> = {
+export const allowlistSchema: JSONSchemaType<AllowlistBody> = {
   type: 'object',
   properties: { entry: { type: 'string', minLength: 1, maxLength: 254 } },
   required: ['entry'],
@@ -31,17 +32,17 @@ async function editAllowlist<T>(edit: () => Promise<T>): Promise<T> {
 export function allowlistRoutes(router: Router<AuthState>, { store, implicitAllowlist }: AdminDeps): void {
   router.get('/allowlist', async (ctx) => {
     const entries = await editAllowlist(() => store.allowlist.entries());
-    ctx.body = { entries, implicit: implicitAllowlist };
+    ctx.body = { entries, implicit: [...implicitAllowlist] } satisfies Allowlist;
   });
 
   router.post('/allowlist', jsonBody(), validateBody(allowlistSchema), async (ctx) => {
     const { entry } = (ctx.state as BodyState<AllowlistBody>).body;
     const result = await editAllowlist(() => store.allowlist.add(ctx.state.actor!, entry));
     ctx.status = result.added ? 201 : 200;
-    ctx.body = result;
+    ctx.body = result satisfies AllowlistAdded;
   });
 
   router.delete('/allowlist/:entry', async (ctx) => {
-    ctx.body = await editAllowlist(() => store.allowlist.remove(ctx.state.actor!, ctx.params.entry!));
+    ctx.body = (await editAllowlist(() => store.allowlist.remove(ctx.state.actor!, ctx.params.entry!))) satisfies AllowlistRemoved;
   });
 }

@@ -1,8 +1,9 @@
 import type Router from '@koa/router';
 import type { AuthState } from '../middleware/auth.ts';
 import { validateQuery, type QueryState } from '../middleware/validate.ts';
-import { presentAuditPage } from '../presenters.ts';
+import { presentAuditPage } from '../../src/wire/presenters.ts';
 import type { AdminDeps } from '../admin.ts';
+import type { AuditPage } from '../../src/wire/schemas.ts';
 
 interface AuditLogQuery {
   action?: string;
@@ -13,7 +14,7 @@ interface AuditLogQuery {
   until?: string;
 }
 
-const auditLogQuerySchema = {
+export const auditLogQuerySchema = {
   type: 'object',
   properties: {
     action: { type: 'string', maxLength: 200 },
@@ -37,6 +38,6 @@ export function auditRoutes(router: Router<AuthState>, { store }: AdminDeps): vo
       since: since === undefined ? undefined : new Date(since),
       until: until === undefined ? undefined : new Date(until),
     });
-    ctx.body = presentAuditPage(page);
+    ctx.body = presentAuditPage(page) satisfies AuditPage;
   });
 }

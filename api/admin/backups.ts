@@ -5,13 +5,14 @@ import { NotFoundError } from '../../src/errors.ts';
 import type { AdminDeps } from '../admin.ts';
 import type { AuthState } from '../middleware/auth.ts';
 import { jsonBody, validateBody, type BodyState } from '../middleware/validate.ts';
-import { presentBackup, presentWorkspaceChange } from '../presenters.ts';
+import { presentBackup, presentWorkspaceChange } from '../../src/wire/presenters.ts';
+import type { BackupAnswer, BackupList, RestoreAnswer } from '../../src/wire/schemas.ts';
 
 interface RestoreBody {
   backup: string;
 }
 
-const restoreSchema: JSONSchemaType<RestoreBody> = {
+export const restoreSchema: JSONSchemaType<RestoreBody> = {
   type: 'object',
   properties: { backup: { type: 'string', minLength: 1, maxLength: 200 } },
   required: ['backup'],
@@ -28,7 +29,7 @@ export function backupRoutes(router: Router<AuthState>, { store, backups }: Admi
 
   router.get('/backups', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { backups: (await backups.list()).map(presentBackup) };
+    ctx.body = { backups: (await backups.list()).map(presentBackup) } satisfies BackupList;
   });
 
   router.get('/backups/:name', async (ctx) => {
@@ -43,13 +44,20 @@ export function backupRoutes(router: Router<AuthState>, { store, backups }: Admi
     const workspace = await workspaceOf(ctx.params.workspaceId!);
     const made = await backups.create(ctx.state.actor!, workspace);
     ctx.status = 201;
-    ctx.body = { backup: presentBackup({ name: made.name!, sizeBytes: made.sizeBytes!, modified: new Date(), manifest: made.manifest }) };
+    ctx.body = {
+      backup: presentBackup({ name: made.name!, sizeBytes: made.sizeBytes!, modified: new Date(), manifest: made.manifest }),
+    } satisfies BackupAnswer;
   });
 
   router.post('/workspaces/:workspaceId/restore', jsonBody(), validateBody(restoreSchema), async (ctx) => {
     const workspace = await workspaceOf(ctx.params.workspaceId!);
     const file = await backups.pathOf((ctx.state as BodyState<RestoreBody>).body.backup);
     const restored = await backups.restore(ctx.state.actor!, file, { to: workspace });
-    ctx.body = { workspace: presentWorkspaceChange(restored.workspace), from: restored.manifest.slug, handedOver: restored.handedOver, kept: restored.kept };
+    ctx.body = {
+      workspace: presentWorkspaceChange(restored.workspace),
+      from: restored.manifest.slug,
+      handedOver: restored.handedOver,
+      kept: restored.kept,
+    } satisfies RestoreAnswer;
   });
 }

@@ -4,14 +4,15 @@ import { MAX_SIGN_IN_LINK_TTL_MS } from '../../src/store/sign-in-links.ts';
 import type { AdminDeps } from '../admin.ts';
 import type { AuthState } from '../middleware/auth.ts';
 import { jsonBody, validateBody, type BodyState } from '../middleware/validate.ts';
-import { presentLink } from '../presenters.ts';
+import { presentLink } from '../../src/wire/presenters.ts';
+import type { SignInLinkAnswer } from '../../src/wire/schemas.ts';
 
 interface LinkBody {
   email: string;
   expiresInMinutes?: number;
 }
 
-const linkSchema: JSONSchemaType<LinkBody> = {
+export const linkSchema: JSONSchemaType<LinkBody> = {
   type: 'object',
   properties: {
     email: { type: 'string', minLength: 1, maxLength: 254 },
@@ -31,6 +32,6 @@ export function linkRoutes(router: Router<AuthState>, { store, isAllowed, gate, 
       ...(expiresInMinutes === undefined ? {} : { ttlMs: expiresInMinutes * 60_000 }),
     });
     ctx.status = 201;
-    ctx.body = { link: presentLink(link, gate.publicOrigin) };
+    ctx.body = { link: presentLink(link, gate.publicOrigin) } satisfies SignInLinkAnswer;
   });
 }

@@ -2,10 +2,11 @@ import type Router from '@koa/router';
 import type { JSONSchemaType } from 'ajv';
 import type { Metrics } from '../../src/metrics.ts';
 import type { DesiredState, ObservedState, WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { presentRefusal } from '../live.ts';
+import { presentCapacity, presentRefusal } from '../../src/wire/presenters.ts';
 import type { AuthState } from '../middleware/auth.ts';
 import { jsonBody, validateBody, validateQuery, type BodyState, type QueryState } from '../middleware/validate.ts';
 import type { AdminDeps } from '../admin.ts';
+import type { BulkStop, Overview, RefusalList, WorkspacePage, WorkspaceRow } from '../../src/wire/schemas.ts';
 
 const OBSERVED: ObservedState[] = ['unknown', 'starting', 'running', 'stopped', 'waiting', 'failed'];
 const DESIRED: DesiredState[] = ['running', 'stopped', 'deleted'];
@@ -21,7 +22,7 @@ interface WorkspacesQuery {
   limit: number;
 }
 
-const workspacesQuerySchema = {
+export const workspacesQuerySchema = {
   type: 'object',
   properties: {
     q: { type: 'string', maxLength: 200 },
@@ -40,7 +41,7 @@ interface BulkStopBody {
   ids: string[];
 }
 
-const bulkStopSchema: JSONSchemaType<BulkStopBody> = {
+export const bulkStopSchema: JSONSchemaType<BulkStopBody> = {
   type: 'object',
   properties: { ids: { type: 'array', items: { type: 'string', maxLength: 64 }, minItems: 1, maxItems: 1000 } },
   required: ['ids'],
@@ -56,21 +57,6 @@ async function samples(metrics: Metrics): Promise<Map<string, { cpuPercent: numb
   for (const value of memory.values) entry(String(value.labels.workspace_id)).memoryPercent = value.value;
   return byId;
 }
-
-/** One workspace as the panel lists it. */
-type WorkspaceRow = {
-  id: string;
-  slug: string;
-  owner: string | null;
-  desiredState: DesiredState;
-  observedState: ObservedState;
-  statusMessage: string;
-  lastActivityAt: string | null;
-  lastTransitionAt: string | null;
-  cpuPercent: number | null;
-  memoryPercent: number | null;
-  activeRun: { id: string; status: 'queued' | 'running' } | null;
-};
 
 /** How rows compare for each sort key (absent values last, whatever the order). */
 const SORT_KEYS: Record<WorkspacesQuery['sort'], (row: WorkspaceRow) => string | number | null> = {
@@ -130,13 +116,7 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live, pr
     const { workspaces } = overview;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {
-      capacity: {
-        cap: overview.cap.value,
-        source: overview.cap.source,
-        running: workspaces.filter((workspace) => workspace.observedState === 'running').length,
-        wantedRunning: workspaces.filter((workspace) => workspace.desiredState === 'running').length,
-        waiting: workspaces.filter((workspace) => workspace.observedState === 'waiting').length,
-      },
+      capacity: { ...presentCapacity(overview), waiting: workspaces.filter((workspace) => workspace.observedState === 'waiting').length },
       activeBuilds: overview.activeRuns.filter((run) => run.status === 'queued').length,
       refusals: live.recentRefusals().map(presentRefusal),
       failed: workspaces
@@ -149,8 +129,8 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live, pr
         })),
       orphansSeen: orphans.values[0]?.value ?? 0,
       orphanVolumesSeen: orphanVolumes.values[0]?.value ?? 0,
-      signInProviders: providers,
-    };
+      signInProviders: [...providers],
+    } satisfies Overview;
   });
 
   router.get('/workspaces', validateQuery<WorkspacesQuery>(workspacesQuerySchema), async (ctx) => {
@@ -170,25 +150,25 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live, pr
       workspaces: matching.toSorted(compare(query.sort, query.order)).slice(query.offset, query.offset + query.limit),
       total: matching.length,
       counts: { all: all.length, observed: count(OBSERVED, (row) => row.observedState), desired: count(DESIRED, (row) => row.desiredState) },
-    };
+    } satisfies WorkspacePage;
   });
 
   router.post('/workspaces/stop', jsonBody(), validateBody(bulkStopSchema), async (ctx) => {
     const { ids } = (ctx.state as BodyState<BulkStopBody>).body;
     const stopped: { id: string; slug: string }[] = [];
-    const skipped: { id: string; slug: string | null; reason: string }[] = [];
+    const skipped: BulkStop['skipped'] = [];
     for (const id of new Set(ids)) {
       const workspace = await store.workspaces.get(id);
       if (!workspace || workspace.desiredState === 'deleted') skipped.push({ id, slug: workspace?.slug ?? null, reason: 'not found' });
       else if (workspace.desiredState === 'stopped') skipped.push({ id, slug: workspace.slug, reason: 'already stopped' });
       else stopped.push({ id, slug: (await store.workspaces.stop(ctx.state.actor!, id, 'coach')).slug });
     }
-    ctx.body = { stopped, skipped };
+    ctx.body = { stopped, skipped } satisfies BulkStop;
   });
 
   router.get('/refusals', (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { refusals: live.recentRefusals().map(presentRefusal) };
+    ctx.body = { refusals: live.recentRefusals().map(presentRefusal) } satisfies RefusalList;
   });
 
   router.get('/events', (ctx) => {

@@ -3,9 +3,10 @@ import { NotFoundError } from '../../src/errors.ts';
 import type { RunStatus } from '../../src/store/runs.ts';
 import type { AuthState } from '../middleware/auth.ts';
 import { validateQuery, type QueryState } from '../middleware/validate.ts';
-import { presentClassRun, presentRunEnd } from '../presenters.ts';
+import { presentClassRun, presentRunEnd } from '../../src/wire/presenters.ts';
 import { answerOutputFile, answerOutputStream, outputQuerySchema, type OutputQuery } from '../run-output.ts';
 import type { AdminDeps } from '../admin.ts';
+import type { ClassRunAnswer, ClassRunList } from '../../src/wire/schemas.ts';
 
 interface RunsQuery {
   status?: RunStatus;
@@ -14,7 +15,7 @@ interface RunsQuery {
   limit: number;
 }
 
-const runsQuerySchema = {
+export const runsQuerySchema = {
   type: 'object',
   properties: {
     status: { type: 'string', enum: ['queued', 'running', 'stopped', 'failed', 'canceled'] },
@@ -38,7 +39,7 @@ export function runRoutes(router: Router<AuthState>, { store, outputHub }: Admin
     const { status, since, workspace, limit } = (ctx.state as QueryState<RunsQuery>).query;
     const runs = await store.runs.list({ status, since: since === undefined ? undefined : new Date(since), workspaceId: workspace, limit });
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { runs: runs.map(presentClassRun) };
+    ctx.body = { runs: runs.map(presentClassRun) } satisfies ClassRunList;
   });
 
   const runOf = async (id: string) => {
@@ -49,7 +50,7 @@ export function runRoutes(router: Router<AuthState>, { store, outputHub }: Admin
 
   router.get('/runs/:runId', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { run: presentClassRun(await runOf(ctx.params.runId!)) };
+    ctx.body = { run: presentClassRun(await runOf(ctx.params.runId!)) } satisfies ClassRunAnswer;
   });
 
   router.get('/runs/:runId/output', validateQuery<OutputQuery>(outputQuerySchema), async (ctx) => {
@@ -70,6 +71,6 @@ export function runRoutes(router: Router<AuthState>, { store, outputHub }: Admin
   router.post('/runs/:runId/stop', async (ctx) => {
     const run = await store.runs.stopByAdmin(ctx.state.actor!, ctx.params.runId!);
     ctx.status = run.status === 'queued' || run.status === 'running' ? 202 : 200;
-    ctx.body = { run: presentClassRun(run) };
+    ctx.body = { run: presentClassRun(run) } satisfies ClassRunAnswer;
   });
 }

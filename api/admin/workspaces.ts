@@ -2,13 +2,14 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import type { AuthState } from '../middleware/auth.ts';
-import { converged, presentOverview, presentWorkspaceChange } from '../presenters.ts';
+import { converged, presentOverview, presentWorkspaceChange } from '../../src/wire/presenters.ts';
 import type { AdminDeps } from '../admin.ts';
+import type { WorkspaceChangeAnswer } from '../../src/wire/schemas.ts';
 
 /** Answers a desired-state change: the new spec and the last observed status; 202 while it is still converging, 200 when it already is. */
 function answerChange(ctx: Context, workspace: WorkspaceRecord): void {
   ctx.status = converged(workspace) ? 200 : 202;
-  ctx.body = { workspace: presentWorkspaceChange(workspace) };
+  ctx.body = { workspace: presentWorkspaceChange(workspace) } satisfies WorkspaceChangeAnswer;
 }
 
 /** `GET /admin/status` and the spec's two workspace actions: stop-containers and restart-code. */

@@ -2,6 +2,7 @@
 import { writeAudit, type AuditAction } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import type { AuditPage as Page } from '../../src/wire/schemas.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef0123456789';
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -15,19 +16,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await app.close();
 });
-
-interface Entry {
-  id: number;
-  timestamp: string;
-  actor: { id: string | null; email: string };
-  action: string;
-  target: { kind: string; id: string };
-  metadata: Record<string, unknown> | null;
-}
-interface Page {
-  entries: Entry[];
-  nextCursor: number | null;
-}
 
 /** One row to seed; the action may be any text, so that tests can store what the store never writes. */
 interface SeedRow {

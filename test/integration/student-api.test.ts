@@ -11,6 +11,7 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
+import type { ErrorBody, StudentWorkspace as WorkspaceView } from '../../src/wire/schemas.ts';
 
 const db = useTestDatabase({ truncate: false });
 let app: TestApp;
@@ -46,9 +47,6 @@ afterAll(async () => {
 }, 30_000);
 
 const api = (student: Student, rest: string) => `${app.url}/u/${student.workspace.slug}/api${rest}`;
-
-type WorkspaceView = { id: string; slug: string; desiredState: string; observedState: string; statusMessage: string; ready: boolean };
-type ErrorBody = { error: { code: string; message: string } };
 
 function open(student: Student, as: Student, headers: Record<string, string> = { origin: app.url }): Promise<Response> {
   return fetch(api(student, '/workspace/open'), { method: 'POST', headers: { cookie: as.cookie, accept: 'application/json', ...headers } });

@@ -3,7 +3,8 @@ import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
-import { signInLinkConfirmation, SignInLinkNotice, type SignInLink } from './sign-in-link.ts';
+import type { SignInLink } from '../../../src/wire/schemas.ts';
+import { signInLinkConfirmation, SignInLinkNotice } from './sign-in-link.ts';
 import { ConfirmDialog, Empty, Notice, useResource, type Confirmation, Loading } from './ui.ts';
 
 export function AllowlistPage(): VNode {

@@ -2,6 +2,7 @@
  * The admin API as the panel calls it (same origin, the session cookie), and the live events that
  * tell it when to read again. The panel changes state through these calls only.
  */
+import type { Refusal } from '../../../src/wire/schemas.ts';
 
 /** An answer of the API that is not a success: its stable code and its message for the coach. */
 export class ApiError extends Error {
@@ -39,17 +40,9 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 }
 
 /** What the live stream says: a change of some kind of state, or a capacity refusal. */
-type LiveEvent = { type: 'change'; kind: string; id: string } | { type: 'refusal'; refusal: Refusal };
+export type { Refusal };
 
-/** A student refused at the cap. */
-export interface Refusal {
-  at: string;
-  workspaceId: string;
-  slug: string;
-  email: string | null;
-  cap: number;
-  running: number;
-}
+type LiveEvent = { type: 'change'; kind: string; id: string } | { type: 'refusal'; refusal: Refusal };
 
 type Listener = (event: LiveEvent) => void;
 const listeners = new Set<Listener>();

@@ -8,15 +8,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { Empty, Notice, setQuery, Time, Loading } from './ui.ts';
-
-interface Entry {
-  id: number;
-  timestamp: string;
-  actor: { id: string | null; email: string };
-  action: string;
-  target: { kind: string; id: string };
-  metadata: Record<string, unknown> | null;
-}
+import type { AuditEntry as Entry } from '../../../src/wire/schemas.ts';
 
 const ACTIONS = [
   'user.promote',

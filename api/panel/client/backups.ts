@@ -4,27 +4,7 @@ import { useState } from 'preact/hooks';
 import { api, ApiError, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { ConfirmDialog, Empty, Notice, Time, useResource, type Confirmation, Loading } from './ui.ts';
-
-interface Backup {
-  name: string;
-  sizeBytes: number;
-  modified: string;
-  slug: string | null;
-  workspaceId: string | null;
-  ownerEmail: string | null;
-  created: string | null;
-  files: number | null;
-  /** The files' data (the manifest's count); sizeBytes is the compressed file. */
-  bytes: number | null;
-}
-
-interface WorkspaceRow {
-  id: string;
-  slug: string;
-  owner: string | null;
-  desiredState: string;
-  observedState: string;
-}
+import type { Backup, WorkspaceRow } from '../../../src/wire/schemas.ts';
 
 const megabytes = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 

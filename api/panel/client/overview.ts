@@ -1,21 +1,10 @@
 /** Overview: capacity with the inline cap editor, active builds, who was refused at the cap (live), failures. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, type Refusal, messageOf } from './api.ts';
+import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { Ago, Empty, Link, Notice, Time, useResource } from './ui.ts';
-
-interface Overview {
-  capacity: { cap: number; source: 'override' | 'environment'; running: number; wantedRunning: number; waiting: number };
-  activeBuilds: number;
-  refusals: Refusal[];
-  failed: { id: string; slug: string; statusMessage: string; since: string | null }[];
-  orphansSeen: number;
-  /** Volumes no workspace accounts for (kept: the log names them). */
-  orphanVolumesSeen: number;
-  /** The identity providers configured (none: students sign in by links only). */
-  signInProviders: string[];
-}
+import type { Overview } from '../../../src/wire/schemas.ts';
 
 /**
  * The cap, edited in place: validated here as the API validates it, effective at once. It is made

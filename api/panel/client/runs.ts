@@ -9,20 +9,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from './api.ts';
 import { html } from './html.ts';
 import { ConfirmDialog, Empty, Link, Loading, Notice, setQuery, Time, useResource, type Confirmation } from './ui.ts';
-
-interface Run {
-  id: string;
-  status: 'queued' | 'running' | 'stopped' | 'failed' | 'canceled';
-  queuedAt: string;
-  readyAt: string | null;
-  endedAt: string | null;
-  exitCode: number | null;
-  reason: string | null;
-  outputLength: number;
-  outputTruncated: boolean;
-  workspace: { id: string; slug: string };
-  ownerEmail: string | null;
-}
+import type { ClassRun as Run } from '../../../src/wire/schemas.ts';
 
 const STATUSES = ['queued', 'running', 'stopped', 'failed', 'canceled'] as const;
 const PERIODS: [value: string, label: string, ms: number][] = [

@@ -4,12 +4,7 @@ import { useRef, useState } from 'preact/hooks';
 import { api } from './api.ts';
 import { html } from './html.ts';
 import { Notice, Time, type Confirmation } from './ui.ts';
-
-export interface SignInLink {
-  email: string;
-  url: string;
-  expiresAt: string;
-}
+import type { SignInLink } from '../../../src/wire/schemas.ts';
 
 /** Asks before making a link for `email` (whoever holds it is signed in as them); `onMade` gets it. */
 export function signInLinkConfirmation(email: string, onMade: (link: SignInLink) => void): Confirmation {

@@ -3,16 +3,9 @@ import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, messageOf } from './api.ts';
 import { html } from './html.ts';
-import { signInLinkConfirmation, SignInLinkNotice, type SignInLink } from './sign-in-link.ts';
+import type { SignInLink, User } from '../../../src/wire/schemas.ts';
+import { signInLinkConfirmation, SignInLinkNotice } from './sign-in-link.ts';
 import { ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
-
-interface User {
-  id: string;
-  name: string;
-  email: string;
-  role: 'user' | 'admin';
-  workspaceSlug: string | null;
-}
 
 export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
   const { data, error, reload } = useResource(() => api<{ users: User[] }>('GET', '/admin/users'), 'users', ['users', 'workspaces']);

@@ -8,25 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from './api.ts';
 import { html } from './html.ts';
 import { Ago, ConfirmDialog, Empty, Link, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
-
-interface Row {
-  id: string;
-  slug: string;
-  owner: string | null;
-  desiredState: string;
-  observedState: string;
-  statusMessage: string;
-  lastActivityAt: string | null;
-  cpuPercent: number | null;
-  memoryPercent: number | null;
-  activeRun: { id: string; status: string } | null;
-}
-
-interface Page {
-  workspaces: Row[];
-  total: number;
-  counts: { all: number; observed: Record<string, number>; desired: Record<string, number> };
-}
+import type { WorkspacePage as Page, WorkspaceRow as Row } from '../../../src/wire/schemas.ts';
 
 /** A whole class on one page: 500 rows render well within 200 ms (bench/panel.ts). */
 const PAGE_SIZE = 500;

@@ -1,18 +1,20 @@
 /**
  * How records look on the wire: the one place that turns the store's records into the JSON of the
- * API. Dates become ISO 8601 strings; a student never sees where their editor or simulator runs.
+ * API (and of the CLI's --json), each presenter producing a type of the contract (schemas.ts).
+ * Dates become ISO 8601 strings; a student never sees where their editor or simulator runs.
  */
-import type { StoredBackup } from '../src/backup/backups.ts';
-import type { AuditEntry, AuditPage } from '../src/store/audit.ts';
-import type { ClassRun, RunRecord } from '../src/store/runs.ts';
-import { linkPath, type NewLink } from '../src/store/sign-in-links.ts';
-import type { UserRecord } from '../src/store/users.ts';
-import type { DesiredState, Overview, WorkspaceRecord } from '../src/store/workspaces.ts';
+import type { StoredBackup } from '../backup/backups.ts';
+import type { AuditPage as AuditRecords } from '../store/audit.ts';
+import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
+import { linkPath, type NewLink } from '../store/sign-in-links.ts';
+import type { UserRecord } from '../store/users.ts';
+import type { DesiredState, Overview as OverviewRecords, WorkspaceRecord } from '../store/workspaces.ts';
+import type { AuditPage, Backup, Capacity, ClassRun, Refusal, Run, RunEnd, SignInLink, Status, StudentWorkspace, User, WorkspaceChange } from './schemas.ts';
 
 const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
 
 /** A user: id, name, email, role and their workspace's id and slug. */
-export function presentUser(user: UserRecord) {
+export function presentUser(user: UserRecord): User {
   return { id: user.id, name: user.name, email: user.email, role: user.role, workspaceId: user.workspaceId, workspaceSlug: user.workspaceSlug };
 }
 
@@ -27,7 +29,10 @@ export interface IdleForecast {
  * `idle`, when the idle sweep will stop it unless the student does something (and from when to
  * warn them); with `run`, its newest run.
  */
-export function presentStudentWorkspace(workspace: WorkspaceRecord, extra: { idle?: IdleForecast; run?: RunRecord | null; idleStopMinutes?: number } = {}) {
+export function presentStudentWorkspace(
+  workspace: WorkspaceRecord,
+  extra: { idle?: IdleForecast; run?: RunRecord | null; idleStopMinutes?: number } = {},
+): StudentWorkspace {
   const stopped = workspace.desiredState === 'stopped' && workspace.stoppedBy && workspace.stoppedAt;
   return {
     id: workspace.id,
@@ -39,7 +44,7 @@ export function presentStudentWorkspace(workspace: WorkspaceRecord, extra: { idl
     // Why a stopped workspace stopped, for its student's page: by whom, when (and, for the idle sweep, after how long).
     stopped: stopped
       ? {
-          by: workspace.stoppedBy,
+          by: workspace.stoppedBy!,
           at: workspace.stoppedAt!.toISOString(),
           ...(workspace.stoppedBy === 'idle' && extra.idleStopMinutes !== undefined && { afterIdleMinutes: extra.idleStopMinutes }),
         }
@@ -50,7 +55,7 @@ export function presentStudentWorkspace(workspace: WorkspaceRecord, extra: { idl
 }
 
 /** A workspace after an admin changed its spec: the new spec beside the last observed status. */
-export function presentWorkspaceChange(workspace: WorkspaceRecord) {
+export function presentWorkspaceChange(workspace: WorkspaceRecord): WorkspaceChange {
   return {
     id: workspace.id,
     slug: workspace.slug,
@@ -67,7 +72,7 @@ export const converged = (workspace: WorkspaceRecord): boolean =>
   workspace.observedGeneration === workspace.generation && workspace.observedState === workspace.desiredState;
 
 /** A run as its student sees it. */
-export function presentRun(run: RunRecord) {
+export function presentRun(run: RunRecord): Run {
   return {
     id: run.id,
     status: run.status,
@@ -77,21 +82,19 @@ export function presentRun(run: RunRecord) {
     endedAt: iso(run.endedAt),
     exitCode: run.exitCode,
     reason: run.reason,
-    /** Its last lines, kept when it ended. */
     output: run.output,
-    /** How much of its whole output is kept (characters), and whether it was cut at the limit. */
     outputLength: run.outputLength,
     outputTruncated: run.outputTruncated,
   };
 }
 
 /** A run in the class's list (the panel, the admin API): the run, and whose it is. */
-export function presentClassRun(run: ClassRun) {
+export function presentClassRun(run: ClassRunRecord): ClassRun {
   return { ...presentRun(run), workspace: { id: run.workspaceId, slug: run.slug }, ownerEmail: run.ownerEmail };
 }
 
 /** The `end` event of a run's output stream: how it ended. */
-export function presentRunEnd(run: RunRecord) {
+export function presentRunEnd(run: RunRecord): RunEnd {
   return { id: run.id, status: run.status, reason: run.reason, exitCode: run.exitCode, endedAt: iso(run.endedAt), outputLength: run.outputLength };
 }
 
@@ -103,46 +106,70 @@ const CODE_DESIRED: Record<DesiredState, string> = { running: 'running', stopped
  * container and the simulator of a run in progress, each wanted and observed), the active build
  * count (runs still compiling or booting) and the capacity.
  */
-export function presentOverview(overview: Overview) {
+export function presentOverview(overview: OverviewRecords): Status {
   const runsByWorkspace = Map.groupBy(overview.activeRuns, (run) => run.workspaceId);
   const { workspaces } = overview;
   return {
     workspaces: workspaces.map((workspace) => ({
-      ...workspace,
+      id: workspace.id,
+      userId: workspace.userId,
+      slug: workspace.slug,
+      desiredState: workspace.desiredState,
+      generation: workspace.generation,
+      restartGeneration: workspace.restartGeneration,
+      observedState: workspace.observedState,
+      observedGeneration: workspace.observedGeneration,
+      statusMessage: workspace.statusMessage,
       lastTransitionAt: iso(workspace.lastTransitionAt),
       lastActivityAt: iso(workspace.lastActivityAt),
       containers: [
         { role: 'code', desiredState: CODE_DESIRED[workspace.desiredState], observedState: workspace.observedState },
-        ...(runsByWorkspace.get(workspace.id) ?? []).map((run) => ({ role: 'sim', runId: run.id, desiredState: run.desiredState, observedState: run.status })),
+        ...(runsByWorkspace.get(workspace.id) ?? []).map((run) => ({
+          role: 'sim' as const,
+          runId: run.id,
+          desiredState: run.desiredState,
+          observedState: run.status,
+        })),
       ],
     })),
     activeBuilds: overview.activeRuns.filter((run) => run.status === 'queued').length,
-    capacity: {
-      cap: overview.cap.value,
-      source: overview.cap.source,
-      wantedRunning: workspaces.filter((workspace) => workspace.desiredState === 'running').length,
-      running: workspaces.filter((workspace) => workspace.observedState === 'running').length,
-    },
+    capacity: presentCapacity(overview),
   };
 }
 
-/** One audit entry: id (the cursor), ISO timestamp, actor, action, target and metadata. */
-function presentAuditEntry(entry: AuditEntry) {
-  return { ...entry, timestamp: entry.timestamp.toISOString() };
+/** The capacity: the effective cap and its source, how many workspaces are wanted running and how many run. */
+export function presentCapacity(overview: OverviewRecords): Capacity {
+  const { workspaces } = overview;
+  return {
+    cap: overview.cap.value,
+    source: overview.cap.source,
+    wantedRunning: workspaces.filter((workspace) => workspace.desiredState === 'running').length,
+    running: workspaces.filter((workspace) => workspace.observedState === 'running').length,
+  };
 }
 
-/** A page of audit entries, newest first, and the cursor of the next page (null on the last). */
-export function presentAuditPage(page: AuditPage) {
-  return { entries: page.entries.map(presentAuditEntry), nextCursor: page.nextCursor };
+/** A page of audit entries (id, the cursor; ISO timestamp; actor, action, target, metadata), newest first, and the cursor of the next page (null on the last). */
+export function presentAuditPage(page: AuditRecords): AuditPage {
+  return {
+    entries: page.entries.map((entry) => ({
+      id: entry.id,
+      timestamp: entry.timestamp.toISOString(),
+      actor: { id: entry.actor.id, email: entry.actor.email },
+      action: entry.action,
+      target: { kind: entry.target.kind, id: entry.target.id },
+      metadata: entry.metadata,
+    })),
+    nextCursor: page.nextCursor,
+  };
 }
 
 /** A sign-in link just made: the one time its URL is shown (only its hash is stored). */
-export function presentLink(link: NewLink & { email: string }, origin: string) {
+export function presentLink(link: NewLink & { email: string }, origin: string): SignInLink {
   return { id: link.id, email: link.email, url: `${origin}${linkPath('sign-in', link.token)}`, expiresAt: link.expiresAt.toISOString() };
 }
 
 /** A stored backup: its file, and what its manifest says (null fields for a file without one). */
-export function presentBackup(backup: StoredBackup) {
+export function presentBackup(backup: StoredBackup): Backup {
   const manifest = backup.manifest;
   return {
     name: backup.name,
@@ -155,5 +182,17 @@ export function presentBackup(backup: StoredBackup) {
     files: manifest?.files ?? null,
     bytes: manifest?.bytes ?? null,
     sha256: manifest?.sha256 ?? null,
+  };
+}
+
+/** A student refused at the cap, as the panel shows it. */
+export function presentRefusal(refusal: Omit<Refusal, 'at'> & { at: Date }): Refusal {
+  return {
+    at: refusal.at.toISOString(),
+    workspaceId: refusal.workspaceId,
+    slug: refusal.slug,
+    email: refusal.email,
+    cap: refusal.cap,
+    running: refusal.running,
   };
 }

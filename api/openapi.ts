@@ -1,0 +1,527 @@
+/**
+ * The HTTP API as an OpenAPI 3.1 document, built from the wire contract (src/wire/schemas.ts) and
+ * the request schemas beside the routes: every route of the admin API and of the student API,
+ * `/healthz`, `/metrics` (text), `/auth/me` and this document itself. Served at `GET /openapi.json`
+ * to anyone (it describes shapes, never data, and the source is public anyway), kept in the
+ * repository as `docs/openapi.json` (`npm run openapi` writes it; a test fails when it is stale),
+ * validated by a maintained OpenAPI validator in the tests, and every JSON answer the integration
+ * tests receive is checked against it (test/helpers/contract.ts).
+ */
+import Router from '@koa/router';
+import type { TSchema } from 'typebox';
+import { SERVICE } from '../src/package-info.ts';
+import * as Wire from '../src/wire/schemas.ts';
+import { allowlistSchema } from './admin/allowlist.ts';
+import { auditLogQuerySchema } from './admin/audit.ts';
+import { restoreSchema } from './admin/backups.ts';
+import { capSchema } from './admin/config.ts';
+import { linkSchema } from './admin/links.ts';
+import { bulkStopSchema, workspacesQuerySchema } from './admin/live.ts';
+import { runsQuerySchema } from './admin/runs.ts';
+import { outputQuerySchema } from './run-output.ts';
+
+/** Who may call an operation. */
+type Auth = 'none' | 'admin' | 'student' | 'metrics' | 'signed-in';
+
+/** What an answer holds: a JSON body of a schema of the contract, text, an event stream, a file, or nothing. */
+type Content = { json: TSchema } | { text: string } | { events: string } | { file: string } | { empty: true };
+
+/** One operation of the API. */
+export interface Operation {
+  method: 'get' | 'post' | 'delete';
+  /** The path template, OpenAPI style (`/admin/users/{userId}/promote`). */
+  path: string;
+  summary: string;
+  auth: Auth;
+  tag: 'admin' | 'student' | 'service';
+  query?: object;
+  body?: object;
+  /** Answers by status: 2xx (and the 3xx of a redirect); errors are the `default` ErrorBody. */
+  responses: Record<number, { description: string } & Content>;
+}
+
+const json = (schema: TSchema, description: string) => ({ json: schema, description });
+
+/** Every operation of the API (the order is the document's). */
+export const OPERATIONS: Operation[] = [
+  // Service
+  {
+    method: 'get',
+    path: '/healthz',
+    summary: 'Whether the control plane serves: the database answers and migrations ran.',
+    auth: 'none',
+    tag: 'service',
+    responses: { 200: json(Wire.Health, 'Healthy.'), 503: json(Wire.Health, 'Not healthy: `failed` names the checks.') },
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus metrics (text exposition format).',
+    auth: 'metrics',
+    tag: 'service',
+    responses: { 200: { text: 'text/plain; version=0.0.4', description: 'The metrics.' } },
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This document.',
+    auth: 'none',
+    tag: 'service',
+    responses: { 200: { text: 'application/json', description: 'The OpenAPI 3.1 document.' } },
+  },
+  {
+    method: 'get',
+    path: '/auth/me',
+    summary: 'The signed-in user.',
+    auth: 'signed-in',
+    tag: 'service',
+    responses: { 200: json(Wire.UserAnswer, 'The user.') },
+  },
+  // Admin: the spec's endpoints
+  {
+    method: 'get',
+    path: '/admin/status',
+    summary: 'Every workspace with its containers (wanted and observed), the active build count and the capacity.',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.Status, 'The status.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/config/max-active-containers',
+    summary: 'The effective cap on running workspaces and its source.',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.Cap, 'The cap.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/config/max-active-containers',
+    summary: 'Stores the runtime override of the cap (audit `config.max-active-containers`); stops nothing.',
+    auth: 'admin',
+    tag: 'admin',
+    body: capSchema,
+    responses: { 200: json(Wire.CapChange, 'The new cap and the one before.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/audit-log',
+    summary: 'A page of audit entries, newest first: `before` is the cursor (the smallest id of the previous page).',
+    auth: 'admin',
+    tag: 'admin',
+    query: auditLogQuerySchema,
+    responses: { 200: json(Wire.AuditPage, 'The page.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/workspaces/{workspaceId}/stop-containers',
+    summary: 'Wants the workspace stopped (audit `container.stop`).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.WorkspaceChangeAnswer, 'Already stopped.'), 202: json(Wire.WorkspaceChangeAnswer, 'Stopping.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/workspaces/{workspaceId}/restart-code',
+    summary: 'Asks for a fresh code container (audit `container.restart-code`).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.WorkspaceChangeAnswer, 'Observed as asked already.'), 202: json(Wire.WorkspaceChangeAnswer, 'Restarting.') },
+  },
+  // Admin: the panel's
+  {
+    method: 'get',
+    path: '/admin/overview',
+    summary: "What the panel's Overview shows.",
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.Overview, 'The overview.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/workspaces',
+    summary: 'A page of workspaces: searched, filtered, sorted and paged by the server, with counts by state.',
+    auth: 'admin',
+    tag: 'admin',
+    query: workspacesQuerySchema,
+    responses: { 200: json(Wire.WorkspacePage, 'The page.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/workspaces/stop',
+    summary: 'Stops each workspace that is wanted running (audit `container.stop` each).',
+    auth: 'admin',
+    tag: 'admin',
+    body: bulkStopSchema,
+    responses: { 200: json(Wire.BulkStop, 'Which were stopped and which skipped.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/refusals',
+    summary: 'Capacity refusals of the last hour.',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.RefusalList, 'The refusals.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/events',
+    summary: 'Live events for the panel: `change` ({kind, id}) and `refusal` (a Refusal).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: { events: 'Server-sent events.', description: 'The stream, until the admin may no longer read it.' } },
+  },
+  {
+    method: 'get',
+    path: '/admin/users',
+    summary: 'Every user.',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.UserList, 'The users.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/users/{userId}/promote',
+    summary: 'Makes the user an admin (audit `user.promote`).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.UserChange, 'The user, and whether anything changed.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/users/{userId}/demote',
+    summary: 'Takes admin away (audit `user.demote`); never from the last admin (409).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.UserChange, 'The user, and whether anything changed.') },
+  },
+  {
+    method: 'delete',
+    path: '/admin/users/{userId}',
+    summary: 'Deletes the user and their workspace (audit `user.delete`).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.UserAnswer, 'The deleted user.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/sign-in-links',
+    summary: 'A one-time sign-in link for an allowlisted email (audit `auth.sign-in-link`).',
+    auth: 'admin',
+    tag: 'admin',
+    body: linkSchema,
+    responses: { 201: json(Wire.SignInLinkAnswer, 'The link: the one time its URL is shown.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/allowlist',
+    summary: "The allowlist's entries and the SERVICE_ADMIN_EMAIL ones.",
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.Allowlist, 'The allowlist.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/allowlist',
+    summary: 'Adds an email or a domain (audit `allowlist.add`).',
+    auth: 'admin',
+    tag: 'admin',
+    body: allowlistSchema,
+    responses: { 200: json(Wire.AllowlistAdded, 'It was there already.'), 201: json(Wire.AllowlistAdded, 'Added.') },
+  },
+  {
+    method: 'delete',
+    path: '/admin/allowlist/{entry}',
+    summary: 'Removes an entry (URL-encoded; audit `allowlist.remove`).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.AllowlistRemoved, 'Removed.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/backups',
+    summary: 'The stored backups, newest first.',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.BackupList, 'The backups.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/backups/{name}',
+    summary: 'A stored backup, as a download.',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: { file: 'application/gzip', description: 'The backup file (tar.gz).' } },
+  },
+  {
+    method: 'post',
+    path: '/admin/workspaces/{workspaceId}/backup',
+    summary: "Backs up the workspace's files (audit `workspace.backup`).",
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 201: json(Wire.BackupAnswer, 'The stored backup.') },
+  },
+  {
+    method: 'post',
+    path: '/admin/workspaces/{workspaceId}/restore',
+    summary: 'Restores a stored backup into the stopped workspace, keeping its files as a backup first (audit `workspace.restore`).',
+    auth: 'admin',
+    tag: 'admin',
+    body: restoreSchema,
+    responses: { 200: json(Wire.RestoreAnswer, 'Restored.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/runs',
+    summary: "The class's runs, newest first: by status, since a time, of one workspace.",
+    auth: 'admin',
+    tag: 'admin',
+    query: runsQuerySchema,
+    responses: { 200: json(Wire.ClassRunList, 'The runs.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/runs/{runId}',
+    summary: 'One run.',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.ClassRunAnswer, 'The run.') },
+  },
+  {
+    method: 'get',
+    path: '/admin/runs/{runId}/output',
+    summary: "A run's output as server-sent events (`output` {offset, text}, then `end`, a RunEnd), resumable with Last-Event-ID.",
+    auth: 'admin',
+    tag: 'admin',
+    query: outputQuerySchema,
+    responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
+  },
+  {
+    method: 'get',
+    path: '/admin/runs/{runId}/output.txt',
+    summary: "A run's whole kept output, as a file.",
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: { file: 'text/plain', description: 'The output.' } },
+  },
+  {
+    method: 'post',
+    path: '/admin/runs/{runId}/stop',
+    summary: 'Stops a run (audit `run.stop`).',
+    auth: 'admin',
+    tag: 'admin',
+    responses: { 200: json(Wire.ClassRunAnswer, 'It had ended.'), 202: json(Wire.ClassRunAnswer, 'Stopping.') },
+  },
+  // Student
+  {
+    method: 'get',
+    path: '/u/{slug}/api/workspace',
+    summary: "The workspace's state, when the idle sweep would stop it, and its newest run.",
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.StudentWorkspaceAnswer, 'The workspace.') },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/workspace/open',
+    summary: 'Opens the workspace: admission under the cap (503 `at_capacity` with Retry-After at the cap).',
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.OpenAnswer, 'It runs already.'), 202: json(Wire.OpenAnswer, 'Starting.') },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/workspace/keep',
+    summary: '"Keep working": the student is here; the idle count starts again.',
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.StudentWorkspaceAnswer, 'The workspace.') },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/workspace/stop',
+    summary: 'The student stops their workspace (audit `container.stop`); the files stay.',
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.StudentWorkspaceAnswer, 'The workspace.') },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/runs',
+    summary: 'Starts a run (409 `run_active`, 409 `workspace_not_running`).',
+    auth: 'student',
+    tag: 'student',
+    responses: { 202: json(Wire.RunAnswer, 'Queued.') },
+  },
+  {
+    method: 'get',
+    path: '/u/{slug}/api/runs',
+    summary: "The workspace's recent runs, newest first.",
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.RunList, 'The runs.') },
+  },
+  {
+    method: 'get',
+    path: '/u/{slug}/api/runs/{runId}',
+    summary: 'One run.',
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.RunAnswer, 'The run.') },
+  },
+  {
+    method: 'get',
+    path: '/u/{slug}/api/runs/{runId}/output',
+    summary: "A run's output as server-sent events (as the admin's).",
+    auth: 'student',
+    tag: 'student',
+    query: outputQuerySchema,
+    responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
+  },
+  {
+    method: 'get',
+    path: '/u/{slug}/api/runs/{runId}/output.txt',
+    summary: "A run's whole kept output, as a file.",
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: { file: 'text/plain', description: 'The output.' } },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/runs/{runId}/stop',
+    summary: 'Stops a run.',
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.RunAnswer, 'It had ended.'), 202: json(Wire.RunAnswer, 'Stopping.') },
+  },
+  {
+    method: 'get',
+    path: '/u/{slug}/api/sim/status',
+    summary: "The active run's simulator alive probe (500 ms timeout).",
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.SimStatus, 'Alive or not, and why.') },
+  },
+];
+
+const SECURITY: Record<Auth, Record<string, string[]>[]> = {
+  none: [],
+  admin: [{ adminToken: [] }, { session: [] }],
+  student: [{ session: [] }, { workspaceCookie: [] }],
+  metrics: [{ metricsToken: [] }, { session: [] }],
+  'signed-in': [{ session: [] }],
+};
+
+/** The contract's schemas by name (each export of schemas.ts that is an object schema). */
+function namedSchemas(): Map<TSchema, string> {
+  const names = new Map<TSchema, string>();
+  for (const [name, value] of Object.entries(Wire)) {
+    if (typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'object') names.set(value, name);
+  }
+  return names;
+}
+
+/** The query schema's properties as OpenAPI parameters. */
+function queryParameters(schema: object | undefined): object[] {
+  if (!schema) return [];
+  const { properties = {}, required = [] } = schema as { properties?: Record<string, object>; required?: string[] };
+  return Object.entries(properties).map(([name, property]) => {
+    // A default fills in a missing parameter: such a one is not required of the caller.
+    const { default: fallback, ...rest } = property as { default?: unknown };
+    return { name, in: 'query', required: required.includes(name) && fallback === undefined, schema: fallback === undefined ? rest : property };
+  });
+}
+
+/** The OpenAPI 3.1 document of the API (see the file comment). */
+export function openApiDocument(): Record<string, unknown> {
+  const names = namedSchemas();
+  const used = new Set<string>(['ErrorBody']);
+  /** A schema with every named schema in it (itself included) as a reference to its component, marked used. */
+  const ref = (schema: unknown, top = true): unknown => {
+    const name = names.get(schema as TSchema);
+    if (name && !top) {
+      used.add(name);
+      return { $ref: `#/components/schemas/${name}` };
+    }
+    if (Array.isArray(schema)) return schema.map((item) => ref(item, false));
+    if (typeof schema !== 'object' || schema === null) return schema;
+    return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, ref(value, false)]));
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const operation of OPERATIONS) {
+    const pathParameters = [...operation.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+    const responses: Record<string, unknown> = {};
+    for (const [status, answer] of Object.entries(operation.responses)) {
+      let content: Record<string, unknown> | undefined;
+      if ('json' in answer) content = { 'application/json': { schema: ref(answer.json, false) } };
+      else if ('text' in answer) content = { [answer.text]: { schema: { type: 'string' } } };
+      else if ('events' in answer) content = { 'text/event-stream': { schema: { type: 'string', description: answer.events } } };
+      else if ('file' in answer) content = { [answer.file]: { schema: { type: 'string', contentMediaType: answer.file } } };
+      responses[status] = { description: answer.description, ...(content && { content }) };
+    }
+    responses.default = {
+      description: 'An error: 400 (bad input, naming the field), 401, 403, 404, 409, 413, 415, 429, 503 (with Retry-After), 500.',
+      content: {
+        'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } },
+        'text/html': { schema: { type: 'string', description: "A page that says what went wrong, for a browser's page load." } },
+      },
+    };
+    (paths[operation.path] ??= {})[operation.method] = {
+      operationId: `${operation.method}${operation.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_all, next: string | undefined) => (next ?? '').toUpperCase())}`,
+      summary: operation.summary,
+      tags: [operation.tag],
+      security: SECURITY[operation.auth],
+      parameters: [...pathParameters, ...queryParameters(operation.query)],
+      ...(operation.body && { requestBody: { required: true, content: { 'application/json': { schema: operation.body } } } }),
+      responses,
+    };
+  }
+  // Each component with the named schemas inside it as references (which may name more components).
+  const schemas: Record<string, unknown> = {};
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [schema, name] of names) {
+      if (!used.has(name) || name in schemas) continue;
+      schemas[name] = ref(schema);
+      grew = true;
+    }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Classroom workspaces control plane',
+      version: SERVICE.version,
+      description:
+        'Errors are `{"error": {"code", "message"}}` with a stable snake_case code. The student API is also served under the editor\'s own address: `/u/{slug}/.cp/api/...` in path mode, and `/.cp/api/...` on a workspace\'s host in host mode.',
+    },
+    tags: [
+      { name: 'service', description: 'Health, metrics, this document, the signed-in user.' },
+      { name: 'admin', description: 'The admin API: the bearer ADMIN_TOKEN, or a signed-in admin session (state changes need a same-origin request).' },
+      { name: 'student', description: "A workspace's own API: its student (or an admin), signed in." },
+    ],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN (break-glass; optional).' },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when set.' },
+        session: { type: 'apiKey', in: 'cookie', name: 'cp_session', description: 'The signed session cookie of a sign-in.' },
+        workspaceCookie: { type: 'apiKey', in: 'cookie', name: '__Host-cp_ws', description: "Host mode: the workspace's own cookie on its host." },
+      },
+    },
+  };
+}
+
+/** The document as served and as kept in docs/openapi.json: two-space JSON and a final newline. */
+export const openApiText = (): string => `${JSON.stringify(openApiDocument(), null, 2)}\n`;
+
+/** `GET /openapi.json`, public (see the file comment). */
+export function openApiRouter(): Router {
+  const router = new Router();
+  const text = openApiText();
+  router.get('/openapi.json', (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = text;
+  });
+  return router;
+}

@@ -1,0 +1,313 @@
+/**
+ * The wire contract, once: every JSON body the control plane answers or takes, as a JSON Schema
+ * (TypeBox) with its TypeScript type derived from it (`Static`). The presenters (presenters.ts)
+ * produce these types and nothing else produces wire JSON; the handlers, the panel, the CLI's
+ * `--json` output and the tests import the types from here; and the OpenAPI document
+ * (api/openapi.ts) is built from them, with the request bodies' and query strings' ajv schemas
+ * (beside their routes, each bound to its type by ajv's JSONSchemaType or declared with it). Schema
+ * first, type derived: a schema says what a type cannot (formats, enums, descriptions), and the
+ * document and the contract test need the schema at run time anyway.
+ *
+ * Response objects allow no property beyond those named (`additionalProperties: false`), so a field
+ * a handler adds or renames is a contract change the tests catch (test/helpers/contract.ts).
+ */
+import Type, { type Static, type TProperties, type TSchema } from 'typebox';
+
+/** An object of exactly these properties (no others). */
+const Strict = <P extends TProperties>(properties: P, options: { description?: string } = {}) =>
+  Type.Object(properties, { additionalProperties: false, ...options });
+const Nullable = <S extends TSchema>(schema: S) => Type.Union([schema, Type.Null()]);
+const Uuid = Type.String({ format: 'uuid' });
+const Time = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' });
+
+// --- Enumerations -------------------------------------------------------------------------------
+
+export const DesiredState = Type.Enum(['running', 'stopped', 'deleted']);
+export const ObservedState = Type.Enum(['unknown', 'starting', 'running', 'stopped', 'waiting', 'failed']);
+export const RunStatus = Type.Enum(['queued', 'running', 'stopped', 'failed', 'canceled']);
+export const Role = Type.Enum(['user', 'admin']);
+export const StoppedBy = Type.Enum(['student', 'coach', 'operator', 'idle']);
+export const CapSource = Type.Enum(['override', 'environment']);
+
+// --- Errors ---------------------------------------------------------------------------------------
+
+/** Every error answer: a stable snake_case code and a message safe to show. */
+export const ErrorBody = Strict({ error: Strict({ code: Type.String(), message: Type.String() }) });
+export type ErrorBody = Static<typeof ErrorBody>;
+
+// --- Health ---------------------------------------------------------------------------------------
+
+export const CheckResult = Type.Enum(['ok', 'unreachable', 'timeout']);
+export const Health = Strict({
+  ok: Type.Boolean(),
+  service: Type.String(),
+  version: Type.String(),
+  checks: Strict({ database: CheckResult }),
+  failed: Type.Optional(Type.Array(Type.String())),
+});
+export type Health = Static<typeof Health>;
+
+// --- Users ----------------------------------------------------------------------------------------
+
+export const User = Strict({
+  id: Uuid,
+  name: Type.String(),
+  email: Type.String(),
+  role: Role,
+  workspaceId: Nullable(Uuid),
+  workspaceSlug: Nullable(Type.String()),
+});
+export type User = Static<typeof User>;
+export const UserList = Strict({ users: Type.Array(User) });
+export type UserList = Static<typeof UserList>;
+export const UserChange = Strict({ user: User, changed: Type.Boolean() });
+export type UserChange = Static<typeof UserChange>;
+export const UserAnswer = Strict({ user: User });
+export type UserAnswer = Static<typeof UserAnswer>;
+
+// --- Runs -----------------------------------------------------------------------------------------
+
+/** A run as its student sees it. */
+export const Run = Strict({
+  id: Uuid,
+  status: RunStatus,
+  desiredState: Type.Enum(['running', 'stopped']),
+  queuedAt: Time,
+  readyAt: Nullable(Time),
+  endedAt: Nullable(Time),
+  exitCode: Nullable(Type.Integer()),
+  reason: Nullable(Type.String()),
+  output: Nullable(Type.String({ description: 'Its last lines, kept when it ended.' })),
+  outputLength: Type.Integer({ description: 'How much of its whole output is kept (characters).' }),
+  outputTruncated: Type.Boolean({ description: 'Whether the output was cut at the limit.' }),
+});
+export type Run = Static<typeof Run>;
+export const RunAnswer = Strict({ run: Run });
+export type RunAnswer = Static<typeof RunAnswer>;
+export const RunList = Strict({ runs: Type.Array(Run) });
+export type RunList = Static<typeof RunList>;
+
+/** A run in the class's list: the run, and whose it is. */
+export const ClassRun = Strict({ ...Run.properties, workspace: Strict({ id: Uuid, slug: Type.String() }), ownerEmail: Nullable(Type.String()) });
+export type ClassRun = Static<typeof ClassRun>;
+export const ClassRunAnswer = Strict({ run: ClassRun });
+export type ClassRunAnswer = Static<typeof ClassRunAnswer>;
+export const ClassRunList = Strict({ runs: Type.Array(ClassRun) });
+export type ClassRunList = Static<typeof ClassRunList>;
+
+/** The `end` event of a run's output stream: how it ended. */
+export const RunEnd = Strict({
+  id: Uuid,
+  status: RunStatus,
+  reason: Nullable(Type.String()),
+  exitCode: Nullable(Type.Integer()),
+  endedAt: Nullable(Time),
+  outputLength: Type.Integer(),
+});
+export type RunEnd = Static<typeof RunEnd>;
+
+// --- Workspaces -----------------------------------------------------------------------------------
+
+/** A workspace as its student sees it. */
+export const StudentWorkspace = Strict({
+  id: Uuid,
+  slug: Type.String(),
+  desiredState: DesiredState,
+  observedState: ObservedState,
+  statusMessage: Type.String(),
+  ready: Type.Boolean({ description: 'The editor answers through the proxy.' }),
+  stopped: Nullable(
+    Strict(
+      { by: StoppedBy, at: Time, afterIdleMinutes: Type.Optional(Type.Number()) },
+      { description: 'Who stopped it and when; null while it is wanted running or was never stopped.' },
+    ),
+  ),
+  idle: Type.Optional(
+    Strict({ stopsAt: Nullable(Time), warnFrom: Nullable(Time) }, { description: 'When the idle sweep stops it unless the student does something.' }),
+  ),
+  run: Type.Optional(Nullable(Run)),
+  pageUrl: Type.Optional(Type.String({ description: 'The workspace page, on the control plane.' })),
+  editorUrl: Type.Optional(Type.String({ description: "Host mode: the workspace's own origin." })),
+});
+export type StudentWorkspace = Static<typeof StudentWorkspace>;
+export const StudentWorkspaceAnswer = Strict({ workspace: StudentWorkspace });
+export type StudentWorkspaceAnswer = Static<typeof StudentWorkspaceAnswer>;
+export const OpenAnswer = Strict({ workspace: StudentWorkspace, alreadyRunning: Type.Boolean() });
+export type OpenAnswer = Static<typeof OpenAnswer>;
+
+/** The simulator's alive probe. */
+export const SimStatus = Strict({
+  alive: Type.Boolean(),
+  runId: Type.Optional(Uuid),
+  latencyMs: Type.Optional(Type.Integer()),
+  status: Type.Optional(Type.Integer({ description: "The simulator's HTTP status." })),
+  reason: Type.Optional(Type.Enum(['no_active_run', 'not_started', 'timeout', 'unreachable'])),
+});
+export type SimStatus = Static<typeof SimStatus>;
+
+/** A workspace after an admin changed its spec: the new spec beside the last observed status. */
+export const WorkspaceChange = Strict({
+  id: Uuid,
+  slug: Type.String(),
+  desiredState: DesiredState,
+  generation: Type.Integer(),
+  restartGeneration: Type.Integer(),
+  observedState: ObservedState,
+  observedGeneration: Type.Integer(),
+});
+export type WorkspaceChange = Static<typeof WorkspaceChange>;
+export const WorkspaceChangeAnswer = Strict({ workspace: WorkspaceChange });
+export type WorkspaceChangeAnswer = Static<typeof WorkspaceChangeAnswer>;
+
+/** The capacity: the effective cap, where it comes from, and how many workspaces run and are wanted running. */
+export const Capacity = Strict({ cap: Type.Integer(), source: CapSource, wantedRunning: Type.Integer(), running: Type.Integer() });
+export type Capacity = Static<typeof Capacity>;
+
+/** `GET /admin/status`: every workspace with its containers, the active build count and the capacity. */
+export const Status = Strict({
+  workspaces: Type.Array(
+    Strict({
+      id: Uuid,
+      userId: Nullable(Uuid),
+      slug: Type.String(),
+      desiredState: DesiredState,
+      generation: Type.Integer(),
+      restartGeneration: Type.Integer(),
+      observedState: ObservedState,
+      observedGeneration: Type.Integer(),
+      statusMessage: Type.String(),
+      lastTransitionAt: Nullable(Time),
+      lastActivityAt: Nullable(Time),
+      containers: Type.Array(
+        Strict({
+          role: Type.Enum(['code', 'sim']),
+          runId: Type.Optional(Uuid),
+          desiredState: Type.String({ description: 'code: running, stopped or removed; sim: running or stopped' }),
+          observedState: Type.String({ description: "code: the workspace's observed state; sim: the run's status" }),
+        }),
+      ),
+    }),
+  ),
+  activeBuilds: Type.Integer({ description: 'Runs still compiling or booting.' }),
+  capacity: Capacity,
+});
+export type Status = Static<typeof Status>;
+
+/** One workspace as the panel lists it. */
+export const WorkspaceRow = Strict({
+  id: Uuid,
+  slug: Type.String(),
+  owner: Nullable(Type.String()),
+  desiredState: DesiredState,
+  observedState: ObservedState,
+  statusMessage: Type.String(),
+  lastActivityAt: Nullable(Time),
+  lastTransitionAt: Nullable(Time),
+  cpuPercent: Nullable(Type.Number()),
+  memoryPercent: Nullable(Type.Number()),
+  activeRun: Nullable(Strict({ id: Uuid, status: Type.Enum(['queued', 'running']) })),
+});
+export type WorkspaceRow = Static<typeof WorkspaceRow>;
+export const WorkspacePage = Strict({
+  workspaces: Type.Array(WorkspaceRow),
+  total: Type.Integer({ description: 'How many match the search and filters.' }),
+  counts: Strict({
+    all: Type.Integer(),
+    observed: Type.Record(Type.String(), Type.Integer()),
+    desired: Type.Record(Type.String(), Type.Integer()),
+  }),
+});
+export type WorkspacePage = Static<typeof WorkspacePage>;
+export const BulkStop = Strict({
+  stopped: Type.Array(Strict({ id: Type.String(), slug: Type.String() })),
+  skipped: Type.Array(Strict({ id: Type.String(), slug: Nullable(Type.String()), reason: Type.Enum(['not found', 'already stopped']) })),
+});
+export type BulkStop = Static<typeof BulkStop>;
+
+/** A student refused at the cap: the coach's notification. */
+export const Refusal = Strict({
+  at: Time,
+  workspaceId: Uuid,
+  slug: Type.String(),
+  email: Nullable(Type.String()),
+  cap: Type.Integer(),
+  running: Type.Integer(),
+});
+export type Refusal = Static<typeof Refusal>;
+export const RefusalList = Strict({ refusals: Type.Array(Refusal) });
+export type RefusalList = Static<typeof RefusalList>;
+
+/** What the panel's Overview shows. */
+export const Overview = Strict({
+  capacity: Strict({ ...Capacity.properties, waiting: Type.Integer() }),
+  activeBuilds: Type.Integer(),
+  refusals: Type.Array(Refusal),
+  failed: Type.Array(Strict({ id: Uuid, slug: Type.String(), statusMessage: Type.String(), since: Nullable(Time) })),
+  orphansSeen: Type.Number(),
+  orphanVolumesSeen: Type.Number(),
+  signInProviders: Type.Array(Type.String(), { description: 'The identity providers configured (none: sign-in by links only).' }),
+});
+export type Overview = Static<typeof Overview>;
+
+// --- Cap, allowlist, audit, links, backups --------------------------------------------------------
+
+export const Cap = Strict({ value: Type.Integer(), source: CapSource });
+export type Cap = Static<typeof Cap>;
+export const CapChange = Strict({ value: Type.Integer(), source: Type.Literal('override'), previous: Type.Integer() });
+export type CapChange = Static<typeof CapChange>;
+
+export const Allowlist = Strict({
+  entries: Type.Array(Type.String()),
+  implicit: Type.Array(Type.String(), { description: "SERVICE_ADMIN_EMAIL's emails, admitted whatever the file says." }),
+});
+export type Allowlist = Static<typeof Allowlist>;
+export const AllowlistAdded = Strict({ entry: Type.String(), added: Type.Boolean() });
+export type AllowlistAdded = Static<typeof AllowlistAdded>;
+export const AllowlistRemoved = Strict({ entry: Type.String(), removed: Type.Boolean() });
+export type AllowlistRemoved = Static<typeof AllowlistRemoved>;
+
+export const AuditEntry = Strict({
+  id: Type.Integer({ description: 'The cursor: pass the smallest of a page as `before`.' }),
+  timestamp: Time,
+  actor: Strict({
+    id: Nullable(Type.String({ description: "The acting user's id; null for a named actor (system, cli, admin-token)." })),
+    email: Type.String(),
+  }),
+  action: Type.String(),
+  target: Strict({ kind: Type.String(), id: Type.String() }),
+  metadata: Nullable(Type.Record(Type.String(), Type.Unknown())),
+});
+export type AuditEntry = Static<typeof AuditEntry>;
+export const AuditPage = Strict({ entries: Type.Array(AuditEntry), nextCursor: Nullable(Type.Integer()) });
+export type AuditPage = Static<typeof AuditPage>;
+
+export const SignInLink = Strict({ id: Uuid, email: Type.String(), url: Type.String(), expiresAt: Time });
+export type SignInLink = Static<typeof SignInLink>;
+export const SignInLinkAnswer = Strict({ link: SignInLink });
+export type SignInLinkAnswer = Static<typeof SignInLinkAnswer>;
+
+/** A stored backup: its file, and what its manifest says (nulls for a file without one). */
+export const Backup = Strict({
+  name: Type.String(),
+  sizeBytes: Type.Integer({ description: 'The file (compressed).' }),
+  modified: Time,
+  slug: Nullable(Type.String()),
+  workspaceId: Nullable(Type.String()),
+  ownerEmail: Nullable(Type.String()),
+  created: Nullable(Type.String()),
+  files: Nullable(Type.Integer()),
+  bytes: Nullable(Type.Integer({ description: 'The data it holds (uncompressed).' })),
+  sha256: Nullable(Type.String()),
+});
+export type Backup = Static<typeof Backup>;
+export const BackupList = Strict({ backups: Type.Array(Backup) });
+export type BackupList = Static<typeof BackupList>;
+export const BackupAnswer = Strict({ backup: Backup });
+export type BackupAnswer = Static<typeof BackupAnswer>;
+export const RestoreAnswer = Strict({
+  workspace: WorkspaceChange,
+  from: Type.String({ description: 'The slug the backup was made of.' }),
+  handedOver: Type.Boolean({ description: "Into another workspace: the first student's credentials and editor state were left out." }),
+  kept: Nullable(Type.String({ description: 'The backup that keeps the files the restore replaced.' })),
+});
+export type RestoreAnswer = Static<typeof RestoreAnswer>;

@@ -1,0 +1,110 @@
+/**
+ * The contract test of every integration test: each JSON answer a test receives through `fetch`
+ * from a control plane on loopback is checked against the OpenAPI document (api/openapi.ts), by its
+ * operation (method and path template) and status: a documented 2xx by its schema, an error by
+ * ErrorBody. A body that disagrees throws from that `fetch`, so the test that met it fails and says
+ * which operation, which field and why. Installed for every test file by jest.config.js
+ * (setupFilesAfterEnv); answers of paths the document does not describe (an editor through the
+ * proxy, the panel, the sign-in pages) pass unchecked.
+ */
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
+
+interface Compiled {
+  method: string;
+  template: string;
+  pattern: RegExp;
+  /** Validators of the documented JSON answers, by status. */
+  statuses: Map<number, ValidateFunction | 'not json'>;
+}
+
+let compiled: { operations: Compiled[]; error: ValidateFunction } | undefined;
+
+/** The document's operations with a validator for each JSON answer (loaded and compiled once per test file that needs it). */
+async function contract(): Promise<NonNullable<typeof compiled>> {
+  if (compiled) return compiled;
+  const { OPERATIONS, openApiDocument } = await import('../../api/openapi.ts');
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  formats.default(ajv);
+  const document = openApiDocument() as { components: { schemas: Record<string, unknown> } };
+  ajv.addSchema({ $id: 'openapi', components: document.components });
+  const refs = (schema: unknown): unknown =>
+    JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"openapi#/components/schemas/')) as unknown;
+  const paths = (
+    openApiDocument() as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>> }
+  ).paths;
+  const operations = OPERATIONS.map((operation): Compiled => {
+    const statuses = new Map<number, ValidateFunction | 'not json'>();
+    for (const [status, answer] of Object.entries(paths[operation.path]![operation.method]!.responses)) {
+      if (status === 'default') continue;
+      const json = answer.content?.['application/json'];
+      statuses.set(Number(status), json && operation.path !== '/openapi.json' ? ajv.compile(refs(json.schema) as object) : 'not json');
+    }
+    const pattern = new RegExp(`^${operation.path.replace(/\{\w+\}/g, '[^/]+').replace(/\./g, '\\.')}$`);
+    return { method: operation.method.toUpperCase(), template: operation.path, pattern, statuses };
+  });
+  compiled = { operations, error: ajv.compile(refs({ $ref: '#/components/schemas/ErrorBody' }) as object) };
+  return compiled;
+}
+
+/**
+ * The path as the document names it: the student API under the editor's own address
+ * (`/u/<slug>/.cp/api/...` in path mode, `/.cp/api/...` on a workspace's host) is the same API.
+ */
+function documentedPath(url: URL): string {
+  const path = url.pathname;
+  const aliased = /^\/u\/([^/]+)\/\.cp\/api(\/.*)$/.exec(path);
+  if (aliased) return `/u/${aliased[1]}/api${aliased[2]}`;
+  if (path.startsWith('/.cp/api/')) return `/u/{host}/api${path.slice('/.cp/api'.length)}`;
+  return path;
+}
+
+/** Checks one answer against the contract; throws naming what disagrees. */
+export async function checkAnswer(method: string, url: URL, response: Response): Promise<void> {
+  const { operations, error } = await contract();
+  const path = documentedPath(url);
+  const operation = operations.find((candidate) => candidate.method === method && candidate.pattern.test(path));
+  if (!operation) return;
+  const type = response.headers.get('content-type') ?? '';
+  const where = `${method} ${operation.template} answered ${response.status}`;
+  const documented = operation.statuses.get(response.status);
+  if (response.status >= 400 && !documented) {
+    // A browser's page load gets a page that says what went wrong (the document lists both).
+    if (type.startsWith('text/html')) return;
+    if (!type.startsWith('application/json')) throw new Error(`${where} with ${type || 'no content type'}, not the JSON error the document says`);
+    const body: unknown = await response.clone().json();
+    if (!error(body))
+      throw new Error(
+        `${where}: the error body disagrees with ErrorBody: ${JSON.stringify(error.errors?.slice(0, 3))} in ${JSON.stringify(body).slice(0, 500)}`,
+      );
+    return;
+  }
+  if (response.status >= 300) return;
+  const validate = documented;
+  if (!validate) throw new Error(`${where}, a status the OpenAPI document does not list for it`);
+  if (validate === 'not json') return;
+  if (!type.startsWith('application/json')) throw new Error(`${where} with ${type || 'no content type'}, not JSON`);
+  const body: unknown = await response.clone().json();
+  if (!validate(body))
+    throw new Error(
+      `${where}: the body disagrees with the OpenAPI document: ${JSON.stringify(validate.errors?.slice(0, 3))} in ${JSON.stringify(body).slice(0, 2000)}`,
+    );
+}
+
+/** Whether a request goes to a control plane a test runs (loopback and `*.localhost` names). */
+function local(url: URL): boolean {
+  return url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname.endsWith('.localhost');
+}
+
+/** Wraps the global fetch so that every answer from a local control plane is checked (see the file comment). */
+export function checkEveryAnswer(): void {
+  const plain = globalThis.fetch;
+  globalThis.fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const response = await plain(input, init);
+    const url = new URL(input instanceof Request ? input.url : input.toString());
+    if (!local(url)) return response;
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    await checkAnswer(method, url, response);
+    return response;
+  };
+}
