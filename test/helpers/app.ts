@@ -11,6 +11,7 @@ import { createRootLogger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import type { ActivityRecorder } from '../../src/store/activity.ts';
 import type { Store } from '../../src/store/index.ts';
+import { watchControlPlane } from './contract.ts';
 
 /** The session-signing key of in-process test apps. */
 export const TEST_SESSION_SECRET = 'test-session-secret-0123456789abcdef';
@@ -58,6 +59,7 @@ export async function startApp(
   });
   await plane.start();
   const { server } = plane.http!;
+  const unwatch = watchControlPlane(plane.http!.url);
   return {
     url: plane.http!.url,
     metrics: plane.metrics,
@@ -67,6 +69,7 @@ export async function startApp(
     dataDir,
     // Tests end their connections at once rather than waiting out the grace period.
     close: async () => {
+      unwatch();
       server.closeAllConnections();
       await plane.stop();
     },

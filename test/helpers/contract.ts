@@ -1,6 +1,6 @@
 /**
  * The contract test of every integration test: each JSON answer a test receives through `fetch`
- * from a control plane on loopback is checked against the OpenAPI document (api/openapi.ts), by its
+ * from a control plane it runs (started through test/helpers/app.ts or server.ts) is checked against the OpenAPI document (api/openapi.ts), by its
  * operation (method and path template) and status: a documented 2xx by its schema, an error by
  * ErrorBody. A body that disagrees throws from that `fetch`, so the test that met it fails and says
  * which operation, which field and why. Installed for every test file by jest.config.js
@@ -91,9 +91,20 @@ export async function checkAnswer(method: string, url: URL, response: Response):
     );
 }
 
-/** Whether a request goes to a control plane a test runs (loopback and `*.localhost` names). */
+/** The ports of the control planes the tests run now (an editor stand-in or an OIDC provider on loopback is not one). */
+const controlPlanes = new Set<string>();
+
+/** Checks the answers of the control plane at `url` from now on (test/helpers/app.ts and server.ts call it); returns how to stop. */
+export function watchControlPlane(url: string): () => void {
+  const { port } = new URL(url);
+  controlPlanes.add(port);
+  return () => controlPlanes.delete(port);
+}
+
+/** Whether a request goes to a control plane a test runs: its port, on loopback or a `*.localhost` name (a workspace's host). */
 function local(url: URL): boolean {
-  return url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname.endsWith('.localhost');
+  const loopback = url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname.endsWith('.localhost');
+  return loopback && controlPlanes.has(url.port);
 }
 
 /** Wraps the global fetch so that every answer from a local control plane is checked (see the file comment). */

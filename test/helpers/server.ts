@@ -7,6 +7,7 @@ import readline from 'node:readline';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { PROJECT_ROOT } from '../../src/config.ts';
+import { watchControlPlane } from './contract.ts';
 
 /** One JSON log record of the server process. */
 export type LogRecord = Record<string, unknown> & { level: string; message: string; category: string };
@@ -112,6 +113,8 @@ export async function startServer(env: Record<string, string | undefined>, timeo
     throw error;
   }
   server.url = `http://127.0.0.1:${String(listening.port)}`;
+  const unwatch = watchControlPlane(server.url);
+  server.proc.once('exit', unwatch);
   return server;
 }
 
