@@ -197,7 +197,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         intervalMs: sweepEveryMs,
       })
     : undefined;
-  const stats = chosen.has('stats') ? new StatsSampler({ runtime, metrics, log: containersLog }) : undefined;
+  const stats = chosen.has('stats') ? new StatsSampler({ runtime, store, metrics, log: containersLog }) : undefined;
 
   const plane: ControlPlane = {
     config,

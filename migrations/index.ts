@@ -12,6 +12,7 @@ import { AddRunStoppedBy1795600000000 } from './1795600000000-AddRunStoppedBy.ts
 import { AddRetiredVolumes1795700000000 } from './1795700000000-AddRetiredVolumes.ts';
 import { CreateServers1795710000000 } from './1795710000000-CreateServers.ts';
 import { AddStoppedBy1795720000000 } from './1795720000000-AddStoppedBy.ts';
+import { CreateWorkspaceStats1795730000000 } from './1795730000000-CreateWorkspaceStats.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   AddRetiredVolumes1795700000000,
   CreateServers1795710000000,
   AddStoppedBy1795720000000,
+  CreateWorkspaceStats1795730000000,
 ];

@@ -10,6 +10,7 @@ import { SessionStore } from './sessions.ts';
 import { SignInLinkStore } from './sign-in-links.ts';
 import { SettingsStore } from './settings.ts';
 import { UserStore } from './users.ts';
+import { WorkspaceListStore } from './workspace-list.ts';
 import { WorkspaceStore } from './workspaces.ts';
 
 export interface StoreOptions {
@@ -25,6 +26,8 @@ export interface StoreOptions {
 /** The one store every caller (API, controllers, CLI) reads and changes state through. */
 export interface Store {
   workspaces: WorkspaceStore;
+  /** The admin's views of the class (a page of workspaces, the overview's counts), computed by PostgreSQL, and the stats behind them. */
+  workspaceList: WorkspaceListStore;
   runs: RunStore;
   users: UserStore;
   settings: SettingsStore;
@@ -44,6 +47,7 @@ export interface Store {
 /** The writes only controllers make: the observed half of workspaces and runs, and the finalizer. */
 interface ControllerWrites {
   workspaces: 'writeStatus' | 'finalizeDeleted' | 'forgetRetired';
+  workspaceList: 'recordStats';
   runs: 'recordSimEndpoint' | 'markReady' | 'finish' | 'appendOutput';
 }
 
@@ -51,8 +55,9 @@ interface ControllerWrites {
  * The store as the HTTP surface (api/) and the CLI get it: every read and every desired-state
  * change, none of the controllers' writes (calling one there fails tsc).
  */
-export type SurfaceStore = Omit<Store, 'workspaces' | 'runs'> & {
+export type SurfaceStore = Omit<Store, 'workspaces' | 'workspaceList' | 'runs'> & {
   workspaces: Omit<WorkspaceStore, ControllerWrites['workspaces']>;
+  workspaceList: Omit<WorkspaceListStore, ControllerWrites['workspaceList']>;
   runs: Omit<RunStore, ControllerWrites['runs']>;
 };
 
@@ -65,6 +70,7 @@ export function createStore(options: StoreOptions): Store {
   const mutate = mutator(db, changes);
   return {
     workspaces: new WorkspaceStore(db, mutate, changes, options.environmentCap),
+    workspaceList: new WorkspaceListStore(db, options.environmentCap),
     runs: new RunStore(db, mutate, changes),
     users: new UserStore(db, mutate),
     settings: new SettingsStore(db, mutate, options.environmentCap),

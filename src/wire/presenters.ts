@@ -8,8 +8,25 @@ import type { AuditPage as AuditRecords } from '../store/audit.ts';
 import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
 import { linkPath, type NewLink } from '../store/sign-in-links.ts';
 import type { UserRecord } from '../store/users.ts';
+import type { ClassSummary, WorkspaceListPage, WorkspaceListRow } from '../store/workspace-list.ts';
 import type { DesiredState, Overview as OverviewRecords, WorkspaceRecord } from '../store/workspaces.ts';
-import type { AuditPage, Backup, Capacity, ClassRun, Refusal, Run, RunEnd, SignInLink, Status, StudentWorkspace, User, WorkspaceChange } from './schemas.ts';
+import type {
+  AuditPage,
+  Backup,
+  Capacity,
+  ClassRun,
+  Overview,
+  Refusal,
+  Run,
+  RunEnd,
+  SignInLink,
+  Status,
+  StudentWorkspace,
+  User,
+  WorkspaceChange,
+  WorkspacePage,
+  WorkspaceRow,
+} from './schemas.ts';
 
 const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
 
@@ -194,5 +211,36 @@ export function presentRefusal(refusal: Omit<Refusal, 'at'> & { at: Date }): Ref
     email: refusal.email,
     cap: refusal.cap,
     running: refusal.running,
+  };
+}
+
+/** One workspace as the admin lists it. */
+export function presentWorkspaceRow(row: WorkspaceListRow): WorkspaceRow {
+  return {
+    id: row.id,
+    slug: row.slug,
+    owner: row.owner,
+    desiredState: row.desiredState,
+    observedState: row.observedState,
+    statusMessage: row.statusMessage,
+    lastActivityAt: iso(row.lastActivityAt),
+    lastTransitionAt: iso(row.lastTransitionAt),
+    cpuPercent: row.cpuPercent,
+    memoryPercent: row.memoryPercent,
+    activeRun: row.activeRun,
+  };
+}
+
+/** A page of workspaces, how many match, and the class counted by state. */
+export function presentWorkspacePage(page: WorkspaceListPage): WorkspacePage {
+  return { workspaces: page.rows.map(presentWorkspaceRow), total: page.total, counts: page.counts };
+}
+
+/** The overview's figures: the capacity (with those waiting for a slot), builds in progress, and the failed workspaces. */
+export function presentSummary(summary: ClassSummary): Pick<Overview, 'capacity' | 'activeBuilds' | 'failed'> {
+  return {
+    capacity: { cap: summary.cap.value, source: summary.cap.source, running: summary.running, wantedRunning: summary.wantedRunning, waiting: summary.waiting },
+    activeBuilds: summary.activeBuilds,
+    failed: summary.failed.map((failure) => ({ id: failure.id, slug: failure.slug, statusMessage: failure.statusMessage, since: iso(failure.since) })),
   };
 }

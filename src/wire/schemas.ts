@@ -249,6 +249,14 @@ export const Overview = Strict({
 });
 export type Overview = Static<typeof Overview>;
 
+/** `cli status --json`: the capacity with the builds in progress, every workspace as the admin lists it, and the servers that run. */
+export const CliStatus = Strict({
+  capacity: Strict({ ...Capacity.properties, activeBuilds: Type.Integer() }),
+  workspaces: Type.Array(WorkspaceRow),
+  servers: Type.Array(Strict({ publicUrl: Type.String(), hostname: Type.String(), pid: Type.Integer(), startedAt: Time })),
+});
+export type CliStatus = Static<typeof CliStatus>;
+
 // --- Cap, allowlist, audit, links, backups --------------------------------------------------------
 
 export const Cap = Strict({ value: Type.Integer(), source: CapSource });

@@ -1,5 +1,6 @@
 // @lane local
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import type { WorkspacePage } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
@@ -69,19 +70,101 @@ describe('GET /admin/workspaces', () => {
     const bob = await workspace('bob@school.test');
     await app.store.workspaces.writeStatus(ada.id, { observedState: 'running', observedGeneration: ada.generation, statusMessage: '' });
     await app.store.workspaces.writeStatus(bob.id, { observedState: 'stopped', observedGeneration: bob.generation, statusMessage: '' });
-    for (const [id, cpu, memory] of [
-      [ada.id, 12.5, 40],
-      [bob.id, 80, 90],
-    ] as const) {
-      app.metrics.containerCpuPercent.set({ workspace_id: id }, cpu);
-      app.metrics.containerMemoryPercent.set({ workspace_id: id }, memory);
-    }
+    // As the stats sampler records its pass (bob's sample is from before he stopped).
+    await app.store.workspaceList.recordStats([
+      { workspaceId: ada.id, cpuPercent: 12.5, memoryPercent: 40 },
+      { workspaceId: bob.id, cpuPercent: 80, memoryPercent: 90 },
+    ]);
     const response = await fetch(`${app.url}/admin/workspaces?sort=slug&order=asc`, { headers: admin });
     const { workspaces } = (await response.json()) as { workspaces: { slug: string; cpuPercent: number | null; memoryPercent: number | null }[] };
     expect(workspaces.map(({ slug, cpuPercent, memoryPercent }) => ({ slug, cpuPercent, memoryPercent }))).toEqual([
       { slug: 'ada', cpuPercent: 12.5, memoryPercent: 40 },
       { slug: 'bob', cpuPercent: null, memoryPercent: null },
     ]);
+  });
+});
+
+describe('GET /admin/workspaces: search, filters, order and paging by the database', () => {
+  /** Six workspaces in every state that matters, with activity, samples and a run. */
+  async function classOf(): Promise<Record<string, WorkspaceRecord>> {
+    const made: Record<string, WorkspaceRecord> = {};
+    for (const [slug, running] of [
+      ['ada', true],
+      ['bob', true],
+      ['cy', false],
+      ['dee', true],
+      ['eve', false],
+      ['finn', false],
+    ] as const) {
+      made[slug] = await workspace(`${slug}@${slug === 'eve' ? 'robotics.club' : 'school.test'}`, running);
+    }
+    const status = (id: string, observedState: 'running' | 'failed' | 'stopped') =>
+      app.store.workspaces.writeStatus(id, { observedState, observedGeneration: 1, statusMessage: observedState === 'failed' ? 'no image' : '' });
+    await status(made.ada!.id, 'running');
+    await status(made.bob!.id, 'running');
+    await status(made.dee!.id, 'failed');
+    await status(made.cy!.id, 'stopped');
+    await db.dataSource.query('UPDATE workspaces SET last_activity_at = now() - make_interval(mins => $2) WHERE id = $1', [made.ada!.id, 5]);
+    await db.dataSource.query('UPDATE workspaces SET last_activity_at = now() - make_interval(mins => $2) WHERE id = $1', [made.bob!.id, 50]);
+    await app.store.workspaceList.recordStats([
+      { workspaceId: made.ada!.id, cpuPercent: 30, memoryPercent: 10 },
+      { workspaceId: made.bob!.id, cpuPercent: 5, memoryPercent: 70 },
+    ]);
+    await app.store.runs.create(made.bob!.id);
+    // Finn's account is gone, his workspace is not yet: no owner.
+    await db.dataSource.query('UPDATE workspaces SET user_id = NULL WHERE id = $1', [made.finn!.id]);
+    return made;
+  }
+  const page = async (query: string) => {
+    const response = await fetch(`${app.url}/admin/workspaces?${query}`, { headers: admin });
+    expect(response.status).toBe(200);
+    return (await response.json()) as WorkspacePage;
+  };
+  const slugs = async (query: string) => (await page(query)).workspaces.map((row) => row.slug);
+
+  it('finds by part of the slug or of the owner email, in any case, and filters by observed and desired state', async () => {
+    await classOf();
+    expect(await slugs('q=Ee')).toEqual(['dee']);
+    expect(await slugs('q=robotics')).toEqual(['eve']);
+    expect(await slugs('observed=running')).toEqual(['ada', 'bob']);
+    expect(await slugs('desired=running&observed=failed')).toEqual(['dee']);
+    expect(await slugs('q=zzz')).toEqual([]);
+  });
+
+  it.each([
+    ['slug', 'asc', ['ada', 'bob', 'cy', 'dee', 'eve', 'finn']],
+    ['slug', 'desc', ['finn', 'eve', 'dee', 'cy', 'bob', 'ada']],
+    ['owner', 'asc', ['ada', 'bob', 'cy', 'dee', 'eve', 'finn']],
+    ['owner', 'desc', ['eve', 'dee', 'cy', 'bob', 'ada', 'finn']],
+    ['desired', 'asc', ['ada', 'bob', 'dee', 'cy', 'eve', 'finn']],
+    ['observed', 'desc', ['eve', 'finn', 'cy', 'ada', 'bob', 'dee']],
+    ['lastActivity', 'desc', ['dee', 'ada', 'bob', 'cy', 'eve', 'finn']],
+    ['cpu', 'desc', ['ada', 'bob', 'cy', 'dee', 'eve', 'finn']],
+    ['cpu', 'asc', ['bob', 'ada', 'cy', 'dee', 'eve', 'finn']],
+    ['memory', 'desc', ['bob', 'ada', 'cy', 'dee', 'eve', 'finn']],
+  ])('sorts by %s %s, absent values last whatever the order, then by slug', async (sort, order, expected) => {
+    await classOf();
+    expect(await slugs(`sort=${sort}&order=${order}`)).toEqual(expected);
+  });
+
+  it('pages with offset and limit, says how many match, and counts the whole class by state', async () => {
+    const made = await classOf();
+    const second = await page('limit=2&offset=2');
+    expect(second.workspaces.map((row) => row.slug)).toEqual(['cy', 'dee']);
+    expect(second.total).toBe(6);
+    expect(second.counts).toEqual({
+      all: 6,
+      observed: { unknown: 2, starting: 0, running: 2, stopped: 1, waiting: 0, failed: 1 },
+      desired: { running: 3, stopped: 3, deleted: 0 },
+    });
+    // A page past the end: no rows, the total still said.
+    expect(await page('limit=2&offset=10')).toMatchObject({ workspaces: [], total: 6 });
+    expect(await page('q=robotics&limit=1&offset=5')).toMatchObject({ workspaces: [], total: 1 });
+    // Each row: owner, activity, the last sample while running, the active run.
+    const [bob] = (await page('q=bob')).workspaces;
+    expect(bob).toMatchObject({ slug: 'bob', owner: 'bob@school.test', cpuPercent: 5, memoryPercent: 70, activeRun: { status: 'queued' } });
+    expect((await page('q=finn')).workspaces[0]).toMatchObject({ slug: 'finn', owner: null, cpuPercent: null, activeRun: null });
+    expect(made.finn).toBeDefined();
   });
 });
 

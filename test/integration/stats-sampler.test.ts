@@ -32,7 +32,12 @@ describe('the stats sampler', () => {
     const { workspace } = await harness.store.users.create({ email: `stats-${Date.now().toString(36)}@school.test` });
     await harness.store.workspaces.open(workspace.id);
     await eventually('running', async () => (await harness.store.workspaces.get(workspace.id))?.observedState === 'running');
-    const sampler = new StatsSampler({ runtime: harness.runtime, metrics: harness.metrics, log: categoryLogger(captureLogger().root, 'containers') });
+    const sampler = new StatsSampler({
+      runtime: harness.runtime,
+      store: harness.store,
+      metrics: harness.metrics,
+      log: categoryLogger(captureLogger().root, 'containers'),
+    });
 
     // One-shot stats (milliseconds per container, where plain stream=false waits 1-2 s for a second
     // sample): seen on the real Docker call, which the spy only watches and passes through.

@@ -1,3 +1,5 @@
+import { presentSummary, presentWorkspaceRow } from '../../wire/presenters.ts';
+import type { CliStatus } from '../../wire/schemas.ts';
 import { CliCommand } from '../command.ts';
 
 /** Relative age of a time, for a terminal: `5s ago`, `3m ago`, `2h ago`, `4d ago`. */
@@ -16,38 +18,24 @@ export default class Status extends CliCommand {
     'Show the capacity (running, wanted running, cap) and every workspace: wanted and observed state, status message, last activity.';
   static override examples = ['<%= config.bin %> status', '<%= config.bin %> status --json'];
 
-  async run() {
+  async run(): Promise<CliStatus> {
     await this.parse(Status);
     const { store } = await this.controlPlane();
-    const overview = await store.workspaces.overview();
-    const users = new Map((await store.users.list()).map((user) => [user.id, user.email]));
-    const workspaces = overview.workspaces.map((workspace) => ({
-      id: workspace.id,
-      slug: workspace.slug,
-      owner: workspace.userId ? (users.get(workspace.userId) ?? null) : null,
-      desiredState: workspace.desiredState,
-      observedState: workspace.observedState,
-      statusMessage: workspace.statusMessage,
-      lastActivityAt: workspace.lastActivityAt?.toISOString() ?? null,
-      activeRun: overview.activeRuns.find((run) => run.workspaceId === workspace.id)?.status ?? null,
-    }));
-    const capacity = {
-      cap: overview.cap.value,
-      source: overview.cap.source,
-      wantedRunning: overview.workspaces.filter((workspace) => workspace.desiredState === 'running').length,
-      running: overview.workspaces.filter((workspace) => workspace.observedState === 'running').length,
-      activeBuilds: overview.activeRuns.filter((run) => run.status === 'queued').length,
-    };
-    const servers = await store.servers.live();
+    const [summary, page, servers] = await Promise.all([
+      store.workspaceList.summary(),
+      store.workspaceList.page({ sort: 'slug', order: 'asc', offset: 0, limit: Number.MAX_SAFE_INTEGER }),
+      store.servers.live(),
+    ]);
+    const { capacity, activeBuilds } = presentSummary(summary);
     if (servers.length === 0) this.say('No control plane is running: the observed states below are as a server last saw them.');
     this.say(
-      `Capacity: ${capacity.running} running, ${capacity.wantedRunning} wanted running, cap ${capacity.cap} (${capacity.source === 'override' ? 'set at runtime' : 'MAX_ACTIVE_CONTAINERS'}); ${capacity.activeBuilds} active builds.`,
+      `Capacity: ${capacity.running} running, ${capacity.wantedRunning} wanted running, cap ${capacity.cap} (${capacity.source === 'override' ? 'set at runtime' : 'MAX_ACTIVE_CONTAINERS'}); ${activeBuilds} active builds.`,
     );
     this.table(
-      overview.workspaces,
+      page.rows,
       {
         slug: (w) => w.slug,
-        owner: (w) => (w.userId ? (users.get(w.userId) ?? '—') : '— (deleted)'),
+        owner: (w) => w.owner ?? '— (deleted)',
         wanted: (w) => w.desiredState,
         observed: (w) => w.observedState,
         'last active': (w) => ago(w.lastActivityAt),
@@ -56,8 +44,8 @@ export default class Status extends CliCommand {
       'No workspaces yet: a student gets one at their first sign-in.',
     );
     return {
-      capacity,
-      workspaces,
+      capacity: { cap: capacity.cap, source: capacity.source, wantedRunning: capacity.wantedRunning, running: capacity.running, activeBuilds },
+      workspaces: page.rows.map(presentWorkspaceRow),
       servers: servers.map((server) => ({
         publicUrl: server.publicUrl,
         hostname: server.hostname,

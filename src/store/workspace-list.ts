@@ -1,0 +1,229 @@
+/**
+ * The admin's views of the class, computed by PostgreSQL: a page of workspaces (searched, filtered,
+ * sorted and counted in one query, with each one's owner, active run and last stats sample), the
+ * overview's counts, and the stats sampler's writes behind the CPU and memory columns. Nothing here
+ * loads the class into memory, so the panel's pages cost the same at 5,000 workspaces as at 50.
+ */
+import type { DataSource } from 'typeorm';
+import { readCap, type EffectiveCap } from './settings.ts';
+import type { DesiredState, ObservedState } from './workspaces.ts';
+
+/** Every observed state and desired state, for the counts (a state with none counts 0). */
+export const OBSERVED_STATES: readonly ObservedState[] = ['unknown', 'starting', 'running', 'stopped', 'waiting', 'failed'];
+export const DESIRED_STATES: readonly DesiredState[] = ['running', 'stopped', 'deleted'];
+
+/** What a page of workspaces can be sorted by. */
+export const WORKSPACE_SORTS = ['slug', 'owner', 'desired', 'observed', 'lastActivity', 'cpu', 'memory'] as const;
+export type WorkspaceSort = (typeof WORKSPACE_SORTS)[number];
+
+/** Which workspaces a page holds: a search of slug and owner email, filters, the order, and the slice. */
+export interface WorkspaceQuery {
+  q?: string;
+  observed?: ObservedState;
+  desired?: DesiredState;
+  sort: WorkspaceSort;
+  order: 'asc' | 'desc';
+  offset: number;
+  limit: number;
+}
+
+/** One workspace as the admin lists it: its state, owner, activity, last stats sample (while it runs) and active run. */
+export interface WorkspaceListRow {
+  id: string;
+  slug: string;
+  owner: string | null;
+  desiredState: DesiredState;
+  observedState: ObservedState;
+  statusMessage: string;
+  lastActivityAt: Date | null;
+  lastTransitionAt: Date | null;
+  cpuPercent: number | null;
+  memoryPercent: number | null;
+  activeRun: { id: string; status: 'queued' | 'running' } | null;
+}
+
+/** A page of workspaces, how many match, and the whole class counted by state. */
+export interface WorkspaceListPage {
+  rows: WorkspaceListRow[];
+  total: number;
+  counts: { all: number; observed: Record<ObservedState, number>; desired: Record<DesiredState, number> };
+}
+
+/** The overview's figures: the cap, how many run, are wanted running or wait, builds in progress, and the failed workspaces. */
+export interface ClassSummary {
+  cap: EffectiveCap;
+  running: number;
+  wantedRunning: number;
+  waiting: number;
+  activeBuilds: number;
+  failed: { id: string; slug: string; statusMessage: string; since: Date | null }[];
+}
+
+/** A stats sample of a running workspace (no CPU figure until two samples are known). */
+export interface StatsRecord {
+  workspaceId: string;
+  cpuPercent: number | null;
+  memoryPercent: number;
+}
+
+/** The column each sort key orders by (an expression of the page's select). */
+const SORT_COLUMNS: Record<WorkspaceSort, string> = {
+  slug: 'slug',
+  owner: 'owner',
+  desired: 'desired_state',
+  observed: 'observed_state',
+  lastActivity: 'last_activity_at',
+  cpu: 'cpu_percent',
+  memory: 'memory_percent',
+};
+
+interface ListRow {
+  id: string;
+  slug: string;
+  owner: string | null;
+  desired_state: DesiredState;
+  observed_state: ObservedState;
+  status_message: string;
+  last_activity_at: Date | null;
+  last_transition_at: Date | null;
+  cpu_percent: number | null;
+  memory_percent: number | null;
+  run_id: string | null;
+  run_status: 'queued' | 'running' | null;
+}
+
+/** Every workspace with its owner, active run and (while it runs) last sample: the rows a page is cut from. */
+const ROWS = `SELECT w.id, w.slug, u.email AS owner, w.desired_state, w.observed_state, w.status_message,
+    w.last_activity_at, w.last_transition_at,
+    CASE WHEN w.observed_state = 'running' THEN s.cpu_percent END AS cpu_percent,
+    CASE WHEN w.observed_state = 'running' THEN s.memory_percent END AS memory_percent,
+    r.id AS run_id, r.status AS run_status
+  FROM workspaces w
+  LEFT JOIN users u ON u.id = w.user_id
+  LEFT JOIN workspace_stats s ON s.workspace_id = w.id
+  LEFT JOIN runs r ON r.workspace_id = w.id AND r.status IN ('queued', 'running')`;
+
+/** The admin's views (see the file comment). */
+export class WorkspaceListStore {
+  private readonly db: DataSource;
+  private readonly environmentCap: number;
+
+  constructor(db: DataSource, environmentCap: number) {
+    this.db = db;
+    this.environmentCap = environmentCap;
+  }
+
+  /**
+   * A page of workspaces: those whose slug or owner email holds `q` (case-insensitive) and that
+   * match the filters, in the order asked (absent values last whatever the order; then by slug),
+   * `limit` from `offset`; with how many match and the whole class counted by state.
+   */
+  async page(query: WorkspaceQuery): Promise<WorkspaceListPage> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    const q = query.q?.trim().toLowerCase();
+    if (q) {
+      values.push(q);
+      where.push(`(strpos(slug, $${values.length}) > 0 OR strpos(coalesce(owner, ''), $${values.length}) > 0)`);
+    }
+    if (query.observed) {
+      values.push(query.observed);
+      where.push(`observed_state = $${values.length}`);
+    }
+    if (query.desired) {
+      values.push(query.desired);
+      where.push(`desired_state = $${values.length}`);
+    }
+    const direction = query.order === 'asc' ? 'ASC' : 'DESC';
+    const filter = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+    const limits = [...values, query.limit, query.offset];
+    // The page joins only the rows it returns (a sort by slug walks its index); the total counts the
+    // matching rows without the joins it does not need.
+    const [rows, [matching], counts] = await Promise.all([
+      this.db.query<ListRow[]>(
+        `SELECT * FROM (${ROWS}) listed ${filter}
+         ORDER BY ${SORT_COLUMNS[query.sort]} ${direction} NULLS LAST, slug ASC
+         LIMIT $${limits.length - 1} OFFSET $${limits.length}`,
+        limits,
+      ),
+      this.db.query<{ count: string }[]>(
+        `SELECT count(*) AS count FROM (SELECT w.slug, u.email AS owner, w.observed_state, w.desired_state
+           FROM workspaces w LEFT JOIN users u ON u.id = w.user_id) listed ${filter}`,
+        values,
+      ),
+      this.db.query<{ observed_state: ObservedState; desired_state: DesiredState; count: string }[]>(
+        'SELECT observed_state, desired_state, count(*) AS count FROM workspaces GROUP BY observed_state, desired_state',
+      ),
+    ]);
+    const observed = Object.fromEntries(OBSERVED_STATES.map((state) => [state, 0])) as Record<ObservedState, number>;
+    const desired = Object.fromEntries(DESIRED_STATES.map((state) => [state, 0])) as Record<DesiredState, number>;
+    let all = 0;
+    for (const group of counts) {
+      const count = Number(group.count);
+      observed[group.observed_state] += count;
+      desired[group.desired_state] += count;
+      all += count;
+    }
+    return { rows: rows.map(toListRow), total: Number(matching?.count ?? 0), counts: { all, observed, desired } };
+  }
+
+  /** The overview's figures (see ClassSummary), counted by PostgreSQL. */
+  async summary(): Promise<ClassSummary> {
+    const [[counts], failed, cap] = await Promise.all([
+      this.db.query<{ running: string; wanted_running: string; waiting: string; active_builds: string }[]>(
+        `SELECT count(*) FILTER (WHERE observed_state = 'running') AS running,
+                count(*) FILTER (WHERE desired_state = 'running') AS wanted_running,
+                count(*) FILTER (WHERE observed_state = 'waiting') AS waiting,
+                (SELECT count(*) FROM runs WHERE status = 'queued') AS active_builds
+           FROM workspaces`,
+      ),
+      this.db.query<{ id: string; slug: string; status_message: string; last_transition_at: Date | null }[]>(
+        "SELECT id, slug, status_message, last_transition_at FROM workspaces WHERE observed_state = 'failed' ORDER BY slug",
+      ),
+      readCap(this.db, this.environmentCap),
+    ]);
+    return {
+      cap,
+      running: Number(counts!.running),
+      wantedRunning: Number(counts!.wanted_running),
+      waiting: Number(counts!.waiting),
+      activeBuilds: Number(counts!.active_builds),
+      failed: failed.map((row) => ({ id: row.id, slug: row.slug, statusMessage: row.status_message, since: row.last_transition_at })),
+    };
+  }
+
+  /**
+   * Records the stats sampler's pass (its write, as a controller's): each sampled workspace's
+   * figures replace its last ones, and the figures of every workspace not sampled (stopped) go.
+   * One statement; samples of workspaces deleted meanwhile are dropped.
+   */
+  async recordStats(samples: readonly StatsRecord[]): Promise<void> {
+    await this.db.query(
+      `WITH sampled AS (
+         SELECT * FROM unnest($1::uuid[], $2::double precision[], $3::double precision[]) AS s (workspace_id, cpu_percent, memory_percent)
+       ), gone AS (
+         DELETE FROM workspace_stats WHERE workspace_id NOT IN (SELECT workspace_id FROM sampled)
+       )
+       INSERT INTO workspace_stats (workspace_id, cpu_percent, memory_percent, sampled_at)
+       SELECT workspace_id, cpu_percent, memory_percent, now() FROM sampled WHERE workspace_id IN (SELECT id FROM workspaces)
+       ON CONFLICT (workspace_id) DO UPDATE SET cpu_percent = EXCLUDED.cpu_percent, memory_percent = EXCLUDED.memory_percent, sampled_at = now()`,
+      [samples.map((sample) => sample.workspaceId), samples.map((sample) => sample.cpuPercent), samples.map((sample) => sample.memoryPercent)],
+    );
+  }
+}
+
+function toListRow(row: ListRow): WorkspaceListRow {
+  return {
+    id: row.id,
+    slug: row.slug,
+    owner: row.owner,
+    desiredState: row.desired_state,
+    observedState: row.observed_state,
+    statusMessage: row.status_message,
+    lastActivityAt: row.last_activity_at,
+    lastTransitionAt: row.last_transition_at,
+    cpuPercent: row.cpu_percent,
+    memoryPercent: row.memory_percent,
+    activeRun: row.run_id && row.run_status ? { id: row.run_id, status: row.run_status } : null,
+  };
+}
