@@ -68,6 +68,8 @@ export class RunController extends Controller {
       probe: probeHttp,
       maxRunMs: 60 * 60_000,
       ...options,
+      // Reconciles' engine calls end when the queue shuts down (the output followers stop on their own).
+      runtime: options.runtime.withSignal(this.queue.signal),
     };
     this.output = new RunOutputCollector({ runtime: options.runtime, runs: options.store.runs, changes: options.store.changes, log: options.log });
   }

@@ -6,10 +6,24 @@ export interface ReconcileResult {
   requeueAfterMs?: number;
 }
 
+/**
+ * A failure that retrying cannot fix (a workspace image that is not on the engine): the reconcile
+ * records it in the status before throwing it, and the queue does not retry the key; the next
+ * change of its spec, an engine event or the resync looks at it again, and the reconcile decides
+ * whether anything changed (controller-runtime's TerminalError).
+ */
+export class TerminalError extends Error {
+  constructor(cause: Error) {
+    super(cause.message, { cause });
+    this.name = 'TerminalError';
+  }
+}
+
 export interface WorkQueueOptions {
   /** The controller's name, the `controller` label of the metrics. */
   name: string;
-  reconcile: (key: string) => Promise<ReconcileResult | void>;
+  /** One reconcile; `signal` is aborted when the queue shuts down (pass it to what may wait: engine calls). */
+  reconcile: (key: string, signal: AbortSignal) => Promise<ReconcileResult | void>;
   metrics: Metrics;
   log: Logger;
   /** Reconciles running at once (different keys). */
@@ -25,7 +39,8 @@ export interface WorkQueueOptions {
  * A controller work queue in the manner of client-go: keys are deduplicated while waiting; one
  * reconcile per key runs at a time (a key added while it runs is run again afterwards); a failed
  * key is retried with per-key exponential backoff (about 100 ms up to 5 min) under a global rate
- * cap; success forgets the key's backoff.
+ * cap; success forgets the key's backoff; a TerminalError is not retried. Shutting down aborts the
+ * signal every reconcile was given, so that what they wait on (the engine) ends at once.
  */
 export class WorkQueue {
   private readonly options: Required<WorkQueueOptions>;
@@ -39,6 +54,7 @@ export class WorkQueue {
   private lastRefill = Date.now();
   private active = 0;
   private stopped = false;
+  private readonly stopping = new AbortController();
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: WorkQueueOptions) {
@@ -81,6 +97,16 @@ export class WorkQueue {
     this.timers.set(key, { timer, due });
   }
 
+  /** How many reconciles run now. */
+  get running(): number {
+    return this.active;
+  }
+
+  /** Aborted when the queue shuts down: every reconcile's signal. */
+  get signal(): AbortSignal {
+    return this.stopping.signal;
+  }
+
   /** Consecutive failures of a key (0 after a success). */
   failuresOf(key: string): number {
     return this.failures.get(key) ?? 0;
@@ -92,9 +118,10 @@ export class WorkQueue {
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Stops taking keys and waits for running reconciles to finish. */
+  /** Stops taking keys, aborts the running reconciles' signal, and waits for them to finish. */
   async shutdown(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort(new Error(`the ${this.options.name} controller is stopping`));
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
     this.queue.length = 0;
@@ -123,7 +150,7 @@ export class WorkQueue {
     const end = metrics.reconcileDuration.startTimer({ controller: name });
     let retryAfter: number | undefined;
     try {
-      const result = await this.options.reconcile(key);
+      const result = await this.options.reconcile(key, this.stopping.signal);
       this.failures.delete(key);
       if (result?.requeueAfterMs !== undefined) {
         retryAfter = result.requeueAfterMs;
@@ -132,11 +159,16 @@ export class WorkQueue {
         metrics.reconcileTotal.inc({ controller: name, result: 'success' });
       }
     } catch (error) {
-      const failures = (this.failures.get(key) ?? 0) + 1;
-      this.failures.set(key, failures);
-      retryAfter = this.retryDelay(failures);
-      metrics.reconcileTotal.inc({ controller: name, result: 'error' });
-      log.warning({ key, failures, retryInMs: retryAfter, error: (error as Error).message }, `${name} reconcile failed, retrying`);
+      if (this.stopped) {
+        // Cut short by the shutdown (its engine calls aborted): nothing failed.
+        metrics.reconcileTotal.inc({ controller: name, result: 'aborted' });
+      } else if (error instanceof TerminalError) {
+        this.failures.delete(key);
+        metrics.reconcileTotal.inc({ controller: name, result: 'terminal' });
+        log.warning({ key, error: error.message }, `${name} reconcile failed in a way retrying cannot fix; not retried until it changes`);
+      } else {
+        retryAfter = this.fail(key, error as Error);
+      }
     } finally {
       end();
     }
@@ -145,6 +177,17 @@ export class WorkQueue {
     if (this.dirty.delete(key)) this.add(key);
     else if (retryAfter !== undefined) this.addAfter(key, retryAfter);
     this.pump();
+  }
+
+  /** Counts a failure of `key`: logged, and retried after the backoff it returns. */
+  private fail(key: string, error: Error): number {
+    const { name, metrics, log } = this.options;
+    const failures = (this.failures.get(key) ?? 0) + 1;
+    this.failures.set(key, failures);
+    const retryAfter = this.retryDelay(failures);
+    metrics.reconcileTotal.inc({ controller: name, result: 'error' });
+    log.warning({ key, failures, retryInMs: retryAfter, error: error.message }, `${name} reconcile failed, retrying`);
+    return retryAfter;
   }
 
   /** Per-key exponential backoff, and no sooner than the global bucket allows. */

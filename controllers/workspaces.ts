@@ -6,7 +6,7 @@ import { probeHttp, type Probe } from '../src/probe.ts';
 import type { Store } from '../src/store/index.ts';
 import type { ObservedState, WorkspaceRecord } from '../src/store/workspaces.ts';
 import { Controller } from './controller.ts';
-import type { ReconcileResult } from './workqueue.ts';
+import { TerminalError, type ReconcileResult } from './workqueue.ts';
 
 /** The parts of a code container that come from configuration. */
 export interface CodeTemplate {
@@ -76,6 +76,8 @@ export class WorkspaceController extends Controller {
       editorProbeMs: 250,
       probe: probeHttp,
       ...options,
+      // Reconciles' engine calls end when the queue shuts down.
+      runtime: options.runtime.withSignal(this.queue.signal),
     };
     this.specHash = codeSpecHash(options.template);
   }
@@ -162,6 +164,11 @@ export class WorkspaceController extends Controller {
       this.runningCode.add(id);
       return this.ready(workspace, code);
     }
+    // Failed for this spec because the image is missing, and it still is: nothing to try (see startCode).
+    if (workspace.observedState === 'failed' && workspace.observedGeneration === workspace.generation && this.missingImageReported) {
+      if (!(await this.options.runtime.imageExists(this.options.template.image))) return;
+      this.missingImageReported = undefined;
+    }
     // Missing or stopped: create or start it, under the cap.
     return this.startCode(workspace, code);
   }
@@ -224,10 +231,13 @@ export class WorkspaceController extends Controller {
       const running = (await runtime.listContainers({ workspaceId: id })).find((candidate) => candidate.id === container.id);
       return this.ready(workspace, running ?? container);
     } catch (error) {
-      // The engine refused: `failed` with its message, and the queue retries with backoff.
+      // The engine refused: `failed` with its message, and the queue retries with backoff; but not a
+      // missing image, which no retry brings (terminal: looked at again when the spec changes, and
+      // by the resync, which creates nothing until the image is there).
       await this.status(workspace, 'failed', (error as Error).message.slice(0, 500));
-      if (error instanceof ImageMissingError) this.imageMissing(error);
-      throw error;
+      if (!(error instanceof ImageMissingError)) throw error;
+      this.imageMissing(error);
+      throw new TerminalError(error);
     } finally {
       this.starting.delete(id);
     }

@@ -48,7 +48,7 @@ const PING_INTERVAL_MS = 5000;
 const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
 
 /** The longest any single engine call may take (a stop waits up to its own timeout inside it): a hung daemon fails the reconcile, which is retried. */
-const CALL_TIMEOUT_MS = 60_000;
+export const CALL_TIMEOUT_MS = 60_000;
 
 /** The HTTP status of a dockerode error, if any. */
 function statusOf(error: unknown): number | undefined {
@@ -87,6 +87,19 @@ export function engineClient(options: Docker.DockerOptions = {}): Docker {
   return docker;
 }
 
+/**
+ * A client of the same engine, through the same connection settings, whose every request is
+ * aborted when `signal` is (dockerode's abortSignal, set on each request its modem dials).
+ */
+function signalled(docker: Docker, signal: AbortSignal): Docker {
+  const base = docker.modem;
+  const modem = Object.create(base) as typeof base;
+  modem.dial = function (this: typeof base, options, callback) {
+    base.dial.call(this, { ...options, abortSignal: options.abortSignal ?? signal }, callback);
+  };
+  return new Docker({ modem } as Docker.DockerOptions);
+}
+
 export interface DockerRuntimeOptions {
   /** Value of the control-plane label on everything this instance creates and lists. */
   controlPlaneId: string;
@@ -108,6 +121,13 @@ export class DockerRuntime implements WorkspaceRuntime {
     this.docker = engineClient({ ...options.docker, timeout: CALL_TIMEOUT_MS });
     this.events = engineClient(options.docker);
     this.controlPlaneId = options.controlPlaneId;
+  }
+
+  /** This runtime with every engine call aborted once `signal` is (a stopping controller's calls end at once). */
+  withSignal(signal: AbortSignal): WorkspaceRuntime {
+    const bound = Object.create(this) as DockerRuntime;
+    Object.defineProperty(bound, 'docker', { value: signalled(this.docker, signal) });
+    return bound;
   }
 
   private labelFilters(extra: string[] = []): string[] {
@@ -448,7 +468,9 @@ export class DockerRuntime implements WorkspaceRuntime {
     // A daemon that stops answering may leave the stream open but silent: a failed or hung ping drops it.
     const ping = setInterval(() => {
       const hung = setTimeout(drop, PING_INTERVAL_MS);
-      this.docker.ping().then(
+      // Ended with the subscription: a ping to a hung engine is not left open for its whole timeout.
+      // (dockerode takes the options its types leave out.)
+      (this.docker.ping as (options: { abortSignal: AbortSignal }) => Promise<unknown>).call(this.docker, { abortSignal: abort.signal }).then(
         () => clearTimeout(hung),
         () => (clearTimeout(hung), drop()),
       );

@@ -115,6 +115,11 @@ export interface EventSubscription {
 }
 
 export interface WorkspaceRuntime {
+  /**
+   * The same runtime with every call aborted once `signal` is: a controller's, so that a stopping
+   * control plane ends its engine calls at once instead of waiting out their timeout.
+   */
+  withSignal(signal: AbortSignal): WorkspaceRuntime;
   /** Every managed container, optionally only those of one workspace. */
   listContainers(filter?: { workspaceId?: string }): Promise<ManagedContainer[]>;
   /** Creates a workspace's home volume of this name (labelled with the workspace); already there is success. */

@@ -79,6 +79,11 @@ export class MemoryRuntime implements WorkspaceRuntime {
     for (const watcher of this.watchers) watcher.onEvent(event);
   }
 
+  /** The same runtime: in memory, nothing waits on an engine to abort. */
+  withSignal(): WorkspaceRuntime {
+    return this;
+  }
+
   async listContainers(filter: { workspaceId?: string } = {}): Promise<ManagedContainer[]> {
     this.fail('listContainers');
     return [...this.containers.values()]

@@ -32,13 +32,19 @@ export class TcpProxy {
     this.sockets.add(client);
     client.on('close', () => this.sockets.delete(client));
     client.on('error', () => client.destroy());
-    if (this.mode === 'stall') return;
+    // Stalled: what the client sends is read and dropped, so that its end is seen (a paused socket never says so).
+    if (this.mode === 'stall') return void client.resume();
     const upstream = net.connect(this.target);
     this.sockets.add(upstream);
     upstream.on('close', () => (this.sockets.delete(upstream), client.destroy()));
     upstream.on('error', () => upstream.destroy());
     client.on('close', () => upstream.destroy());
     client.pipe(upstream).pipe(client);
+  }
+
+  /** How many connections are open (clients and, when forwarding, their upstreams). */
+  get openConnections(): number {
+    return this.sockets.size;
   }
 
   /** Destroys every open connection; new ones are still accepted in the current mode. */

@@ -1,9 +1,10 @@
 import { LABELS, names } from '../../src/docker/runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { createHarness, docker, eventually, inspectByName, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { CALL_TIMEOUT_MS, DockerRuntime } from '../../src/docker/docker-runtime.ts';
+import { createHarness, docker, eventually, inspectByName, newControlPlaneId, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { behindProxy } from '../helpers/tcp-proxy.ts';
+import { behindProxy, TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const db = useTestDatabase();
 let harness: Harness;
@@ -263,6 +264,30 @@ describe('the workspace controller', () => {
       await running(workspace.slug);
     } finally {
       await harness.changes.close();
+    }
+  });
+
+  it('stops at once while an engine call hangs: the call is aborted, not waited out to its own timeout', async () => {
+    // The engine through a loopback proxy that, once stalled, accepts connections and answers nothing.
+    const proxy = await new TcpProxy({ path: '/var/run/docker.sock' }).listen();
+    const controlPlaneId = newControlPlaneId();
+    const runtime = new DockerRuntime({ controlPlaneId, docker: { host: '127.0.0.1', port: proxy.port, protocol: 'http' } });
+    harness = createHarness(db.dataSource, { controlPlaneId, runtime });
+    try {
+      await harness.controller.start();
+      await harness.controller.queue.idle();
+      proxy.stall();
+      const workspace = await newWorkspace();
+      await harness.store.workspaces.open(workspace.id);
+      // Its reconcile is waiting on the engine.
+      await eventually('a reconcile waiting on the engine', async () => harness.controller.queue.running > 0);
+      const stopping = performance.now();
+      await harness.controller.stop();
+      expect(performance.now() - stopping).toBeLessThan(CALL_TIMEOUT_MS / 4);
+      // The stalled requests were ended by the control plane, not left to time out.
+      await eventually('the stalled connections closed', async () => proxy.openConnections === 0, 5000);
+    } finally {
+      await proxy.close();
     }
   });
 

@@ -1,5 +1,5 @@
 // @lane local
-import { WorkQueue, type ReconcileResult } from '../../controllers/workqueue.ts';
+import { TerminalError, WorkQueue, type ReconcileResult } from '../../controllers/workqueue.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import { captureLogger } from '../helpers/controllers.ts';
@@ -8,7 +8,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** A queue over `reconcile`, with its metrics and the keys in the order they were reconciled. */
 function queue(
-  reconcile: (key: string) => Promise<ReconcileResult | void>,
+  reconcile: (key: string, signal: AbortSignal) => Promise<ReconcileResult | void>,
   options: { concurrency?: number; retriesPerSecond?: number; baseDelayMs?: number } = {},
 ) {
   const metrics: Metrics = createMetrics();
@@ -17,9 +17,9 @@ function queue(
     name: 'test',
     metrics,
     log: categoryLogger(captureLogger().root, 'test'),
-    reconcile: async (key) => {
+    reconcile: async (key, signal) => {
       calls.push(key);
-      return reconcile(key);
+      return reconcile(key, signal);
     },
     ...options,
   });
@@ -95,6 +95,45 @@ describe('WorkQueue', () => {
     expect(work.failuresOf('a')).toBe(0);
     expect(await counter(metrics, 'error')).toBe(3);
     expect(await counter(metrics, 'success')).toBe(1);
+  });
+
+  it('does not retry a terminal failure, and runs the key again when it is added again', async () => {
+    let attempts = 0;
+    const { work, metrics, calls } = queue(
+      async () => {
+        attempts++;
+        if (attempts === 1) throw new TerminalError(new Error('The workspace image is not on this server.'));
+      },
+      { baseDelayMs: 1 },
+    );
+    work.add('a');
+    await work.idle();
+    // A retry would come after 1 ms.
+    await sleep(50);
+    expect(calls).toEqual(['a']);
+    expect(work.failuresOf('a')).toBe(0);
+    expect({ terminal: await counter(metrics, 'terminal'), error: await counter(metrics, 'error') }).toEqual({ terminal: 1, error: 0 });
+    work.add('a');
+    await work.idle();
+    expect(calls).toEqual(['a', 'a']);
+  });
+
+  it("aborts the running reconciles' signal when it shuts down, and counts them aborted, not failed", async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const { work, metrics } = queue(
+      (_key, signal) =>
+        new Promise((_resolve, reject) => {
+          started();
+          // As an engine call given the signal does: it ends when the signal is aborted.
+          signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+        }),
+    );
+    work.add('a');
+    await running;
+    await work.shutdown();
+    expect(work.signal.aborted).toBe(true);
+    expect({ aborted: await counter(metrics, 'aborted'), error: await counter(metrics, 'error') }).toEqual({ aborted: 1, error: 0 });
   });
 
   it('looks at a key again after the delay a reconcile asks for', async () => {

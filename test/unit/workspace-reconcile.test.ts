@@ -7,6 +7,7 @@
  * test/integration/workspace-controller.test.ts.
  */
 import { codeSpecHash, WorkspaceController, type WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
+import { TerminalError } from '../../controllers/workqueue.ts';
 import { ImageMissingError, names } from '../../src/docker/runtime.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
@@ -372,15 +373,25 @@ describe('the workspace network and image', () => {
     ]);
   });
 
-  it('says in the page and once in the log how to get a missing workspace image', async () => {
+  it('says in the page and once in the log how to get a missing workspace image, a terminal failure that creates nothing again until the image is there', async () => {
     runtime.missingImages.add(TEMPLATE.image);
     const subject = controller();
     const first = await workspace('running');
-    await expect(subject.reconcile(first.id)).rejects.toThrow(ImageMissingError);
-    await expect(subject.reconcile(first.id)).rejects.toThrow(ImageMissingError);
+    const failure = await subject.reconcile(first.id).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TerminalError);
+    expect((failure as Error).cause).toBeInstanceOf(ImageMissingError);
+    // Looked at again (a resync): the image is still missing, so nothing is tried.
+    const tried = runtime.actions.length;
+    await expect(subject.reconcile(first.id)).resolves.toBeUndefined();
+    expect(runtime.actions.slice(tried)).toEqual([]);
     const message = `The workspace image ${TEMPLATE.image} is not on this server: the operator builds it (bash scripts/build-workspace-image.sh makes classroom-workspace:latest) or pulls it.`;
     expect(await status(first.id)).toMatchObject({ observedState: 'failed', statusMessage: message });
     expect(records.filter((record) => record.level === 'error')).toEqual([expect.objectContaining({ image: TEMPLATE.image, message })]);
+    // The operator builds it: the next look starts the workspace.
+    runtime.missingImages.delete(TEMPLATE.image);
+    await subject.reconcile(first.id);
+    expect(runtime.actions.slice(tried)).toEqual([`create ${names.code(first.slug)}`, `start ${names.code(first.slug)}`]);
+    expect((await status(first.id)).observedState).toBe('running');
   });
 
   it('says at start, in one line, that the workspace image is missing', async () => {
