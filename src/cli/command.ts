@@ -13,7 +13,7 @@ import { AppError } from '../errors.ts';
 import { createRootLogger, type Logger } from '../log.ts';
 import type { SurfaceStore } from '../store/index.ts';
 
-/** The exit codes of every command (the README lists them). */
+/** The exit codes of every command (docs/operations.md lists them). */
 export const EXIT = {
   ok: 0,
   /** Something unexpected failed. */

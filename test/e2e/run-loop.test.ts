@@ -29,7 +29,7 @@ let runs: RunController;
 const runLog = captureLogger();
 let browser: Browser;
 let ada: Student;
-/** Kept after the run for a look (the README's screenshot is made the same way). */
+/** Kept after the run for a look (docs/students.md's screenshot is made the same way). */
 const SCREENSHOT = path.join(os.tmpdir(), 'editor-run-in-progress.png');
 
 beforeAll(async () => {

@@ -239,7 +239,7 @@ test('serves a class: a student signs in with a link from the CLI, opens the wor
   expect(page).toContain('editor stand-in: /');
 }, 120_000);
 
-test("backs up the database and /data as the README's Production section says", async () => {
+test("backs up the database and /data as docs/operations.md's Production section says", async () => {
   const dump = await compose(['exec', '-T', 'db', 'pg_dump', '-U', 'control', '-Fc', 'control'], 60_000);
   expect({ code: dump.code, stderr: dump.stderr, header: dump.stdout.slice(0, 5) }).toEqual({ code: 0, stderr: '', header: 'PGDMP' });
   const out = mkdtempSync(path.join(tmpdir(), 'compose-backup-'));
@@ -285,7 +285,7 @@ test('compose down removes every container, volume and network it made', async (
   const down = await compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
   expect(down.code).toBe(0);
   // What the control plane made (the student's container and home, the workspace network) is not
-  // compose's: the operator removes it as the README says, once the class is over.
+  // compose's: the operator removes it as docs/operations.md says, once the class is over.
   expect(await leftovers()).toEqual([`network ${workspaceNetwork}`]);
   await removeEverything(project);
   await ok('docker', ['network', 'rm', workspaceNetwork], { timeoutMs: 60_000 });

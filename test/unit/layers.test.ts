@@ -1,6 +1,6 @@
 // @lane local
 /**
- * The layer rules of the README hold by lint (.oxlintrc.json), not by review: a planted crossing of
+ * The layer rules (docs/architecture.md) hold by lint (.oxlintrc.json), not by review: a planted crossing of
  * each fails oxlint with the project's own configuration, and the same imports where they belong
  * pass. The files are planted in a scratch tree that mirrors the project's folders.
  */
