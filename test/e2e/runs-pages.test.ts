@@ -187,7 +187,12 @@ it("lists the class's runs in the panel, filtered through the URL, shows one liv
     await page
       .locator('main h1')
       .filter({ hasText: `Run of ${ada.workspace.slug}` })
-      .waitFor({ timeout: 30_000 });
+      .waitFor({ timeout: 30_000 })
+      .catch(async (error: unknown) => {
+        // What the page shows instead, for a failure on a busy machine to say why.
+        await page.screenshot({ path: path.join(SHOTS, 'panel-run-failure.png') });
+        throw new Error(`${(error as Error).message}\n--- the page (${page.url()}):\n${await page.locator('body').innerText()}`, { cause: error });
+      });
     const output = page.getByLabel('Output of the run');
     await output.filter({ hasText: /tick 2 / }).waitFor({ timeout: 30_000 });
     await output.filter({ hasText: /tick 4 / }).waitFor({ timeout: 30_000 });
