@@ -33,6 +33,7 @@ import {
   WorkspaceHosts,
   WorkspaceProxy,
 } from './proxy/index.ts';
+import { HostModeProxy } from './proxy/host-mode.ts';
 import { RESERVED_PREFIX } from './proxy/host.ts';
 import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
@@ -42,6 +43,7 @@ import { linkRouter } from './links.ts';
 import { LiveEvents } from './live.ts';
 import { RunOutputHub } from './run-output.ts';
 import { studentRouter } from './student.ts';
+import { NotFoundError, ValidationError, type AppError } from '../src/errors.ts';
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = 'cp_session';
@@ -109,7 +111,7 @@ export function createApp(deps: AppDeps): AppHandlers {
   // The Koa application's handler, made below; the proxy hands it the student API of a workspace's host.
   let koa: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> = async () => undefined;
   const hosts = config.workspaceHost ? new WorkspaceHosts(config.workspaceHost, deps.publicOrigin, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`]) : undefined;
-  const proxy = new WorkspaceProxy({
+  const proxyDeps = {
     store,
     changes: store.changes,
     metrics: deps.metrics,
@@ -121,8 +123,10 @@ export function createApp(deps: AppDeps): AppHandlers {
     trustProxy: config.trustProxy,
     timeoutMs: config.proxyTimeoutMs,
     isAllowed,
-    hosts,
-  });
+  };
+  // Host mode's proxy serves the workspaces' own hosts too; path mode's only `/u/<slug>/`.
+  const hostProxy = hosts ? new HostModeProxy({ ...proxyDeps, hosts }) : undefined;
+  const proxy = hostProxy ?? new WorkspaceProxy(proxyDeps);
   const authLog = categoryLogger(deps.log, 'auth');
   const app = new Koa();
   app.silent = true;
@@ -183,7 +187,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     activity: deps.activity,
     publicOrigin: deps.publicOrigin,
     containersLog: categoryLogger(deps.log, 'containers'),
-    editorUrl: hosts ? (slug) => proxy.editorUrl(slug)! : undefined,
+    editorUrl: hostProxy ? (slug) => hostProxy.editorUrl(slug) : undefined,
     outputHub,
     idleStopMinutes: config.idleStopMinutes,
     idleWarningMinutes: config.idleWarningMinutes,
@@ -221,41 +225,41 @@ export function createApp(deps: AppDeps): AppHandlers {
   koa = app.callback();
   return {
     request(req, res) {
-      if (hosts) {
+      if (hosts && hostProxy) {
         const slug = hosts.slugOf(req.headers.host);
         if (slug !== undefined && (req.url ?? '').startsWith(EDITOR_API_PREFIX))
-          return proxy.hostApi(req, res, slug, (granted, answer) => void koa(granted, answer));
-        if (slug !== undefined) return proxy.hostRequest(req, res, slug);
+          return hostProxy.hostApi(req, res, slug, (granted, answer) => void koa(granted, answer));
+        if (slug !== undefined) return hostProxy.hostRequest(req, res, slug);
         const handover = handoverSlug(req.url ?? '/');
-        if (handover !== undefined) return proxy.handover(req, res, handover);
+        if (handover !== undefined) return hostProxy.handover(req, res, handover);
       }
       const path = parseWorkspacePath(req.url ?? '/');
       if (path === undefined || ('slug' in path && path.api)) return void koa(req, res);
-      if ('invalid' in path) return refuse(res, 400, 'invalid_path', path.invalid, deps.metrics, req.method);
+      if ('invalid' in path) return refuse(res, ValidationError('invalid_path', path.invalid), deps.metrics, req.method);
       // The student API under the editor's own address too (the classroom extension finds it there in both modes).
       if (path.rest.startsWith(EDITOR_API_PREFIX)) {
         req.url = `/u/${path.slug}/api/${path.rest.slice(EDITOR_API_PREFIX.length)}`;
         return void koa(req, res);
       }
       if (path.rest.startsWith(RESERVED_PREFIX) && !isPagePath(path.rest))
-        return refuse(res, 404, 'not_found', 'Nothing is served here.', deps.metrics, req.method);
+        return refuse(res, NotFoundError('not_found', 'Nothing is served here.'), deps.metrics, req.method);
       const target = req.url ?? '/';
       // `/u/<slug>` without its slash: relative links of the editor need the slash.
       if (!target.startsWith(`/u/${path.slug}/`)) return redirect(res, `/u/${path.slug}/${target.slice(3 + path.slug.length)}`, 301);
       proxy.request(req, res, path);
     },
     upgrade(req, socket, head) {
-      if (hosts) {
+      if (hosts && hostProxy) {
         const slug = hosts.slugOf(req.headers.host);
-        if (slug !== undefined) return void proxy.hostUpgrade(req, socket, head, slug);
-        return refuseUpgrade(socket, 404, 'not_found', "WebSocket connections are served only on a workspace's own host.");
+        if (slug !== undefined) return void hostProxy.hostUpgrade(req, socket, head, slug);
+        return refuseUpgrade(socket, NotFoundError('not_found', "WebSocket connections are served only on a workspace's own host."));
       }
       const path = parseWorkspacePath(req.url ?? '/');
       if (path === undefined || ('slug' in path && path.api) || 'invalid' in path) {
-        return refuseUpgrade(socket, 404, 'not_found', 'WebSocket connections are served only under a workspace.');
+        return refuseUpgrade(socket, NotFoundError('not_found', 'WebSocket connections are served only under a workspace.'));
       }
       if (path.rest.startsWith(RESERVED_PREFIX) && !path.rest.startsWith(NT4_PREFIX))
-        return refuseUpgrade(socket, 404, 'not_found', 'There is no WebSocket here.');
+        return refuseUpgrade(socket, NotFoundError('not_found', 'There is no WebSocket here.'));
       void proxy.upgrade(req, socket, head, path);
     },
     clientError(error, socket) {
@@ -280,7 +284,7 @@ function handoverSlug(target: string): string | undefined {
 }
 
 /** A JSON error for a request that never reaches a router, counted like the others. */
-function refuse(res: http.ServerResponse, status: number, code: string, message: string, metrics: Metrics, method = 'GET'): void {
-  sendError(res, status, code, message);
-  metrics.httpRequestDuration.observe({ method, route: PROXY_ROUTE, status_class: `${Math.floor(status / 100)}xx` }, 0);
+function refuse(res: http.ServerResponse, error: AppError, metrics: Metrics, method = 'GET'): void {
+  sendError(res, error);
+  metrics.httpRequestDuration.observe({ method, route: PROXY_ROUTE, status_class: `${Math.floor(error.status / 100)}xx` }, 0);
 }

@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import type { AppError } from '../src/errors.ts';
 import type { ErrorBody } from '../src/wire/schemas.ts';
 import { NO_FRAMES } from './middleware/frames.ts';
 
@@ -13,14 +14,14 @@ export function errorBody(code: string, message: string): ErrorBody {
   return { error: { code, message } };
 }
 
-/** Writes a JSON error on a raw Node response (never cached). */
-export function sendError(res: http.ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify(errorBody(code, message));
-  res.writeHead(status, {
+/** Writes an error as JSON on a raw Node response (never cached), with its headers (Retry-After, Allow). */
+export function sendError(res: http.ServerResponse, error: AppError): void {
+  const body = JSON.stringify(errorBody(error.code, error.message));
+  res.writeHead(error.status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'cache-control': 'no-store',
-    ...headers,
+    ...error.headers,
   });
   res.end(body);
 }
@@ -38,10 +39,13 @@ export function redirect(res: http.ServerResponse, location: string, status = 30
 }
 
 /** Refuses a WebSocket upgrade: a whole HTTP/1.1 response with the JSON error, then the socket ends. */
-export function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify(errorBody(code, message));
+export function refuseUpgrade(socket: Duplex, error: AppError): void {
+  const body = JSON.stringify(errorBody(error.code, error.message));
+  const headers = Object.entries(error.headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${headers}Connection: close\r\n\r\n${body}`,
   );
 }
 

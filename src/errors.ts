@@ -29,6 +29,13 @@ export const ConflictError = (code: string, message: string) => new AppError(409
 export const UnavailableError = (code: string, message: string, retryAfterSeconds: number) =>
   new AppError(503, code, message, { 'Retry-After': String(retryAfterSeconds) });
 
+/** 405: the method is not served here; Allow names those that are. */
+export const MethodNotAllowedError = (allow: string) => new AppError(405, 'method_not_allowed', `Only ${allow} is allowed here.`, { Allow: allow });
+/** 502 or 504: the editor behind the proxy failed to answer, or in time. */
+export const UpstreamError = (status: 502 | 504, code: string, message: string) => new AppError(status, code, message);
+/** 500: something unexpected, logged on the server side; the client learns nothing more. */
+export const InternalError = () => new AppError(500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+
 /** The exact message of the spec shown to a student at the cap. */
 export const AT_CAPACITY_MESSAGE = 'Server at capacity. Your coach has been notified. Please try again in a few minutes.';
 

@@ -8,6 +8,7 @@
  * host.
  */
 import Keygrip from 'keygrip';
+import { AuthenticationError, AuthorizationError, NotFoundError, type AppError } from '../../src/errors.ts';
 import type { Change } from '../../src/db/changes.ts';
 import type { SessionStore, SessionUser } from '../../src/store/sessions.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
@@ -49,28 +50,26 @@ export function sessionCookies(header: string | undefined, names: readonly strin
   return result;
 }
 
+/** A verdict that refuses: the error to answer (the one vocabulary of src/errors.ts), and for a browser's page its title. */
+export type Refusal = AppError & { readonly title?: string };
+
 /**
  * Whether a request may pass: the workspace it may use and who uses it, or the refusal to answer
  * instead (`title` heads the page a browser gets for a 403).
  */
 export type Verdict = { workspace: WorkspaceRecord; user: SessionUser; sessionId: string } | Refusal;
 
-/** A verdict that refuses: the status, the JSON error, and for a browser's page its title. */
-export interface Refusal {
-  status: 401 | 403 | 404 | 500;
-  code: string;
-  message: string;
-  title?: string;
-}
+/** A refusal whose browser page has `title`. */
+const titled = (error: AppError, title: string): Refusal => Object.assign(error, { title });
 
 /** What an admin who is not the owner is told (path mode: see mayOpenEditor). */
 export const OWNER_ONLY_MESSAGE =
   'Only the student who owns this workspace opens its editor on this site: its pages would run with your admin session. Manage it from the admin panel or through the student API, or ask the student; an operator who sets WORKSPACE_HOST (host mode, each workspace on a site of its own) lets admins open it safely.';
 
-const UNAUTHENTICATED: Refusal = { status: 401, code: 'authentication_required', message: 'Sign in to use this workspace.' };
+const UNAUTHENTICATED: Refusal = AuthenticationError('Sign in to use this workspace.');
 
 /** A workspace host that names no workspace (host mode). */
-export const NO_SUCH_WORKSPACE: Refusal = { status: 404, code: 'not_found', message: 'There is no workspace at this address.', title: 'No such workspace' };
+export const NO_SUCH_WORKSPACE: Refusal = titled(NotFoundError('not_found', 'There is no workspace at this address.'), 'No such workspace');
 
 export interface AdmissionDeps {
   sessions: SessionStore;
@@ -182,8 +181,8 @@ export class Admission {
     if (!user || !stillAllowed(user, this.deps.isAllowed)) return UNAUTHENTICATED;
     if (!mayOpenEditor(user, workspace, this.deps.mode)) {
       // Path mode: an admin may manage the workspace (its student API, the admin API), not run its pages as themselves.
-      if (mayUseWorkspace(user, workspace)) return { status: 403, code: 'forbidden', message: OWNER_ONLY_MESSAGE, title: 'Not opened for admins here' };
-      return { status: 403, code: 'forbidden', message: 'This workspace is not yours.', title: 'Not your workspace' };
+      if (mayUseWorkspace(user, workspace)) return titled(AuthorizationError(OWNER_ONLY_MESSAGE), 'Not opened for admins here');
+      return titled(AuthorizationError('This workspace is not yours.'), 'Not your workspace');
     }
     return { workspace, user, sessionId };
   }

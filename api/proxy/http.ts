@@ -10,6 +10,7 @@ import { escapeHtml, page } from '../pages.ts';
 import { sendError, sendHtml } from '../responses.ts';
 import { isNavigation } from './host.ts';
 import { responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
+import { UpstreamError } from '../../src/errors.ts';
 
 /** Methods a request of which may be sent again when the connection fails before any answer (RFC 9110 §9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -208,16 +209,16 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (this.retry && RETRIED_CODES.has(code)) return this.forwarder.forward(this.req, res, this.workspace, this.path, this.cookie, true);
     if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
       this.forwarder.observe('timeout', this.started);
-      return sendError(res, 504, 'upstream_timeout', 'The editor did not answer in time.');
+      return sendError(res, UpstreamError(504, 'upstream_timeout', 'The editor did not answer in time.'));
     }
     this.forwarder.observe('error', this.started);
     // A student's page load: a page that says so and tries again (by then the workspace page, if it was stopped).
     if (isNavigation(this.req)) return sendHtml(res, 502, editorNotAnswering(this.workspace.slug));
-    sendError(res, 502, 'upstream_error', 'The editor could not be reached.');
+    sendError(res, UpstreamError(502, 'upstream_error', 'The editor could not be reached.'));
   }
 
   private refuse(message: string): false {
-    if (!this.res.headersSent) sendError(this.res, 502, 'upstream_error', message);
+    if (!this.res.headersSent) sendError(this.res, UpstreamError(502, 'upstream_error', message));
     else this.res.destroy();
     this.abort?.(new Error(message));
     return false;

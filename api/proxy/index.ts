@@ -7,7 +7,7 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Change, ChangeFeed } from '../../src/db/changes.ts';
-import { safeReturnTo } from '../../src/identity/return-to.ts';
+import { AppError, InternalError, UnavailableError, ValidationError } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import type { ActivityRecorder } from '../../src/store/activity.ts';
@@ -17,19 +17,9 @@ import { page, refusalPage } from '../pages.ts';
 import { stillAllowed } from '../policy.ts';
 import { redirect, refuseUpgrade, sendError, sendHtml, tryAgainLater } from '../responses.ts';
 import { workspacePage } from '../workspace-page.ts';
-import { Admission, NO_SUCH_WORKSPACE, sessionCookies, type Verdict } from './admission.ts';
-import { digest, GRANT_TTL_MS, GrantSigner, HandoffCodes, randomToken } from './handoff.ts';
-import { parseWorkspacePath } from './path.ts';
-import {
-  acceptsHtml,
-  crossOriginRefusal,
-  HANDOFF_PATH,
-  isNavigation,
-  RESERVED_PREFIX,
-  STATE_TTL_SECONDS,
-  type HostCookies,
-  type WorkspaceHosts,
-} from './host.ts';
+import { Admission, sessionCookies, type Verdict } from './admission.ts';
+import type { GrantSigner } from './handoff.ts';
+import { acceptsHtml, isNavigation, RESERVED_PREFIX } from './host.ts';
 import { HttpForwarder, type ProxiedPath } from './http.ts';
 import { Tunnels, type Tunnel, type TunnelOwner, type TunnelTarget } from './websocket.ts';
 
@@ -47,7 +37,7 @@ export const HOST_ROUTE = '<workspace host>/*';
 
 /** Where the control plane hands a session over to a workspace's host (host mode), and its route label. */
 export const HANDOVER_PREFIX = '/auth/workspace/';
-const HANDOVER_ROUTE = '/auth/workspace/:slug';
+export const HANDOVER_ROUTE = '/auth/workspace/:slug';
 
 /** The workspace page under `/u/<slug>/` on the control plane, whether or not the editor runs (a way back to it from the editor). */
 export const PAGE_PATH = RESERVED_PREFIX;
@@ -72,9 +62,6 @@ function nt4Path(target: string): string | undefined {
   return target.startsWith(NT4_PREFIX) ? `/${target.slice(NT4_PREFIX.length)}` : undefined;
 }
 
-/** A state cookie's value (32 random bytes, base64url) and its SHA-256 (base64url) as a hand-over carries it. */
-const TOKEN_FORMAT = /^[A-Za-z0-9_-]{43}$/;
-
 export interface ProxyDeps {
   store: Pick<SurfaceStore, 'sessions' | 'workspaces' | 'runs'>;
   changes: ChangeFeed;
@@ -89,58 +76,46 @@ export interface ProxyDeps {
   timeoutMs: number;
   /** Whether an email may still sign in (allowlist and SERVICE_ADMIN_EMAIL). */
   isAllowed: (email: string) => boolean;
-  /** Host mode (WORKSPACE_HOST): each workspace on its own host; undefined: path mode. */
-  hosts?: WorkspaceHosts;
 }
-
 /**
- * Serves every path under `/u/<slug>/` except `/u/<slug>/api/...` (`request`) and WebSocket
- * upgrades there (`upgrade`), and in host mode every request on a workspace's own host
- * (`hostRequest`, `hostUpgrade`) and the hand-over to it (`handover`).
+ * Serves every path under `/u/<slug>/` except `/u/<slug>/api/...` (`request`) and, in path mode,
+ * WebSocket upgrades there (`upgrade`); host mode is HostModeProxy (host-mode.ts), which adds the
+ * workspaces' own hosts and the hand-over to them.
  *
  * Path mode: only the owner passes (`mayOpenEditor`: an admin who is not the owner gets 403, a
  * page for a browser); the control plane's session cookie and Authorization never reach the editor.
  *
- * Host mode: `/u/<slug>/` on the control plane sends whoever may open the editor (its owner or an
- * admin) to the workspace's host; there a browser without the workspace's cookie goes back to the
- * control plane (`/auth/workspace/<slug>`), which hands its session over with a one-time code, and
- * the workspace's host turns the code into its own cookie (`/.cp/handoff`).
- *
  * Either way an open WebSocket is re-checked with the rule that admitted it whenever its user, its
  * workspace or its session changes (the change feed, sign-out) and whenever the allowlist is
- * reloaded (`allowlistChanged`), and ended at once when it no longer passes.
+ * reloaded (`allowlistChanged`), and ended at once when it no longer passes. Every refusal is an
+ * AppError (src/errors.ts), answered by sendError or refuseUpgrade.
  */
 export class WorkspaceProxy {
-  private readonly deps: ProxyDeps;
-  private readonly admission: Admission;
-  private readonly forwarder: HttpForwarder;
-  private readonly tunnels: Tunnels;
-  private readonly hosts: WorkspaceHosts | undefined;
-  private readonly grants: GrantSigner | undefined;
-  /** Host mode's one-time hand-over codes, in this process's memory. */
-  readonly handoffs = new HandoffCodes();
+  protected readonly deps: ProxyDeps;
+  protected readonly admission: Admission;
+  protected readonly forwarder: HttpForwarder;
+  protected readonly tunnels: Tunnels;
   private readonly unsubscribe: () => void;
   /** Counts revocation triggers (user and workspace changes, sign-outs, allowlist reloads): an upgrade admitted across one is admitted again. */
   private revision = 0;
 
-  constructor(deps: ProxyDeps) {
+  /** `host`: host mode's (HostModeProxy): its cookie signer and the cookie names its hosts keep from editors. */
+  constructor(deps: ProxyDeps, host?: { grants: GrantSigner; reservedCookies: readonly string[] }) {
     this.deps = deps;
-    this.hosts = deps.hosts;
-    this.grants = deps.hosts ? new GrantSigner(deps.sessionSecret) : undefined;
     this.admission = new Admission({
       ...deps.store,
       sessionCookie: deps.sessionCookie,
       sessionSecret: deps.sessionSecret,
       isAllowed: deps.isAllowed,
-      mode: deps.hosts ? 'host' : 'path',
-      grants: this.grants,
+      mode: host ? 'host' : 'path',
+      grants: host?.grants,
     });
     const forwarding = {
       trustProxy: deps.trustProxy,
       proto: deps.publicOrigin.startsWith('https:') ? 'https' : 'http',
       publicHost: new URL(deps.publicOrigin).host,
     };
-    const cookieRules = { ownCookies: this.admission.cookieNames, hostCookies: deps.hosts?.reservedCookies };
+    const cookieRules = { ownCookies: this.admission.cookieNames, hostCookies: host?.reservedCookies };
     this.forwarder = new HttpForwarder({ metrics: deps.metrics, timeoutMs: deps.timeoutMs, forwarding, ...cookieRules });
     this.tunnels = new Tunnels({ metrics: deps.metrics, activity: deps.activity, forwarding, ...cookieRules });
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
@@ -206,201 +181,15 @@ export class WorkspaceProxy {
     socket.on('error', () => socket.destroy());
     this.tunnels.track(socket);
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
-      return refuseUpgrade(socket, 400, 'websocket_required', 'Only WebSocket upgrades are proxied.');
-    if (req.headers.origin !== this.deps.publicOrigin) return refuseUpgrade(socket, 403, 'csrf_failed', 'WebSocket connections must come from this site.');
+      return refuseUpgrade(socket, ValidationError('websocket_required', 'Only WebSocket upgrades are proxied.'));
+    if (req.headers.origin !== this.deps.publicOrigin)
+      return refuseUpgrade(socket, new AppError(403, 'csrf_failed', 'WebSocket connections must come from this site.'));
     const cookies = sessionCookies(req.headers.cookie, this.admission.cookieNames);
     await this.openTunnel(req, socket, head, path, cookies.others, () => this.admission.admit(cookies, path.slug));
   }
 
-  /**
-   * Host mode: serves one request on the host of workspace `slug` (null: a host under the
-   * workspace domain that names none, 404). Every path is the editor's, as it came, except those
-   * under `/.cp/`, which are ours: the hand-over (`/.cp/handoff`), else 404. Requests from other
-   * sites are refused (crossOriginRefusal); a request without a valid workspace cookie is sent to
-   * the control plane to hand over when it is a navigation, and refused 401 otherwise.
-   */
-  hostRequest(req: http.IncomingMessage, res: http.ServerResponse, slug: string | null): void {
-    this.measure(req, res, HOST_ROUTE);
-    try {
-      if (slug === null) return this.notFound(req, res);
-      const target = req.url ?? '/';
-      if (!target.startsWith('/')) return sendError(res, 400, 'invalid_path', 'The request target must be a path.');
-      const refusal = crossOriginRefusal(req, this.hosts!.origin(slug));
-      if (refusal) return sendError(res, 403, 'csrf_failed', refusal);
-      const cookies = this.hosts!.cookies(req.headers.cookie);
-      const pathname = target.split('?', 1)[0]!;
-      if (pathname === HANDOFF_PATH) return void this.redeem(req, res, slug, target, cookies).catch((error: unknown) => this.failed(res, error));
-      if (pathname.startsWith(RESERVED_PREFIX)) return sendError(res, 404, 'not_found', 'Nothing is served here.');
-      const path: ProxiedPath = { slug, rest: target, host: true };
-      const verdict = this.admission.admitGrant(cookies.grants, slug);
-      if (verdict instanceof Promise) {
-        verdict
-          .then(
-            (answer) => this.proceedHost(req, res, path, cookies, answer),
-            (error: unknown) => this.unavailable(req, res, error),
-          )
-          .catch((error: unknown) => this.failed(res, error));
-      } else this.proceedHost(req, res, path, cookies, verdict);
-    } catch (error) {
-      this.failed(res, error);
-    }
-  }
-
-  /**
-   * Host mode: the student API on a workspace's own host, for its editor's pages (the classroom
-   * extension): `/.cp/api/<rest>` with the workspace's cookie is handed to `serve` as the student
-   * API of that workspace (`/u/<slug>/api/<rest>`), as the user the cookie names (GRANTED on the
-   * request: no session cookie exists on this host), from this workspace's origin. What passes is
-   * that one workspace's API, as the editor may: a cookie for another workspace opens nothing here.
-   */
-  hostApi(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    slug: string | null,
-    serve: (req: http.IncomingMessage, res: http.ServerResponse) => void,
-  ): void {
-    try {
-      if (slug === null) return this.notFound(req, res);
-      const origin = this.hosts!.origin(slug);
-      const refusal = crossOriginRefusal(req, origin);
-      if (refusal) return sendError(res, 403, 'csrf_failed', refusal);
-      const cookies = this.hosts!.cookies(req.headers.cookie);
-      const answer = (verdict: Verdict) => {
-        if ('status' in verdict) return sendError(res, verdict.status, verdict.code, verdict.message);
-        const rewritten = `/u/${slug}/api/${(req.url ?? '/').slice(EDITOR_API_PREFIX.length)}`;
-        const parsed = parseWorkspacePath(rewritten);
-        if (!parsed || 'invalid' in parsed) return sendError(res, 400, 'invalid_path', parsed?.invalid ?? 'This path is not valid.');
-        (req as GrantedRequest)[GRANTED] = { userId: verdict.user.id, origin };
-        req.url = rewritten;
-        serve(req, res);
-      };
-      const verdict = this.admission.admitGrant(cookies.grants, slug);
-      if (verdict instanceof Promise) {
-        verdict.then(answer, (error: unknown) => this.unavailable(req, res, error)).catch((error: unknown) => this.failed(res, error));
-      } else answer(verdict);
-    } catch (error) {
-      this.failed(res, error);
-    }
-  }
-
-  /**
-   * Host mode: serves a WebSocket upgrade on the host of workspace `slug`: only `Upgrade: websocket`
-   * from that workspace's own origin, with its cookie, to a running editor.
-   */
-  async hostUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, slug: string | null): Promise<void> {
-    socket.on('error', () => socket.destroy());
-    this.tunnels.track(socket);
-    const target = req.url ?? '/';
-    if (slug === null || !target.startsWith('/') || (target.startsWith(RESERVED_PREFIX) && !target.startsWith(NT4_PREFIX)))
-      return refuseUpgrade(socket, NO_SUCH_WORKSPACE.status, 'not_found', 'There is no WebSocket here.');
-    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
-      return refuseUpgrade(socket, 400, 'websocket_required', 'Only WebSocket upgrades are proxied.');
-    if (req.headers.origin !== this.hosts!.origin(slug))
-      return refuseUpgrade(socket, 403, 'csrf_failed', "WebSocket connections must come from this workspace's own pages.");
-    const cookies = this.hosts!.cookies(req.headers.cookie);
-    await this.openTunnel(req, socket, head, { slug, rest: target, host: true }, cookies.others, () => this.admission.admitGrant(cookies.grants, slug));
-  }
-
-  /**
-   * Host mode, on the control plane: `GET /auth/workspace/<slug>?state=<hash>&path=<path>`, where a
-   * workspace's host sends a browser without its cookie. A signed-in user who may open the
-   * workspace, while its editor runs, is sent back with a one-time code bound to the user, the
-   * session, the workspace and the browser's state cookie on that host; anyone else to sign in,
-   * a refusal page, or the workspace page (stopped).
-   */
-  handover(req: http.IncomingMessage, res: http.ServerResponse, slug: string): void {
-    this.measure(req, res, HANDOVER_ROUTE);
-    this.handOver(req, res, slug).catch((error: unknown) => this.failed(res, error));
-  }
-
-  /** The address of a workspace's editor in host mode (undefined in path mode). */
-  editorUrl(slug: string): string | undefined {
-    return this.hosts ? `${this.hosts.origin(slug)}/` : undefined;
-  }
-
-  private async handOver(req: http.IncomingMessage, res: http.ServerResponse, slug: string): Promise<void> {
-    const hosts = this.hosts!;
-    if (req.method !== 'GET') return sendError(res, 405, 'method_not_allowed', 'Only GET is allowed here.', { Allow: 'GET' });
-    // Only a page of its own: never fetched, framed or loaded by another page.
-    const mode = req.headers['sec-fetch-mode'];
-    const dest = req.headers['sec-fetch-dest'];
-    if ((mode !== undefined && mode !== 'navigate') || (dest !== undefined && dest !== 'document'))
-      return sendError(res, 403, 'forbidden', 'A workspace is opened as a page of its own.');
-    const query = new URL(req.url ?? '/', 'http://control-plane.invalid').searchParams;
-    const cookies = sessionCookies(req.headers.cookie, this.admission.cookieNames);
-    const verdict = await this.admission.admit(cookies, slug);
-    if ('status' in verdict) {
-      if (verdict.status === 401) return redirect(res, `/auth/sign-in?return_to=${encodeURIComponent(req.url ?? '/')}`);
-      if (verdict.status === 500) return sendError(res, 500, verdict.code, verdict.message);
-      return sendHtml(res, 403, refusalPage(verdict.title ?? 'Not allowed', verdict.message));
-    }
-    const { workspace } = verdict;
-    if (!running(workspace)) return redirect(res, `/u/${slug}/`);
-    const state = query.get('state') ?? '';
-    if (!TOKEN_FORMAT.test(state)) {
-      const again = { href: `/u/${slug}/`, label: 'Open the workspace' };
-      return sendHtml(res, 400, refusalPage('Could not open the workspace', 'This link to the workspace is incomplete. Open the workspace again.', again));
-    }
-    const origin = hosts.origin(slug);
-    const landing = safeReturnTo(query.get('path') ?? '/', origin) ?? '/';
-    const code = this.handoffs.issue({ userId: verdict.user.id, sessionId: verdict.sessionId, workspaceId: workspace.id, stateHash: state, path: landing });
-    redirect(res, `${origin}${HANDOFF_PATH}?code=${code}`, 302, { 'referrer-policy': 'no-referrer' });
-  }
-
-  /**
-   * Host mode, on a workspace's host: `GET /.cp/handoff?code=<code>`. The code is taken (once,
-   * within its minute); it must be for this workspace and for this browser (its state cookie), and
-   * its session must still admit its user here. Then the workspace's cookie is set, the state
-   * cookie cleared, and the browser sent on to where it set out for, so no code stays in the
-   * address bar or the history.
-   */
-  private async redeem(req: http.IncomingMessage, res: http.ServerResponse, slug: string, target: string, cookies: HostCookies): Promise<void> {
-    const hosts = this.hosts!;
-    // Spent by a browser's navigation alone.
-    if (req.method !== 'GET') return sendError(res, 405, 'method_not_allowed', 'Only GET is allowed here.', { Allow: 'GET' });
-    const code = new URLSearchParams(target.slice(HANDOFF_PATH.length)).get('code') ?? '';
-    const handoff = this.handoffs.take(code);
-    const again = { href: `${this.deps.publicOrigin}/u/${slug}/`, label: 'Open the workspace again' };
-    const refuse = (message: string) => sendHtml(res, 400, refusalPage('Could not open the workspace', message, again));
-    if (!handoff) return refuse('This link has expired or has been used already.');
-    const workspace = await this.admission.workspaceOf(slug);
-    if (!workspace || workspace.desiredState === 'deleted') return this.notFound(req, res);
-    if (handoff.workspaceId !== workspace.id) return refuse('This link is for another workspace.');
-    if (!cookies.states.some((state) => digest(state) === handoff.stateHash)) return refuse('This link was made for another browser.');
-    const verdict = await this.admission.admitWith(handoff, workspace);
-    if ('status' in verdict) return sendHtml(res, verdict.status === 401 ? 400 : 403, refusalPage('Could not open the workspace', verdict.message, again));
-    const grant = this.grants!.sign({ userId: handoff.userId, workspaceId: workspace.id, sessionId: handoff.sessionId, expiresAt: Date.now() + GRANT_TTL_MS });
-    redirect(res, handoff.path, 302, {
-      'set-cookie': [hosts.setCookie(hosts.grantCookie, grant, GRANT_TTL_MS / 1000), hosts.setCookie(hosts.stateCookie, '', 0)],
-      'referrer-policy': 'no-referrer',
-    });
-  }
-
-  /**
-   * Host mode: sends a browser that has no valid cookie for this workspace's host to the control
-   * plane to hand its session over, with a state cookie on this host that the code it brings back
-   * must match (so a code only works in the browser that asked for it).
-   */
-  private setOut(res: http.ServerResponse, path: ProxiedPath, cookies: HostCookies): void {
-    const hosts = this.hosts!;
-    const state = cookies.states.find((value) => TOKEN_FORMAT.test(value)) ?? randomToken(32);
-    const query = new URLSearchParams({ state: digest(state) });
-    if (path.rest !== '/') query.set('path', path.rest);
-    redirect(res, `${this.deps.publicOrigin}${HANDOVER_PREFIX}${path.slug}?${query.toString()}`, 302, {
-      'set-cookie': hosts.setCookie(hosts.stateCookie, state, STATE_TTL_SECONDS),
-      'referrer-policy': 'no-referrer',
-    });
-  }
-
-  /** A host under the workspace domain that names no workspace: a page for a browser, JSON otherwise. */
-  private notFound(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if (!acceptsHtml(req)) return sendError(res, 404, 'not_found', NO_SUCH_WORKSPACE.message);
-    const home = { href: `${this.deps.publicOrigin}/`, label: 'Go to the start' };
-    sendHtml(res, 404, refusalPage('No such workspace', NO_SUCH_WORKSPACE.message, home));
-  }
-
   /** Counts a request served here in the request metrics under `route`. */
-  private measure(req: http.IncomingMessage, res: http.ServerResponse, route: string): void {
+  protected measure(req: http.IncomingMessage, res: http.ServerResponse, route: string): void {
     const { metrics } = this.deps;
     metrics.httpRequestsInFlight.inc();
     const started = performance.now();
@@ -416,7 +205,7 @@ export class WorkspaceProxy {
    * looked up would miss the tunnel it opens: it is looked up again (a few times; under a storm of
    * changes the client is asked to try again rather than let in).
    */
-  private async openTunnel(
+  protected async openTunnel(
     req: http.IncomingMessage,
     socket: Duplex,
     head: Buffer,
@@ -432,8 +221,8 @@ export class WorkspaceProxy {
     }
     // The client may have gone while we looked it up: open nothing for it.
     if (socket.destroyed) return;
-    if (verdict === undefined) return refuseUpgrade(socket, 503, 'try_again', 'Access rules changed while connecting; try again.');
-    if ('status' in verdict) return refuseUpgrade(socket, verdict.status, verdict.code, verdict.message);
+    if (verdict === undefined) return refuseUpgrade(socket, UnavailableError('try_again', 'Access rules changed while connecting; try again.', 1));
+    if ('status' in verdict) return refuseUpgrade(socket, verdict);
     const { workspace } = verdict;
     if (workspace.desiredState !== 'running' || !running(workspace)) return tryAgainLater(req, socket, head, `Workspace ${workspace.slug} is not running.`);
     let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.editorEndpoint!, rest: path.rest };
@@ -442,7 +231,7 @@ export class WorkspaceProxy {
       // The workspace's simulator (NetworkTables), while a run has one: no cookie of the browser goes there.
       const run = await this.deps.store.runs.active(workspace.id).catch(() => undefined);
       if (socket.destroyed) return;
-      if (!run?.simEndpoint) return refuseUpgrade(socket, 503, 'no_simulator', 'No simulator is running in this workspace: press Run first.');
+      if (!run?.simEndpoint) return refuseUpgrade(socket, UnavailableError('no_simulator', 'No simulator is running in this workspace: press Run first.', 5));
       target = { upstream: 'nt4', endpoint: run.simEndpoint, rest: nt4 };
       cookie = undefined;
     }
@@ -451,7 +240,7 @@ export class WorkspaceProxy {
     } catch (error) {
       // E.g. an editor address net.connect refuses outright: the client still gets an answer.
       this.deps.log.error({ error }, 'opening a WebSocket tunnel failed');
-      if (!socket.destroyed) refuseUpgrade(socket, 500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+      if (!socket.destroyed) refuseUpgrade(socket, InternalError());
     }
   }
 
@@ -461,7 +250,7 @@ export class WorkspaceProxy {
       .then(admit)
       .catch((error: unknown): Verdict => {
         this.deps.log.error({ error }, 'authorising a WebSocket failed');
-        return { status: 500, code: 'internal_error', message: 'Something went wrong on our side.' };
+        return InternalError();
       });
   }
 
@@ -497,17 +286,17 @@ export class WorkspaceProxy {
    * storm on a saturated machine): a 503 to try again shortly (a page that does so, for a page load),
    * logged as a warning: nothing is wrong with the request.
    */
-  private unavailable(req: http.IncomingMessage, res: http.ServerResponse, error: unknown): void {
+  protected unavailable(req: http.IncomingMessage, res: http.ServerResponse, error: unknown): void {
     this.deps.log.warning({ error: (error as Error).message }, 'could not check a proxied request (the database did not answer); answered 503');
     if (res.headersSent) return void res.destroy();
     if (isNavigation(req)) return sendHtml(res, 503, busyPage());
-    sendError(res, 503, 'unavailable', 'The control plane cannot check this request right now; try again in a moment.', { 'Retry-After': '2' });
+    sendError(res, UnavailableError('unavailable', 'The control plane cannot check this request right now; try again in a moment.', 2));
   }
 
   /** An unexpected failure while serving a proxied request: logged, answered 500 (or the response broken off). */
-  private failed(res: http.ServerResponse, error: unknown): void {
+  protected failed(res: http.ServerResponse, error: unknown): void {
     this.deps.log.error({ error }, 'proxying a request failed');
-    if (!res.headersSent) sendError(res, 500, 'internal_error', 'Something went wrong on our side; it has been logged.');
+    if (!res.headersSent) sendError(res, InternalError());
     else res.destroy();
   }
 
@@ -520,42 +309,29 @@ export class WorkspaceProxy {
     if ('status' in verdict) {
       if (verdict.status === 401 && browser) return redirect(res, `/auth/sign-in?return_to=${encodeURIComponent(`/u/${path.slug}${path.rest}`)}`);
       if (verdict.status === 403 && browser) return sendHtml(res, 403, refusalPage(verdict.title ?? 'Not allowed', verdict.message));
-      return sendError(res, verdict.status, verdict.code, verdict.message);
+      return sendError(res, verdict);
     }
     const { workspace } = verdict;
-    const editorUrl = this.hosts ? `${this.hosts.origin(workspace.slug)}/` : `/u/${workspace.slug}/`;
+    const editorUrl = this.editorAddress(workspace.slug);
     if (isPagePath(path.rest)) return sendHtml(res, 200, workspacePage(workspace, { editorUrl, atEditorAddress: false }));
     this.deps.activity.touch(workspace.id);
     if (!running(workspace)) {
       this.forwarder.drop(workspace.id);
-      if (browser) return sendHtml(res, path.rest === '/' ? 200 : 503, workspacePage(workspace, { editorUrl, atEditorAddress: !this.hosts }));
-      return sendError(res, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, { 'Retry-After': '5' });
+      if (browser)
+        return sendHtml(res, path.rest === '/' ? 200 : 503, workspacePage(workspace, { editorUrl, atEditorAddress: editorUrl === `/u/${workspace.slug}/` }));
+      return sendError(res, UnavailableError('workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, 5));
     }
-    // Host mode: the editor is never served on the control plane's origin, only on its own.
-    if (this.hosts) return redirect(res, `${this.hosts.origin(workspace.slug)}${path.rest}`);
-    this.forwarder.forward(req, res, workspace, path, cookie);
+    this.serveEditor(req, res, workspace, path, cookie);
   }
 
-  /** Answers a request on a workspace's host (host mode) once it is known whether it may pass. */
-  private proceedHost(req: http.IncomingMessage, res: http.ServerResponse, path: ProxiedPath, cookies: HostCookies, verdict: Verdict): void {
-    if ('status' in verdict) {
-      if (verdict.status === 404) return this.notFound(req, res);
-      if (verdict.status === 401 && isNavigation(req)) return this.setOut(res, path, cookies);
-      if (verdict.status === 403 && acceptsHtml(req)) {
-        const home = { href: `${this.deps.publicOrigin}/`, label: 'Go to the start' };
-        return sendHtml(res, 403, refusalPage(verdict.title ?? 'Not allowed', verdict.message, home));
-      }
-      return sendError(res, verdict.status, verdict.code, verdict.message);
-    }
-    const { workspace } = verdict;
-    this.deps.activity.touch(workspace.id);
-    if (!running(workspace)) {
-      this.forwarder.drop(workspace.id);
-      // Its page, with the Open button, is on the control plane.
-      if (isNavigation(req)) return redirect(res, `${this.deps.publicOrigin}/u/${workspace.slug}/`);
-      return sendError(res, 503, 'workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, { 'Retry-After': '5' });
-    }
-    this.forwarder.forward(req, res, workspace, path, cookies.others);
+  /** Where a workspace's editor is for a browser: path mode, `/u/<slug>/` on this origin. */
+  protected editorAddress(slug: string): string {
+    return `/u/${slug}/`;
+  }
+
+  /** Serves a request under `/u/<slug>/` to the running editor that may open it: path mode, forwarded to it. */
+  protected serveEditor(req: http.IncomingMessage, res: http.ServerResponse, workspace: WorkspaceRecord, path: ProxiedPath, cookie: string | undefined): void {
+    this.forwarder.forward(req, res, workspace, path, cookie);
   }
 }
 
@@ -568,6 +344,6 @@ function busyPage(): string {
 }
 
 /** Whether a workspace's editor is up and known (where to reach it). */
-function running(workspace: WorkspaceRecord): boolean {
+export function running(workspace: WorkspaceRecord): boolean {
   return workspace.observedState === 'running' && Boolean(workspace.editorEndpoint);
 }

@@ -17,6 +17,7 @@ import { refuseUpgrade } from '../responses.ts';
 import type { Verdict } from './admission.ts';
 import { parseResponseHead, responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
 import { observeEditor, type ProxiedPath } from './http.ts';
+import { UpstreamError } from '../../src/errors.ts';
 
 /** The longest answer head an editor may send before its WebSocket starts (a 101 is a few hundred bytes). */
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -143,7 +144,7 @@ export class Tunnels {
     const broken = () => {
       if (answered || socket.destroyed) return socket.destroy();
       answered = true;
-      refuseUpgrade(socket, 502, 'upstream_error', 'The editor could not be reached.');
+      refuseUpgrade(socket, UpstreamError(502, 'upstream_error', 'The editor could not be reached.'));
     };
     upstream.once('connect', () => {
       connected = true;
@@ -163,7 +164,7 @@ export class Tunnels {
       if (!connected) {
         observeEditor(metrics, 'error', started, target.upstream);
         answered = true;
-        return refuseUpgrade(socket, 502, 'upstream_error', 'The editor could not be reached.');
+        return refuseUpgrade(socket, UpstreamError(502, 'upstream_error', 'The editor could not be reached.'));
       }
       broken();
     });
