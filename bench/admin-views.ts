@@ -14,7 +14,7 @@
  * aborts after 10 minutes. REPS sets the requests per case (default 200).
  */
 import { randomBytes } from 'node:crypto';
-import { benchDatabase, controlPlane, deadline, median, percentile, signedSessionCookie } from './lib.ts';
+import { benchDatabase, controlPlane, deadline, median, percentile, signedSessionCookie, MID_SESSION_SQL } from './lib.ts';
 
 const REPS = Math.max(20, Number(process.env.REPS ?? 200));
 const SIZES = [500, 5000];
@@ -38,13 +38,7 @@ async function grow(size: number, tag: string): Promise<void> {
       Array.from({ length: Math.min(50, size - i) }, (_, j) => store.users.create({ email: `student${String(i + j).padStart(4, '0')}-${tag}@school.test` })),
     );
   }
-  await dataSource.query(`
-    UPDATE workspaces SET
-      desired_state = CASE WHEN n % 3 = 0 THEN 'stopped' ELSE 'running' END,
-      observed_state = (ARRAY['running', 'running', 'starting', 'stopped', 'failed', 'waiting'])[1 + n % 6],
-      status_message = CASE WHEN n % 6 = 4 THEN 'the editor did not answer its health check' ELSE '' END,
-      last_activity_at = now() - n * interval '1 minute'
-    FROM (SELECT id AS wid, row_number() OVER (ORDER BY slug) AS n FROM workspaces) AS numbered WHERE workspaces.id = wid`);
+  await dataSource.query(MID_SESSION_SQL);
   await dataSource.query(
     `INSERT INTO runs (workspace_id, status) SELECT id, 'queued' FROM workspaces w
       WHERE observed_state = 'running' AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.workspace_id = w.id) AND random() < 0.2`,

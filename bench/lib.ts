@@ -303,3 +303,15 @@ export function auditRowsSql(rows: number, endDaysAgo = 0, spanDays = 365): stri
   ) AS rows
   ORDER BY g`;
 }
+
+/**
+ * SQL that makes the class mid-session, as the sampler and controllers leave it: a mix of desired
+ * and observed states, status messages and activity, by each workspace's place in slug order.
+ */
+export const MID_SESSION_SQL = `
+  UPDATE workspaces SET
+    desired_state = CASE WHEN n % 3 = 0 THEN 'stopped' ELSE 'running' END,
+    observed_state = (ARRAY['running', 'running', 'starting', 'stopped', 'failed', 'waiting'])[1 + n % 6],
+    status_message = CASE WHEN n % 6 = 4 THEN 'the editor did not answer its health check' ELSE '' END,
+    last_activity_at = now() - n * interval '1 minute'
+  FROM (SELECT id AS wid, row_number() OVER (ORDER BY slug) AS n FROM workspaces) AS numbered WHERE workspaces.id = wid`;

@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from '../test/helpers/browser.ts';
-import { auditRowsSql, benchDatabase, controlPlane, deadline, median, percentile, signedSessionCookie } from './lib.ts';
+import { auditRowsSql, benchDatabase, controlPlane, deadline, median, percentile, signedSessionCookie, MID_SESSION_SQL } from './lib.ts';
 
 const REPS = Math.max(5, Number(process.env.REPS ?? 10));
 const WORKSPACES = 500;
@@ -115,13 +115,7 @@ try {
     await Promise.all(Array.from({ length: 50 }, (_, j) => store.users.create({ email: `student${String(i + j).padStart(3, '0')}-${tag}@school.test` })));
   }
   // A class mid-session: a mix of states, status messages and activity, as the sampler and controllers leave them.
-  await dataSource.query(`
-    UPDATE workspaces SET
-      desired_state = CASE WHEN n % 3 = 0 THEN 'stopped' ELSE 'running' END,
-      observed_state = (ARRAY['running', 'running', 'starting', 'stopped', 'failed', 'waiting'])[1 + n % 6],
-      status_message = CASE WHEN n % 6 = 4 THEN 'the editor did not answer its health check' ELSE '' END,
-      last_activity_at = now() - n * interval '1 minute'
-    FROM (SELECT id AS wid, row_number() OVER (ORDER BY slug) AS n FROM workspaces) AS numbered WHERE workspaces.id = wid`);
+  await dataSource.query(MID_SESSION_SQL);
   const runner = dataSource.createQueryRunner();
   await runner.query('SELECT setseed(0.42)');
   await runner.query(auditRowsSql(AUDIT_ROWS));

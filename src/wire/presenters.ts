@@ -128,14 +128,8 @@ export function presentOverview(overview: OverviewRecords): Status {
   const { workspaces } = overview;
   return {
     workspaces: workspaces.map((workspace) => ({
-      id: workspace.id,
+      ...presentWorkspaceChange(workspace),
       userId: workspace.userId,
-      slug: workspace.slug,
-      desiredState: workspace.desiredState,
-      generation: workspace.generation,
-      restartGeneration: workspace.restartGeneration,
-      observedState: workspace.observedState,
-      observedGeneration: workspace.observedGeneration,
       statusMessage: workspace.statusMessage,
       lastTransitionAt: iso(workspace.lastTransitionAt),
       lastActivityAt: iso(workspace.lastActivityAt),

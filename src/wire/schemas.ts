@@ -167,14 +167,8 @@ export type Capacity = Static<typeof Capacity>;
 export const Status = Strict({
   workspaces: Type.Array(
     Strict({
-      id: Uuid,
+      ...WorkspaceChange.properties,
       userId: Nullable(Uuid),
-      slug: Type.String(),
-      desiredState: DesiredState,
-      generation: Type.Integer(),
-      restartGeneration: Type.Integer(),
-      observedState: ObservedState,
-      observedGeneration: Type.Integer(),
       statusMessage: Type.String(),
       lastTransitionAt: Nullable(Time),
       lastActivityAt: Nullable(Time),
