@@ -13,7 +13,7 @@ import { ANONYMOUS_SESSION_TTL_MS } from '../src/store/sessions.ts';
 import { adminRouter } from './admin.ts';
 import { authRoutes } from './auth.ts';
 import { healthRouter } from './health.ts';
-import { openApiRouter } from './openapi.ts';
+import { openApiRouter } from './openapi-route.ts';
 import { metricsRouter } from './metrics.ts';
 import { loadUser, Throttle, type GateOptions } from './middleware/auth.ts';
 import { errorMiddleware } from './middleware/errors.ts';

@@ -2,12 +2,11 @@
  * The HTTP API as an OpenAPI 3.1 document, built from the wire contract (src/wire/schemas.ts) and
  * the request schemas beside the routes: every route of the admin API and of the student API,
  * `/healthz`, `/metrics` (text), `/auth/me` and this document itself. Served at `GET /openapi.json`
- * to anyone (it describes shapes, never data, and the source is public anyway), kept in the
+ * to anyone (api/openapi-route.ts; it describes shapes, never data, and the source is public anyway), kept in the
  * repository as `docs/openapi.json` (`npm run openapi` writes it; a test fails when it is stale),
  * validated by a maintained OpenAPI validator in the tests, and every JSON answer the integration
  * tests receive is checked against it (test/helpers/contract.ts).
  */
-import Router from '@koa/router';
 import type { TSchema } from 'typebox';
 import { SERVICE } from '../src/package-info.ts';
 import * as Wire from '../src/wire/schemas.ts';
@@ -514,14 +513,3 @@ export function openApiDocument(): Record<string, unknown> {
 
 /** The document as served and as kept in docs/openapi.json: two-space JSON and a final newline. */
 export const openApiText = (): string => `${JSON.stringify(openApiDocument(), null, 2)}\n`;
-
-/** `GET /openapi.json`, public (see the file comment). */
-export function openApiRouter(): Router {
-  const router = new Router();
-  const text = openApiText();
-  router.get('/openapi.json', (ctx) => {
-    ctx.type = 'application/json';
-    ctx.body = text;
-  });
-  return router;
-}

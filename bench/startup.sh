@@ -5,13 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-5}"
 PORT="${BENCH_PORT:-18080}"
-NODE=node_modules/.bin/node
 PG_URL="${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:54329/postgres}"
 
 measure() { # env assignments...; prints ms to first 200 from /healthz
   local start end pid
   start=$(date +%s%N)
-  env "$@" PORT="$PORT" LOG_LEVEL=warning "$NODE" bin/server.ts >/dev/null 2>&1 &
+  env "$@" PORT="$PORT" LOG_LEVEL=warning bin/server >/dev/null 2>&1 &
   pid=$!
   until curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1; do sleep 0.01; done
   end=$(date +%s%N)

@@ -1,8 +1,8 @@
 /**
- * The composition root: the one place that wires the control plane's parts together. `main.ts`, the
- * CLI, the tests and the benchmarks all open the control plane through `openControlPlane`, each
- * choosing which long-running parts run. It is the one file of `src/` that imports `api/` and
- * `controllers/`.
+ * The composition root: the one place that wires the control plane's parts together. The server
+ * (bin/server.ts), the tests and the benchmarks open the control plane through `openControlPlane`,
+ * each choosing which long-running parts run; an operator command opens only the database, the
+ * store and the backups (bin/cli-plane.ts). Only bin/ imports `api/` and `controllers/`.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -21,7 +21,7 @@ import { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
 import { Backups } from '../src/backup/backups.ts';
 import { urlHost, type Config } from '../src/config.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
-import { migrate, openDatabase, type Database, type OpenOptions } from '../src/db/database.ts';
+import { openMigrated, type Database, type OpenOptions } from '../src/db/database.ts';
 import { DockerRuntime } from '../src/docker/docker-runtime.ts';
 import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
@@ -111,34 +111,26 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
-/** Opens the database of `config` and runs its migrations (under an advisory lock). */
-async function openMigrated(config: Config, log: Logger, options: Pick<ControlPlaneOptions, 'signal' | 'embedded' | 'retry'>): Promise<Database> {
-  const dbLog = categoryLogger(log, 'db');
-  const database = await openDatabase({
-    url: config.databaseUrl,
-    dataDir: config.dataDir,
-    log: dbLog,
-    signal: options.signal,
-    embedded: options.embedded,
-    retry: options.retry,
-  });
-  try {
-    const applied = await migrate(database.dataSource);
-    dbLog.info({ applied: applied.length }, applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
-  } catch (error) {
-    await database.close().catch(() => undefined);
-    throw error;
-  }
-  return database;
-}
-
 /**
  * Opens a control plane from its configuration: the database (opened and migrated unless given),
  * then everything `createControlPlane` builds.
  */
 export async function openControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const startedAt = options.startedAt ?? performance.now();
-  return createControlPlane({ ...options, startedAt, database: options.database ?? (await openMigrated(options.config, options.log, options)) });
+  return createControlPlane({
+    ...options,
+    startedAt,
+    database:
+      options.database ??
+      (await openMigrated({
+        url: options.config.databaseUrl,
+        dataDir: options.config.dataDir,
+        log: categoryLogger(options.log, 'db'),
+        signal: options.signal,
+        embedded: options.embedded,
+        retry: options.retry,
+      })),
+  });
 }
 
 /**
@@ -151,7 +143,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const chosen = new Set<PartName>(options.parts ?? PARTS.filter((name) => name !== 'http' || options.listen !== undefined));
   const changes = options.changes ?? new ChangeFeed();
   const metrics = createMetrics();
-  const allowlistFile = new AllowlistFile(path.join(config.dataDir, 'allowlist.json'));
+  const allowlistFile = AllowlistFile.in(config.dataDir);
   const store = createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile });
   const runtime = options.runtime ?? new DockerRuntime({ controlPlaneId: config.controlPlaneId });
   const serverLog = categoryLogger(log, 'server');
@@ -364,21 +356,6 @@ async function closeGracefully(server: http.Server, handlers: AppHandlers, log: 
   await closed;
   clearInterval(reaper);
   clearTimeout(grace);
-}
-
-/**
- * The control plane as an operator command opens it (src/cli/command.ts, cliHost): the database and
- * the store, nothing running in the background, no retry of an unreachable database. The embedded
- * database is shared with a running server (its changes reach the server at once).
- */
-export function openForCli(options: { config: Config; log: Logger; command: string }): Promise<ControlPlane> {
-  return openControlPlane({
-    config: options.config,
-    log: options.log,
-    parts: [],
-    retry: false,
-    embedded: { mode: 'shared', describe: { role: 'cli', command: options.command } },
-  });
 }
 
 /** Listens, turning a failure into a clear error: the port in use, or privileges missing. */

@@ -1,6 +1,16 @@
-import { ConfigError, loadConfig, type Config } from '../src/config.ts';
-import { ListenError, openControlPlane, type ControlPlane } from './control-plane.ts';
-import { categoryLogger, createRootLogger } from '../src/log.ts';
+/**
+ * The server's entry point (`bin/server`, `npm start`). Node's compile cache keeps the compiled
+ * modules (type-stripped) between starts, in the system's temporary directory: it is enabled
+ * before anything else is loaded, so the modules are imported dynamically.
+ */
+import module from 'node:module';
+import type { Config } from '../src/config.ts';
+import type { ControlPlane } from './control-plane.ts';
+
+module.enableCompileCache?.();
+const { ConfigError, loadConfig } = await import('../src/config.ts');
+const { ListenError, openControlPlane } = await import('./control-plane.ts');
+const { categoryLogger, createRootLogger } = await import('../src/log.ts');
 
 /**
  * Starts the control plane: config → database → migrations (under an advisory lock) → parts →

@@ -1,21 +1,28 @@
 import { bodyParser } from '@koa/bodyparser';
-import { Ajv, type ErrorObject, type JSONSchemaType, type SchemaObject } from 'ajv';
-import formats from 'ajv-formats';
+import type { Ajv, ErrorObject, JSONSchemaType, SchemaObject } from 'ajv';
 import type { Middleware } from 'koa';
 import { AppError, ValidationError } from '../../src/errors.ts';
 
-// strictNumbers: a JSON number too large for a double (1e400) parses as Infinity, which is no number here.
-const ajv = new Ajv({ allErrors: false, strict: true, strictNumbers: true });
-// Query strings carry only text: numbers are coerced (once integerParameters has checked how they
-// are written), and defaults fill in missing parameters.
-const queryAjv = new Ajv({ allErrors: false, strict: true, strictNumbers: true, coerceTypes: true, useDefaults: true });
-
 /** How an integer query parameter is written: decimal digits, perhaps a minus sign (ajv would also take `Infinity`, `1e2`, `0x10`, ` 5`). */
 const INTEGER_TEXT = /^-?\d{1,16}$/;
-// ajv-formats is CommonJS: ESM importers find its plugin under `default`. Its RFC 3339 date-time
-// also admits leap seconds (23:59:60), which Date cannot hold, so those are refused as well.
-const rfc3339DateTime = formats.default.get('date-time') as { validate: (text: string) => boolean };
-queryAjv.addFormat('date-time', { type: 'string', validate: (text) => rfc3339DateTime.validate(text) && !Number.isNaN(Date.parse(text)) });
+
+/**
+ * The two validators' compilers, loaded at the first request that needs one (ajv and its formats
+ * take a twentieth of a second to load, which the server's start does not wait for).
+ */
+const compilers = lazily(async (): Promise<{ body: Ajv; query: Ajv }> => {
+  const [{ Ajv }, { default: formats }] = await Promise.all([import('ajv'), import('ajv-formats')]);
+  // strictNumbers: a JSON number too large for a double (1e400) parses as Infinity, which is no number here.
+  const body = new Ajv({ allErrors: false, strict: true, strictNumbers: true });
+  // Query strings carry only text: numbers are coerced (once integerParameters has checked how they
+  // are written), and defaults fill in missing parameters.
+  const query = new Ajv({ allErrors: false, strict: true, strictNumbers: true, coerceTypes: true, useDefaults: true });
+  // ajv-formats is CommonJS: ESM importers find its plugin under `default`. Its RFC 3339 date-time
+  // also admits leap seconds (23:59:60), which Date cannot hold, so those are refused as well.
+  const rfc3339DateTime = formats.default.get('date-time') as { validate: (text: string) => boolean };
+  query.addFormat('date-time', { type: 'string', validate: (text) => rfc3339DateTime.validate(text) && !Number.isNaN(Date.parse(text)) });
+  return { body, query };
+});
 
 /** The largest JSON body any API endpoint accepts; larger bodies get 413. */
 export const JSON_BODY_LIMIT = '256kb';
@@ -64,6 +71,15 @@ function unstorableText(value: unknown, path = ''): string | undefined {
   return undefined;
 }
 
+/**
+ * What `make` makes, made at the first call: a schema's validator is compiled at its first use
+ * (compiling every route's schema when the app was built took a fifth of the server's start).
+ */
+function lazily<F>(make: () => F): () => F {
+  let made: F | undefined;
+  return () => (made ??= make());
+}
+
 /** State that validateBody leaves for the handler: the typed body. */
 export interface BodyState<T> {
   body: T;
@@ -74,8 +90,9 @@ export interface BodyState<T> {
  * message naming the field and the problem. Puts the typed body in `ctx.state.body`.
  */
 export function validateBody<T>(schema: JSONSchemaType<T>): Middleware<BodyState<T>> {
-  const check = ajv.compile(schema);
+  const compiled = lazily(async () => (await compilers()).body.compile(schema));
   return async (ctx, next) => {
+    const check = await compiled();
     if (!ctx.is('application/json')) {
       throw ValidationError('unsupported_content_type', 'The request body must be JSON, sent with Content-Type: application/json.');
     }
@@ -99,7 +116,7 @@ export interface QueryState<T> {
  * the parameter. Puts the typed query in `ctx.state.query`.
  */
 export function validateQuery<T>(schema: SchemaObject): Middleware<QueryState<T>> {
-  const check = queryAjv.compile<T>(schema);
+  const compiled = lazily(async () => (await compilers()).query.compile<T>(schema));
   const integers = Object.entries((schema.properties ?? {}) as Record<string, { type?: unknown }>)
     .filter(([, property]) => property.type === 'integer')
     .map(([name]) => name);
@@ -115,6 +132,7 @@ export function validateQuery<T>(schema: SchemaObject): Middleware<QueryState<T>
         throw ValidationError('validation_error', `The parameter "${name}" must be a whole number written in digits, such as 50.`);
       }
     }
+    const check = await compiled();
     if (!check(query)) throw ValidationError('validation_error', describeParameter(check.errors?.[0]));
     ctx.state.query = query;
     await next();

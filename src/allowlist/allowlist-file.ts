@@ -47,6 +47,11 @@ export class AllowlistFile {
     this.path = filePath;
   }
 
+  /** The allowlist file of a data directory (DATA_DIR): `allowlist.json` in it. */
+  static in(dataDir: string): AllowlistFile {
+    return new AllowlistFile(path.join(dataDir, 'allowlist.json'));
+  }
+
   /** The entries of the file; [] when it does not exist; throws AllowlistFormatError (naming the file and the problem) when it is malformed. */
   async read(): Promise<string[]> {
     return (await this.readIfExists()) ?? [];

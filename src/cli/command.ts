@@ -6,9 +6,10 @@
 import { createInterface } from 'node:readline/promises';
 import { Command, Flags, type Interfaces } from '@oclif/core';
 import { AllowlistFormatError } from '../allowlist/allowlist.ts';
+import { AllowlistFile } from '../allowlist/allowlist-file.ts';
 import type { Backups } from '../backup/backups.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { isUnreachable, redactUrl } from '../db/database.ts';
+import { isUnreachable, redactUrl } from '../db/errors.ts';
 import { AppError } from '../errors.ts';
 import { createRootLogger, type Logger } from '../log.ts';
 import type { SurfaceStore } from '../store/index.ts';
@@ -126,6 +127,7 @@ export abstract class CliCommand extends Command {
   static override enableJsonFlag = true;
 
   private plane: CliPlane | undefined;
+  private loaded: Config | undefined;
   /** The database the command uses, for its failure messages. */
   private databaseUrl: string | undefined;
 
@@ -140,12 +142,23 @@ export abstract class CliCommand extends Command {
   protected async controlPlane(): Promise<CliPlane> {
     if (this.plane) return this.plane;
     if (!cliHost.open) throw new Error('no way to open the control plane: the CLI runs through bin/cli');
-    const config = loadConfig(environment.read());
-    this.databaseUrl = config.databaseUrl;
+    const config = this.settings();
     const err = { write: (line: string) => process.stderr.write(line) };
     const log = createRootLogger({ level: 'warning', format: 'human', colour: false, sinks: { out: err, err } });
     this.plane = await cliHost.open({ config, log, command: `cli ${this.id?.replaceAll(':', ' ') ?? ''}`.trim() });
     return this.plane;
+  }
+
+  /** The configuration, read once: all that a command which opens no database needs (with allowlistFile). */
+  protected settings(): Config {
+    this.loaded ??= loadConfig(environment.read());
+    this.databaseUrl = this.loaded.databaseUrl;
+    return this.loaded;
+  }
+
+  /** The allowlist file alone, for a command that only reads it (no database opened, nothing audited). */
+  protected allowlistFile(): AllowlistFile {
+    return AllowlistFile.in(this.settings().dataDir);
   }
 
   /** Prints rows as aligned columns under upper-case headings (not with --json, where run()'s result is the output). */

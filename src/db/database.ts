@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import type { Logger } from '../log.ts';
 import { CHANNELS } from './changes.ts';
+import { errorCode, isUnreachable, redactUrl } from './errors.ts';
 import { openEmbedded, type EmbeddedOptions } from './embedded.ts';
 
 /** An open database: the TypeORM data source and how to close everything behind it. */
@@ -26,7 +27,7 @@ export interface OpenOptions {
   /** Stop retrying when this signal aborts (shutdown during start-up). */
   signal?: AbortSignal;
   /** For the embedded database: own it (the server, which waits while someone else does) or share it (the CLI). */
-  embedded?: Pick<EmbeddedOptions, 'mode' | 'describe'>;
+  embedded?: Pick<EmbeddedOptions, 'mode' | 'describe' | 'template'>;
   /** Retry a server that is not reachable yet (the server waits for its database; the CLI says so at once). Default true. */
   retry?: boolean;
   /** Delay before the first retry; doubles up to maxRetryDelayMs. */
@@ -36,9 +37,6 @@ export interface OpenOptions {
 
 /** Key of the advisory lock that serialises migrations across processes ("cp-migr" in ASCII). */
 const MIGRATION_LOCK_KEY = 0x63702d6d69677200n;
-
-/** Error codes that mean "the server is not there yet", worth retrying; anything else is fatal. */
-const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', '57P03', '53300']);
 
 /** Creates a data source for a PostgreSQL URL with our migrations registered (not yet initialised). */
 export function createDataSource(url: string, poolSize = 10): DataSource {
@@ -70,7 +68,7 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
     } catch (error) {
       await dataSource.destroy().catch(() => undefined);
       const code = errorCode(error);
-      if (!TRANSIENT.has(code) || options.signal?.aborted || options.retry === false) throw error;
+      if (!isUnreachable(error) || options.signal?.aborted || options.retry === false) throw error;
       options.log.warning({ attempt, code, retryInMs: delay, database: redactUrl(url) }, `database not reachable (${code}), retrying`);
       await sleep(delay, undefined, { signal: options.signal }).catch(() => undefined);
       if (options.signal?.aborted) throw error;
@@ -88,8 +86,25 @@ async function openEmbeddedDatabase(options: OpenOptions): Promise<Database> {
     channels: CHANNELS,
     dataSource: createDataSource,
     signal: options.signal,
+    template: options.embedded?.template,
   });
   return { dataSource: embedded.dataSource, embedded: true, onNotification: embedded.onNotification, close: embedded.close };
+}
+
+/**
+ * Opens the database (openDatabase) and runs its pending migrations (migrate), saying in the log
+ * which were applied; closes it again when they fail.
+ */
+export async function openMigrated(options: OpenOptions): Promise<Database> {
+  const database = await openDatabase(options);
+  try {
+    const applied = await migrate(database.dataSource);
+    options.log.info({ applied: applied.length }, applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
+  } catch (error) {
+    await database.close().catch(() => undefined);
+    throw error;
+  }
+  return database;
 }
 
 /**
@@ -107,29 +122,4 @@ export async function migrate(dataSource: DataSource): Promise<string[]> {
     await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
     await runner.release();
   }
-}
-
-/** Whether an error means the database server is not there (yet): a refused or lost connection, a server starting up or full. */
-export function isUnreachable(error: unknown): boolean {
-  return TRANSIENT.has(errorCode(error));
-}
-
-/** The error's code (pg SQLSTATE or Node system code), looking through TypeORM's and AggregateError wrappers. */
-function errorCode(error: unknown): string {
-  const candidate = error as { code?: unknown; errors?: unknown[]; driverError?: unknown; cause?: unknown };
-  if (typeof candidate?.code === 'string') return candidate.code;
-  for (const inner of [candidate?.driverError, candidate?.cause, ...(candidate?.errors ?? [])]) {
-    if (inner) {
-      const code = errorCode(inner);
-      if (code !== 'unknown') return code;
-    }
-  }
-  return 'unknown';
-}
-
-/** The URL without its password, for logs. */
-export function redactUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
 }

@@ -15,13 +15,15 @@
  *   CLI edit reaches the running server's controllers at once, as LISTEN does with PostgreSQL.
  */
 import { EventEmitter } from 'node:events';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { PGlite } from '@electric-sql/pglite';
 import lockfile from 'proper-lockfile';
 import type { DataSource } from 'typeorm';
 import { UnavailableError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { readTemplate, templateFile } from './embedded-template.ts';
 
 /** Who holds the embedded database, as its owner writes it beside the data. */
 export interface EmbeddedHolder {
@@ -58,6 +60,8 @@ export interface EmbeddedOptions {
   signal?: AbortSignal;
   /** How long the lock may go unrefreshed before another process takes it over. */
   staleMs?: number;
+  /** The initdb template a new cluster starts from (default: the installed PGlite's, embedded-template.ts). */
+  template?: string;
 }
 
 const LOCK_FILE = 'pgdata.lock';
@@ -121,13 +125,8 @@ function describeHolder(holder: EmbeddedHolder | undefined): string {
 
 /** Owns the database: PGlite in this process, served on a loopback port that guests read from the holder file. */
 async function own(dataDir: string, release: () => Promise<void>, options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const [{ PGlite }, { PGLiteSocketServer }, { pg_trgm }] = await Promise.all([
-    import('@electric-sql/pglite'),
-    import('@electric-sql/pglite-socket'),
-    import('@electric-sql/pglite/contrib/pg_trgm'),
-  ]);
+  const [pglite, { PGLiteSocketServer }] = await Promise.all([startPglite(dataDir, options), import('@electric-sql/pglite-socket')]);
   const notifications = new EventEmitter();
-  const pglite = await PGlite.create({ dataDir, extensions: { pg_trgm } });
   // The one backend session listens, so that every connection's NOTIFY comes back in what the socket sends (and is read there).
   await pglite.exec(options.channels.map((channel) => `LISTEN ${channel};`).join(' '));
   const relayed = shareable(pglite, (channel, payload) => notifications.emit('notification', channel, payload));
@@ -156,6 +155,29 @@ async function own(dataDir: string, release: () => Promise<void>, options: Embed
       await release();
     },
   };
+}
+
+/**
+ * PGlite on `dataDir`. A new cluster (an empty directory) is unpacked from the initdb template when there is one
+ * (embedded-template.ts); should that fail, it is made by initdb after all, in an emptied directory.
+ */
+async function startPglite(dataDir: string, { log, template: file }: Pick<EmbeddedOptions, 'log' | 'template'>): Promise<PGlite> {
+  const [{ PGlite: Pglite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
+  const extensions = { pg_trgm };
+  // Only into an empty directory: whatever else is there is left to PGlite, as it always was.
+  const templateAt = file ?? (await templateFile());
+  const template = (await readdir(dataDir)).length === 0 ? await readTemplate(templateAt).catch(() => undefined) : undefined;
+  if (!template) return Pglite.create({ dataDir, extensions });
+  try {
+    const pglite = await Pglite.create({ dataDir, extensions, loadDataDir: template });
+    log.debug({ dataDir, template: templateAt }, 'unpacked a new PGlite cluster from the initdb template');
+    return pglite;
+  } catch (error) {
+    log.warning({ error, template: templateAt }, 'the initdb template failed to load; making the new PGlite cluster with initdb instead');
+    await rm(dataDir, { recursive: true, force: true });
+    await mkdir(dataDir, { recursive: true });
+    return Pglite.create({ dataDir, extensions });
+  }
 }
 
 /** Joins the owner's database through its loopback port. */

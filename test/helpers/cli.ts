@@ -1,5 +1,5 @@
 import { format } from 'node:util';
-import { openForCli } from '../../bin/control-plane.ts';
+import { openForCli } from '../../bin/cli-plane.ts';
 import { cliHost, environment } from '../../src/cli/command.ts';
 import { runCli } from '../../src/cli/run.ts';
 import { PROJECT_ROOT } from '../../src/config.ts';

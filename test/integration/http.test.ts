@@ -1,4 +1,7 @@
 // @lane local
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../../src/config.ts';
 import { createDataSource } from '../../src/db/database.ts';
 import { SERVICE } from '../../src/package-info.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -75,6 +78,19 @@ describe('GET /healthz', () => {
     expect(response.status).toBe(503);
     // `timeout`: the check's own 2 s limit answered, not the stalled database.
     expect(((await response.json()) as { checks: unknown }).checks).toEqual({ database: 'timeout' });
+  });
+});
+
+describe('GET /openapi.json', () => {
+  it('serves the API document to anyone, as kept in docs/openapi.json, the same at every request', async () => {
+    app = await startApp(db.dataSource);
+    const kept = readFileSync(path.join(PROJECT_ROOT, 'docs/openapi.json'), 'utf8');
+    const [first, second] = await Promise.all([fetch(`${app.url}/openapi.json`), fetch(`${app.url}/openapi.json`)]);
+    for (const response of [first!, second!]) {
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await response.text()).toBe(kept);
+    }
   });
 });
 

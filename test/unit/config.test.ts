@@ -103,6 +103,22 @@ describe('loadConfig', () => {
     );
   });
 
+  it('refuses what each kind of variable does not take: a fraction for a whole number, a number at an exclusive minimum, text that is not a number, a pattern missed, text too long', () => {
+    expect(problems({ PORT: '80.5' })).toEqual(['PORT="80.5" is not valid: expected a TCP port from 0 (any free port) to 65535']);
+    expect(problems({ PROXY_TIMEOUT_SECONDS: '0' })).toEqual(['PROXY_TIMEOUT_SECONDS="0" is not valid: expected seconds from 1 to 3600']);
+    expect(problems({ IDLE_STOP_MINUTES: 'soon' })).toEqual(['IDLE_STOP_MINUTES="soon" is not valid: expected minutes from 0.05 to 10080 (decimals allowed)']);
+    expect(problems({ WORKSPACE_NETWORK: '-net' })).toEqual(['WORKSPACE_NETWORK="-net" is not valid: expected a Docker network name']);
+    expect(problems({ OIDC_LABEL: 'x'.repeat(61) })).toEqual([`OIDC_LABEL="${'x'.repeat(61)}" is not valid: expected the name shown on the sign-in button`]);
+  });
+
+  it('takes numbers as written, decimals where allowed, and a label at its longest', () => {
+    expect(loadConfig({ PORT: '0', PROXY_TIMEOUT_SECONDS: '0.5', IDLE_STOP_MINUTES: '0.05', OIDC_LABEL: 'é'.repeat(60) })).toMatchObject({
+      port: 0,
+      proxyTimeoutMs: 500,
+      idleStopMinutes: 0.05,
+    });
+  });
+
   it('never echoes a secret in its error line', () => {
     expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters']);
     expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);

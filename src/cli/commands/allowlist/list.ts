@@ -7,11 +7,11 @@ export default class AllowlistList extends CliCommand {
 
   async run(): Promise<{ entries: { entry: string; kind: 'email' | 'domain'; source: 'file' | 'SERVICE_ADMIN_EMAIL' }[] }> {
     await this.parse(AllowlistList);
-    const plane = await this.controlPlane();
+    // The file alone: no database to open for it.
     const kind = (entry: string) => (entry.includes('@') ? ('email' as const) : ('domain' as const));
     const entries = [
-      ...(await plane.store.allowlist.entries()).map((entry) => ({ entry, kind: kind(entry), source: 'file' as const })),
-      ...plane.config.serviceAdminEmails.map((entry) => ({ entry, kind: kind(entry), source: 'SERVICE_ADMIN_EMAIL' as const })),
+      ...(await this.allowlistFile().read()).map((entry) => ({ entry, kind: kind(entry), source: 'file' as const })),
+      ...this.settings().serviceAdminEmails.map((entry) => ({ entry, kind: kind(entry), source: 'SERVICE_ADMIN_EMAIL' as const })),
     ];
     this.table(
       entries,

@@ -1,0 +1,73 @@
+// @lane local
+/**
+ * A new embedded database starts from the initdb template (src/db/embedded-template.ts) when there
+ * is one, runs initdb when there is none, and runs initdb after all when the template is damaged;
+ * a data directory that already holds something is never unpacked into.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { openMigrated } from '../../src/db/database.ts';
+import { templateFile, writeTemplate } from '../../src/db/embedded-template.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { captureLogger } from '../helpers/controllers.ts';
+
+let scratch: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'cp-embedded-template-'));
+});
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** Opens (and migrates) a new embedded database in `dataDir` from `template`, writes a row and reads it back; returns the log's messages. */
+async function openAndUse(dataDir: string, template: string): Promise<string[]> {
+  const { root, records } = captureLogger();
+  const database = await openMigrated({
+    url: undefined,
+    dataDir,
+    log: categoryLogger(root, 'db'),
+    embedded: { mode: 'owner', describe: { role: 'test', command: 'test' }, template },
+  });
+  try {
+    await database.dataSource.query(`INSERT INTO users (email, name, role) VALUES ('ada@example.org', 'Ada', 'user')`);
+    const [user] = (await database.dataSource.query(`SELECT name FROM users WHERE email = 'ada@example.org'`)) as { name: string }[];
+    expect(user).toEqual({ name: 'Ada' });
+    // The extension the migrations create works on it too.
+    const [similar] = (await database.dataSource.query(`SELECT similarity('Ada', 'Adam') > 0 AS similar`)) as { similar: boolean }[];
+    expect(similar).toEqual({ similar: true });
+  } finally {
+    await database.close();
+  }
+  return records.map((record) => String(record.message));
+}
+
+it('is named by the installed PGlite, and a new data directory is unpacked from it, then migrated and used', async () => {
+  expect(path.basename(await templateFile())).toMatch(/^pglite-\d+\.\d+\.\d+-initdb\.tar\.gz$/);
+  const template = await writeTemplate();
+  expect(template).toBe(await templateFile());
+  const messages = await openAndUse(path.join(scratch, 'from-template'), template);
+  expect(messages).toContain('unpacked a new PGlite cluster from the initdb template');
+  expect(messages.some((message) => message.startsWith('applied migrations: '))).toBe(true);
+}, 120_000);
+
+it('runs initdb when there is no template, and again after all when the template is damaged (saying so)', async () => {
+  const missing = await openAndUse(path.join(scratch, 'no-template'), path.join(scratch, 'nothing-here.tar.gz'));
+  expect(missing.filter((message) => message.includes('template'))).toEqual([]);
+
+  const damaged = path.join(scratch, 'damaged.tar.gz');
+  await writeFile(damaged, 'not a tarball');
+  const messages = await openAndUse(path.join(scratch, 'damaged-template'), damaged);
+  expect(messages).toContain('the initdb template failed to load; making the new PGlite cluster with initdb instead');
+}, 120_000);
+
+it('never unpacks into a data directory that already holds something', async () => {
+  const dataDir = path.join(scratch, 'not-empty');
+  await mkdir(path.join(dataDir, 'pgdata'), { recursive: true });
+  await writeFile(path.join(dataDir, 'pgdata', 'left-behind'), 'an earlier file');
+  const messages = await openAndUse(dataDir, await writeTemplate());
+  expect(messages.filter((message) => message.includes('template'))).toEqual([]);
+  expect(existsSync(path.join(dataDir, 'pgdata', 'left-behind'))).toBe(true);
+}, 120_000);
