@@ -1,42 +1,46 @@
 /**
- * Workspace proxy: what `/u/<slug>/...` through the control plane costs against going straight to the
- * editor container, and against JupyterHub's configurable-http-proxy (CHP) on the same route, all
- * measured in the same run on loopback and the project's own container.
+ * Workspace proxy: what `/u/<slug>/...` through the control plane costs, against going straight to
+ * the editor container and against other proxies in front of the same editor, all in the same run.
  *
- * - HTTP: `GET /healthz` of the editor, 50 connections, wrk (1 thread), ROUNDS (3) rounds with the
- *   targets interleaved (order rotated each round); medians. Beside direct, the control plane and
- *   CHP, a fourth target is the floor: a bare Node proxy (same server, same undici client, nothing
- *   else), which shows how much of the distance to `direct` is Node's HTTP work on this machine. Saturated: 10 s per run after a
- *   1 s warm-up, requests/s, p50, p99. Targets: ≥ 0.7× direct throughput, ≥ 1.5× CHP's, added p99
- *   (control plane − direct) < 2 ms. Paced: the same connections at about PACED_RATE (1,000)
- *   requests/s for 5 s, where no target queues, so p99 − direct p99 is the latency one hop adds
- *   (saturated, a closed loop's latency is connections / throughput, i.e. queueing).
- *   CPU time per request of the proxy process and of the editor container (cgroup) is reported too.
+ * The control plane runs as a deployment runs it: `bin/server.ts` in a process of its own, with all
+ * its parts (controllers, stats sampler, activity writer, session cache, change feed; LOG_LEVEL
+ * info), on PostgreSQL (DB=postgres, the default) or the embedded database (DB=embedded). A student
+ * signs in through a real OpenID Connect provider on loopback, as a browser does, and opens their
+ * workspace through the student API; the load then uses that session. The server is started with
+ * bench/proxy-probe.ts preloaded, which reports its memory (after a forced GC) and its event loop's
+ * delay over IPC.
+ *
+ * - HTTP: `GET /healthz` of the editor, wrk (1 thread), ROUNDS (3) rounds with the targets
+ *   interleaved (order rotated each round); medians. Targets: direct, the control plane,
+ *   configurable-http-proxy (CHP, JupyterHub's), the floor (a bare Node proxy: the same HTTP server
+ *   and undici client as the control plane, nothing else) and Caddy (Debian's, keep-alive pool).
+ *   Saturated: 50 connections, HTTP_SECONDS (10) per run after 1 s: requests/s, p99, and the
+ *   proxy's CPU time per request. Paced: about PACED_RATE (500) requests/s over PACED_CONNECTIONS
+ *   (10) keep-alive connections, PACED_SECONDS (10) per run, where no target queues: p99 is what
+ *   one hop adds. The control plane's event-loop delay is reported for its paced runs.
+ *   Targets (issue 22): paced p99 ≤ 1.3× the floor's; CPU per request ≤ 1.2× the floor's;
+ *   saturated requests/s ≥ Caddy's.
  * - WebSocket: echo of 64-byte binary messages over WS_CONNECTIONS (4) connections, each keeping
  *   WS_WINDOW (64) messages outstanding, 5 s per run after 1 s, direct vs through the control plane,
  *   ROUNDS rounds interleaved; median messages/s. Target ≥ 0.8×.
  * - Memory: WS_IDLE (1,000) WebSockets opened through the control plane and kept idle (each checked
  *   with one echo); the control plane's RSS (VmRSS) and heap after a forced GC, before and after.
  *
- * Honest RSS: the control plane runs in a child process of its own (this file with `serve`, started
- * with --expose-gc: a control plane made by the composition root with its change listener, activity,
- * HTTP and workspace controller, on a loopback port), so its RSS holds
- * no load generator: wrk and CHP are separate processes, the WebSocket clients live in this process.
- *
  * Needs: the provisioned PostgreSQL (127.0.0.1:54329) and Docker Engine and the test image
- * (`npm test` once, or `bash scripts/provision.sh`), and `wrk` (Debian package; installed here with
- * apt-get when missing and running as root). File descriptors: the control plane holds two sockets
- * per proxied WebSocket and this process one, so with WS_IDLE=1000 both need a nofile limit above
- * ~2,100 (Node raises its soft limit to the hard one at start; if the hard limit is lower, run
- * `ulimit -n 4096` first). The editor container's limit is checked and printed.
- * Everything it creates (containers and volumes of its control-plane id, the child processes, the
- * database cp_bench_proxy) is removed at the end; it aborts (cleaning up) after 10 minutes.
+ * (`npm test` once, or `bash scripts/provision.sh`), and wrk and caddy (Debian packages; installed
+ * with apt-get when missing and running as root). File descriptors: the control plane holds two
+ * sockets per proxied WebSocket and this process one, so with WS_IDLE=1000 both need a nofile limit
+ * above ~2,100 (Node raises its soft limit to the hard one at start; if the hard limit is lower, run
+ * `ulimit -n 4096` first). The editor container's limit is checked and printed. Everything it
+ * creates (containers and volumes of its control-plane id, the child processes, the data
+ * directory, the database cp_bench_proxy) is removed at the end; it aborts (cleaning up) after 15
+ * minutes.
  *
- * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/proxy.ts
+ * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/proxy.ts   (DB=embedded, PARTS=http, ROUNDS=…)
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,6 +49,7 @@ import { Pool } from 'undici';
 import WebSocket from 'ws';
 import {
   benchDatabase,
+  benchDatabaseUrl,
   cgroupCpuSeconds,
   CONTROL_PLANE_LABEL,
   deadline,
@@ -56,17 +61,21 @@ import {
   processOpenFds,
   processRssBytes,
   removeLabelled,
-  serveControlPlane,
-  signedSessionCookie,
 } from './lib.ts';
+import { TEST_ENV } from '../test/helpers/controllers.ts';
+import { Browser, startOidcProvider } from '../test/helpers/oidc.ts';
 
 const DATABASE = 'cp_bench_proxy';
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const HTTP_SECONDS = Number(process.env.HTTP_SECONDS ?? 10);
 const HTTP_CONNECTIONS = 50;
-/** The offered rate (requests/s over the same 50 connections) of the paced latency runs, and their length. */
-const PACED_RATE = Number(process.env.PACED_RATE ?? 1000);
-const PACED_SECONDS = Number(process.env.PACED_SECONDS ?? 5);
+/** The paced latency runs: about PACED_RATE requests/s offered over PACED_CONNECTIONS keep-alive connections, PACED_SECONDS each. */
+const PACED_RATE = Number(process.env.PACED_RATE ?? 500);
+const PACED_CONNECTIONS = Number(process.env.PACED_CONNECTIONS ?? 10);
+const PACED_SECONDS = Number(process.env.PACED_SECONDS ?? 10);
+/** Which database the control plane runs on: DB=postgres (the provisioned server) or DB=embedded (PGlite). */
+const DB_KIND = process.env.DB === 'embedded' ? 'embedded' : 'postgres';
+const ADMIN_TOKEN = randomBytes(24).toString('hex');
 const WS_SECONDS = Number(process.env.WS_SECONDS ?? 5);
 const WS_CONNECTIONS = Number(process.env.WS_CONNECTIONS ?? 4);
 const WS_WINDOW = Number(process.env.WS_WINDOW ?? 64);
@@ -75,57 +84,127 @@ const WS_IDLE = Number(process.env.WS_IDLE ?? 1000);
 /** Which parts to run (PARTS=memory,http,ws by default), in that order. */
 const parts = new Set((process.env.PARTS ?? 'memory,http,ws').split(','));
 
-/** What the control-plane child reports once its workspace's editor is up. */
-interface Ready {
-  type: 'ready';
-  port: number;
-  origin: string;
-  slug: string;
-  workspaceId: string;
-  cookie: string;
-  editorEndpoint: string;
+/** The event loop's delay over a run, in milliseconds (bench/proxy-probe.ts). */
+interface Loop {
+  p50: number;
+  p99: number;
+  max: number;
+  mean: number;
 }
 
 /** process.memoryUsage() of the child after a forced GC (gc: whether --expose-gc made one possible). */
 type Memory = NodeJS.MemoryUsage & { type: 'memory'; gc: boolean };
 
 // ---------------------------------------------------------------------------------------------
-// The control plane, in its own process.
+// The control plane as deployed, in its own process.
 
-async function serve(): Promise<void> {
-  const { plane, dataSource, secret, stop } = await serveControlPlane();
-  const { url: origin } = plane.http!;
-  const port = Number(new URL(origin).port);
+/** The control plane under test: the server process, the student's session and workspace, and how to ask it about itself. */
+interface Deployed {
+  child: ChildProcess;
+  origin: string;
+  port: number;
+  slug: string;
+  cookie: string;
+  editorEndpoint: string;
+  /** Asks the server's probe (bench/proxy-probe.ts) a question and waits for the answer of the same type. */
+  ask<T>(type: 'memory' | 'loop' | 'loop-reset'): Promise<T>;
+}
 
-  process.on('message', (message: { type: string }) => {
-    if (message.type === 'stop') void stop();
-    if (message.type === 'memory') {
-      const gc = (globalThis as { gc?: () => void }).gc;
-      if (gc) for (let i = 0; i < 3; i++) gc();
-      process.send!({ type: 'memory', gc: Boolean(gc), ...process.memoryUsage() } satisfies Memory);
-    }
+/**
+ * Starts the server as a deployment runs it (bin/server.ts, every part: controllers, stats
+ * sampler, activity writer, session cache, change feed; LOG_LEVEL info) on PostgreSQL or the
+ * embedded database, with an OpenID Connect provider on loopback; signs a student in through it as
+ * a browser does, opens their workspace through the student API and waits until its editor runs.
+ */
+async function startDeployed(kind: 'postgres' | 'embedded', controlPlaneId: string, cleanups: (() => Promise<unknown>)[]): Promise<Deployed> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const provider = await startOidcProvider({
+    clients: [{ client_id: 'control-plane', client_secret: 'control-plane-secret', redirect_uris: [`${origin}/connect/oidc/callback`] }],
   });
-
-  const tag = randomBytes(3).toString('hex');
-  const { user, workspace } = await plane.store.users.create({ email: `proxy-${tag}@school.test` });
-  const cookie = await signedSessionCookie(dataSource, user.id, secret);
-  await plane.store.workspaces.open(workspace.id);
-  for (const until = Date.now() + 60_000; ; await sleep(50)) {
-    const current = await plane.store.workspaces.get(workspace.id);
-    if (current?.observedState === 'running' && current.editorEndpoint) {
-      process.send!({
-        type: 'ready',
-        port,
-        origin,
-        slug: current.slug,
-        workspaceId: current.id,
-        cookie,
-        editorEndpoint: current.editorEndpoint,
-      } satisfies Ready);
-      return;
-    }
-    if (Date.now() > until) throw new Error(`workspace not running after 60 s: ${current?.observedState} ${current?.statusMessage}`);
+  cleanups.push(() => provider.close());
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-proxy-'));
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const email = `student-${randomBytes(3).toString('hex')}@school.test`;
+  writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: [email] }));
+  let database = {};
+  if (kind === 'postgres') {
+    const { drop } = await benchDatabase(DATABASE);
+    cleanups.push(drop);
+    database = { DATABASE_URL: benchDatabaseUrl(DATABASE) };
   }
+  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], {
+    // BENCH_CP_NODE_ARGS: extra Node flags for the control plane, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+    execArgv: [
+      '--expose-gc',
+      '--no-warnings=ExperimentalWarning',
+      '--import',
+      path.join(import.meta.dirname, 'proxy-probe.ts'),
+      ...(process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ...database,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+      ADMIN_TOKEN,
+      CONTROL_PLANE_ID: controlPlaneId,
+      OIDC_ISSUER: provider.issuer,
+      OIDC_CLIENT_ID: 'control-plane',
+      OIDC_CLIENT_SECRET: 'control-plane-secret',
+      ...TEST_ENV,
+    },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  cleanups.push(() => stopChild(child, false));
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`the control plane exited (${code}) before its workspace ran`))),
+  );
+  const until = Date.now() + 120_000;
+  const answer = async (url: string, init: RequestInit = {}) => {
+    for (;;) {
+      const response = await Promise.race([browser.fetch(url, init).catch(() => undefined), exited]);
+      if (response) return response;
+      if (Date.now() > until) throw new Error(`${url}: no answer from the control plane`);
+      await sleep(100);
+    }
+  };
+  const browser = new Browser();
+  await answer(`${origin}/healthz`);
+  provider.nextLogin({ id: email, email, email_verified: true, name: 'Ada Bench' });
+  const signedIn = await browser.follow(`${origin}/auth/start/oidc`);
+  await signedIn.response.arrayBuffer();
+  const me = (await (await answer(`${origin}/auth/me`)).json()) as { user?: { workspaceSlug: string | null } };
+  const slug = me.user?.workspaceSlug;
+  if (!slug) throw new Error(`the sign-in did not make a workspace: ${JSON.stringify(me)} (${signedIn.chain.join(' -> ')})`);
+  const opened = await answer(`${origin}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { origin } });
+  if (opened.status >= 300) throw new Error(`opening the workspace answered ${opened.status} ${await opened.text()}`);
+  for (;;) {
+    const { workspace } = (await (await answer(`${origin}/u/${slug}/api/workspace`)).json()) as {
+      workspace: { observedState: string; statusMessage?: string };
+    };
+    if (workspace.observedState === 'running') break;
+    if (Date.now() > until) throw new Error(`workspace not running after 120 s: ${JSON.stringify(workspace)}`);
+    await sleep(100);
+  }
+  // Where the editor listens on the workspace network: what the control plane proxies to.
+  const [container] = await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] } });
+  const networks = (await docker.getContainer(container!.Id).inspect()).NetworkSettings.Networks;
+  const editorEndpoint = `${networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress}:${TEST_ENV.EDITOR_PORT}`;
+  const cookie = `cp_session=${browser.cookie(origin, 'cp_session')}; cp_session.sig=${browser.cookie(origin, 'cp_session.sig')}`;
+  const ask = <T>(type: 'memory' | 'loop' | 'loop-reset') =>
+    new Promise<T>((resolve) => {
+      const listener = (message: { type: string }) => {
+        if (message.type !== type) return;
+        child.off('message', listener);
+        resolve(message as T);
+      };
+      child.on('message', listener);
+      child.send({ type });
+    });
+  return { child, origin, port, slug, cookie, editorEndpoint, ask };
 }
 
 /**
@@ -170,19 +249,16 @@ async function main(): Promise<void> {
     (cleaning ??= (async () => {
       for (const step of cleanups.toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
     })());
-  deadline(10 * 60_000, cleanup);
+  deadline(15 * 60_000, cleanup);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void cleanup().finally(() => process.exit(130)));
 
-  const wrkVersion = ensureWrk();
+  const wrkVersion = ensureDebianTool('wrk', ['-v']);
   const chpVersion = (
     JSON.parse(readFileSync(path.join(import.meta.dirname, '../node_modules/configurable-http-proxy/package.json'), 'utf8')) as { version: string }
   ).version;
-  const secret = randomBytes(24).toString('hex');
   const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
 
   try {
-    const { dataSource, drop } = await benchDatabase(DATABASE);
-    cleanups.push(drop);
     // Retried: another process may be restarting the Docker daemon just then (the test suite does).
     cleanups.push(async () => {
       for (let attempt = 1; ; attempt++) {
@@ -195,19 +271,8 @@ async function main(): Promise<void> {
       }
     });
 
-    // The control plane: its own process, with --expose-gc for the memory figures.
-    const child = fork(import.meta.filename, ['serve'], {
-      // BENCH_CP_NODE_ARGS: extra Node flags for the control plane, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
-      execArgv: ['--expose-gc', '--no-warnings=ExperimentalWarning', ...(process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Boolean)],
-      env: { ...process.env, BENCH_DATABASE: DATABASE, BENCH_CONTROL_PLANE_ID: controlPlaneId, BENCH_SESSION_SECRET: secret },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    cleanups.push(() => stopChild(child, true));
-    const ready = await new Promise<Ready>((resolve, reject) => {
-      child.once('exit', (code) => reject(new Error(`control plane exited (${code}) before its workspace ran`)));
-      child.on('message', (message: { type: string }) => message.type === 'ready' && resolve(message as Ready));
-    });
-    child.removeAllListeners('exit');
+    const ready = await startDeployed(DB_KIND, controlPlaneId, cleanups);
+    const child = ready.child;
     const cpPid = child.pid!;
     const [container] = await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] } });
     const editorPid = (await docker.getContainer(container!.Id).inspect()).State.Pid;
@@ -256,11 +321,27 @@ async function main(): Promise<void> {
     });
     bareChild.removeAllListeners('exit');
 
+    // Caddy (Debian's), reverse-proxying the same prefix to the editor with its keep-alive pool.
+    const caddyVersion = ensureDebianTool('caddy', ['version']);
+    const caddyPort = await freePort();
+    const caddyConfig = path.join(os.tmpdir(), `cp-bench-proxy-caddy-${process.pid}.json`);
+    writeFileSync(caddyConfig, JSON.stringify(caddyJson(caddyPort, `/u/${ready.slug}`, ready.editorEndpoint)));
+    cleanups.push(async () => rmSync(caddyConfig, { force: true }));
+    const caddy = spawn('caddy', ['run', '--config', caddyConfig], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, HOME: os.tmpdir() } });
+    let caddyOutput = '';
+    caddy.stderr!.on('data', (chunk: Buffer) => (caddyOutput = (caddyOutput + chunk.toString()).slice(-4000)));
+    cleanups.push(() => stopChild(caddy, false));
+    for (const until = Date.now() + 15_000; (await get(`http://127.0.0.1:${caddyPort}/u/${ready.slug}/healthz`, {}).catch(() => undefined))?.status !== 200;) {
+      if (Date.now() > until) throw new Error(`Caddy does not answer: ${caddyOutput}`);
+      await sleep(100);
+    }
+
     const targets: HttpTarget[] = [
       { name: 'direct (editor container)', url: `http://${ready.editorEndpoint}/healthz`, headers: {} },
       { name: 'control plane /u/<slug>/', url: `${ready.origin}/u/${ready.slug}/healthz`, headers: { Cookie: ready.cookie }, proxyPid: cpPid },
       { name: 'configurable-http-proxy', url: `http://127.0.0.1:${chpPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: chp.pid! },
       { name: 'bare Node proxy (floor)', url: `http://127.0.0.1:${barePort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: bareChild.pid! },
+      { name: 'Caddy', url: `http://127.0.0.1:${caddyPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: caddy.pid! },
     ];
     for (const target of targets) {
       const answer = await get(target.url, target.headers);
@@ -303,9 +384,7 @@ async function main(): Promise<void> {
     if (parts.has('memory')) {
       console.log(`\nMemory: ${WS_IDLE} idle WebSockets through the control plane (its own process; RSS = VmRSS, after forced GC)`);
       const memory = async (): Promise<Memory & { vmRss: number; fds: number }> => {
-        const answer = new Promise<Memory>((resolve) => child.once('message', (message: Memory) => resolve(message)));
-        child.send({ type: 'memory' });
-        const result = await answer;
+        const result = await ready.ask<Memory>('memory');
         await sleep(200);
         return { ...result, vmRss: processRssBytes(cpPid), fds: processOpenFds(cpPid) };
       };
@@ -339,9 +418,12 @@ async function main(): Promise<void> {
     }
 
     if (parts.has('http')) {
-      console.log(`\nHTTP GET /healthz: ${HTTP_CONNECTIONS} connections, wrk -t1; ${ROUNDS} rounds, targets interleaved (order rotated), medians`);
+      console.log(
+        `\nHTTP GET /healthz, control plane on ${DB_KIND === 'postgres' ? 'PostgreSQL' : 'the embedded database'}: wrk -t1; ${ROUNDS} rounds, targets interleaved (order rotated), medians`,
+      );
       const saturated = new Map<HttpTarget, WrkRun[]>(targets.map((target) => [target, []]));
       const paced = new Map<HttpTarget, WrkRun[]>(targets.map((target) => [target, []]));
+      const loops: Loop[] = [];
       for (const target of targets) await runWrk(target, 2, editorPid); // warm-up: JIT, upstream keep-alive sockets
       for (let round = 0; round < ROUNDS; round++) {
         const order = targets.map((_, i) => targets[(i + round) % targets.length]!);
@@ -350,11 +432,12 @@ async function main(): Promise<void> {
           await runWrk(target, 1, editorPid);
           const run = await runWrk(target, HTTP_SECONDS, editorPid);
           saturated.get(target)!.push(run);
+          const watched = target.proxyPid === cpPid;
+          if (watched) await ready.ask('loop-reset');
           const atRate = await runWrk(target, PACED_SECONDS, editorPid, PACED_RATE);
+          if (watched) loops.push(await ready.ask<Loop>('loop'));
           paced.get(target)!.push(atRate);
-          line.push(
-            `${target.name.split(' ')[0]} ${run.rps.toFixed(0)} rps p99 ${run.p99Ms.toFixed(1)} ms, at ${PACED_RATE}/s p99 ${atRate.p99Ms.toFixed(2)} ms`,
-          );
+          line.push(`${target.name.split(' ')[0]} ${run.rps.toFixed(0)} rps, paced p99 ${atRate.p99Ms.toFixed(2)} ms`);
         }
         console.log(`  round ${round + 1}: ${line.join(' | ')}`);
       }
@@ -370,30 +453,42 @@ async function main(): Promise<void> {
             `    ${target.name.padEnd(28)}${s.rps.toFixed(0).padStart(9)}${s.p50Ms.toFixed(2).padStart(9)}${s.p99Ms.toFixed(2).padStart(9)}${String(s.errors).padStart(8)}${(Number.isNaN(s.proxyCpuUs) ? '—' : s.proxyCpuUs.toFixed(1)).padStart(18)}${s.editorCpuUs.toFixed(1).padStart(19)}`,
           );
         });
-        return summaries as [Summary, Summary, Summary, Summary];
+        return summaries as [Summary, Summary, Summary, Summary, Summary];
       };
-      const [direct, proxied, chpSummary, bareSummary] = table(`saturated: ${HTTP_SECONDS} s per run after 1 s warm-up`, saturated);
-      const vsDirect = proxied.rps / direct.rps;
-      const vsChp = proxied.rps / chpSummary.rps;
-      const addedP99 = proxied.p99Ms - direct.p99Ms;
-      console.log(`    control plane / direct throughput ${vsDirect.toFixed(2)}x (target ≥ 0.7x): ${verdict(vsDirect >= 0.7)}`);
-      console.log(`    control plane / configurable-http-proxy throughput ${vsChp.toFixed(2)}x (target ≥ 1.5x): ${verdict(vsChp >= 1.5)}`);
-      console.log(`    added p99 (control plane − direct) ${addedP99.toFixed(2)} ms (target < 2 ms): ${verdict(addedP99 < 2)}`);
-      console.log(
-        `    (configurable-http-proxy / direct ${(chpSummary.rps / direct.rps).toFixed(2)}x, its added p99 ${(chpSummary.p99Ms - direct.p99Ms).toFixed(2)} ms)`,
-      );
-      console.log(
-        `    (bare Node proxy / direct ${(bareSummary.rps / direct.rps).toFixed(2)}x: the ceiling of any Node proxy here; control plane / bare ${(proxied.rps / bareSummary.rps).toFixed(2)}x)`,
+      const [direct, proxied, chpSummary, bareSummary, caddySummary] = table(
+        `saturated: ${HTTP_CONNECTIONS} connections, ${HTTP_SECONDS} s per run after 1 s warm-up`,
+        saturated,
       );
       // Saturated, a closed loop's latency is connections / throughput (Little's law): a proxy slower than the
       // editor adds queueing, not its own latency. At a rate every target sustains, p99 shows what one hop adds.
-      const [pacedDirect, pacedProxied, pacedChp] = table(
-        `paced: about ${PACED_RATE} req/s offered (each connection waits 0–${((2000 * HTTP_CONNECTIONS) / PACED_RATE).toFixed(0)} ms between requests), ${PACED_SECONDS} s per run`,
+      const [pacedDirect, pacedProxied, pacedChp, pacedBare, pacedCaddy] = table(
+        `paced: about ${PACED_RATE} req/s offered over ${PACED_CONNECTIONS} keep-alive connections (each waits 0–${((2000 * PACED_CONNECTIONS) / PACED_RATE).toFixed(0)} ms between requests), ${PACED_SECONDS} s per run`,
         paced,
       );
+      const loop = { p99: median(loops.map((each) => each.p99)), max: median(loops.map((each) => each.max)), mean: median(loops.map((each) => each.mean)) };
+      console.log(
+        `  the control plane's event loop during its paced runs (monitorEventLoopDelay, medians of rounds): mean ${loop.mean.toFixed(2)} ms, p99 ${loop.p99.toFixed(2)} ms, max ${loop.max.toFixed(2)} ms`,
+      );
+      console.log('  against the bare Node proxy (the floor of a Node data plane), in this run:');
+      const pacedRatio = pacedProxied.p99Ms / pacedBare.p99Ms;
+      const cpuRatio = proxied.proxyCpuUs / bareSummary.proxyCpuUs;
+      console.log(
+        `    paced p99 ${pacedProxied.p99Ms.toFixed(2)} ms / ${pacedBare.p99Ms.toFixed(2)} ms = ${pacedRatio.toFixed(2)}x (target ≤ 1.3x): ${verdict(pacedRatio <= 1.3)}`,
+      );
+      console.log(
+        `    CPU per request (saturated) ${proxied.proxyCpuUs.toFixed(1)} µs / ${bareSummary.proxyCpuUs.toFixed(1)} µs = ${cpuRatio.toFixed(2)}x (target ≤ 1.2x): ${verdict(cpuRatio <= 1.2)}`,
+      );
+      console.log(
+        `    saturated req/s ${proxied.rps.toFixed(0)} against Caddy's ${caddySummary.rps.toFixed(0)} (${caddyVersion}) = ${(proxied.rps / caddySummary.rps).toFixed(2)}x (target ≥ 1x): ${verdict(proxied.rps >= caddySummary.rps)}`,
+      );
+      console.log('  earlier targets:');
+      const vsDirect = proxied.rps / direct.rps;
+      const vsChp = proxied.rps / chpSummary.rps;
+      console.log(`    control plane / direct throughput ${vsDirect.toFixed(2)}x (target ≥ 0.7x): ${verdict(vsDirect >= 0.7)}`);
+      console.log(`    control plane / configurable-http-proxy throughput ${vsChp.toFixed(2)}x (target ≥ 1.5x): ${verdict(vsChp >= 1.5)}`);
       const pacedAdded = pacedProxied.p99Ms - pacedDirect.p99Ms;
       console.log(
-        `    added p99 at ${PACED_RATE} req/s (control plane − direct) ${pacedAdded.toFixed(2)} ms (target < 2 ms): ${verdict(pacedAdded < 2)}; configurable-http-proxy's ${(pacedChp.p99Ms - pacedDirect.p99Ms).toFixed(2)} ms`,
+        `    added paced p99 (control plane − direct) ${pacedAdded.toFixed(2)} ms (target < 2 ms): ${verdict(pacedAdded < 2)}; configurable-http-proxy's ${(pacedChp.p99Ms - pacedDirect.p99Ms).toFixed(2)} ms, Caddy's ${(pacedCaddy.p99Ms - pacedDirect.p99Ms).toFixed(2)} ms`,
       );
     }
 
@@ -419,8 +514,13 @@ async function main(): Promise<void> {
     }
 
     // Activity was on: the proxied traffic marked the workspace active (flushed every 10 s).
-    const rows: { last_activity_at: Date | null }[] = await dataSource.query('SELECT last_activity_at FROM workspaces WHERE id = $1', [ready.workspaceId]);
-    console.log(`\nactivity recorded for the workspace: ${rows[0]?.last_activity_at ? 'yes' : 'no'}`);
+    const listed = (await (
+      await fetch(`${ready.origin}/admin/workspaces?q=${ready.slug}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    ).json()) as {
+      workspaces: { slug: string; lastActivityAt: string | null }[];
+    };
+    const activity = listed.workspaces.find((workspace) => workspace.slug === ready.slug)?.lastActivityAt;
+    console.log(`\nactivity recorded for the workspace: ${activity ? `yes (${activity})` : 'no'}`);
     const busyAfter = await machineBusyPercent(2000);
     console.log(
       `machine busy after the runs (other processes): ${busyAfter.toFixed(0)} % of ${os.cpus().length} CPUs${busyAfter > 10 ? ' — figures are likely skewed, rerun on an idle machine' : ''}`,
@@ -435,25 +535,55 @@ function verdict(met: boolean): string {
   return met ? 'met' : 'NOT met';
 }
 
-/** wrk on PATH, installed from Debian when missing and running as root; its version line. */
-function ensureWrk(): string {
-  const version = () => spawnSync('wrk', ['-v'], { encoding: 'utf8' });
+/** A Debian package's program on PATH (wrk, caddy), installed with apt-get when missing and running as root; its version line. */
+function ensureDebianTool(tool: string, versionArgs: string[]): string {
+  const version = () => spawnSync(tool, versionArgs, { encoding: 'utf8' });
   let found = version();
   if (found.error && process.getuid?.() === 0) {
-    console.error('wrk is missing: apt-get install -y wrk');
+    console.error(`${tool} is missing: apt-get install -y ${tool}`);
     const install = () =>
-      spawnSync('apt-get', ['install', '-y', '-q', 'wrk'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+      spawnSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', tool], {
+        stdio: 'ignore',
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      }).status === 0;
     if (!install()) {
       spawnSync('apt-get', ['update', '-q'], { stdio: 'ignore' });
       install();
     }
     found = version();
   }
-  if (found.error) throw new Error('wrk is needed: apt-get install wrk (as root)');
+  if (found.error) throw new Error(`${tool} is needed: apt-get install ${tool} (as root)`);
   return `${found.stdout}${found.stderr}`
     .split('\n')[0]!
     .replace(/ Copyright.*/, '')
     .trim();
+}
+
+/** Caddy's configuration: `prefix` stripped and proxied to `upstream` (its default transport keeps connections alive), no admin endpoint, no logs. */
+function caddyJson(port: number, prefix: string, upstream: string): object {
+  return {
+    admin: { disabled: true },
+    logging: { logs: { default: { level: 'ERROR' } } },
+    apps: {
+      http: {
+        servers: {
+          bench: {
+            listen: [`127.0.0.1:${port}`],
+            automatic_https: { disable: true },
+            routes: [
+              {
+                match: [{ path: [`${prefix}/*`] }],
+                handle: [
+                  { handler: 'rewrite', strip_path_prefix: prefix },
+                  { handler: 'reverse_proxy', upstreams: [{ dial: upstream }] },
+                ],
+              },
+            ],
+          },
+        },
+      },
+    },
+  };
 }
 
 /** The soft open-files limit of process `pid`. */
@@ -543,7 +673,8 @@ const wrkScripts = new Map<number, string>();
 
 /** One wrk run against `target`: saturating (no rate), or at about `rate` requests/s over the same connections. */
 async function runWrk(target: HttpTarget, seconds: number, editorPid: number, rate?: number): Promise<WrkRun> {
-  const thinkMs = rate ? (1000 * HTTP_CONNECTIONS) / rate : 0;
+  const connections = rate ? PACED_CONNECTIONS : HTTP_CONNECTIONS;
+  const thinkMs = rate ? (1000 * connections) / rate : 0;
   let script = wrkScripts.get(thinkMs);
   if (!script) {
     script = path.join(os.tmpdir(), `cp-bench-proxy-${process.pid}-${thinkMs}.lua`);
@@ -553,7 +684,7 @@ async function runWrk(target: HttpTarget, seconds: number, editorPid: number, ra
   }
   // The editor container was replaced (e.g. another process restarted the Docker daemon): its figures would be meaningless.
   if (!existsSync(`/proc/${editorPid}`)) throw new Error('the editor container went away during the benchmark (Docker restarted by another process?)');
-  const args = ['-t1', `-c${HTTP_CONNECTIONS}`, `-d${seconds}s`, '--timeout', '5s', '-s', script];
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script];
   for (const [name, value] of Object.entries(target.headers)) args.push('-H', `${name}: ${value}`);
   args.push(target.url);
   const proxyCpu0 = target.proxyPid ? processCpuSeconds(target.proxyPid) : NaN;
@@ -637,6 +768,5 @@ async function wsThroughput(url: string, headers: Record<string, string>, origin
 }
 
 // Last, so that every module-level constant above is initialised first.
-if (process.argv[2] === 'serve') await serve();
-else if (process.argv[2] === 'bare') await bare();
+if (process.argv[2] === 'bare') await bare();
 else await main();

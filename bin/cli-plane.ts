@@ -12,18 +12,19 @@ import { Backups } from '../src/backup/backups.ts';
 import type { Config } from '../src/config.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { openMigrated } from '../src/db/database.ts';
+import type { OwnerThread } from '../src/db/embedded.ts';
 import type { VolumeArchives } from '../src/docker/runtime.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
 import { createStore } from '../src/store/index.ts';
 
-export async function openForCli(options: { config: Config; log: Logger; command: string }): Promise<CliPlane> {
+export async function openForCli(options: { config: Config; log: Logger; command: string; thread?: OwnerThread }): Promise<CliPlane> {
   const { config } = options;
   const database = await openMigrated({
     url: config.databaseUrl,
     dataDir: config.dataDir,
     log: categoryLogger(options.log, 'db'),
     retry: false,
-    embedded: { mode: 'shared', describe: { role: 'cli', command: options.command } },
+    embedded: { mode: 'shared', describe: { role: 'cli', command: options.command }, thread: options.thread },
   });
   const allowlistFile = AllowlistFile.in(config.dataDir);
   const store = createStore({ db: database.dataSource, changes: new ChangeFeed(), environmentCap: config.maxActiveContainers, allowlistFile });

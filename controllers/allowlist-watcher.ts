@@ -5,6 +5,9 @@ import { AllowlistFormatError, maySignIn, serviceAdmins } from '../src/allowlist
 import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
 import type { Logger } from '../src/log.ts';
 
+/** How many emails' verdicts isAllowed keeps between reloads (a class is tens to hundreds). */
+const VERDICTS_KEPT = 10_000;
+
 export interface AllowlistWatcherOptions {
   file: AllowlistFile;
   /** The `control.auth` logger. */
@@ -30,6 +33,12 @@ export class AllowlistWatcher {
   private readonly debounceMs: number;
   private readonly target: string;
   private list: readonly string[] = [];
+  /**
+   * isAllowed's answers for the current list, by email: the proxy asks for every request it
+   * forwards, and the rule's checks of the email (IDNA, every entry) cost more than the forwarding.
+   * Emptied at every reload, and when it holds more than VERDICTS_KEPT emails.
+   */
+  private readonly verdicts = new Map<string, boolean>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private reloading: Promise<void> | undefined;
@@ -81,7 +90,13 @@ export class AllowlistWatcher {
 
   /** Whether `email` may sign in now: the one rule (maySignIn) over SERVICE_ADMIN_EMAIL and the current list. */
   isAllowed(email: string): boolean {
-    return maySignIn(email, { admins: this.implicit, entries: this.list });
+    let verdict = this.verdicts.get(email);
+    if (verdict === undefined) {
+      verdict = maySignIn(email, { admins: this.implicit, entries: this.list });
+      if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.clear();
+      this.verdicts.set(email, verdict);
+    }
+    return verdict;
   }
 
   /** Calls `listener` after every reload of the file (whether or not the list changed); returns the unsubscribe function. */
@@ -134,6 +149,7 @@ export class AllowlistWatcher {
       }
       return;
     }
+    this.verdicts.clear();
     if (entries === null) {
       this.list = [];
       this.log.warning(where, 'allowlist file missing: everyone is blocked except SERVICE_ADMIN_EMAIL');

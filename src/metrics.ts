@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestHistogram } from './request-histogram.ts';
 
 /** Buckets for request-scale latencies (seconds). */
 const FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -17,7 +18,8 @@ export function createMetrics() {
   const registers = [registry];
   return {
     registry,
-    httpRequestDuration: new Histogram({
+    // Observed by every request (twice by a proxied one): see RequestHistogram.
+    httpRequestDuration: new RequestHistogram({
       name: 'http_request_duration_seconds',
       help: 'HTTP request latency by method, templated route and status class.',
       labelNames: ['method', 'route', 'status_class'] as const,
@@ -25,7 +27,7 @@ export function createMetrics() {
       registers,
     }),
     httpRequestsInFlight: new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being dispatched.', registers }),
-    proxyUpstreamDuration: new Histogram({
+    proxyUpstreamDuration: new RequestHistogram({
       name: 'proxy_upstream_duration_seconds',
       help: 'Latency of upstream fetches (vscode, nt4) by outcome.',
       labelNames: ['upstream', 'outcome'] as const,

@@ -125,6 +125,8 @@ export const environment = { read: (): NodeJS.ProcessEnv | undefined => undefine
 /** The base of every command of `bin/cli`. */
 export abstract class CliCommand extends Command {
   static override enableJsonFlag = true;
+  /** Whether the command opens the database (src/cli/argv.ts lists those that do, for bin/cli to start it early). */
+  static opensDatabase = true;
 
   private plane: CliPlane | undefined;
   private loaded: Config | undefined;

@@ -27,7 +27,7 @@ export interface OpenOptions {
   /** Stop retrying when this signal aborts (shutdown during start-up). */
   signal?: AbortSignal;
   /** For the embedded database: own it (the server, which waits while someone else does) or share it (the CLI). */
-  embedded?: Pick<EmbeddedOptions, 'mode' | 'describe' | 'template'>;
+  embedded?: Pick<EmbeddedOptions, 'mode' | 'describe' | 'template' | 'thread' | 'inThread'>;
   /** Retry a server that is not reachable yet (the server waits for its database; the CLI says so at once). Default true. */
   retry?: boolean;
   /** Delay before the first retry; doubles up to maxRetryDelayMs. */
@@ -78,15 +78,19 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 }
 
 async function openEmbeddedDatabase(options: OpenOptions): Promise<Database> {
+  const mode = options.embedded?.mode ?? 'owner';
   const embedded = await openEmbedded({
     dataDir: options.dataDir,
     log: options.log,
-    mode: options.embedded?.mode ?? 'owner',
+    mode,
     describe: options.embedded?.describe ?? { role: 'server', command: 'server' },
     channels: CHANNELS,
     dataSource: createDataSource,
     signal: options.signal,
     template: options.embedded?.template,
+    thread: options.embedded?.thread,
+    // An owner (the server) serves it from a thread of its own: PGlite's work off the event loop that proxies requests.
+    inThread: options.embedded?.inThread ?? mode === 'owner',
   });
   return { dataSource: embedded.dataSource, embedded: true, onNotification: embedded.onNotification, close: embedded.close };
 }

@@ -14,10 +14,11 @@
  *   back to each connection and hands them to `onNotification` listeners (the change feed), so a
  *   CLI edit reaches the running server's controllers at once, as LISTEN does with PostgreSQL.
  */
-import { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import type { PGlite } from '@electric-sql/pglite';
 import lockfile from 'proper-lockfile';
 import type { DataSource } from 'typeorm';
@@ -62,6 +63,104 @@ export interface EmbeddedOptions {
   staleMs?: number;
   /** The initdb template a new cluster starts from (default: the installed PGlite's, embedded-template.ts). */
   template?: string;
+  /** A thread of this process that began owning the database (ownInThread): joined when it got it. */
+  thread?: OwnerThread;
+  /**
+   * Owner mode: serve the database from a worker thread of this process (ownInThread) rather than
+   * this one, so that PGlite's work (every query runs in it) never holds up this thread's event loop.
+   */
+  inThread?: boolean;
+}
+
+/** The embedded database being served by a worker thread of this process (ownInThread). */
+export interface OwnerThread {
+  /** Where it serves the database once PGlite is up; undefined when another process holds it. Rejects when serving failed. */
+  ready: Promise<string | undefined>;
+  /** Calls `handler` for every NOTIFY committed by any connection (as EmbeddedDatabase's). */
+  onNotification: EmbeddedDatabase['onNotification'];
+  /** Stops serving and ends the thread (after it is ready); safe to call more than once. */
+  close(): Promise<void>;
+}
+
+/** What the thread of ownInThread tells this one (embedded-thread.ts). */
+export type ThreadMessage =
+  | { type: 'ready'; url: string }
+  | { type: 'held' }
+  | { type: 'failed'; message: string }
+  | { type: 'notification'; channel: string; payload: string }
+  | { type: 'log'; line: string };
+
+/** What the thread of ownInThread is given (embedded-thread.ts). */
+export type ThreadData = Pick<EmbeddedOptions, 'dataDir' | 'describe' | 'template' | 'staleMs' | 'channels'>;
+
+/**
+ * Begins owning the embedded database under `dataDir` in a worker thread (embedded-thread.ts):
+ * PGlite runs there, on another core, serving the database on its loopback port, and this thread
+ * joins it as its guests do. Its log lines come to `log`, its notifications to `onNotification`.
+ * An operator command starts one before it has even loaded the command (bin/cli.ts); the server
+ * serves its database from one (`inThread`). When another process holds the database, the thread
+ * ends at once (`ready` is undefined).
+ */
+export function ownInThread(options: ThreadData & Pick<EmbeddedOptions, 'log'>): OwnerThread {
+  const { log } = options;
+  const data: ThreadData = {
+    dataDir: options.dataDir,
+    describe: options.describe,
+    template: options.template,
+    staleMs: options.staleMs,
+    channels: options.channels,
+  };
+  const worker = new Worker(new URL('./embedded-thread.ts', import.meta.url), { workerData: data });
+  const notifications = new EventEmitter();
+  const ended = once(worker, 'exit').then(() => undefined);
+  const ready = new Promise<string | undefined>((resolve, reject) => {
+    worker.on('message', (message: ThreadMessage) => {
+      if (message.type === 'ready') resolve(message.url);
+      else if (message.type === 'held') resolve(undefined);
+      else if (message.type === 'failed') reject(new Error(message.message));
+      else if (message.type === 'notification') notifications.emit('notification', message.channel, message.payload);
+      else relayLog(log, message.line);
+    });
+    worker.once('error', reject);
+    void ended.then(() => reject(new Error('the thread serving the embedded database ended before it was ready')));
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    ready,
+    onNotification: (handler) => {
+      notifications.on('notification', handler);
+      return () => notifications.off('notification', handler);
+    },
+    close: () =>
+      (closing ??= (async () => {
+        // oxlint-disable-next-line unicorn/require-post-message-target-origin -- a worker thread, not a window
+        if (await ready.catch(() => undefined)) worker.postMessage('close');
+        await ended;
+      })()),
+  };
+}
+
+/** Logs a JSON line of the thread's logger with this thread's `log`, at its level, with its fields. */
+function relayLog(log: Logger, line: string): void {
+  const { level, message, timestamp: _timestamp, category: _category, ...fields } = JSON.parse(line) as Record<string, unknown>;
+  const write = log[level as 'info'] as Logger['info'] | undefined;
+  write?.call(log, fields, String(message));
+}
+
+/** The database served by `thread` at `url`, joined: owned by this process, through its thread. */
+async function joinThread(thread: OwnerThread, url: string, options: EmbeddedOptions, poolSize: number): Promise<EmbeddedDatabase> {
+  const guest = await join({ pid: process.pid, ...options.describe, url, since: new Date().toISOString() }, options, poolSize).catch(async (error: unknown) => {
+    await thread.close();
+    throw error;
+  });
+  const close = async () => {
+    try {
+      await guest.close();
+    } finally {
+      await thread.close();
+    }
+  };
+  return { ...guest, owner: true, onNotification: thread.onNotification, close };
 }
 
 const LOCK_FILE = 'pgdata.lock';
@@ -69,14 +168,28 @@ const HOLDER_FILE = 'pgdata.holder.json';
 
 /** Opens the embedded database under `dataDir` as its owner, or as a guest of the process that owns it. */
 export async function openEmbedded(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  // Begun early (the CLI): joined when it got the database; a failure is met again below, and reported there.
+  const early = options.thread;
+  const url = await early?.ready.catch(() => undefined);
+  if (early && url) return joinThread(early, url, options, 2);
   const dataDir = path.join(options.dataDir, 'pgdata');
   await mkdir(dataDir, { recursive: true });
   let waitingSaid = false;
   for (let delay = 250; ; delay = Math.min(delay * 2, 2000)) {
-    const release = await tryLock(dataDir, options);
-    if (release) return own(dataDir, release, options);
+    if (options.inThread) {
+      const thread = ownInThread(options);
+      const served = await thread.ready;
+      if (served) return joinThread(thread, served, options, 4);
+      await thread.close();
+    } else {
+      const release = await tryLock(dataDir, options);
+      if (release) return own(dataDir, release, options);
+    }
     const holder = await readHolder(options.dataDir);
-    if (options.mode === 'shared' && holder) return join(holder, options);
+    if (options.mode === 'shared' && holder) {
+      options.log.debug({ holder }, 'joining the embedded database of another process');
+      return join(holder, options);
+    }
     if (options.mode === 'owner' && !waitingSaid) {
       waitingSaid = true;
       options.log.warning({ holder }, `the embedded database is held by ${describeHolder(holder)}; waiting until it is free`);
@@ -94,7 +207,7 @@ export async function openEmbedded(options: EmbeddedOptions): Promise<EmbeddedDa
 }
 
 /** Takes the data directory's lock, or undefined when another live process holds it. */
-async function tryLock(dataDir: string, options: EmbeddedOptions): Promise<(() => Promise<void>) | undefined> {
+export async function tryLock(dataDir: string, options: Pick<EmbeddedOptions, 'dataDir' | 'log' | 'staleMs'>): Promise<(() => Promise<void>) | undefined> {
   try {
     return await lockfile.lock(dataDir, {
       lockfilePath: path.join(options.dataDir, LOCK_FILE),
@@ -123,12 +236,23 @@ function describeHolder(holder: EmbeddedHolder | undefined): string {
   return holder ? `${holder.command} (pid ${holder.pid}, since ${holder.since})` : 'another process';
 }
 
-/** Owns the database: PGlite in this process, served on a loopback port that guests read from the holder file. */
-async function own(dataDir: string, release: () => Promise<void>, options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+/** The embedded database as its owner serves it: PGlite on a loopback port, named in the holder file. */
+export interface Served {
+  url: string;
+  onNotification: EmbeddedDatabase['onNotification'];
+  /** Stops serving, closes PGlite and releases the lock. */
+  close(): Promise<void>;
+}
+
+/** What serving the database needs of the options. */
+export type ServeOptions = Pick<EmbeddedOptions, 'dataDir' | 'log' | 'describe' | 'channels' | 'template'>;
+
+/** Serves the database whose lock was taken: PGlite in this thread, on a loopback port that guests read from the holder file. */
+export async function serve(dataDir: string, release: () => Promise<void>, options: ServeOptions): Promise<Served> {
   const [pglite, { PGLiteSocketServer }] = await Promise.all([startPglite(dataDir, options), import('@electric-sql/pglite-socket')]);
   const notifications = new EventEmitter();
   // The one backend session listens, so that every connection's NOTIFY comes back in what the socket sends (and is read there).
-  await pglite.exec(options.channels.map((channel) => `LISTEN ${channel};`).join(' '));
+  if (options.channels.length > 0) await pglite.exec(options.channels.map((channel) => `LISTEN ${channel};`).join(' '));
   const relayed = shareable(pglite, (channel, payload) => notifications.emit('notification', channel, payload));
   const server = new PGLiteSocketServer({ db: relayed, host: '127.0.0.1', port: 0, maxConnections: 16 });
   await server.start();
@@ -138,21 +262,38 @@ async function own(dataDir: string, release: () => Promise<void>, options: Embed
   await writeFile(`${holderFile}.tmp`, JSON.stringify(holder));
   await rename(`${holderFile}.tmp`, holderFile);
   if (options.describe.role === 'server') options.log.info({ dataDir }, 'no DATABASE_URL set: using the embedded PostgreSQL (PGlite)');
-  const dataSource = options.dataSource(url, 4);
-  await dataSource.initialize();
   return {
-    dataSource,
-    owner: true,
+    url,
     onNotification: (handler) => {
       notifications.on('notification', handler);
       return () => notifications.off('notification', handler);
     },
     close: async () => {
-      await dataSource.destroy();
       await rm(holderFile, { force: true });
       await server.stop();
       await pglite.close();
       await release();
+    },
+  };
+}
+
+/** Owns the database: serves it, and connects to it. */
+async function own(dataDir: string, release: () => Promise<void>, options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const served = await serve(dataDir, release, options);
+  const dataSource = options.dataSource(served.url, 4);
+  try {
+    await dataSource.initialize();
+  } catch (error) {
+    await served.close().catch(() => undefined);
+    throw error;
+  }
+  return {
+    dataSource,
+    owner: true,
+    onNotification: served.onNotification,
+    close: async () => {
+      await dataSource.destroy();
+      await served.close();
     },
   };
 }
@@ -181,8 +322,8 @@ async function startPglite(dataDir: string, { log, template: file }: Pick<Embedd
 }
 
 /** Joins the owner's database through its loopback port. */
-async function join(holder: EmbeddedHolder, options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  const dataSource = options.dataSource(holder.url, 2);
+async function join(holder: EmbeddedHolder, options: EmbeddedOptions, poolSize = 2): Promise<EmbeddedDatabase> {
+  const dataSource = options.dataSource(holder.url, poolSize);
   try {
     await dataSource.initialize();
   } catch (error) {
@@ -193,7 +334,6 @@ async function join(holder: EmbeddedHolder, options: EmbeddedOptions): Promise<E
       5,
     );
   }
-  options.log.debug({ holder }, 'joined the embedded database of another process');
   return { dataSource, owner: false, onNotification: () => () => undefined, close: () => dataSource.destroy() };
 }
 

@@ -4,6 +4,7 @@ import { CliCommand } from '../../command.ts';
 export default class AllowlistList extends CliCommand {
   static override description = 'List who may sign in: the emails and domains of the allowlist file, and the SERVICE_ADMIN_EMAIL emails admitted besides.';
   static override examples = ['<%= config.bin %> allowlist list', '<%= config.bin %> allowlist list --json'];
+  static override opensDatabase = false;
 
   async run(): Promise<{ entries: { entry: string; kind: 'email' | 'domain'; source: 'file' | 'SERVICE_ADMIN_EMAIL' }[] }> {
     await this.parse(AllowlistList);

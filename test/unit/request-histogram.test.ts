@@ -1,0 +1,34 @@
+/**
+ * RequestHistogram (src/request-histogram.ts) is exported exactly as prom-client's Histogram is,
+ * for the same observations: same buckets (a value on a bound counts in it), sums, counts, labels.
+ */
+import { Histogram, Registry } from 'prom-client';
+import { RequestHistogram } from '../../src/request-histogram.ts';
+
+const options = { name: 'demo_seconds', help: 'A demo.', labelNames: ['method', 'status_class'] as const, buckets: [0.01, 0.1, 1] };
+const observations: [Record<'method' | 'status_class', string>, number][] = [
+  [{ method: 'GET', status_class: '2xx' }, 0.005],
+  [{ method: 'GET', status_class: '2xx' }, 0.01],
+  [{ method: 'GET', status_class: '2xx' }, 0.5],
+  [{ method: 'POST', status_class: '4xx' }, 3],
+  [{ method: 'GET', status_class: '2xx' }, 0.1],
+];
+
+it("exports what prom-client's Histogram exports for the same observations", async () => {
+  const ours = new Registry();
+  const theirs = new Registry();
+  const fast = new RequestHistogram({ ...options, registers: [ours] });
+  const reference = new Histogram({ ...options, registers: [theirs] });
+  for (const [labels, value] of observations) {
+    fast.observe(labels, value);
+    reference.observe(labels, value);
+  }
+  const end = fast.startTimer({ method: 'PUT' });
+  const seconds = end({ status_class: '5xx' });
+  reference.observe({ method: 'PUT', status_class: '5xx' }, seconds);
+  expect(await ours.metrics()).toBe(await theirs.metrics());
+  expect(await ours.metrics()).toContain('demo_seconds_bucket{le="0.01",method="GET",status_class="2xx"} 2');
+
+  ours.resetMetrics();
+  expect(await ours.metrics()).toBe('# HELP demo_seconds A demo.\n# TYPE demo_seconds histogram\n');
+});
