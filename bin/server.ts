@@ -1,16 +1,19 @@
 /**
  * The server's entry point (`bin/server`, `npm start`). Node's compile cache keeps the compiled
  * modules (type-stripped) between starts, in the system's temporary directory: it is enabled
- * before anything else is loaded, so the modules are imported dynamically.
+ * before anything else is loaded, so the modules are imported dynamically. The database is opened
+ * (and migrated) while the rest of the control plane loads: the embedded one starts in a thread of
+ * its own, PostgreSQL is connected to.
  */
 import module from 'node:module';
 import type { Config } from '../src/config.ts';
+import type { Database } from '../src/db/database.ts';
 import type { ControlPlane } from './control-plane.ts';
 
 module.enableCompileCache?.();
 const { ConfigError, loadConfig } = await import('../src/config.ts');
-const { ListenError, openControlPlane } = await import('./control-plane.ts');
 const { categoryLogger, createRootLogger } = await import('../src/log.ts');
+const { openMigrated } = await import('../src/db/database.ts');
 
 /**
  * Starts the control plane: config → database → migrations (under an advisory lock) → parts →
@@ -53,8 +56,29 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
+  const database = openMigrated({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    log: categoryLogger(root, 'db'),
+    signal: opening.signal,
+  });
+  // Settled here whatever happens, so that a failure is reported below, not as an unhandled rejection meanwhile.
+  const opened = database.then(
+    (open): { open: Database } => ({ open }),
+    (error: unknown) => ({ error }),
+  );
+  const { ListenError, openControlPlane } = await import('./control-plane.ts');
   try {
-    plane = await openControlPlane({ config, log: root, listen: { port: config.port, host: config.host }, signal: opening.signal, startedAt });
+    const result = await opened;
+    if ('error' in result) throw result.error;
+    plane = await openControlPlane({
+      config,
+      log: root,
+      listen: { port: config.port, host: config.host },
+      signal: opening.signal,
+      startedAt,
+      database: result.open,
+    });
   } catch (error) {
     log.fatal({ code: (error as { code?: string }).code }, `cannot open the database: ${(error as Error).message}`);
     process.exit(1);

@@ -111,6 +111,17 @@ export async function openMigrated(options: OpenOptions): Promise<Database> {
   return database;
 }
 
+/** Runs the pending migrations on the database at `url`, through a connection of its own (closed after). Returns their names. */
+export async function migrateAt(url: string): Promise<string[]> {
+  const dataSource = createDataSource(url, 2);
+  await dataSource.initialize();
+  try {
+    return await migrate(dataSource);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
 /**
  * Runs pending migrations, each in its own transaction, holding a PostgreSQL advisory lock so that
  * two processes starting at once never race. Returns the names of the migrations applied.

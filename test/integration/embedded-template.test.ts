@@ -1,14 +1,15 @@
 // @lane local
 /**
- * A new embedded database starts from the initdb template (src/db/embedded-template.ts) when there
- * is one, runs initdb when there is none, and runs initdb after all when the template is damaged;
+ * A new embedded database starts from the template (src/db/embedded-template.ts: initdb and the
+ * migrations) when there is one, runs initdb and the migrations when there is none, and after all
+ * when the template is damaged;
  * a data directory that already holds something is never unpacked into.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { openMigrated } from '../../src/db/database.ts';
+import { migrateAt, openMigrated } from '../../src/db/database.ts';
 import { templateFile, writeTemplate } from '../../src/db/embedded-template.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { captureLogger } from '../helpers/controllers.ts';
@@ -44,20 +45,24 @@ async function openAndUse(dataDir: string, template: string): Promise<string[]> 
   return records.map((record) => String(record.message));
 }
 
-it('is named by the installed PGlite, and a new data directory is unpacked from it, then migrated and used', async () => {
-  expect(path.basename(await templateFile())).toMatch(/^pglite-\d+\.\d+\.\d+-initdb\.tar\.gz$/);
-  const template = await writeTemplate();
+/** The template as npm install makes it: initdb, then the migrations. */
+const makeTemplate = () => writeTemplate(async (url) => void (await migrateAt(url)));
+
+it('is named by the installed PGlite and the migrations, and a new data directory is unpacked from it, its schema up to date', async () => {
+  expect(path.basename(await templateFile())).toMatch(/^pglite-\d+\.\d+\.\d+-schema-[0-9a-f]{12}\.tar$/);
+  const template = await makeTemplate();
   expect(template).toBe(await templateFile());
   const messages = await openAndUse(path.join(scratch, 'from-template'), template);
   expect(messages).toContain('unpacked a new PGlite cluster from the initdb template');
-  expect(messages.some((message) => message.startsWith('applied migrations: '))).toBe(true);
+  expect(messages).toContain('database schema is up to date');
 }, 120_000);
 
 it('runs initdb when there is no template, and again after all when the template is damaged (saying so)', async () => {
-  const missing = await openAndUse(path.join(scratch, 'no-template'), path.join(scratch, 'nothing-here.tar.gz'));
+  const missing = await openAndUse(path.join(scratch, 'no-template'), path.join(scratch, 'nothing-here.tar'));
   expect(missing.filter((message) => message.includes('template'))).toEqual([]);
+  expect(missing.some((message) => message.startsWith('applied migrations: '))).toBe(true);
 
-  const damaged = path.join(scratch, 'damaged.tar.gz');
+  const damaged = path.join(scratch, 'damaged.tar');
   await writeFile(damaged, 'not a tarball');
   const messages = await openAndUse(path.join(scratch, 'damaged-template'), damaged);
   expect(messages).toContain('the initdb template failed to load; making the new PGlite cluster with initdb instead');
@@ -67,7 +72,7 @@ it('never unpacks into a data directory that already holds something', async () 
   const dataDir = path.join(scratch, 'not-empty');
   await mkdir(path.join(dataDir, 'pgdata'), { recursive: true });
   await writeFile(path.join(dataDir, 'pgdata', 'left-behind'), 'an earlier file');
-  const messages = await openAndUse(dataDir, await writeTemplate());
+  const messages = await openAndUse(dataDir, await makeTemplate());
   expect(messages.filter((message) => message.includes('template'))).toEqual([]);
   expect(existsSync(path.join(dataDir, 'pgdata', 'left-behind'))).toBe(true);
 }, 120_000);
