@@ -4,7 +4,8 @@
 #   engine  every file not marked otherwise: they use the Docker Engine, one at a time;
 #   local   files whose first line is `// @lane local` (nothing of theirs touches the engine),
 #           one at a time, beside the engine lane; their output is printed when both are done;
-#   alone   files whose first line is `// @lane alone` (they stop the engine), after both, by themselves.
+#   alone   files whose first line is `// @lane alone` (they stop the engine, or keep both cores busy),
+#           after both, by themselves.
 # Each lane is one jest run (its own template database). Exits 1 when any lane failed.
 # With arguments, jest runs them as given, in one run: `npm test -- test/unit`.
 set -uo pipefail

@@ -1,9 +1,10 @@
-// @lane local
+// @lane alone
 /**
  * A new embedded database starts from the template (src/db/embedded-template.ts: initdb and the
  * migrations) when there is one, runs initdb and the migrations when there is none, and after all
  * when the template is damaged;
- * a data directory that already holds something is never unpacked into.
+ * a data directory that already holds something is never unpacked into. Alone: initdb, run four
+ * times here, keeps both cores busy, and the browser tests of the other lanes time out beside it.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -15,10 +16,13 @@ import { categoryLogger } from '../../src/log.ts';
 import { captureLogger } from '../helpers/controllers.ts';
 
 let scratch: string;
+/** The template as npm install makes it: initdb, then the migrations (made once, for the tests that use one). */
+let template: string;
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'cp-embedded-template-'));
-});
+  template = await writeTemplate(async (url) => void (await migrateAt(url)));
+}, 120_000);
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
@@ -45,12 +49,8 @@ async function openAndUse(dataDir: string, template: string): Promise<string[]> 
   return records.map((record) => String(record.message));
 }
 
-/** The template as npm install makes it: initdb, then the migrations. */
-const makeTemplate = () => writeTemplate(async (url) => void (await migrateAt(url)));
-
 it('is named by the installed PGlite and the migrations, and a new data directory is unpacked from it, its schema up to date', async () => {
   expect(path.basename(await templateFile())).toMatch(/^pglite-\d+\.\d+\.\d+-schema-[0-9a-f]{12}\.tar$/);
-  const template = await makeTemplate();
   expect(template).toBe(await templateFile());
   const messages = await openAndUse(path.join(scratch, 'from-template'), template);
   expect(messages).toContain('unpacked a new PGlite cluster from the initdb template');
@@ -72,7 +72,7 @@ it('never unpacks into a data directory that already holds something', async () 
   const dataDir = path.join(scratch, 'not-empty');
   await mkdir(path.join(dataDir, 'pgdata'), { recursive: true });
   await writeFile(path.join(dataDir, 'pgdata', 'left-behind'), 'an earlier file');
-  const messages = await openAndUse(dataDir, await makeTemplate());
+  const messages = await openAndUse(dataDir, template);
   expect(messages.filter((message) => message.includes('template'))).toEqual([]);
   expect(existsSync(path.join(dataDir, 'pgdata', 'left-behind'))).toBe(true);
 }, 120_000);
