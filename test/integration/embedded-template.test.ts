@@ -17,11 +17,11 @@ import { captureLogger } from '../helpers/controllers.ts';
 
 let scratch: string;
 /** The template as npm install makes it: initdb, then the migrations (made once, for the tests that use one). */
-let template: string;
+let made: string;
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'cp-embedded-template-'));
-  template = await writeTemplate(async (url) => void (await migrateAt(url)));
+  made = await writeTemplate(async (url) => void (await migrateAt(url)));
 }, 120_000);
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
@@ -51,8 +51,8 @@ async function openAndUse(dataDir: string, template: string): Promise<string[]> 
 
 it('is named by the installed PGlite and the migrations, and a new data directory is unpacked from it, its schema up to date', async () => {
   expect(path.basename(await templateFile())).toMatch(/^pglite-\d+\.\d+\.\d+-schema-[0-9a-f]{12}\.tar$/);
-  expect(template).toBe(await templateFile());
-  const messages = await openAndUse(path.join(scratch, 'from-template'), template);
+  expect(made).toBe(await templateFile());
+  const messages = await openAndUse(path.join(scratch, 'from-template'), made);
   expect(messages).toContain('unpacked a new PGlite cluster from the initdb template');
   expect(messages).toContain('database schema is up to date');
 }, 120_000);
@@ -72,7 +72,7 @@ it('never unpacks into a data directory that already holds something', async () 
   const dataDir = path.join(scratch, 'not-empty');
   await mkdir(path.join(dataDir, 'pgdata'), { recursive: true });
   await writeFile(path.join(dataDir, 'pgdata', 'left-behind'), 'an earlier file');
-  const messages = await openAndUse(dataDir, template);
+  const messages = await openAndUse(dataDir, made);
   expect(messages.filter((message) => message.includes('template'))).toEqual([]);
   expect(existsSync(path.join(dataDir, 'pgdata', 'left-behind'))).toBe(true);
 }, 120_000);
