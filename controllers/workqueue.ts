@@ -107,6 +107,11 @@ export class WorkQueue {
     return this.stopping.signal;
   }
 
+  /** Whether a delayed add of `key` is pending (a retry after a failure, or a requeue). */
+  isDelayed(key: string): boolean {
+    return this.timers.has(key);
+  }
+
   /** Consecutive failures of a key (0 after a success). */
   failuresOf(key: string): number {
     return this.failures.get(key) ?? 0;

@@ -108,8 +108,8 @@ describe('WorkQueue', () => {
     );
     work.add('a');
     await work.idle();
-    // A retry would come after 1 ms.
-    await sleep(50);
+    // A retry would have been scheduled (after 1 ms) before the queue went idle.
+    expect(work.isDelayed('a')).toBe(false);
     expect(calls).toEqual(['a']);
     expect(work.failuresOf('a')).toBe(0);
     expect({ terminal: await counter(metrics, 'terminal'), error: await counter(metrics, 'error') }).toEqual({ terminal: 1, error: 0 });
