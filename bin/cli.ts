@@ -12,7 +12,7 @@ import module from 'node:module';
 
 module.enableCompileCache?.();
 const argv = process.argv.slice(2);
-const thread = process.env.NO_EARLY ? undefined : await embeddedEarly(argv);
+const thread = await embeddedEarly(argv);
 const { cliHost } = await import('../src/cli/command.ts');
 const { runCli } = await import('../src/cli/run.ts');
 cliHost.open = async (options) => (await import('./cli-plane.ts')).openForCli({ ...options, thread });
