@@ -112,16 +112,23 @@ export function ownInThread(options: ThreadData & Pick<EmbeddedOptions, 'log'>):
   };
   const worker = new Worker(new URL('./embedded-thread.ts', import.meta.url), { workerData: data });
   const notifications = new EventEmitter();
+  let serving = false;
   const ended = once(worker, 'exit').then(() => undefined);
   const ready = new Promise<string | undefined>((resolve, reject) => {
     worker.on('message', (message: ThreadMessage) => {
-      if (message.type === 'ready') resolve(message.url);
-      else if (message.type === 'held') resolve(undefined);
+      if (message.type === 'ready') {
+        serving = true;
+        resolve(message.url);
+      } else if (message.type === 'held') resolve(undefined);
       else if (message.type === 'failed') reject(new Error(message.message));
       else if (message.type === 'notification') notifications.emit('notification', message.channel, message.payload);
       else relayLog(log, message.line);
     });
-    worker.once('error', reject);
+    worker.on('error', (error) => {
+      // Once it served, the database is gone from under the process (/healthz says so): the log says why.
+      if (serving) log.error({ error }, 'the thread serving the embedded database failed');
+      else reject(error);
+    });
     void ended.then(() => reject(new Error('the thread serving the embedded database ended before it was ready')));
   });
   let closing: Promise<void> | undefined;
