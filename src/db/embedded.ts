@@ -313,8 +313,9 @@ async function startPglite(dataDir: string, { log, template: file }: Pick<Embedd
   const [{ PGlite: Pglite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
   const extensions = { pg_trgm };
   // Only into an empty directory: whatever else is there is left to PGlite, as it always was.
+  if ((await readdir(dataDir)).length > 0) return Pglite.create({ dataDir, extensions });
   const templateAt = file ?? (await templateFile());
-  const template = (await readdir(dataDir)).length === 0 ? await readTemplate(templateAt).catch(() => undefined) : undefined;
+  const template = await readTemplate(templateAt).catch(() => undefined);
   if (!template) return Pglite.create({ dataDir, extensions });
   try {
     const pglite = await Pglite.create({ dataDir, extensions, loadDataDir: template });
