@@ -13,6 +13,7 @@ import { createApp, type AllowlistView, type AppHandlers } from '../api/app.ts';
 import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
 import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
 import { IdleSweep } from '../controllers/idle-sweep.ts';
+import { Leadership } from '../controllers/leadership.ts';
 import { Periodic } from '../controllers/periodic.ts';
 import { RunController, type RunControllerOptions } from '../controllers/runs.ts';
 import { StatsSampler } from '../controllers/stats-sampler.ts';
@@ -30,6 +31,7 @@ import { SERVICE } from '../src/package-info.ts';
 import { loadSessionSecret } from '../src/session-secret.ts';
 import { ActivityRecorder } from '../src/store/activity.ts';
 import { createStore, type Store } from '../src/store/index.ts';
+import { RECONCILER_LEASE, type Fence } from '../src/store/leases.ts';
 import { SERVER_HEARTBEAT_MS } from '../src/store/servers.ts';
 import { linkPath } from '../src/store/sign-in-links.ts';
 
@@ -45,9 +47,31 @@ const SESSION_PRUNE_MS = 60 * 60_000;
 /**
  * The long-running parts of a control plane, in the order they start (they stop in reverse).
  * `setup` prints the first-run setup link while no admin exists (it needs `http`'s address).
+ * With `leadership`, the leader-only parts (LEADER_PARTS) run only while this process holds the
+ * reconciler lease, built afresh for each term with a store that writes under its fence; without
+ * it (a test or benchmark driving a controller directly) they run from start to stop, unfenced.
  */
-export const PARTS = ['changes', 'allowlist', 'admins', 'activity', 'http', 'setup', 'presence', 'workspaces', 'runs', 'idle', 'stats', 'sessions'] as const;
+export const PARTS = [
+  'changes',
+  'allowlist',
+  'admins',
+  'activity',
+  'http',
+  'setup',
+  'presence',
+  'leadership',
+  'workspaces',
+  'runs',
+  'idle',
+  'stats',
+  'sessions',
+] as const;
 export type PartName = (typeof PARTS)[number];
+
+/** The parts one replica at a time runs: the controllers, the idle sweep and the stats sampler (the orphan sweep is the workspace controller's). */
+export const LEADER_PARTS = ['workspaces', 'runs', 'idle', 'stats'] as const satisfies readonly PartName[];
+type LeaderPartName = (typeof LEADER_PARTS)[number];
+const isLeaderPart = (name: PartName): name is LeaderPartName => (LEADER_PARTS as readonly PartName[]).includes(name);
 
 /** The one lifecycle shape of every long-running part. */
 export interface Part {
@@ -95,11 +119,13 @@ export interface ControlPlane {
   /** Workspace backups (DATA_DIR/backups/), for the admin API and the CLI. */
   backups: Backups;
   changes: ChangeFeed;
-  /** Present when its part was asked for. */
-  workspaces: WorkspaceController | undefined;
-  runs: RunController | undefined;
-  idleSweep: IdleSweep | undefined;
-  stats: StatsSampler | undefined;
+  /** Present when its part was asked for (and, with `leadership`, while this process leads). */
+  readonly workspaces: WorkspaceController | undefined;
+  readonly runs: RunController | undefined;
+  readonly idleSweep: IdleSweep | undefined;
+  readonly stats: StatsSampler | undefined;
+  /** Present when `leadership` was asked for. */
+  leadership: Leadership | undefined;
   /** Set once `http` listens: its base URL and handlers. */
   http: { url: string; origin: string; server: http.Server; handlers: AppHandlers } | undefined;
   /** Starts the chosen parts in order; a failure stops those already started and is thrown. */
@@ -154,42 +180,95 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const allowlist: AllowlistView = options.allowlist ?? watcher!;
   const backups = new Backups({ store, runtime, dataDir: config.dataDir, image: config.workspaceImage });
   const volumeTemplate = { image: config.workspaceImage, memoryBytes: config.codeMemoryLimitBytes, network: config.workspaceNetwork };
-
-  const workspaces = chosen.has('workspaces')
-    ? new WorkspaceController({
-        store,
-        runtime,
-        metrics,
-        log: containersLog,
-        template: { ...volumeTemplate, editorPort: config.editorPort },
-        ...options.tuning?.workspaces,
-      })
-    : undefined;
-  const runs = chosen.has('runs')
-    ? new RunController({
-        store,
-        runtime,
-        metrics,
-        log: categoryLogger(log, 'runs'),
-        buildTimeoutMs: config.runBuildTimeoutMs,
-        maxRunMs: config.runMaxMs,
-        template: { ...volumeTemplate, nt4Port: config.nt4Port, command: config.simCommand },
-        ...options.tuning?.runs,
-      })
-    : undefined;
   // Every minute, or more often when the idle limit is short (a demo), so a workspace never overstays by much.
   const sweepEveryMs = options.tuning?.idleIntervalMs ?? Math.min(60_000, Math.max(1000, (config.idleStopMinutes * 60_000) / 4));
-  const idleSweep = chosen.has('idle')
-    ? new IdleSweep({
-        workspaces: store.workspaces,
-        activity,
+
+  /** The leader-only parts chosen, built on `partStore` (a leader's fenced store, or the plain one). */
+  const buildLeaderParts = (partStore: Store, fence?: Fence) => ({
+    workspaces: chosen.has('workspaces')
+      ? new WorkspaceController({
+          store: partStore,
+          fence,
+          runtime,
+          metrics,
+          log: containersLog,
+          template: { ...volumeTemplate, editorPort: config.editorPort },
+          ...options.tuning?.workspaces,
+        })
+      : undefined,
+    runs: chosen.has('runs')
+      ? new RunController({
+          store: partStore,
+          fence,
+          runtime,
+          metrics,
+          log: categoryLogger(log, 'runs'),
+          buildTimeoutMs: config.runBuildTimeoutMs,
+          maxRunMs: config.runMaxMs,
+          template: { ...volumeTemplate, nt4Port: config.nt4Port, command: config.simCommand },
+          ...options.tuning?.runs,
+        })
+      : undefined,
+    idle: chosen.has('idle')
+      ? new IdleSweep({
+          workspaces: partStore.workspaces,
+          activity,
+          metrics,
+          log: categoryLogger(log, 'idle'),
+          idleMinutes: config.idleStopMinutes,
+          intervalMs: sweepEveryMs,
+        })
+      : undefined,
+    stats: chosen.has('stats') ? new StatsSampler({ runtime, store: partStore, metrics, log: containersLog }) : undefined,
+  });
+  type LeaderParts = ReturnType<typeof buildLeaderParts>;
+  const led = chosen.has('leadership');
+  /** The leader-only parts now: built once without `leadership`, per term with it (none while following). */
+  let leaderParts: LeaderParts | undefined = led ? undefined : buildLeaderParts(store);
+  /** This process in the `servers` table and on the lease. */
+  const self = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid };
+  const leadershipLog = categoryLogger(log, 'leader');
+  const runningLeaderParts: { name: LeaderPartName; part: Part }[] = [];
+  const leadership = led
+    ? new Leadership({
+        leases: store.leases,
+        holder: self.id,
+        lease: config.lease,
         metrics,
-        log: categoryLogger(log, 'idle'),
-        idleMinutes: config.idleStopMinutes,
-        intervalMs: sweepEveryMs,
+        log: leadershipLog,
+        lead: async (fence) => {
+          const parts = buildLeaderParts(
+            createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile, fence }),
+            fence,
+          );
+          leaderParts = parts;
+          for (const name of LEADER_PARTS) {
+            const part = parts[name];
+            if (!part) continue;
+            await part.start();
+            runningLeaderParts.push({ name, part });
+          }
+        },
+        holderGone: async () => {
+          const lease = await store.leases.get(RECONCILER_LEASE);
+          if (!lease || lease.holder === self.id) return undefined;
+          const holder = await store.servers.get(lease.holder);
+          // Only a process of this host can be known dead (a container restarted keeps its hostname and may reuse the pid: then it is this one).
+          if (!holder || holder.hostname !== self.hostname) return undefined;
+          return holder.pid === process.pid || !processRuns(holder.pid) ? lease.holder : undefined;
+        },
+        follow: async () => {
+          leaderParts = undefined;
+          for (const { name, part } of runningLeaderParts.splice(0).toReversed()) {
+            try {
+              await part.stop();
+            } catch (error) {
+              leadershipLog.error({ part: name, error }, `stopping ${name} failed`);
+            }
+          }
+        },
       })
     : undefined;
-  const stats = chosen.has('stats') ? new StatsSampler({ runtime, store, metrics, log: containersLog }) : undefined;
 
   const plane: ControlPlane = {
     config,
@@ -199,10 +278,19 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     activity,
     backups,
     changes,
-    workspaces,
-    runs,
-    idleSweep,
-    stats,
+    get workspaces() {
+      return leaderParts?.workspaces;
+    },
+    get runs() {
+      return leaderParts?.runs;
+    },
+    get idleSweep() {
+      return leaderParts?.idle;
+    },
+    get stats() {
+      return leaderParts?.stats;
+    },
+    leadership,
     http: undefined,
     start: async () => undefined,
     stop: async () => undefined,
@@ -261,7 +349,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     setup: () => ({ start: () => (plane.http ? printSetupLink(store, plane.http.origin, serverLog) : undefined), stop: () => undefined }),
     presence: () => {
       // This server's row in `servers`: the CLI asks whether a server will act, and at which address.
-      const server = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid };
+      const server = self;
       const beat = new Periodic(
         () => store.servers.heartbeat(server),
         SERVER_HEARTBEAT_MS,
@@ -281,10 +369,11 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         },
       };
     },
-    workspaces: () => workspaces!,
-    runs: () => runs!,
-    idle: () => idleSweep!,
-    stats: () => stats!,
+    leadership: () => leadership!,
+    workspaces: () => leaderParts!.workspaces!,
+    runs: () => leaderParts!.runs!,
+    idle: () => leaderParts!.idle!,
+    stats: () => leaderParts!.stats!,
     sessions: () =>
       new Periodic(
         () => store.sessions.prune(),
@@ -299,7 +388,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   plane.start = () =>
     (starting ??= (async () => {
       for (const name of PARTS) {
-        if (!chosen.has(name) || stopping) continue;
+        if (!chosen.has(name) || stopping || (led && isLeaderPart(name))) continue;
         const part = factories[name]();
         await part.start();
         started.push({ name, part });
@@ -356,6 +445,16 @@ async function closeGracefully(server: http.Server, handlers: AppHandlers, log: 
   await closed;
   clearInterval(reaper);
   clearTimeout(grace);
+}
+
+/** Whether a process with this pid runs on this host (one of another user's still counts). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Listens, turning a failure into a clear error: the port in use, or privileges missing. */

@@ -1,6 +1,7 @@
 import type { Change, ChangeFeed } from '../src/db/changes.ts';
 import type { RuntimeEvent, WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
+import type { Fence } from '../src/store/leases.ts';
 import { everyWithJitter } from './periodic.ts';
 import { WorkQueue, type ReconcileResult, type WorkQueueOptions } from './workqueue.ts';
 
@@ -12,8 +13,18 @@ export abstract class Controller {
   readonly queue: WorkQueue;
   private triggers: Triggers | undefined;
 
-  protected constructor(queue: Omit<WorkQueueOptions, 'reconcile'>) {
-    this.queue = new WorkQueue({ ...queue, reconcile: (key) => this.reconcile(key) });
+  /**
+   * `fence`: a leader's controller reconciles only while it leads (its fence says so by its own
+   * clock, before anything is asked of the engine); without one it always does (driven directly).
+   */
+  protected constructor(queue: Omit<WorkQueueOptions, 'reconcile'>, fence?: Fence) {
+    this.queue = new WorkQueue({
+      ...queue,
+      reconcile: (key) => {
+        fence?.assertCurrent();
+        return this.reconcile(key);
+      },
+    });
   }
 
   /** Takes one key from desired to observed; its doc comment is the controller's contract. */

@@ -8,6 +8,7 @@ import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import { Controller } from './controller.ts';
 import { RunOutputCollector } from './run-output.ts';
 import type { ReconcileResult } from './workqueue.ts';
+import type { Fence } from '../src/store/leases.ts';
 
 /** How long a run's end waits for the rest of its output to be kept. */
 const OUTPUT_DRAIN_MS = 10_000;
@@ -26,6 +27,8 @@ export interface SimTemplate {
 
 export interface RunControllerOptions {
   store: Pick<Store, 'runs' | 'workspaces' | 'changes'>;
+  /** A leader's fence (its store writes under the same one); none when driven directly. */
+  fence?: Fence;
   runtime: WorkspaceRuntime;
   metrics: Metrics;
   /** Logger of `control.runs`. */
@@ -54,12 +57,12 @@ export interface RunControllerOptions {
  * a periodic resync; a compiling run is re-examined every probe interval.
  */
 export class RunController extends Controller {
-  private readonly options: Required<Omit<RunControllerOptions, 'concurrency'>>;
+  private readonly options: Required<Omit<RunControllerOptions, 'concurrency' | 'fence'>>;
   /** Keeps each run's whole output as it is written. */
   private readonly output: RunOutputCollector;
 
   constructor(options: RunControllerOptions) {
-    super({ name: 'runs', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 8 });
+    super({ name: 'runs', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 8 }, options.fence);
     this.options = {
       probeIntervalMs: 100,
       runningCheckMs: 5000,

@@ -7,6 +7,7 @@ import type { Store } from '../src/store/index.ts';
 import type { ObservedState, WorkspaceRecord } from '../src/store/workspaces.ts';
 import { Controller } from './controller.ts';
 import { TerminalError, type ReconcileResult } from './workqueue.ts';
+import type { Fence } from '../src/store/leases.ts';
 
 /** The parts of a code container that come from configuration. */
 export interface CodeTemplate {
@@ -18,6 +19,8 @@ export interface CodeTemplate {
 
 export interface WorkspaceControllerOptions {
   store: Pick<Store, 'workspaces' | 'settings' | 'changes'>;
+  /** A leader's fence (its store writes under the same one); none when driven directly. */
+  fence?: Fence;
   runtime: WorkspaceRuntime;
   metrics: Metrics;
   /** Logger of `control.containers`. */
@@ -52,7 +55,7 @@ const LIVE = new Set(['running', 'restarting', 'paused']);
  * (and a list-everything on every events (re)connect), and a periodic full resync.
  */
 export class WorkspaceController extends Controller {
-  private readonly options: Required<Omit<WorkspaceControllerOptions, 'concurrency'>>;
+  private readonly options: Required<Omit<WorkspaceControllerOptions, 'concurrency' | 'fence'>>;
   private readonly specHash: string;
   /** Workspaces whose code container runs, as this controller last saw them: the cap's count. */
   private readonly runningCode = new Set<string>();
@@ -67,7 +70,7 @@ export class WorkspaceController extends Controller {
   private missingImageReported: string | undefined;
 
   constructor(options: WorkspaceControllerOptions) {
-    super({ name: 'workspaces', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 16 });
+    super({ name: 'workspaces', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 16 }, options.fence);
     this.options = {
       resyncIntervalMs: 30_000,
       orphanStartupGraceMs: 3 * 60_000,

@@ -13,6 +13,7 @@ import { AddRetiredVolumes1795700000000 } from './1795700000000-AddRetiredVolume
 import { CreateServers1795710000000 } from './1795710000000-CreateServers.ts';
 import { AddStoppedBy1795720000000 } from './1795720000000-AddStoppedBy.ts';
 import { CreateWorkspaceStats1795730000000 } from './1795730000000-CreateWorkspaceStats.ts';
+import { CreateLeaderLease1795740000000 } from './1795740000000-CreateLeaderLease.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   CreateServers1795710000000,
   AddStoppedBy1795720000000,
   CreateWorkspaceStats1795730000000,
+  CreateLeaderLease1795740000000,
 ];

@@ -49,6 +49,19 @@ export interface Config {
   idleWarningMinutes: number;
   /** WORKSPACE_HOST: host mode, each workspace on an origin of its own; undefined: path mode (`/u/<slug>/` on PUBLIC_URL). */
   workspaceHost: WorkspaceHostConfig | undefined;
+  /** The reconciler's lease (LEASE_*): one replica at a time runs the controllers. */
+  lease: LeaseConfig;
+}
+
+/**
+ * The reconciler's lease, as controller-runtime's leader election has it: a leader that has not
+ * renewed for `renewDeadlineMs` stops acting; another may take the lease `durationMs` after its
+ * last renewal; followers (and a leader, renewing) try every `retryMs`.
+ */
+export interface LeaseConfig {
+  durationMs: number;
+  renewDeadlineMs: number;
+  retryMs: number;
 }
 
 /** Where host mode serves workspaces: workspace `<slug>` at `<PUBLIC_URL's scheme>://<slug>.<base>/`. */
@@ -193,6 +206,17 @@ export const VARIABLES: Record<string, VariableSpec> = {
     schema: { type: 'string' },
     check: (value) => parseWorkspaceHost(value) !== undefined,
   },
+  LEASE_DURATION_SECONDS: { accepts: 'seconds from 1 to 600 (decimals allowed)', schema: { type: 'number', minimum: 1, maximum: 600 }, default: 15 },
+  LEASE_RENEW_DEADLINE_SECONDS: {
+    accepts: 'seconds from 0.5 to 600, less than LEASE_DURATION_SECONDS (decimals allowed)',
+    schema: { type: 'number', minimum: 0.5, maximum: 600 },
+    default: 10,
+  },
+  LEASE_RETRY_SECONDS: {
+    accepts: 'seconds from 0.1 to 60, less than LEASE_RENEW_DEADLINE_SECONDS (decimals allowed)',
+    schema: { type: 'number', minimum: 0.1, maximum: 60 },
+    default: 2,
+  },
   CONTROL_PLANE_ID: {
     accepts: 'a name of lower-case letters, digits and dashes (at most 40)',
     schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' },
@@ -307,6 +331,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (clash) problems.push(clash);
   }
   const providers = providersOf(values, problems);
+  const lease = {
+    durationMs: Math.round((values.LEASE_DURATION_SECONDS as number) * 1000),
+    renewDeadlineMs: Math.round((values.LEASE_RENEW_DEADLINE_SECONDS as number) * 1000),
+    retryMs: Math.round((values.LEASE_RETRY_SECONDS as number) * 1000),
+  };
+  // A leader must give up before another may take over, and try more than once before it gives up.
+  if (lease.renewDeadlineMs >= lease.durationMs)
+    problems.push(
+      `LEASE_RENEW_DEADLINE_SECONDS=${lease.renewDeadlineMs / 1000} is not valid: it must be less than LEASE_DURATION_SECONDS (${lease.durationMs / 1000}), so that a leader stops acting before another may take over`,
+    );
+  else if (lease.retryMs >= lease.renewDeadlineMs)
+    problems.push(
+      `LEASE_RETRY_SECONDS=${lease.retryMs / 1000} is not valid: it must be less than LEASE_RENEW_DEADLINE_SECONDS (${lease.renewDeadlineMs / 1000}), so that a leader tries to renew more than once before it gives up`,
+    );
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -339,6 +377,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runMaxMs: Math.round((values.RUN_MAX_MINUTES as number) * 60_000),
     idleWarningMinutes: values.IDLE_WARNING_MINUTES as number,
     workspaceHost,
+    lease,
   };
 }
 

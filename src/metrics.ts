@@ -16,6 +16,7 @@ export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  const leaderRenewal: { at: number | undefined } = { at: undefined };
   return {
     registry,
     // Observed by every request (twice by a proxied one): see RequestHistogram.
@@ -89,6 +90,26 @@ export function createMetrics() {
       registers,
     }),
     workqueueDepth: new Gauge({ name: 'workqueue_depth', help: 'Keys waiting in a controller work queue.', labelNames: ['controller'] as const, registers }),
+    // Leadership (controllers/leadership.ts): one replica at a time runs the reconciler.
+    leader: new Gauge({ name: 'leader', help: 'Whether this replica holds the reconciler lease (1) or follows (0).', registers }),
+    leaderTerm: new Gauge({ name: 'leader_term', help: 'The lease term this replica last led under (0 before it ever led).', registers }),
+    leaderTransitions: new Counter({
+      name: 'leader_transitions_total',
+      help: 'Times this replica took the lease (acquired), lost it (lost) or gave it up on stopping (released).',
+      labelNames: ['transition'] as const,
+      registers,
+    }),
+    /** When this replica last renewed the lease (performance.now() ms), undefined while following; read at each scrape. */
+    leaderRenewal,
+    leaderRenewalAge: new Gauge({
+      name: 'leader_renewal_age_seconds',
+      help: 'Seconds since this replica last renewed the lease while leading (0 while following).',
+      registers,
+      collect() {
+        this.set(leaderRenewal.at === undefined ? 0 : (performance.now() - leaderRenewal.at) / 1000);
+      },
+    }),
+    fencedWrites: new Counter({ name: 'fenced_writes_total', help: 'Writes refused because their writer no longer held the lease under its term.', registers }),
   };
 }
 

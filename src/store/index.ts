@@ -3,6 +3,7 @@ import type { AllowlistFile } from '../allowlist/allowlist-file.ts';
 import type { ChangeFeed } from '../db/changes.ts';
 import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
+import { LeaseStore, type Fence } from './leases.ts';
 import { mutator } from './mutation.ts';
 import { RunStore } from './runs.ts';
 import { ServerStore } from './servers.ts';
@@ -21,6 +22,11 @@ export interface StoreOptions {
   environmentCap: number;
   /** The allowlist file that `allowlist` edits. */
   allowlistFile: AllowlistFile;
+  /**
+   * A leader's store: every write through it (desired or observed state) checks this lease's term
+   * in its transaction, so a leader that lost its lease changes nothing (see leases.ts).
+   */
+  fence?: Fence;
 }
 
 /** The one store every caller (API, controllers, CLI) reads and changes state through. */
@@ -38,6 +44,8 @@ export interface Store {
   links: SignInLinkStore;
   /** The control-plane processes that run now (the CLI asks whether one will act, and where it is). */
   servers: ServerStore;
+  /** The reconciler's lease: which replica leads, under which term. */
+  leases: LeaseStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -67,11 +75,12 @@ export type SurfaceStore = Omit<Store, 'workspaces' | 'workspaceList' | 'runs'> 
  */
 export function createStore(options: StoreOptions): Store {
   const { db, changes } = options;
-  const mutate = mutator(db, changes);
+  const { fence } = options;
+  const mutate = mutator(db, changes, fence);
   return {
-    workspaces: new WorkspaceStore(db, mutate, changes, options.environmentCap),
-    workspaceList: new WorkspaceListStore(db, options.environmentCap),
-    runs: new RunStore(db, mutate, changes),
+    workspaces: new WorkspaceStore(db, mutate, changes, options.environmentCap, fence),
+    workspaceList: new WorkspaceListStore(db, options.environmentCap, fence),
+    runs: new RunStore(db, mutate, changes, fence),
     users: new UserStore(db, mutate),
     settings: new SettingsStore(db, mutate, options.environmentCap),
     allowlist: new AllowlistStore(options.allowlistFile, mutate),
@@ -79,6 +88,7 @@ export function createStore(options: StoreOptions): Store {
     sessions: new SessionStore(db),
     links: new SignInLinkStore(db, mutate),
     servers: new ServerStore(db),
+    leases: new LeaseStore(db),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Change, ChangeFeed } from '../db/changes.ts';
 import { writeAudit, type AuditInput } from './audit.ts';
+import { checkFence, type Fence } from './leases.ts';
 
 /** A transaction's queries (TypeORM's EntityManager bound to it). */
 export type Tx = EntityManager;
@@ -24,12 +25,14 @@ export type Mutate = <T>(work: (tx: Tx) => Promise<Outcome<T>>) => Promise<T>;
  * The store's one way to change desired state: `work` runs in a transaction; its audit entry is
  * written and its changes are NOTIFYed on that transaction (PostgreSQL delivers them at commit, to
  * every listening process), then published to this process once committed. A failure anywhere
- * rolls everything back and announces nothing.
+ * rolls everything back and announces nothing. With a `fence` (a leader's store), the transaction
+ * checks it first: a leader that lost its lease changes nothing (FencedOutError).
  */
-export function mutator(db: DataSource, changes: ChangeFeed): Mutate {
+export function mutator(db: DataSource, changes: ChangeFeed, fence?: Fence): Mutate {
   return async <T>(work: (tx: Tx) => Promise<Outcome<T>>): Promise<T> => {
     let announced: Change[] = [];
     const value = await db.transaction(async (tx) => {
+      if (fence) await checkFence(tx, fence);
       const outcome = await work(tx);
       if (outcome.audit) await writeAudit(tx, outcome.audit);
       announced = distinct(outcome.changed);

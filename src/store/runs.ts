@@ -5,6 +5,7 @@ import { ConflictError, NotFoundError } from '../errors.ts';
 import { isUuid } from './ids.ts';
 import type { Actor } from './audit.ts';
 import type { Mutate } from './mutation.ts';
+import { fencedWrite, type Fence } from './leases.ts';
 
 export type RunStatus = 'queued' | 'running' | 'stopped' | 'failed' | 'canceled';
 export type TerminalStatus = 'stopped' | 'failed' | 'canceled';
@@ -138,11 +139,14 @@ export class RunStore {
   private readonly db: DataSource;
   private readonly mutate: Mutate;
   private readonly changes: ChangeFeed;
+  /** A leader's writes check its lease (see leases.ts); none when a controller is driven directly. */
+  private readonly fence: Fence | undefined;
 
-  constructor(db: DataSource, mutate: Mutate, changes: ChangeFeed) {
+  constructor(db: DataSource, mutate: Mutate, changes: ChangeFeed, fence?: Fence) {
     this.db = db;
     this.mutate = mutate;
     this.changes = changes;
+    this.fence = fence;
   }
 
   /** Publishes, in this process, that a run of the workspace changed status (kind `status`, keyed by the workspace). */
@@ -282,15 +286,13 @@ export class RunStore {
 
   /** Records where a run's simulator will answer (its container's address and the nt4 port). */
   async recordSimEndpoint(id: string, endpoint: string | null): Promise<void> {
-    await this.db.query(`UPDATE runs SET sim_endpoint = $2 WHERE id = $1 AND ${ACTIVE}`, [id, endpoint]);
+    await fencedWrite(this.db, this.fence, (db) => db.query(`UPDATE runs SET sim_endpoint = $2 WHERE id = $1 AND ${ACTIVE}`, [id, endpoint]));
   }
 
   /** Marks a queued run ready (the first sim-ready signal); returns the updated run, or undefined when it was not queued. */
   async markReady(id: string): Promise<RunRecord | undefined> {
-    const rows = await queryRows<RunRow>(
-      this.db,
-      `UPDATE runs SET status = 'running', ready_at = now() WHERE id = $1 AND status = 'queued' RETURNING ${COLUMNS}`,
-      [id],
+    const rows = await fencedWrite(this.db, this.fence, (db) =>
+      queryRows<RunRow>(db, `UPDATE runs SET status = 'running', ready_at = now() WHERE id = $1 AND status = 'queued' RETURNING ${COLUMNS}`, [id]),
     );
     return rows[0] && toRun(rows[0]);
   }
@@ -301,16 +303,18 @@ export class RunStore {
    * run, and gives them their whole idle time again after it).
    */
   async finish(id: string, outcome: { status: TerminalStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
-    const rows = await queryRows<RunRow>(
-      this.db,
-      `WITH ended AS (
+    const rows = await fencedWrite(this.db, this.fence, (db) =>
+      queryRows<RunRow>(
+        db,
+        `WITH ended AS (
          UPDATE runs SET status = $2, reason = $3, exit_code = $4, output = $5, ended_at = now(), sim_endpoint = NULL
          WHERE id = $1 AND ${ACTIVE} RETURNING ${COLUMNS}
        ), touched AS (
          UPDATE workspaces SET last_activity_at = greatest(last_activity_at, now()) WHERE id = (SELECT workspace_id FROM ended)
        )
        SELECT * FROM ended`,
-      [id, outcome.status, outcome.reason, outcome.exitCode, outcome.output],
+        [id, outcome.status, outcome.reason, outcome.exitCode, outcome.output],
+      ),
     );
     return this.statusChanged(rows[0] && toRun(rows[0]));
   }
@@ -323,8 +327,9 @@ export class RunStore {
    */
   async appendOutput(pieces: OutputPiece[]): Promise<Set<string>> {
     if (pieces.length === 0) return new Set();
-    const rows: { id: string }[] = await this.db.query(
-      `WITH piece AS (
+    const rows: { id: string }[] = await fencedWrite(this.db, this.fence, (db) =>
+      db.query(
+        `WITH piece AS (
          SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::bigint[], $5::boolean[]) AS p (id, start_offset, text, source_bytes, truncated)
        ), grown AS (
          UPDATE runs SET output_length = piece.start_offset + length(piece.text), output_source_bytes = piece.source_bytes, output_truncated = piece.truncated
@@ -334,13 +339,14 @@ export class RunStore {
          INSERT INTO run_output (run_id, start_offset, text) SELECT id, start_offset, text FROM grown WHERE text <> ''
        )
        SELECT id FROM grown`,
-      [
-        pieces.map((piece) => piece.runId),
-        pieces.map((piece) => piece.offset),
-        pieces.map((piece) => piece.text),
-        pieces.map((piece) => piece.sourceBytes),
-        pieces.map((piece) => piece.truncated),
-      ],
+        [
+          pieces.map((piece) => piece.runId),
+          pieces.map((piece) => piece.offset),
+          pieces.map((piece) => piece.text),
+          pieces.map((piece) => piece.sourceBytes),
+          pieces.map((piece) => piece.truncated),
+        ],
+      ),
     );
     return new Set(rows.map((row) => row.id));
   }

@@ -66,6 +66,12 @@ export class ServerStore {
     await this.db.query('DELETE FROM servers WHERE id = $1', [id]);
   }
 
+  /** The server with this id, as it last registered (gone or not), or undefined. */
+  async get(id: string): Promise<ServerRecord | undefined> {
+    const rows = await queryRows<ServerRow>(this.db, 'SELECT id, public_url, hostname, pid, started_at, seen_at FROM servers WHERE id = $1', [id]);
+    return rows[0] && toServer(rows[0]);
+  }
+
   /** The servers running now, the most recently started first. */
   async live(): Promise<ServerRecord[]> {
     const rows = await queryRows<ServerRow>(

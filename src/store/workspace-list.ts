@@ -7,6 +7,7 @@
 import type { DataSource } from 'typeorm';
 import { readCap, type EffectiveCap } from './settings.ts';
 import type { DesiredState, ObservedState } from './workspaces.ts';
+import { fencedWrite, type Fence } from './leases.ts';
 
 /** Every observed state and desired state, for the counts (a state with none counts 0). */
 export const OBSERVED_STATES: readonly ObservedState[] = ['unknown', 'starting', 'running', 'stopped', 'waiting', 'failed'];
@@ -107,10 +108,13 @@ const ROWS = `SELECT w.id, w.slug, u.email AS owner, w.desired_state, w.observed
 export class WorkspaceListStore {
   private readonly db: DataSource;
   private readonly environmentCap: number;
+  /** A leader's writes check its lease (see leases.ts); none when the sampler is driven directly. */
+  private readonly fence: Fence | undefined;
 
-  constructor(db: DataSource, environmentCap: number) {
+  constructor(db: DataSource, environmentCap: number, fence?: Fence) {
     this.db = db;
     this.environmentCap = environmentCap;
+    this.fence = fence;
   }
 
   /**
@@ -198,8 +202,9 @@ export class WorkspaceListStore {
    * One statement; samples of workspaces deleted meanwhile are dropped.
    */
   async recordStats(samples: readonly StatsRecord[]): Promise<void> {
-    await this.db.query(
-      `WITH sampled AS (
+    await fencedWrite(this.db, this.fence, (db) =>
+      db.query(
+        `WITH sampled AS (
          SELECT * FROM unnest($1::uuid[], $2::double precision[], $3::double precision[]) AS s (workspace_id, cpu_percent, memory_percent)
        ), gone AS (
          DELETE FROM workspace_stats WHERE workspace_id NOT IN (SELECT workspace_id FROM sampled)
@@ -207,7 +212,8 @@ export class WorkspaceListStore {
        INSERT INTO workspace_stats (workspace_id, cpu_percent, memory_percent, sampled_at)
        SELECT workspace_id, cpu_percent, memory_percent, now() FROM sampled WHERE workspace_id IN (SELECT id FROM workspaces)
        ON CONFLICT (workspace_id) DO UPDATE SET cpu_percent = EXCLUDED.cpu_percent, memory_percent = EXCLUDED.memory_percent, sampled_at = now()`,
-      [samples.map((sample) => sample.workspaceId), samples.map((sample) => sample.cpuPercent), samples.map((sample) => sample.memoryPercent)],
+        [samples.map((sample) => sample.workspaceId), samples.map((sample) => sample.cpuPercent), samples.map((sample) => sample.memoryPercent)],
+      ),
     );
   }
 }

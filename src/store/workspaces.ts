@@ -7,6 +7,7 @@ import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
 import { readCap, type EffectiveCap } from './settings.ts';
+import { fencedWrite, type Fence } from './leases.ts';
 
 /** What is wanted of a workspace (its spec). `deleted` is the finalizer's mark: the row goes once Docker is clean. */
 export type DesiredState = 'running' | 'stopped' | 'deleted';
@@ -192,12 +193,15 @@ export class WorkspaceStore {
   private readonly mutate: Mutate;
   private readonly changes: ChangeFeed;
   private readonly environmentCap: number;
+  /** A leader's writes check its lease (see leases.ts); none when a controller is driven directly. */
+  private readonly fence: Fence | undefined;
 
-  constructor(db: DataSource, mutate: Mutate, changes: ChangeFeed, environmentCap: number) {
+  constructor(db: DataSource, mutate: Mutate, changes: ChangeFeed, environmentCap: number, fence?: Fence) {
     this.db = db;
     this.mutate = mutate;
     this.changes = changes;
     this.environmentCap = environmentCap;
+    this.fence = fence;
   }
 
   /** The workspace with this id, or undefined (also for ids that are not UUIDs). */
@@ -389,14 +393,16 @@ export class WorkspaceStore {
    * status that changed is published in this process (kind `status`).
    */
   async writeStatus(id: string, status: WorkspaceStatus): Promise<void> {
-    const rows = await queryRows<{ id: string }>(
-      this.db,
-      `UPDATE workspaces SET
+    const rows = await fencedWrite(this.db, this.fence, (db) =>
+      queryRows<{ id: string }>(
+        db,
+        `UPDATE workspaces SET
          last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
          observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5
        WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint) IS DISTINCT FROM ($2, $3::bigint, $4, $5)
        RETURNING id`,
-      [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null],
+        [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null],
+      ),
     );
     if (rows.length > 0) this.changes.publish({ kind: 'status', id });
   }
@@ -404,15 +410,14 @@ export class WorkspaceStore {
   /** Takes volumes the controller removed off a workspace's retired list (the workspace controller's write). */
   async forgetRetired(id: string, volumes: readonly string[]): Promise<void> {
     if (volumes.length === 0) return;
-    await this.db.query('UPDATE workspaces SET retired_volumes = ARRAY(SELECT unnest(retired_volumes) EXCEPT SELECT unnest($2::text[])) WHERE id = $1', [
-      id,
-      volumes,
-    ]);
+    await fencedWrite(this.db, this.fence, (db) =>
+      db.query('UPDATE workspaces SET retired_volumes = ARRAY(SELECT unnest(retired_volumes) EXCEPT SELECT unnest($2::text[])) WHERE id = $1', [id, volumes]),
+    );
   }
 
   /** Deletes a workspace row that is marked deleted (the finalizer's last step). */
   async finalizeDeleted(id: string): Promise<void> {
-    await this.db.query("DELETE FROM workspaces WHERE id = $1 AND desired_state = 'deleted'", [id]);
+    await fencedWrite(this.db, this.fence, (db) => db.query("DELETE FROM workspaces WHERE id = $1 AND desired_state = 'deleted'", [id]));
   }
 
   /**

@@ -119,6 +119,21 @@ describe('loadConfig', () => {
     });
   });
 
+  it("takes the lease's timings in seconds, controller-runtime's by default, and refuses a renew deadline or retry that would let two lead", () => {
+    expect(loadConfig({}).lease).toEqual({ durationMs: 15_000, renewDeadlineMs: 10_000, retryMs: 2000 });
+    expect(loadConfig({ LEASE_DURATION_SECONDS: '3', LEASE_RENEW_DEADLINE_SECONDS: '2', LEASE_RETRY_SECONDS: '0.25' }).lease).toEqual({
+      durationMs: 3000,
+      renewDeadlineMs: 2000,
+      retryMs: 250,
+    });
+    expect(problems({ LEASE_DURATION_SECONDS: '10' })).toEqual([
+      'LEASE_RENEW_DEADLINE_SECONDS=10 is not valid: it must be less than LEASE_DURATION_SECONDS (10), so that a leader stops acting before another may take over',
+    ]);
+    expect(problems({ LEASE_RETRY_SECONDS: '10' })).toEqual([
+      'LEASE_RETRY_SECONDS=10 is not valid: it must be less than LEASE_RENEW_DEADLINE_SECONDS (10), so that a leader tries to renew more than once before it gives up',
+    ]);
+  });
+
   it('never echoes a secret in its error line', () => {
     expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters']);
     expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);

@@ -1,0 +1,152 @@
+import type { DataSource } from 'typeorm';
+import { queryRows, type Queryable } from '../db/sql.ts';
+
+/** The one lease there is: the reconciler's (controllers, idle sweep, stats sampler, orphan sweep). */
+export const RECONCILER_LEASE = 'reconciler';
+
+/** A lease as stored: who holds it, under which term, until when (the database's clock). */
+export interface LeaseRecord {
+  name: string;
+  holder: string;
+  term: number;
+  acquiredAt: Date;
+  renewedAt: Date;
+  expiresAt: Date;
+}
+
+interface LeaseRow {
+  name: string;
+  holder: string;
+  term: string;
+  acquired_at: Date;
+  renewed_at: Date;
+  expires_at: Date;
+}
+
+const toLease = (row: LeaseRow): LeaseRecord => ({
+  name: row.name,
+  holder: row.holder,
+  term: Number(row.term),
+  acquiredAt: row.acquired_at,
+  renewedAt: row.renewed_at,
+  expiresAt: row.expires_at,
+});
+
+/**
+ * What a leader writes under: its lease's holder and term (the fencing token). A store made with a
+ * fence (createStore's `fence`) checks it in the transaction of every write it makes.
+ */
+export interface Fence {
+  readonly holder: string;
+  readonly term: number;
+  /**
+   * Throws FencedOutError when this process's own clock says the lease may have passed to another
+   * (no renewal for the renew deadline: a process paused, or cut off from the database). Checked
+   * before every write and every reconcile, with no database round trip.
+   */
+  assertCurrent(): void;
+  /** Told when the database refused a write under this fence (another took the lease): step down. */
+  refused(): void;
+}
+
+/** A write refused because its writer no longer leads (stable id `fenced_out`). */
+export class FencedOutError extends Error {
+  readonly code = 'fenced_out';
+  readonly term: number;
+  constructor(term: number, why: string) {
+    super(`not the leader any more (term ${term}): ${why}; the write was not made`);
+    this.name = 'FencedOutError';
+    this.term = term;
+  }
+}
+
+/**
+ * Checks the fence inside a write's transaction: the lease row must still name this holder and
+ * term. `FOR SHARE` keeps the row as it is until the transaction ends, so another process cannot
+ * take the lease between this check and the write's commit (its UPDATE waits); a lease taken
+ * before finds no row here, and the write is refused.
+ */
+export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
+  fence.assertCurrent();
+  const rows = await queryRows<{ term: string }>(tx, 'SELECT term FROM leader_lease WHERE name = $1 AND holder = $2 AND term = $3 FOR SHARE', [
+    RECONCILER_LEASE,
+    fence.holder,
+    fence.term,
+  ]);
+  if (rows.length === 0) {
+    fence.refused();
+    throw new FencedOutError(fence.term, 'the lease is held under a later term');
+  }
+}
+
+/**
+ * Runs a leader's write: as it is without a fence (a controller driven directly, as the tests do),
+ * else in a transaction that checks the fence first (see checkFence).
+ */
+export function fencedWrite<T>(db: DataSource, fence: Fence | undefined, work: (query: Queryable) => Promise<T>): Promise<T> {
+  if (!fence) return work(db);
+  return db.transaction(async (tx) => {
+    await checkFence(tx, fence);
+    return work(tx);
+  });
+}
+
+/**
+ * The leases (one today, RECONCILER_LEASE). Every time is the database's, so that the replicas'
+ * clocks never have to agree; a lease is taken, renewed and released each in one statement.
+ * Not audited: leadership is observed state (the server's log and metrics say who leads).
+ */
+export class LeaseStore {
+  private readonly db: DataSource;
+
+  constructor(db: DataSource) {
+    this.db = db;
+  }
+
+  /**
+   * Takes the lease for `holder` when no one holds it, its holder's lease has expired, or its
+   * holder is `gone` (a process known to have died: see Leadership's `holderGone`), under the next
+   * term (1 for the first ever). Returns the lease taken, or undefined when another holds it. Never
+   * takes it from a live holder, not even from `holder` itself (a holder renews, see `renew`).
+   */
+  async acquire(name: string, holder: string, durationMs: number, gone?: string): Promise<LeaseRecord | undefined> {
+    const rows = await queryRows<LeaseRow>(
+      this.db,
+      `INSERT INTO leader_lease AS lease (name, holder, term, expires_at) VALUES ($1, $2, 1, now() + make_interval(secs => $3))
+       ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, term = lease.term + 1, acquired_at = now(), renewed_at = now(), expires_at = EXCLUDED.expires_at
+       WHERE lease.expires_at <= now() OR (lease.holder = $4 AND lease.holder <> EXCLUDED.holder)
+       RETURNING *`,
+      [name, holder, durationMs / 1000, gone ?? null],
+    );
+    return rows[0] && toLease(rows[0]);
+  }
+
+  /**
+   * Extends the lease of `holder` under `term` by `durationMs` from now. Returns false when the
+   * lease is no longer theirs under that term (another took it after it expired).
+   */
+  async renew(name: string, holder: string, term: number, durationMs: number): Promise<boolean> {
+    const rows = await queryRows<{ term: string }>(
+      this.db,
+      `UPDATE leader_lease SET renewed_at = now(), expires_at = now() + make_interval(secs => $4)
+       WHERE name = $1 AND holder = $2 AND term = $3 RETURNING term`,
+      [name, holder, term, durationMs / 1000],
+    );
+    return rows.length > 0;
+  }
+
+  /** Gives the lease up at once (a leader stopping): another may take it without waiting for it to expire. */
+  async release(name: string, holder: string, term: number): Promise<void> {
+    await this.db.query('UPDATE leader_lease SET expires_at = now() WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at > now()', [
+      name,
+      holder,
+      term,
+    ]);
+  }
+
+  /** The lease as stored now (undefined before anyone ever took it). */
+  async get(name: string): Promise<LeaseRecord | undefined> {
+    const rows = await queryRows<LeaseRow>(this.db, 'SELECT * FROM leader_lease WHERE name = $1', [name]);
+    return rows[0] && toLease(rows[0]);
+  }
+}

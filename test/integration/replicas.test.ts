@@ -1,0 +1,109 @@
+/**
+ * Issue 23, two control planes on one PostgreSQL: real server processes, the real engine. One
+ * leads (runs the controllers), the other follows. A leader paused (SIGSTOP) past its lease loses it
+ * to the other under the next term and, woken (SIGCONT), steps down by its own clock; a leader
+ * killed (SIGKILL) is replaced at once (a dead process of this host is known dead). Through both,
+ * desired state converges with one container per workspace, and a running one is never restarted.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import { names } from '../../src/docker/runtime.ts';
+import { LeaseStore, RECONCILER_LEASE } from '../../src/store/leases.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { createHarness, docker, eventually, inspectByName, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
+import { openTestDatabase } from '../helpers/db.ts';
+import { startServer, type LogRecord, type ServerProcess } from '../helpers/server.ts';
+
+let db: { url: string; dataSource: DataSource };
+const controlPlaneId = newControlPlaneId();
+const servers: ServerProcess[] = [];
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+});
+afterAll(async () => {
+  for (const server of servers) {
+    server.proc.kill('SIGCONT');
+    await server.stop('SIGKILL');
+  }
+  await removeEverything(controlPlaneId);
+  await db.dataSource.destroy();
+});
+
+const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-replicas-'));
+writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
+/** A short lease, so that the test waits seconds, not the default 15. */
+const LEASE = { LEASE_DURATION_SECONDS: '3', LEASE_RENEW_DEADLINE_SECONDS: '2', LEASE_RETRY_SECONDS: '0.25' };
+const METRICS_TOKEN = 'replicas-test-metrics-token-0123456789abcdef';
+const env = () => ({
+  DATABASE_URL: db.url,
+  WORKSPACE_IMAGE: TEST_IMAGE,
+  CODE_MEMORY_LIMIT: '64m',
+  CONTROL_PLANE_ID: controlPlaneId,
+  SESSION_SECRET: 'replicas-test-session-secret-0123456789',
+  DATA_DIR,
+  METRICS_TOKEN,
+  ...LEASE,
+});
+
+const leading = (term: number) => (record: LogRecord) => record.message === `leading: took the reconciler lease (term ${term})`;
+
+/** The code containers of a workspace (all states). */
+async function codeContainers(workspace: WorkspaceRecord) {
+  return docker.listContainers({ all: true, filters: { label: [`service.workspace-id=${workspace.id}`, 'service.role=code'] } });
+}
+
+it('one leads; a paused leader loses the lease and steps down when woken; a killed one is replaced at once; state converges, nothing restarts or doubles', async () => {
+  const a = await startServer(env());
+  servers.push(a);
+  await a.waitForLog(leading(1));
+  const b = await startServer(env());
+  servers.push(b);
+  await b.waitForLog((record) => record.message.startsWith('another replica leads: following'));
+  const { store } = createHarness(db.dataSource, { controlPlaneId });
+  const leases = new LeaseStore(db.dataSource);
+
+  const first = (await store.users.create({ email: `first-${controlPlaneId}@school.test` })).workspace;
+  await store.workspaces.open(first.id);
+  const running = await eventually('the first workspace running', async () => {
+    const info = await inspectByName(names.code(first.slug));
+    return info?.State.Running ? info : undefined;
+  });
+
+  // The leader paused past its lease: the follower takes over under term 2.
+  a.proc.kill('SIGSTOP');
+  await b.waitForLog(leading(2), 20_000);
+  expect(await leases.get(RECONCILER_LEASE)).toEqual(expect.objectContaining({ term: 2 }));
+  // The new leader converges what is asked meanwhile.
+  const second = (await store.users.create({ email: `second-${controlPlaneId}@school.test` })).workspace;
+  await store.workspaces.open(second.id);
+  await eventually('the second workspace running', async () => (await inspectByName(names.code(second.slug)))?.State.Running === true, 30_000);
+
+  // Woken, the old leader steps down by its own clock and writes nothing under its old term.
+  a.proc.kill('SIGCONT');
+  await a.waitForLog((record) => record.message === 'stopped leading (term 1): no renewal within the renew deadline');
+  expect(a.records.filter((record) => record.level === 'error' && record.category === 'control.containers')).toEqual([]);
+
+  // The leader killed: the other (a process of this host that sees it dead) takes over at once.
+  const killedAt = Date.now();
+  await b.stop('SIGKILL');
+  const took = await a.waitForLog(leading(3), 20_000);
+  expect(Date.parse(String(took.timestamp)) - killedAt).toBeLessThan(3000 + 250 + 1000);
+  expect(a.records.map((record) => record.message)).toContain(
+    'the previous leader is a process of this host that no longer runs: taking over without waiting for its lease',
+  );
+  const third = (await store.users.create({ email: `third-${controlPlaneId}@school.test` })).workspace;
+  await store.workspaces.open(third.id);
+  await eventually('the third workspace running', async () => (await inspectByName(names.code(third.slug)))?.State.Running === true, 30_000);
+
+  // One container per workspace, and the first never restarted through three terms.
+  for (const workspace of [first, second, third]) expect(await codeContainers(workspace)).toHaveLength(1);
+  const after = (await inspectByName(names.code(first.slug)))!;
+  expect([after.Id, after.State.StartedAt, after.RestartCount]).toEqual([running.Id, running.State.StartedAt, 0]);
+  // The metrics say who leads.
+  const metrics = await (await fetch(`${a.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  expect(metrics).toMatch(/^leader 1$/m);
+  expect(metrics).toMatch(/^leader_term 3$/m);
+}, 120_000);
