@@ -3,7 +3,20 @@ import { createDataSource, migrate } from '../../src/db/database.ts';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import { createEmptyDatabase } from '../helpers/db.ts';
 
-const TABLES = ['audit_log', 'leader_lease', 'migrations', 'run_output', 'runs', 'servers', 'sessions', 'settings', 'sign_in_links', 'users', 'workspace_stats', 'workspaces'];
+const TABLES = [
+  'audit_log',
+  'leader_lease',
+  'migrations',
+  'run_output',
+  'runs',
+  'servers',
+  'sessions',
+  'settings',
+  'sign_in_links',
+  'users',
+  'workspace_stats',
+  'workspaces',
+];
 
 async function tables(url: string): Promise<string[]> {
   const dataSource = createDataSource(url, 1);
