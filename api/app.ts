@@ -9,7 +9,7 @@ import { categoryLogger, type Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
 import type { SurfaceStore } from '../src/store/index.ts';
-import { ANONYMOUS_SESSION_TTL_MS } from '../src/store/sessions.ts';
+import { ANONYMOUS_SESSION_TTL_MS, sessionDigest } from '../src/store/sessions.ts';
 import { adminRouter } from './admin.ts';
 import { authRoutes } from './auth.ts';
 import { healthRouter } from './health.ts';
@@ -125,7 +125,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     isAllowed,
   };
   // Host mode's proxy serves the workspaces' own hosts too; path mode's only `/u/<slug>/`.
-  const hostProxy = hosts ? new HostModeProxy({ ...proxyDeps, hosts }) : undefined;
+  const hostProxy = hosts ? new HostModeProxy({ ...proxyDeps, hosts, handoffs: store.handoffs }) : undefined;
   const proxy = hostProxy ?? new WorkspaceProxy(proxyDeps);
   const authLog = categoryLogger(deps.log, 'auth');
   const app = new Koa();
@@ -153,8 +153,7 @@ export function createApp(deps: AppDeps): AppHandlers {
           ...store.sessions.koa,
           destroy: async (key: string) => {
             await store.sessions.koa.destroy(key);
-            proxy.sessionEnded(key);
-            live.sessionEnded(key);
+            store.changes.publishSignal('session_ended', sessionDigest(key));
           },
         },
         // A session without a signed-in user (a sign-in under way) is short-lived, its cookie too.
@@ -166,20 +165,24 @@ export function createApp(deps: AppDeps): AppHandlers {
     ),
   );
   app.use(loadUser(store.users, isAllowed, SESSION_COOKIE, (ctx) => (ctx.req as GrantedRequest)[GRANTED]));
-  const gate: GateOptions = { adminToken: config.adminToken, publicOrigin: deps.publicOrigin, failures: new Throttle(20, 300) };
+  const gate: GateOptions = {
+    adminToken: config.adminToken,
+    publicOrigin: deps.publicOrigin,
+    failures: new Throttle(store.rateLimits.limiter('admin_gate', 20, 300)),
+  };
   const auth = authRoutes({
     users: store.users,
     providers: config.providers,
     publicOrigin: deps.publicOrigin,
     isAllowed,
     adminEmails,
-    callbacks: new Throttle(SIGN_IN_CALLBACKS_PER_MINUTE, 60),
+    callbacks: new Throttle(store.rateLimits.limiter('sign_in_callbacks', SIGN_IN_CALLBACKS_PER_MINUTE, 60)),
     log: authLog,
   });
   app.use(auth.grant);
   // What an open admin panel hears without reloading (changes, capacity refusals).
   const outputHub = new RunOutputHub(store.changes);
-  const live = new LiveEvents(store.changes, async (userId) => (await store.users.get(userId))?.role === 'admin');
+  const live = new LiveEvents(store.changes, store.refusals, async (userId) => (await store.users.get(userId))?.role === 'admin');
   const student = studentRouter({
     store,
     live,
@@ -206,13 +209,20 @@ export function createApp(deps: AppDeps): AppHandlers {
       metrics: deps.metrics,
       live,
       isAllowed,
-      linkMints: new Throttle(SIGN_IN_LINKS_PER_HOUR, 3600),
+      linkMints: new Throttle(store.rateLimits.limiter('link_mints', SIGN_IN_LINKS_PER_HOUR, 3600)),
       backups: deps.backups,
       outputHub,
       providers: config.providers.map((provider) => provider.label),
     }),
     panelRouter(),
-    linkRouter({ store, publicOrigin: deps.publicOrigin, isAllowed, adminEmails, failures: new Throttle(20, 300), log: authLog }),
+    linkRouter({
+      store,
+      publicOrigin: deps.publicOrigin,
+      isAllowed,
+      adminEmails,
+      failures: new Throttle(store.rateLimits.limiter('link_failures', 20, 300)),
+      log: authLog,
+    }),
     homeRouter(),
   ];
   for (const router of routers) {
@@ -222,6 +232,11 @@ export function createApp(deps: AppDeps): AppHandlers {
 
   // An allowlist reload ends the open WebSockets of those it no longer admits.
   const stopFollowingAllowlist = deps.allowlist.onChange?.(() => proxy.allowlistChanged());
+  // A sign-out on any replica (this one publishes its own at once; others' come as NOTIFY) ends what came with that session.
+  const stopFollowingSessions = store.changes.subscribeSignal('session_ended', (digest) => {
+    proxy.sessionEnded(digest);
+    live.sessionEnded(digest);
+  });
   koa = app.callback();
   return {
     request(req, res) {
@@ -269,6 +284,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     },
     close: () => {
       stopFollowingAllowlist?.();
+      stopFollowingSessions();
       proxy.close();
       live.close();
       outputHub.close();

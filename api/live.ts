@@ -8,20 +8,11 @@
 import { PassThrough } from 'node:stream';
 import type { ChangeFeed } from '../src/db/changes.ts';
 import { presentRefusal } from '../src/wire/presenters.ts';
+import type { RefusalRecord, RefusalStore } from '../src/store/refusals.ts';
+import { sessionDigest } from '../src/store/sessions.ts';
 
-/** A student refused at the cap: the coach's notification. */
-export interface Refusal {
-  at: Date;
-  workspaceId: string;
-  slug: string;
-  /** Who was refused (the workspace's owner). */
-  email: string | null;
-  cap: number;
-  running: number;
-}
-
-/** How long refusals are kept for the panel: the last hour. */
-const REFUSALS_KEPT_MS = 60 * 60_000;
+/** How many refusals' ids are remembered as told (a replica hears its own refusal twice: at once, and by NOTIFY). */
+const TOLD_KEPT = 256;
 
 /** How often an idle event stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;
@@ -34,7 +25,10 @@ export interface StreamOwner {
 
 /** The live events of this control plane (see the file comment). */
 export class LiveEvents {
-  private readonly refusals: Refusal[] = [];
+  private readonly refusals: Pick<RefusalStore, 'record' | 'get' | 'recent'>;
+  /** The ids of the refusals told to the panels lately, oldest first. */
+  private readonly told = new Set<string>();
+  private readonly unsubscribeRefusals: () => void;
   private readonly streams = new Set<PassThrough>();
   private readonly owners = new Map<PassThrough, StreamOwner>();
   private readonly unsubscribe: () => void;
@@ -42,8 +36,10 @@ export class LiveEvents {
   private readonly mayRead: (userId: string) => Promise<boolean>;
 
   /** `mayRead(userId)`: whether that user may still read the stream (an admin, as the admin gate requires). */
-  constructor(changes: ChangeFeed, mayRead: (userId: string) => Promise<boolean>) {
+  constructor(changes: ChangeFeed, refusals: Pick<RefusalStore, 'record' | 'get' | 'recent'>, mayRead: (userId: string) => Promise<boolean>) {
     this.mayRead = mayRead;
+    this.refusals = refusals;
+    this.unsubscribeRefusals = changes.subscribeSignal('refusal', (id) => void this.tellRefusal(id));
     this.unsubscribe = changes.subscribe((change) => {
       if (change.kind === 'users') void this.recheck();
       this.send('change', change);
@@ -54,18 +50,23 @@ export class LiveEvents {
     this.heartbeat.unref();
   }
 
-  /** Records a refusal at the cap and tells every open panel. */
-  refused(refusal: Omit<Refusal, 'at'>): void {
-    const entry = { ...refusal, at: new Date() };
-    this.refusals.push(entry);
-    this.prune();
-    this.send('refusal', presentRefusal(entry));
+  /** Records a refusal at the cap; every replica's open panels are told (see tellRefusal). */
+  async refused(refusal: Omit<RefusalRecord, 'id' | 'at'>): Promise<void> {
+    await this.refusals.record(refusal);
   }
 
-  /** The refusals of the last hour, newest first. */
-  recentRefusals(): Refusal[] {
-    this.prune();
-    return this.refusals.toReversed();
+  /** The refusals of the last hour, by any replica, newest first. */
+  recentRefusals(): Promise<RefusalRecord[]> {
+    return this.refusals.recent();
+  }
+
+  /** Tells the open panels of a refusal (signalled by whichever replica made it), once. */
+  private async tellRefusal(id: string): Promise<void> {
+    if (this.told.has(id)) return;
+    this.told.add(id);
+    if (this.told.size > TOLD_KEPT) this.told.delete(this.told.values().next().value!);
+    const refusal = await this.refusals.get(id).catch(() => undefined);
+    if (refusal) this.send('refusal', presentRefusal(refusal));
   }
 
   /**
@@ -82,14 +83,15 @@ export class LiveEvents {
     return stream;
   }
 
-  /** A session ended (sign-out): its streams end now. */
-  sessionEnded(sessionId: string): void {
-    for (const [stream, owner] of this.owners) if (owner.sessionId === sessionId) stream.destroy();
+  /** A session ended (sign-out, on any replica; `digest` is sessionDigest of its id): its streams end now. */
+  sessionEnded(digest: string): void {
+    for (const [stream, owner] of this.owners) if (sessionDigest(owner.sessionId) === digest) stream.destroy();
   }
 
   /** Ends every stream and stops following changes (the server is stopping). */
   close(): void {
     this.unsubscribe();
+    this.unsubscribeRefusals();
     clearInterval(this.heartbeat);
     for (const stream of this.streams) stream.end();
   }
@@ -105,10 +107,5 @@ export class LiveEvents {
     if (this.streams.size === 0) return;
     const message = `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
     for (const stream of this.streams) stream.write(message);
-  }
-
-  private prune(): void {
-    const oldest = Date.now() - REFUSALS_KEPT_MS;
-    while (this.refusals[0] && this.refusals[0].at.getTime() < oldest) this.refusals.shift();
   }
 }

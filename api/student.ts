@@ -100,7 +100,9 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
       if (error instanceof AtCapacityError) {
         // The coach's notification: a warning line and the counter behind the panel's refusals.
         metrics.capacityRejections.inc();
-        deps.live.refused({ workspaceId: error.workspaceId, slug: error.slug, email: ctx.state.user?.email ?? null, cap: error.cap, running: error.running });
+        deps.live
+          .refused({ workspaceId: error.workspaceId, slug: error.slug, email: ctx.state.user?.email ?? null, cap: error.cap, running: error.running })
+          .catch((failure: unknown) => deps.containersLog.error({ error: failure }, 'recording a capacity refusal for the panel failed'));
         deps.containersLog.warning(
           { workspaceId: error.workspaceId, slug: error.slug, cap: error.cap, running: error.running },
           'workspace open refused: server at capacity',

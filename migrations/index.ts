@@ -14,6 +14,9 @@ import { CreateServers1795710000000 } from './1795710000000-CreateServers.ts';
 import { AddStoppedBy1795720000000 } from './1795720000000-AddStoppedBy.ts';
 import { CreateWorkspaceStats1795730000000 } from './1795730000000-CreateWorkspaceStats.ts';
 import { CreateLeaderLease1795740000000 } from './1795740000000-CreateLeaderLease.ts';
+import { CreateHandoffCodes1795750000000 } from './1795750000000-CreateHandoffCodes.ts';
+import { CreateRateLimits1795760000000 } from './1795760000000-CreateRateLimits.ts';
+import { CreateCapacityRefusals1795770000000 } from './1795770000000-CreateCapacityRefusals.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -33,4 +36,7 @@ export const MIGRATIONS = [
   AddStoppedBy1795720000000,
   CreateWorkspaceStats1795730000000,
   CreateLeaderLease1795740000000,
+  CreateHandoffCodes1795750000000,
+  CreateRateLimits1795760000000,
+  CreateCapacityRefusals1795770000000,
 ];

@@ -40,11 +40,16 @@ export const bulkStopSchema: JSONSchemaType<BulkStopBody> = {
  */
 export function liveRoutes(router: Router<AuthState>, { store, metrics, live, providers }: AdminDeps): void {
   router.get('/overview', async (ctx) => {
-    const [summary, orphans, orphanVolumes] = await Promise.all([store.workspaceList.summary(), metrics.orphanContainers.get(), metrics.orphanVolumes.get()]);
+    const [summary, orphans, orphanVolumes, refusals] = await Promise.all([
+      store.workspaceList.summary(),
+      metrics.orphanContainers.get(),
+      metrics.orphanVolumes.get(),
+      live.recentRefusals(),
+    ]);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {
       ...presentSummary(summary),
-      refusals: live.recentRefusals().map(presentRefusal),
+      refusals: refusals.map(presentRefusal),
       orphansSeen: orphans.values[0]?.value ?? 0,
       orphanVolumesSeen: orphanVolumes.values[0]?.value ?? 0,
       signInProviders: [...providers],
@@ -70,9 +75,9 @@ export function liveRoutes(router: Router<AuthState>, { store, metrics, live, pr
     ctx.body = { stopped, skipped } satisfies BulkStop;
   });
 
-  router.get('/refusals', (ctx) => {
+  router.get('/refusals', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { refusals: live.recentRefusals().map(presentRefusal) } satisfies RefusalList;
+    ctx.body = { refusals: (await live.recentRefusals()).map(presentRefusal) } satisfies RefusalList;
   });
 
   router.get('/events', (ctx) => {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError, AuthenticationError, AuthorizationError } from '../../src/errors.ts';
 import type { Actor } from '../../src/store/audit.ts';
 import type { UserRecord, UserStore } from '../../src/store/users.ts';
@@ -36,19 +36,24 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/** Per-client-address limits on failures (wrong tokens, failing sign-in callbacks); only failures are counted, so a limit never refuses what is right. */
+/**
+ * Per-client-address limits on failures (wrong tokens, failing sign-in callbacks); only failures are
+ * counted, so a limit never refuses what is right. The counters are the store's (RateLimitStore):
+ * every replica counts against the same limit.
+ */
 export class Throttle {
-  private readonly limiter: RateLimiterMemory;
-  constructor(points: number, durationSeconds: number) {
-    this.limiter = new RateLimiterMemory({ points, duration: durationSeconds });
+  private readonly limiter: RateLimiterAbstract;
+  constructor(limiter: RateLimiterAbstract) {
+    this.limiter = limiter;
   }
 
-  /** Counts one attempt from this address; throws 429 `too_many_requests` once over the limit. */
+  /** Counts one attempt from this address; throws 429 `too_many_requests` once over the limit (a failure to count is thrown as it is). */
   async consume(ctx: Context): Promise<void> {
     try {
       await this.limiter.consume(ctx.ip);
     } catch (rejection) {
-      const retryAfter = Math.max(1, Math.ceil(((rejection as { msBeforeNext?: number }).msBeforeNext ?? 1000) / 1000));
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
       throw new AppError(429, 'too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
     }
   }

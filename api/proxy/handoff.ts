@@ -8,20 +8,13 @@
  * checks again that the session lives, is still that user's, and that the user may open the
  * workspace (api/policy.ts).
  *
- * The codes live in this process's memory, hashed (SHA-256: what is kept lets no one in), for 60
- * seconds, and are taken once. One process serves both origins, so nothing else needs to know them;
- * a restart forgets codes in flight (their browsers start the hand-over again with one click).
+ * The codes live in the database (src/store/handoffs.ts), hashed (SHA-256: what is kept lets no one
+ * in), for 60 seconds, and are taken once: a code issued by one replica is redeemed by another.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** How long a workspace's cookie lasts; then the next navigation hands over again (invisible while signed in). */
 export const GRANT_TTL_MS = 24 * 60 * 60 * 1000;
-
-/** How long a hand-over code may wait to be used. */
-export const HANDOFF_TTL_MS = 60 * 1000;
-
-/** How many codes may wait at once; the oldest go first beyond that (each is a redirect a browser follows at once). */
-const MAX_WAITING_CODES = 10_000;
 
 /** What a workspace's cookie says. */
 export interface WorkspaceGrant {
@@ -80,58 +73,5 @@ export class GrantSigner {
 
   private mac(payload: string): string {
     return createHmac('sha256', this.key).update(payload).digest('base64url');
-  }
-}
-
-/** A waiting hand-over: for whom, from which session, to which workspace, for which browser, and where to land. */
-export interface Handoff {
-  userId: string;
-  sessionId: string;
-  workspaceId: string;
-  /** SHA-256 of the state cookie the browser got on the workspace's host when it set out (binds the code to that browser). */
-  stateHash: string;
-  /** The path on the workspace's host to land on. */
-  path: string;
-}
-
-/** The one-time codes waiting to be used (see the file comment). */
-export class HandoffCodes {
-  /** By the SHA-256 of the code: the code itself is never kept. */
-  private readonly waiting = new Map<string, Handoff & { expiresAt: number }>();
-  private readonly now: () => number;
-
-  constructor(now: () => number = () => Date.now()) {
-    this.now = now;
-  }
-
-  /** Makes a code for `handoff`: 32 random bytes, usable once within HANDOFF_TTL_MS. */
-  issue(handoff: Handoff): string {
-    const now = this.now();
-    for (const [hash, entry] of this.waiting) if (entry.expiresAt <= now) this.waiting.delete(hash);
-    // Oldest first (a Map keeps insertion order).
-    for (const hash of this.waiting.keys()) {
-      if (this.waiting.size < MAX_WAITING_CODES) break;
-      this.waiting.delete(hash);
-    }
-    const code = randomToken(32);
-    this.waiting.set(digest(code), { ...handoff, expiresAt: now + HANDOFF_TTL_MS });
-    return code;
-  }
-
-  /** Takes a code: its hand-over once, while it has not expired; undefined for an unknown, used or expired one. */
-  take(code: string): Handoff | undefined {
-    if (code.length === 0 || code.length > 100) return undefined;
-    const hash = digest(code);
-    const entry = this.waiting.get(hash);
-    if (!entry) return undefined;
-    this.waiting.delete(hash);
-    if (entry.expiresAt <= this.now()) return undefined;
-    const { expiresAt: _expires, ...handoff } = entry;
-    return handoff;
-  }
-
-  /** What is kept, for tests: the hashes under which codes wait. */
-  storedKeys(): string[] {
-    return [...this.waiting.keys()];
   }
 }

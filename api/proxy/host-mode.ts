@@ -6,7 +6,8 @@ import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { refusalPage } from '../pages.ts';
 import { redirect, refuseUpgrade, sendError, sendHtml } from '../responses.ts';
 import { NO_SUCH_WORKSPACE, sessionCookies, type Verdict } from './admission.ts';
-import { digest, GRANT_TTL_MS, GrantSigner, HandoffCodes, randomToken } from './handoff.ts';
+import type { HandoffStore } from '../../src/store/handoffs.ts';
+import { digest, GRANT_TTL_MS, GrantSigner, randomToken } from './handoff.ts';
 import {
   acceptsHtml,
   crossOriginRefusal,
@@ -46,14 +47,15 @@ const TOKEN_FORMAT = /^[A-Za-z0-9_-]{43}$/;
 export class HostModeProxy extends WorkspaceProxy {
   private readonly hosts: WorkspaceHosts;
   private readonly grants: GrantSigner;
-  /** The one-time hand-over codes, in this process's memory. */
-  readonly handoffs = new HandoffCodes();
+  /** The one-time hand-over codes, in the database: any replica redeems what any replica issued. */
+  private readonly handoffs: HandoffStore;
 
-  constructor(deps: ProxyDeps & { hosts: WorkspaceHosts }) {
+  constructor(deps: ProxyDeps & { hosts: WorkspaceHosts; handoffs: HandoffStore }) {
     const grants = new GrantSigner(deps.sessionSecret);
     super(deps, { grants, reservedCookies: deps.hosts.reservedCookies });
     this.hosts = deps.hosts;
     this.grants = grants;
+    this.handoffs = deps.handoffs;
   }
 
   /**
@@ -196,7 +198,13 @@ export class HostModeProxy extends WorkspaceProxy {
     }
     const origin = hosts.origin(slug);
     const landing = safeReturnTo(query.get('path') ?? '/', origin) ?? '/';
-    const code = this.handoffs.issue({ userId: verdict.user.id, sessionId: verdict.sessionId, workspaceId: workspace.id, stateHash: state, path: landing });
+    const code = await this.handoffs.issue({
+      userId: verdict.user.id,
+      sessionId: verdict.sessionId,
+      workspaceId: workspace.id,
+      stateHash: state,
+      path: landing,
+    });
     redirect(res, `${origin}${HANDOFF_PATH}?code=${code}`, 302, { 'referrer-policy': 'no-referrer' });
   }
 
@@ -212,7 +220,7 @@ export class HostModeProxy extends WorkspaceProxy {
     // Spent by a browser's navigation alone.
     if (req.method !== 'GET') return sendError(res, MethodNotAllowedError('GET'));
     const code = new URLSearchParams(target.slice(HANDOFF_PATH.length)).get('code') ?? '';
-    const handoff = this.handoffs.take(code);
+    const handoff = await this.handoffs.take(code);
     const again = { href: `${this.deps.publicOrigin}/u/${slug}/`, label: 'Open the workspace again' };
     const refuse = (message: string) => sendHtml(res, 400, refusalPage('Could not open the workspace', message, again));
     if (!handoff) return refuse('This link has expired or has been used already.');

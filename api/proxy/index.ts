@@ -96,6 +96,7 @@ export class WorkspaceProxy {
   protected readonly forwarder: HttpForwarder;
   protected readonly tunnels: Tunnels;
   private readonly unsubscribe: () => void;
+  private readonly unsubscribeReconnect: () => void;
   /** Counts revocation triggers (user and workspace changes, sign-outs, allowlist reloads): an upgrade admitted across one is admitted again. */
   private revision = 0;
 
@@ -125,6 +126,7 @@ export class WorkspaceProxy {
       if (change.kind === 'workspaces') this.forwarder.drop(change.id);
       this.revoke(change);
     });
+    this.unsubscribeReconnect = deps.changes.onReconnect(() => this.resync());
   }
 
   /**
@@ -138,18 +140,31 @@ export class WorkspaceProxy {
   }
 
   /**
-   * A control-plane session ended (sign-out): nothing that came with it passes any more, in either
-   * mode: no cached lookup of it is used, and its open WebSockets end at once.
+   * A control-plane session ended (sign-out, on any replica; `digest` is sessionDigest of its id):
+   * nothing that came with it passes any more, in either mode: no cached lookup of it is used, and
+   * its open WebSockets end at once.
    */
-  sessionEnded(sessionId: string): void {
+  sessionEnded(digest: string): void {
     this.admission.sessionEnded();
     this.revision++;
-    for (const tunnel of this.tunnels.ofSession(sessionId)) void this.recheck(tunnel);
+    for (const tunnel of this.tunnels.ofSession(digest)) void this.recheck(tunnel);
+  }
+
+  /**
+   * The change listener reconnected: changes may have been missed meanwhile (PostgreSQL replays
+   * nothing), so nothing cached is trusted and every open WebSocket is checked again now.
+   */
+  private resync(): void {
+    this.admission.sessionEnded();
+    this.admission.changed({ kind: 'workspaces', id: '*' });
+    this.revision++;
+    for (const tunnel of this.tunnels.all()) void this.recheck(tunnel);
   }
 
   /** Stops following changes, ends every proxied WebSocket and closes idle upstream connections. */
   close(): void {
     this.unsubscribe();
+    this.unsubscribeReconnect();
     this.tunnels.close();
     this.forwarder.close();
   }

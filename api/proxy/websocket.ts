@@ -18,6 +18,7 @@ import type { Verdict } from './admission.ts';
 import { parseResponseHead, responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
 import { observeEditor, type ProxiedPath } from './http.ts';
 import { UpstreamError } from '../../src/errors.ts';
+import { sessionDigest } from '../../src/store/sessions.ts';
 
 /** The longest answer head an editor may send before its WebSocket starts (a 101 is a few hundred bytes). */
 const MAX_HEAD_BYTES = 64 * 1024;
@@ -89,9 +90,9 @@ export class Tunnels {
     return [...this.tunnels].filter((tunnel) => tunnel.user.id === userId);
   }
 
-  /** The open tunnels that came with a control-plane session. */
-  ofSession(sessionId: string): Tunnel[] {
-    return [...this.tunnels].filter((tunnel) => tunnel.sessionId === sessionId);
+  /** The open tunnels that came with a control-plane session, named by sessionDigest of its id. */
+  ofSession(digest: string): Tunnel[] {
+    return [...this.tunnels].filter((tunnel) => sessionDigest(tunnel.sessionId) === digest);
   }
 
   /** The open tunnels to a workspace. */

@@ -1,23 +1,40 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import type { EntityManager } from 'typeorm';
+import type { Queryable } from './sql.ts';
 import type { Logger } from '../log.ts';
 
 /** Kinds of desired state whose changes are announced; each is a PostgreSQL NOTIFY channel. */
 export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings'] as const;
 
 /**
- * What changed: desired state (one of CHANGE_KINDS, announced to every process), or `status`: the
- * observed status of a workspace or of its run, which the controllers of this process write and
- * publish here only (for the admin panel's live view; nothing converges on it).
+ * What changed: desired state (one of CHANGE_KINDS), or `status`: the observed status of a
+ * workspace or of its run, which the leader's controllers write (for the admin panel's live view
+ * and the proxy's cache; nothing converges on it). All are announced to every process.
  */
 export type ChangeKind = (typeof CHANGE_KINDS)[number] | 'status';
 
+/** Every kind that is NOTIFYed. */
+const NOTIFIED_KINDS: readonly ChangeKind[] = [...CHANGE_KINDS, 'status'];
+
 const CHANNEL_PREFIX = 'cp_';
 
-/** The NOTIFY channels of the change kinds. */
-export const CHANNELS = CHANGE_KINDS.map((kind) => `${CHANNEL_PREFIX}${kind}`);
+/**
+ * Signals: what is not a change of state but every replica must hear, each on a channel of its own:
+ * `session_ended` (a sign-out; payload sessionDigest of the session's id: the id is a credential)
+ * and `refusal` (a student refused at the cap; payload the refusal's id).
+ */
+export const SIGNALS = ['session_ended', 'refusal'] as const;
+export type Signal = (typeof SIGNALS)[number];
+
+/** The NOTIFY channel of a signal. */
+export const signalChannel = (signal: Signal): string => `${CHANNEL_PREFIX}${signal}`;
+
+/** The NOTIFY channels this feed listens on. */
+export const CHANNELS = [...NOTIFIED_KINDS.map((kind) => `${CHANNEL_PREFIX}${kind}`), ...SIGNALS.map(signalChannel)];
+
+/** The channel of a change kind. */
+export const channelOf = (kind: ChangeKind): string => `${CHANNEL_PREFIX}${kind}`;
 
 /** A change announcement: the kind and key (a workspace, run or user id, a settings key) that was edited. */
 export interface Change {
@@ -48,8 +65,8 @@ export class ChangeFeed {
   }
 
   /** Queues a NOTIFY in the caller's transaction; it is delivered only if the transaction commits. */
-  async notify(manager: EntityManager, change: Change): Promise<void> {
-    await manager.query('SELECT pg_notify($1, $2)', [CHANNEL_PREFIX + change.kind, change.id]);
+  async notify(manager: Queryable, change: Change): Promise<void> {
+    await manager.query('SELECT pg_notify($1, $2)', [channelOf(change.kind), change.id]);
   }
 
   /** Delivers a change to this process's subscribers (call after commit). */
@@ -64,8 +81,21 @@ export class ChangeFeed {
    */
   deliver(channel: string, payload: string): void {
     if (!channel.startsWith(CHANNEL_PREFIX) || !payload) return;
-    const kind = CHANGE_KINDS.find((candidate) => channel === `${CHANNEL_PREFIX}${candidate}`);
+    const signal = SIGNALS.find((candidate) => channel === signalChannel(candidate));
+    if (signal) return this.publishSignal(signal, payload);
+    const kind = NOTIFIED_KINDS.find((candidate) => channel === channelOf(candidate));
     if (kind) this.publish({ kind, id: payload });
+  }
+
+  /** Delivers a signal to this process's subscribers (its own, at once; others' come through deliver). A subscriber may hear one twice. */
+  publishSignal(signal: Signal, payload: string): void {
+    this.emitter.emit(`signal:${signal}`, payload);
+  }
+
+  /** Subscribes to a signal; returns the unsubscribe function. */
+  subscribeSignal(signal: Signal, handler: (payload: string) => void): () => void {
+    this.emitter.on(`signal:${signal}`, handler);
+    return () => this.emitter.off(`signal:${signal}`, handler);
   }
 
   /** Subscribes to changes; returns the unsubscribe function. */

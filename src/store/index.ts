@@ -3,7 +3,10 @@ import type { AllowlistFile } from '../allowlist/allowlist-file.ts';
 import type { ChangeFeed } from '../db/changes.ts';
 import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
+import { HandoffStore } from './handoffs.ts';
 import { LeaseStore, type Fence } from './leases.ts';
+import { RateLimitStore } from './rate-limits.ts';
+import { RefusalStore } from './refusals.ts';
 import { mutator } from './mutation.ts';
 import { RunStore } from './runs.ts';
 import { ServerStore } from './servers.ts';
@@ -46,6 +49,12 @@ export interface Store {
   servers: ServerStore;
   /** The reconciler's lease: which replica leads, under which term. */
   leases: LeaseStore;
+  /** Host mode's one-time hand-over codes (any replica redeems what any issued). */
+  handoffs: HandoffStore;
+  /** The rate limits' counters, shared by every replica. */
+  rateLimits: RateLimitStore;
+  /** Students refused at the cap in the last hour (the coach's panel), from every replica. */
+  refusals: RefusalStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -89,6 +98,9 @@ export function createStore(options: StoreOptions): Store {
     links: new SignInLinkStore(db, mutate),
     servers: new ServerStore(db),
     leases: new LeaseStore(db),
+    handoffs: new HandoffStore(db),
+    rateLimits: new RateLimitStore(db),
+    refusals: new RefusalStore(db, changes),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

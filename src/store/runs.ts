@@ -149,7 +149,7 @@ export class RunStore {
     this.fence = fence;
   }
 
-  /** Publishes, in this process, that a run of the workspace changed status (kind `status`, keyed by the workspace). */
+  /** Publishes, in this process, that a run of the workspace changed status (kind `status`, keyed by the workspace; its NOTIFY went with the write). */
   private statusChanged(run: RunRecord | undefined): RunRecord | undefined {
     if (run) this.changes.publish({ kind: 'status', id: run.workspaceId });
     return run;
@@ -291,10 +291,16 @@ export class RunStore {
 
   /** Marks a queued run ready (the first sim-ready signal); returns the updated run, or undefined when it was not queued. */
   async markReady(id: string): Promise<RunRecord | undefined> {
-    const rows = await fencedWrite(this.db, this.fence, (db) =>
-      queryRows<RunRow>(db, `UPDATE runs SET status = 'running', ready_at = now() WHERE id = $1 AND status = 'queued' RETURNING ${COLUMNS}`, [id]),
-    );
-    return rows[0] && toRun(rows[0]);
+    const rows = await fencedWrite(this.db, this.fence, async (db) => {
+      const ready = await queryRows<RunRow>(
+        db,
+        `UPDATE runs SET status = 'running', ready_at = now() WHERE id = $1 AND status = 'queued' RETURNING ${COLUMNS}`,
+        [id],
+      );
+      if (ready[0]) await this.changes.notify(db, { kind: 'status', id: ready[0].workspace_id });
+      return ready;
+    });
+    return this.statusChanged(rows[0] && toRun(rows[0]));
   }
 
   /**
@@ -303,8 +309,8 @@ export class RunStore {
    * run, and gives them their whole idle time again after it).
    */
   async finish(id: string, outcome: { status: TerminalStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
-    const rows = await fencedWrite(this.db, this.fence, (db) =>
-      queryRows<RunRow>(
+    const rows = await fencedWrite(this.db, this.fence, async (db) => {
+      const ended = await queryRows<RunRow>(
         db,
         `WITH ended AS (
          UPDATE runs SET status = $2, reason = $3, exit_code = $4, output = $5, ended_at = now(), sim_endpoint = NULL
@@ -314,8 +320,10 @@ export class RunStore {
        )
        SELECT * FROM ended`,
         [id, outcome.status, outcome.reason, outcome.exitCode, outcome.output],
-      ),
-    );
+      );
+      if (ended[0]) await this.changes.notify(db, { kind: 'status', id: ended[0].workspace_id });
+      return ended;
+    });
     return this.statusChanged(rows[0] && toRun(rows[0]));
   }
 

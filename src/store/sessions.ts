@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { signalChannel } from '../db/changes.ts';
 import { queryRows } from '../db/sql.ts';
 import type { Role } from './users.ts';
 
@@ -11,6 +13,12 @@ const SESSION_COOKIE_TTL_MS = 24 * 60 * 60 * 1000;
  * for as long as a signed-in session lives.
  */
 export const ANONYMOUS_SESSION_TTL_MS = 10 * 60 * 1000;
+
+/**
+ * What names a session where its id may not go (the id is a credential): in the NOTIFY that tells
+ * every replica a session ended, and in what each replica compares it with. SHA-256, base64url.
+ */
+export const sessionDigest = (id: string): string => createHash('sha256').update(id).digest('base64url');
 
 /** The external store koa-session calls. */
 interface KoaSessionStore {
@@ -58,8 +66,13 @@ export class SessionStore {
           [key, userId, JSON.stringify(session), ttl / 1000, userId === null],
         );
       },
+      // Every replica hears that it ended (its open WebSockets and live views end at once).
       destroy: async (key) => {
-        await db.query('DELETE FROM sessions WHERE id = $1', [key]);
+        await db.query('WITH gone AS (DELETE FROM sessions WHERE id = $1 RETURNING id) SELECT pg_notify($2, $3) FROM gone', [
+          key,
+          signalChannel('session_ended'),
+          sessionDigest(key),
+        ]);
       },
     };
   }

@@ -390,11 +390,12 @@ export class WorkspaceStore {
   /**
    * Writes a workspace's observed status when it differs from what is stored (so a resync of an
    * unchanged fleet writes nothing); `last_transition_at` moves only when the state changes. A
-   * status that changed is published in this process (kind `status`).
+   * status that changed is announced (kind `status`): NOTIFYed to every replica (their proxies'
+   * caches and panels) and published in this process.
    */
   async writeStatus(id: string, status: WorkspaceStatus): Promise<void> {
-    const rows = await fencedWrite(this.db, this.fence, (db) =>
-      queryRows<{ id: string }>(
+    const rows = await fencedWrite(this.db, this.fence, async (db) => {
+      const updated = await queryRows<{ id: string }>(
         db,
         `UPDATE workspaces SET
          last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
@@ -402,8 +403,10 @@ export class WorkspaceStore {
        WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint) IS DISTINCT FROM ($2, $3::bigint, $4, $5)
        RETURNING id`,
         [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null],
-      ),
-    );
+      );
+      if (updated.length > 0) await this.changes.notify(db, { kind: 'status', id });
+      return updated;
+    });
     if (rows.length > 0) this.changes.publish({ kind: 'status', id });
   }
 

@@ -30,7 +30,9 @@ export async function openTestDatabase(): Promise<{ url: string; dataSource: Dat
 
 /** Empties every table and puts the settings back to their migrated state. */
 export async function truncateAll(dataSource: DataSource): Promise<void> {
-  await dataSource.query('TRUNCATE users, workspaces, runs, audit_log, sessions, sign_in_links, leader_lease RESTART IDENTITY CASCADE');
+  await dataSource.query(
+    'TRUNCATE users, workspaces, runs, audit_log, sessions, sign_in_links, leader_lease, handoff_codes, rate_limits, capacity_refusals RESTART IDENTITY CASCADE',
+  );
   await dataSource.query('UPDATE settings SET value = NULL');
 }
 

@@ -11,12 +11,15 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, LookupFunction } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { jest } from '@jest/globals';
 import WebSocket, { WebSocketServer } from 'ws';
 import { OWNER_ONLY_MESSAGE } from '../../api/proxy/admission.ts';
-import { GrantSigner, HANDOFF_TTL_MS, HandoffCodes } from '../../api/proxy/handoff.ts';
+import { GrantSigner } from '../../api/proxy/handoff.ts';
+import { HANDOFF_TTL_MS, HandoffStore } from '../../src/store/handoffs.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, TEST_SESSION_SECRET, type TestApp } from '../helpers/app.ts';
+import { ChangeFeed } from '../../src/db/changes.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { freePort, spawnServer } from '../helpers/server.ts';
 import { sessionFor } from '../helpers/session.ts';
@@ -355,23 +358,31 @@ describe('the hand-over code', () => {
     expect(again.headers['set-cookie']).toBeUndefined();
   });
 
-  it('expires after 60 seconds', async () => {
+  it('expires after 60 seconds (by the database clock: any replica redeems it)', async () => {
     const first = await setOut(ada);
     const early = await mint(first.location, ada.cookie);
     const second = await setOut(ada);
     const late = await mint(second.location, ada.cookie);
-    const now = Date.now();
-    const clock = jest.spyOn(Date, 'now');
-    try {
-      clock.mockReturnValue(now + HANDOFF_TTL_MS - 2000);
-      expect((await redeem(early, [first.state])).status).toBe(302);
-      clock.mockReturnValue(now + HANDOFF_TTL_MS + 1000);
-      const expired = await redeem(late, [second.state]);
-      expect(expired.status).toBe(400);
-      expect(expired.headers['set-cookie']).toBeUndefined();
-    } finally {
-      clock.mockRestore();
-    }
+    const hashOf = (codeUrl: string) => createHash('sha256').update(new URL(codeUrl).searchParams.get('code')!).digest('base64url');
+    const lifetime = async (codeUrl: string) =>
+      Number(
+        (
+          (await db.dataSource.query('SELECT extract(epoch FROM expires_at - now()) * 1000 AS ms FROM handoff_codes WHERE code_hash = $1', [
+            hashOf(codeUrl),
+          ])) as {
+            ms: string;
+          }[]
+        )[0]!.ms,
+      );
+    expect(await lifetime(early)).toBeGreaterThan(HANDOFF_TTL_MS - 10_000);
+    expect(await lifetime(early)).toBeLessThanOrEqual(HANDOFF_TTL_MS);
+    // The late one's minute has passed; the early one has seconds left.
+    await db.dataSource.query("UPDATE handoff_codes SET expires_at = now() - interval '1 second' WHERE code_hash = $1", [hashOf(late)]);
+    await db.dataSource.query("UPDATE handoff_codes SET expires_at = now() + interval '2 seconds' WHERE code_hash = $1", [hashOf(early)]);
+    expect((await redeem(early, [first.state])).status).toBe(302);
+    const expired = await redeem(late, [second.state]);
+    expect(expired.status).toBe(400);
+    expect(expired.headers['set-cookie']).toBeUndefined();
   });
 
   it('works only in the browser that set out for it: another session’s code is refused', async () => {
@@ -408,14 +419,16 @@ describe('the hand-over code', () => {
     expect(answer.headers['set-cookie']).toBeUndefined();
   });
 
-  it('is kept only as its SHA-256, and is 32 random bytes', () => {
-    const codes = new HandoffCodes();
-    const code = codes.issue({ userId: 'u', sessionId: 's', workspaceId: 'w', stateHash: 'h', path: '/' });
+  it('is kept only as its SHA-256, and is 32 random bytes', async () => {
+    await db.dataSource.query('DELETE FROM handoff_codes');
+    const codes = new HandoffStore(db.dataSource);
+    const handoff = { userId: ada.userId, sessionId: 's', workspaceId: ada.workspace.id, stateHash: 'h', path: '/' };
+    const code = await codes.issue(handoff);
     expect(Buffer.from(code, 'base64url')).toHaveLength(32);
-    expect(codes.storedKeys()).toEqual([createHash('sha256').update(code).digest('base64url')]);
-    expect(JSON.stringify(codes.storedKeys())).not.toContain(code);
-    expect(codes.take(code)).toEqual({ userId: 'u', sessionId: 's', workspaceId: 'w', stateHash: 'h', path: '/' });
-    expect(codes.take(code)).toBeUndefined();
+    expect(await codes.storedKeys()).toEqual([createHash('sha256').update(code).digest('base64url')]);
+    expect(JSON.stringify(await db.dataSource.query('SELECT * FROM handoff_codes'))).not.toContain(code);
+    expect(await codes.take(code)).toEqual(handoff);
+    expect(await codes.take(code)).toBeUndefined();
   });
 
   it('is not given for a workspace the user may not open, nor to a script or a frame', async () => {
@@ -663,5 +676,52 @@ describe('an open WebSocket on a workspace host ends within a second of a revoca
     const deleted = await tunnel(gus, await handOver(gus, gus.cookie));
     await app.store.users.delete(SYSTEM_ACTOR, gus.userId);
     expect(await closesWithin(deleted, 1000)).toBe(true);
+  });
+});
+
+describe('two replicas on one database (issue 23)', () => {
+  let portB: number;
+  let appB: TestApp;
+  const feedB = new ChangeFeed();
+  const log = captureLogger();
+  const hostOnB = (owner: Student) => `${owner.workspace.slug}.ws.localhost:${portB}`;
+
+  beforeAll(async () => {
+    portB = await freePort();
+    // B hears what A commits through LISTEN, as a replica does.
+    feedB.listen(db.url, categoryLogger(log.root, 'db'));
+    appB = await startApp(
+      db.dataSource,
+      { PUBLIC_URL: `http://127.0.0.1:${portB}`, WORKSPACE_HOST: `*.ws.localhost:${portB}` },
+      { port: portB, changes: feedB },
+    );
+    await eventually('B to listen', async () => log.records.some((record) => record.message === 'change listener connected'));
+  });
+  afterAll(async () => {
+    await appB?.close();
+    await feedB.close();
+  });
+
+  it('redeems on one replica a hand-over code that the other issued', async () => {
+    const { state, location } = await setOut(ada);
+    const codeUrl = await mint(location, ada.cookie);
+    const onB = codeUrl.replace(`:${port}/`, `:${portB}/`);
+    expect(onB).toMatch(new RegExp(`^http://${ada.workspace.slug}\\.ws\\.localhost:${portB}/\\.cp/handoff\\?code=`));
+    const answer = await redeem(onB, [state]);
+    expect(answer.status).toBe(302);
+    expect(setCookie(answer, 'cp_ws')).toMatch(/\S/);
+    // Taken once: not again on the replica that issued it.
+    expect((await redeem(codeUrl, [state])).status).toBe(400);
+  });
+
+  it('ends on one replica, within a second, the editor WebSockets of a session signed out on the other', async () => {
+    const session = await sessionFor(app.store.sessions, ada.userId);
+    const grant = await handOver(ada, session.cookie);
+    const onB = new WebSocket(`ws://${hostOnB(ada)}/ws`, { lookup: loopback, headers: { origin: `http://${hostOnB(ada)}`, cookie: `cp_ws=${grant}` } });
+    await new Promise((resolve, reject) => (onB.once('open', resolve), onB.once('error', reject)));
+    await echoes(onB);
+    const out = await send(`${publicOrigin}/auth/sign-out`, { method: 'POST', headers: { cookie: session.cookie, origin: publicOrigin } });
+    expect(out.status).toBe(303);
+    expect(await closesWithin(onB, 1000)).toBe(true);
   });
 });

@@ -5,8 +5,11 @@ import { createEmptyDatabase } from '../helpers/db.ts';
 
 const TABLES = [
   'audit_log',
+  'capacity_refusals',
+  'handoff_codes',
   'leader_lease',
   'migrations',
+  'rate_limits',
   'run_output',
   'runs',
   'servers',

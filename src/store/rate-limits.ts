@@ -1,0 +1,31 @@
+import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { DataSource } from 'typeorm';
+import { queryRows } from '../db/sql.ts';
+
+/**
+ * The rate limits' counters in the database (table `rate_limits`), so that every replica counts
+ * against the same limit: rate-limiter-flexible's RateLimiterPostgres, through this data source
+ * (PostgreSQL or the embedded database alike). The table is made by a migration, never by the
+ * limiter; each limit's keys are `<name>:<key>`.
+ */
+export class RateLimitStore {
+  private readonly client: { query(query: { text: string; values?: unknown[] }): Promise<{ rows: unknown[] }> };
+
+  constructor(db: DataSource) {
+    // The shape of a pg Pool that the limiter uses: text and values (its statement names are not needed).
+    this.client = { query: async ({ text, values }) => ({ rows: await queryRows(db, text, values ?? []) }) };
+  }
+
+  /** A limit of `points` per `durationSeconds` per key, named `name` (distinct for each limit). */
+  limiter(name: string, points: number, durationSeconds: number): RateLimiterAbstract {
+    return new RateLimiterPostgres({
+      storeClient: this.client,
+      storeType: 'pool',
+      tableName: 'rate_limits',
+      tableCreated: true,
+      keyPrefix: name,
+      points,
+      duration: durationSeconds,
+    });
+  }
+}

@@ -1,0 +1,97 @@
+// @lane local
+/**
+ * Issue 23, what two replicas on one database must share beyond desired state, each served by a
+ * real app on real PostgreSQL (the second hearing the first through LISTEN, as a replica does):
+ * the rate limits' counters (failures on one count on the other), the students refused at the cap
+ * (the other replica's panel lists them and its event stream tells them), and the observed status
+ * (NOTIFYed, so the other replica's caches and panels hear it).
+ */
+import http from 'node:http';
+import { ChangeFeed, type Change } from '../../src/db/changes.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { captureLogger, eventually } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent } from '../helpers/workspaces.ts';
+
+const ADMIN_TOKEN = 'admin-token-replicas-0123456789abcdef0123';
+const db = useTestDatabase();
+const tag = Date.now().toString(36);
+let a: TestApp;
+let b: TestApp;
+const feedB = new ChangeFeed();
+const log = captureLogger();
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+beforeAll(async () => {
+  feedB.listen(db.url, categoryLogger(log.root, 'db'));
+  a = await startApp(db.dataSource, { ADMIN_TOKEN, MAX_ACTIVE_CONTAINERS: '0' });
+  b = await startApp(db.dataSource, { ADMIN_TOKEN, MAX_ACTIVE_CONTAINERS: '0' }, { changes: feedB });
+  await eventually('B to listen', async () => log.records.some((record) => record.message === 'change listener connected'));
+});
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+  await feedB.close();
+});
+
+it('counts wrong tokens on either replica against one limit', async () => {
+  const wrong = { authorization: 'Bearer wrong-token' };
+  for (let i = 0; i < 10; i++) expect((await fetch(`${a.url}/admin/status`, { headers: wrong })).status).toBe(401);
+  for (let i = 0; i < 10; i++) expect((await fetch(`${b.url}/admin/status`, { headers: wrong })).status).toBe(401);
+  // The 21st, on either, is over the limit of 20 per 5 minutes.
+  const locked = await fetch(`${a.url}/admin/status`, { headers: wrong });
+  expect(locked.status).toBe(429);
+  expect((await fetch(`${b.url}/admin/status`, { headers: wrong })).status).toBe(429);
+  // The right token passes on both.
+  expect((await fetch(`${b.url}/admin/status`, { headers: admin })).status).toBe(200);
+});
+
+it("lists on one replica's panel, and tells its open event stream, a student refused at the cap on the other", async () => {
+  const ada = await newStudent(a.store, 'ada', tag);
+  const events = await openEvents(b.url);
+  try {
+    const refused = await fetch(`${a.url}/u/${ada.workspace.slug}/api/workspace/open`, {
+      method: 'POST',
+      headers: { cookie: ada.cookie, accept: 'application/json', origin: a.url },
+    });
+    expect(refused.status).toBe(503);
+    await eventually('the refusal on B', async () => {
+      const { refusals } = (await (await fetch(`${b.url}/admin/refusals`, { headers: admin })).json()) as { refusals: { slug: string; email: string }[] };
+      return refusals.some((refusal) => refusal.slug === ada.workspace.slug && refusal.email === ada.email);
+    });
+    await eventually("the refusal in B's event stream", async () => events.text().includes('event: refusal') && events.text().includes(ada.workspace.slug));
+    // Told once, though B hears it only by NOTIFY and A by both.
+    expect(events.text().split('event: refusal').length - 1).toBe(1);
+  } finally {
+    events.close();
+  }
+});
+
+it("announces a workspace's observed status to the other replica", async () => {
+  const ada = await newStudent(a.store, 'ada-status', tag);
+  const heard: Change[] = [];
+  const unsubscribe = feedB.subscribe((change) => heard.push(change));
+  try {
+    await a.store.workspaces.writeStatus(ada.workspace.id, { observedState: 'stopped', observedGeneration: 1, statusMessage: 'seen', editorEndpoint: null });
+    await eventually('the status on B', async () => heard.some((change) => change.kind === 'status' && change.id === ada.workspace.id));
+  } finally {
+    unsubscribe();
+  }
+});
+
+/** Opens `/admin/events` on `url` with the admin token; resolves once the stream's first comment arrived. */
+function openEvents(url: string): Promise<{ text: () => string; close: () => void }> {
+  return new Promise((resolve, reject) => {
+    const request = http.get({ host: '127.0.0.1', port: new URL(url).port, path: '/admin/events', headers: admin }, (response) => {
+      if (response.statusCode !== 200) return reject(new Error(`status ${response.statusCode}`));
+      let text = '';
+      response.on('data', (chunk: Buffer) => {
+        const first = text === '';
+        text += chunk.toString();
+        if (first) resolve({ text: () => text, close: () => request.destroy() });
+      });
+    });
+    request.on('error', reject);
+  });
+}
