@@ -724,4 +724,21 @@ describe('two replicas on one database (issue 23)', () => {
     expect(out.status).toBe(303);
     expect(await closesWithin(onB, 1000)).toBe(true);
   });
+
+  it('checks every open WebSocket again when its change listener comes back: what it missed meanwhile takes effect', async () => {
+    const session = await sessionFor(app.store.sessions, ada.userId);
+    const grant = await handOver(ada, session.cookie);
+    const onB = new WebSocket(`ws://${hostOnB(ada)}/ws`, { lookup: loopback, headers: { origin: `http://${hostOnB(ada)}`, cookie: `cp_ws=${grant}` } });
+    await new Promise((resolve, reject) => (onB.once('open', resolve), onB.once('error', reject)));
+    await echoes(onB);
+    // The session ends with no announcement at all (as if its NOTIFY fell into the gap), then B's listener is cut.
+    await db.dataSource.query('DELETE FROM sessions WHERE id = $1', [/cp_session=([^;]+)/.exec(session.cookie)![1]]);
+    const reconnects = log.records.filter((record) => record.message === 'change listener reconnected').length;
+    const [{ cut }] = (await db.dataSource.query(
+      "SELECT count(pg_terminate_backend(pid))::int AS cut FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()",
+    )) as [{ cut: number }];
+    expect(cut).toBe(1);
+    await eventually('B to reconnect', async () => log.records.filter((record) => record.message === 'change listener reconnected').length > reconnects);
+    expect(await closesWithin(onB, 1000)).toBe(true);
+  });
 });
