@@ -17,7 +17,9 @@
  *   Saturated: 50 connections, HTTP_SECONDS (10) per run after 1 s: requests/s, p99, and the
  *   proxy's CPU time per request. Paced: about PACED_RATE (500) requests/s over PACED_CONNECTIONS
  *   (10) keep-alive connections, PACED_SECONDS (10) per run, where no target queues: p99 is what
- *   one hop adds. The control plane's event-loop delay is reported for its paced runs.
+ *   one hop adds. The control plane's event-loop delay is reported for its paced runs. On
+ *   PostgreSQL a second replica runs too (FOLLOWER=0: not): the same server on the same database,
+ *   following, so its process serves the proxy with no controllers, sampler or idle sweep beside it.
  *   Targets (issue 22): paced p99 ≤ 1.3× the floor's; CPU per request ≤ 1.2× the floor's;
  *   saturated requests/s ≥ Caddy's.
  * - WebSocket: echo of 64-byte binary messages over WS_CONNECTIONS (4) connections, each keeping
@@ -108,6 +110,34 @@ interface Deployed {
   editorEndpoint: string;
   /** Asks the server's probe (bench/proxy-probe.ts) a question and waits for the answer of the same type. */
   ask<T>(type: 'memory' | 'loop' | 'loop-reset'): Promise<T>;
+  /** How the server was started (a follower replica is started the same way, on another port). */
+  start: { execArgv: string[]; env: NodeJS.ProcessEnv };
+}
+
+/**
+ * A second replica of the deployed control plane on the same PostgreSQL database, data directory
+ * and session secret (issue 23): it follows, so it runs the proxy, the sign-in and the APIs but no
+ * controllers, sampler or idle sweep (the alternative of issue 22: the data plane in a process of
+ * its own, sharing nothing but the database and the change feed). Resolves once it says it follows.
+ */
+async function startFollower(leader: Deployed, cleanups: (() => Promise<unknown>)[]): Promise<{ child: ChildProcess; origin: string }> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], {
+    execArgv: leader.start.execArgv,
+    env: { ...leader.start.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  cleanups.push(() => stopChild(child, false));
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const metrics = await fetch(`${origin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+      .then((response) => response.text())
+      .catch(() => '');
+    if (/^leader 0$/m.test(metrics)) return { child, origin };
+    if (Date.now() > until) throw new Error(`the follower replica on ${origin} did not come up following within 60 s`);
+    await sleep(100);
+  }
 }
 
 /**
@@ -133,7 +163,7 @@ async function startDeployed(kind: 'postgres' | 'embedded', controlPlaneId: stri
     cleanups.push(drop);
     database = { DATABASE_URL: benchDatabaseUrl(DATABASE) };
   }
-  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], {
+  const start = {
     // BENCH_CP_NODE_ARGS: extra Node flags for the control plane, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
     execArgv: [
       '--expose-gc',
@@ -156,8 +186,8 @@ async function startDeployed(kind: 'postgres' | 'embedded', controlPlaneId: stri
       OIDC_CLIENT_SECRET: 'control-plane-secret',
       ...TEST_ENV,
     },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
+  };
+  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], { ...start, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   cleanups.push(() => stopChild(child, false));
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code) => reject(new Error(`the control plane exited (${code}) before its workspace ran`))),
@@ -204,7 +234,7 @@ async function startDeployed(kind: 'postgres' | 'embedded', controlPlaneId: stri
       child.on('message', listener);
       child.send({ type });
     });
-  return { child, origin, port, slug, cookie, editorEndpoint, ask };
+  return { child, origin, port, slug, cookie, editorEndpoint, ask, start };
 }
 
 /**
@@ -343,6 +373,15 @@ async function main(): Promise<void> {
       { name: 'bare Node proxy (floor)', url: `http://127.0.0.1:${barePort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: bareChild.pid! },
       { name: 'Caddy', url: `http://127.0.0.1:${caddyPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: caddy.pid! },
     ];
+    // FOLLOWER=0 leaves it out; the embedded database has no second replica.
+    const follower = DB_KIND === 'postgres' && process.env.FOLLOWER !== '0' ? await startFollower(ready, cleanups) : undefined;
+    if (follower)
+      targets.push({
+        name: 'follower replica /u/<slug>/',
+        url: `${follower.origin}/u/${ready.slug}/healthz`,
+        headers: { Cookie: ready.cookie },
+        proxyPid: follower.child.pid!,
+      });
     for (const target of targets) {
       const answer = await get(target.url, target.headers);
       if (answer.status !== 200 || answer.body !== 'ok')
@@ -453,15 +492,15 @@ async function main(): Promise<void> {
             `    ${target.name.padEnd(28)}${s.rps.toFixed(0).padStart(9)}${s.p50Ms.toFixed(2).padStart(9)}${s.p99Ms.toFixed(2).padStart(9)}${String(s.errors).padStart(8)}${(Number.isNaN(s.proxyCpuUs) ? '—' : s.proxyCpuUs.toFixed(1)).padStart(18)}${s.editorCpuUs.toFixed(1).padStart(19)}`,
           );
         });
-        return summaries as [Summary, Summary, Summary, Summary, Summary];
+        return summaries as [Summary, Summary, Summary, Summary, Summary, Summary | undefined];
       };
-      const [direct, proxied, chpSummary, bareSummary, caddySummary] = table(
+      const [direct, proxied, chpSummary, bareSummary, caddySummary, followerSummary] = table(
         `saturated: ${HTTP_CONNECTIONS} connections, ${HTTP_SECONDS} s per run after 1 s warm-up`,
         saturated,
       );
       // Saturated, a closed loop's latency is connections / throughput (Little's law): a proxy slower than the
       // editor adds queueing, not its own latency. At a rate every target sustains, p99 shows what one hop adds.
-      const [pacedDirect, pacedProxied, pacedChp, pacedBare, pacedCaddy] = table(
+      const [pacedDirect, pacedProxied, pacedChp, pacedBare, pacedCaddy, pacedFollower] = table(
         `paced: about ${PACED_RATE} req/s offered over ${PACED_CONNECTIONS} keep-alive connections (each waits 0–${((2000 * PACED_CONNECTIONS) / PACED_RATE).toFixed(0)} ms between requests), ${PACED_SECONDS} s per run`,
         paced,
       );
@@ -481,6 +520,20 @@ async function main(): Promise<void> {
       console.log(
         `    saturated req/s ${proxied.rps.toFixed(0)} against Caddy's ${caddySummary.rps.toFixed(0)} (${caddyVersion}) = ${(proxied.rps / caddySummary.rps).toFixed(2)}x (target ≥ 1x): ${verdict(proxied.rps >= caddySummary.rps)}`,
       );
+      if (followerSummary && pacedFollower) {
+        console.log('  the same proxy in a follower replica (its own process: no controllers, sampler or idle sweep), against the floor:');
+        const followerPaced = pacedFollower.p99Ms / pacedBare.p99Ms;
+        const followerCpu = followerSummary.proxyCpuUs / bareSummary.proxyCpuUs;
+        console.log(
+          `    paced p99 ${pacedFollower.p99Ms.toFixed(2)} ms / ${pacedBare.p99Ms.toFixed(2)} ms = ${followerPaced.toFixed(2)}x (target ≤ 1.3x): ${verdict(followerPaced <= 1.3)}`,
+        );
+        console.log(
+          `    CPU per request (saturated) ${followerSummary.proxyCpuUs.toFixed(1)} µs / ${bareSummary.proxyCpuUs.toFixed(1)} µs = ${followerCpu.toFixed(2)}x (target ≤ 1.2x): ${verdict(followerCpu <= 1.2)}`,
+        );
+        console.log(
+          `    saturated req/s ${followerSummary.rps.toFixed(0)} against Caddy's ${caddySummary.rps.toFixed(0)} = ${(followerSummary.rps / caddySummary.rps).toFixed(2)}x (target ≥ 1x): ${verdict(followerSummary.rps >= caddySummary.rps)}`,
+        );
+      }
       console.log('  earlier targets:');
       const vsDirect = proxied.rps / direct.rps;
       const vsChp = proxied.rps / chpSummary.rps;

@@ -350,16 +350,24 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     presence: () => {
       // This server's row in `servers`: the CLI asks whether a server will act, and at which address.
       const server = self;
+      // Its success or failure is also `database_up`.
       const beat = new Periodic(
-        () => store.servers.heartbeat(server),
+        async () => {
+          await store.servers.heartbeat(server);
+          metrics.databaseUp.set(1);
+        },
         SERVER_HEARTBEAT_MS,
-        (error) => serverLog.warning({ error }, "refreshing this server's row in the database failed"),
+        (error) => {
+          metrics.databaseUp.set(0);
+          serverLog.warning({ error }, "refreshing this server's row in the database failed");
+        },
       );
       return {
         start: async () => {
           if (!plane.http) return;
           server.publicUrl = plane.http.origin;
           await store.servers.heartbeat(server);
+          metrics.databaseUp.set(1);
           beat.start();
         },
         stop: async () => {

@@ -17,7 +17,8 @@ export interface IdleSweepOptions {
 /**
  * Every minute, sets workspaces wanted running whose last activity is older than IDLE_STOP_MINUTES
  * to stopped (the workspace controller then stops them), counts `idle_sweep_stops_total`, and logs
- * one `control.idle` line per workspace. Activity gathered in memory is flushed first.
+ * one `control.idle` line per workspace. Activity gathered in memory is flushed first. Its start and
+ * each pass that finishes set `idle_sweep_last_run_timestamp_seconds` (an alert says when passes stop).
  */
 export class IdleSweep {
   private readonly options: Required<IdleSweepOptions>;
@@ -32,7 +33,9 @@ export class IdleSweep {
     );
   }
 
+  /** Starts sweeping every interval; `idle_sweep_last_run_timestamp_seconds` counts from now until the first pass. */
   start(): void {
+    this.options.metrics.idleSweepLastRun.set(Date.now() / 1000);
     this.periodic.start();
   }
 
@@ -52,6 +55,7 @@ export class IdleSweep {
       );
     }
     metrics.idleSweepStops.inc(stopped.length);
+    metrics.idleSweepLastRun.set(Date.now() / 1000);
     return stopped.map((workspace) => workspace.id);
   }
 }

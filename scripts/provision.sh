@@ -86,6 +86,21 @@ provision_compose() {
   apt_install --no-install-recommends docker-compose
 }
 
+# Prometheus and promtool (test/integration/monitoring.test.ts: the shipped alerting rules' unit
+# tests, and a real Prometheus scraping a control plane). Debian's package starts its own service
+# where an init system runs; policy-rc.d keeps it from starting any here, and none runs after.
+provision_prometheus() {
+  if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then return; fi
+  need_root Prometheus "Debian package prometheus"
+  say "installing Prometheus (for the monitoring test)"
+  local policy=/usr/sbin/policy-rc.d created=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created=1
+  fi
+  apt_install --no-install-recommends prometheus
+  [ "$created" = 0 ] || rm -f "$policy"
+}
+
 # The images: the stand-in test image, the real workspace image (code-server), and the production
 # image on local base images for the compose test (classroom-control:test).
 build_test_image() { bash "$ROOT/scripts/build-test-image.sh"; }
@@ -105,6 +120,7 @@ phase postgres provision_postgres
 phase docker provision_docker
 phase chromium provision_chromium
 phase compose provision_compose
+phase prometheus provision_prometheus
 phase test-image build_test_image
 phase workspace-image build_workspace_image
 phase compose-images build_compose_images

@@ -12,7 +12,11 @@ const LONG = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
  * Creates a registry holding the default process and Node metrics and every metric of the spec
  * (plus the reconciler's own), so that the rest of the code only observes them.
  */
-export function createMetrics() {
+export function createMetrics(): Metrics {
+  return initialise(buildMetrics());
+}
+
+function buildMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -110,7 +114,32 @@ export function createMetrics() {
       },
     }),
     fencedWrites: new Counter({ name: 'fenced_writes_total', help: 'Writes refused because their writer no longer held the lease under its term.', registers }),
+    idleSweepLastRun: new Gauge({
+      name: 'idle_sweep_last_run_timestamp_seconds',
+      help: 'When the idle sweep last finished a pass, or started (Unix time; 0 on a replica whose sweep never ran: followers).',
+      registers,
+    }),
+    databaseUp: new Gauge({ name: 'database_up', help: "Whether this replica's last check of its database (every 10 s) succeeded (1) or not (0).", registers }),
   };
 }
 
-export type Metrics = ReturnType<typeof createMetrics>;
+export type Metrics = ReturnType<typeof buildMetrics>;
+
+/** The label values known in advance: each of their series exists from the first scrape, at 0 (rate() and alerts see a rise from 0). */
+export const KNOWN_LABELS = {
+  controllers: ['workspaces', 'runs'],
+  reconcileResults: ['success', 'requeue', 'error', 'terminal', 'aborted'],
+  terminalStatuses: ['stopped', 'failed', 'canceled'],
+  transitions: ['acquired', 'lost', 'released'],
+} as const;
+
+/** Sets every series of KNOWN_LABELS to 0 (counters: present, not increased). */
+function initialise(metrics: Metrics): Metrics {
+  for (const controller of KNOWN_LABELS.controllers) {
+    for (const result of KNOWN_LABELS.reconcileResults) metrics.reconcileTotal.inc({ controller, result }, 0);
+    metrics.workqueueDepth.set({ controller }, 0);
+  }
+  for (const status of KNOWN_LABELS.terminalStatuses) metrics.runsTotal.inc({ terminal_status: status }, 0);
+  for (const transition of KNOWN_LABELS.transitions) metrics.leaderTransitions.inc({ transition }, 0);
+  return metrics;
+}

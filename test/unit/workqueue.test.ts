@@ -27,7 +27,7 @@ function queue(
 }
 
 async function counter(metrics: Metrics, result: string): Promise<number> {
-  return (await metrics.reconcileTotal.get()).values.find((value) => value.labels.result === result)?.value ?? 0;
+  return (await metrics.reconcileTotal.get()).values.find((value) => value.labels.controller === 'test' && value.labels.result === result)?.value ?? 0;
 }
 
 describe('WorkQueue', () => {
@@ -166,7 +166,7 @@ describe('WorkQueue', () => {
     const { work, metrics, calls } = queue(async () => sleep(20), { concurrency: 1 });
     work.add('a');
     work.add('b');
-    expect((await metrics.workqueueDepth.get()).values[0]?.value).toBe(1);
+    expect((await metrics.workqueueDepth.get()).values.find((value) => value.labels.controller === 'test')?.value).toBe(1);
     await work.shutdown();
     work.add('c');
     await sleep(30);
