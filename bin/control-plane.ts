@@ -227,6 +227,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   let leaderParts: LeaderParts | undefined = led ? undefined : buildLeaderParts(store);
   /** This process in the `servers` table and on the lease. */
   const self = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid };
+  metrics.replicaInfo.set({ replica: self.id, hostname: self.hostname, pid: String(self.pid), version: SERVICE.version }, 1);
   const leadershipLog = categoryLogger(log, 'leader');
   const runningLeaderParts: { name: LeaderPartName; part: Part }[] = [];
   const leadership = led

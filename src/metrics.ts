@@ -119,6 +119,12 @@ function buildMetrics() {
       help: 'When the idle sweep last finished a pass, or started (Unix time; 0 on a replica whose sweep never ran: followers).',
       registers,
     }),
+    replicaInfo: new Gauge({
+      name: 'replica_info',
+      help: 'Always 1: which replica this is (its id on the lease and in the servers table), on which host and pid, at which version.',
+      labelNames: ['replica', 'hostname', 'pid', 'version'] as const,
+      registers,
+    }),
     databaseUp: new Gauge({ name: 'database_up', help: "Whether this replica's last check of its database (every 10 s) succeeded (1) or not (0).", registers }),
   };
 }

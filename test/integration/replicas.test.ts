@@ -106,4 +106,8 @@ it('one leads; a paused leader loses the lease and steps down when woken; a kill
   const metrics = await (await fetch(`${a.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
   expect(metrics).toMatch(/^leader 1$/m);
   expect(metrics).toMatch(/^leader_term 3$/m);
+  // It names itself: the replica that holds the lease.
+  const replica = /^replica_info\{replica="([^"]+)",hostname="[^"]+",pid="(\d+)",version="[^"]+"\} 1$/m.exec(metrics);
+  expect(replica?.[2]).toBe(String(a.proc.pid));
+  expect((await leases.get(RECONCILER_LEASE))?.holder).toBe(replica?.[1]);
 }, 120_000);
