@@ -144,6 +144,12 @@ export class LeaseStore {
     ]);
   }
 
+  /** The lease while it is held: undefined when no one ever took it, or it expired or was released. */
+  async held(name: string): Promise<LeaseRecord | undefined> {
+    const rows = await queryRows<LeaseRow>(this.db, 'SELECT * FROM leader_lease WHERE name = $1 AND expires_at > now()', [name]);
+    return rows[0] && toLease(rows[0]);
+  }
+
   /** The lease as stored now (undefined before anyone ever took it). */
   async get(name: string): Promise<LeaseRecord | undefined> {
     const rows = await queryRows<LeaseRow>(this.db, 'SELECT * FROM leader_lease WHERE name = $1', [name]);

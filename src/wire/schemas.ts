@@ -247,7 +247,18 @@ export type Overview = Static<typeof Overview>;
 export const CliStatus = Strict({
   capacity: Strict({ ...Capacity.properties, activeBuilds: Type.Integer() }),
   workspaces: Type.Array(WorkspaceRow),
-  servers: Type.Array(Strict({ publicUrl: Type.String(), hostname: Type.String(), pid: Type.Integer(), startedAt: Time })),
+  servers: Type.Array(
+    Strict({
+      publicUrl: Type.String(),
+      hostname: Type.String(),
+      pid: Type.Integer(),
+      startedAt: Time,
+      /** Whether this server holds the reconciler lease now (runs the controllers). */
+      leader: Type.Boolean(),
+    }),
+  ),
+  /** The reconciler lease's term while a server holds it, else null. */
+  leaseTerm: Type.Union([Type.Integer(), Type.Null()]),
 });
 export type CliStatus = Static<typeof CliStatus>;
 

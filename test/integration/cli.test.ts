@@ -22,6 +22,7 @@ import { categoryLogger } from '../../src/log.ts';
 /** What the CLI adds to a change when no server runs (none does in this file: commands run in this process). */
 const UNATTENDED = ' No control plane is running to act on it: it takes effect when the server starts.';
 import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
+import { RECONCILER_LEASE } from '../../src/store/leases.ts';
 
 const db = useTestDatabase();
 let env: Record<string, string>;
@@ -257,6 +258,28 @@ describe('workspaces, status and the cap', () => {
       ['ada', 'ada@school.test'],
       ['bob', 'bob@school.test'],
     ]);
+  });
+
+  it('names the servers running and the one that leads, with its term', async () => {
+    const one = { id: '00000000-0000-4000-8000-000000000001', publicUrl: 'http://a.test', hostname: 'host-a', pid: 101 };
+    const two = { id: '00000000-0000-4000-8000-000000000002', publicUrl: 'http://b.test', hostname: 'host-b', pid: 202 };
+    await store.servers.heartbeat(one);
+    await store.servers.heartbeat(two);
+    try {
+      expect((await cli(['status'], env)).stdout.split('\n')[0]).toBe('Servers: 2 running; none leads now (another takes the lease within seconds).');
+      await store.leases.acquire(RECONCILER_LEASE, two.id, 60_000);
+      expect((await cli(['status'], env)).stdout.split('\n')[0]).toBe('Servers: 2 running; the leader (running the controllers) is host-b pid 202, term 1.');
+      const json = JSON.parse((await cli(['status', '--json'], env)).stdout) as { servers: { hostname: string; leader: boolean }[]; leaseTerm: number | null };
+      expect(json.servers.map((server) => [server.hostname, server.leader]).toSorted((x, y) => String(x[0]).localeCompare(String(y[0])))).toEqual([
+        ['host-a', false],
+        ['host-b', true],
+      ]);
+      expect(json.leaseTerm).toBe(1);
+    } finally {
+      await store.leases.release(RECONCILER_LEASE, two.id, 1);
+      await store.servers.unregister(one.id);
+      await store.servers.unregister(two.id);
+    }
   });
 
   it('sets the cap (audited, announced) and reads it back; refuses a value that is not a whole number in range', async () => {

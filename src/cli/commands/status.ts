@@ -1,5 +1,6 @@
 import { presentSummary, presentWorkspaceRow } from '../../wire/presenters.ts';
 import type { CliStatus } from '../../wire/schemas.ts';
+import { RECONCILER_LEASE } from '../../store/leases.ts';
 import { CliCommand } from '../command.ts';
 
 /** Relative age of a time, for a terminal: `5s ago`, `3m ago`, `2h ago`, `4d ago`. */
@@ -12,22 +13,28 @@ function ago(date: Date | null): string {
   return `${Math.floor(seconds / 86_400)}d ago`;
 }
 
-/** `status`: capacity and every workspace with its wanted and observed state, from the database (never from Docker). */
+/** `status`: the servers running and which of them leads, capacity and every workspace with its wanted and observed state, from the database (never from Docker). */
 export default class Status extends CliCommand {
   static override description =
-    'Show the capacity (running, wanted running, cap) and every workspace: wanted and observed state, status message, last activity.';
+    'Show the servers running and which leads, the capacity (running, wanted running, cap) and every workspace: wanted and observed state, status message, last activity.';
   static override examples = ['<%= config.bin %> status', '<%= config.bin %> status --json'];
 
   async run(): Promise<CliStatus> {
     await this.parse(Status);
     const { store } = await this.controlPlane();
-    const [summary, page, servers] = await Promise.all([
+    const [summary, page, servers, lease] = await Promise.all([
       store.workspaceList.summary(),
       store.workspaceList.page({ sort: 'slug', order: 'asc', offset: 0, limit: Number.MAX_SAFE_INTEGER }),
       store.servers.live(),
+      store.leases.held(RECONCILER_LEASE),
     ]);
     const { capacity, activeBuilds } = presentSummary(summary);
+    const leader = servers.find((server) => server.id === lease?.holder);
     if (servers.length === 0) this.say('No control plane is running: the observed states below are as a server last saw them.');
+    else
+      this.say(
+        `Servers: ${servers.length} running; ${leader ? `the leader (running the controllers) is ${leader.hostname} pid ${leader.pid}, term ${lease!.term}` : 'none leads now (another takes the lease within seconds)'}.`,
+      );
     this.say(
       `Capacity: ${capacity.running} running, ${capacity.wantedRunning} wanted running, cap ${capacity.cap} (${capacity.source === 'override' ? 'set at runtime' : 'MAX_ACTIVE_CONTAINERS'}); ${activeBuilds} active builds.`,
     );
@@ -51,7 +58,9 @@ export default class Status extends CliCommand {
         hostname: server.hostname,
         pid: server.pid,
         startedAt: server.startedAt.toISOString(),
+        leader: server === leader,
       })),
+      leaseTerm: leader ? lease!.term : null,
     };
   }
 }
