@@ -1,6 +1,7 @@
 /**
  * What an admin's open panel hears without reloading: every change of desired state and of observed
- * status (the change feed) and every capacity refusal, as server-sent events on `GET /admin/events`.
+ * status (the change feed), every capacity refusal, and `resync` when this replica's database
+ * listener came back (changes may have been missed), as server-sent events on `GET /admin/events`.
  * Events only say what changed; the panel then reads it through the API it uses for everything else.
  * A stream opened with an admin's session ends as soon as that admin may no longer read it: demoted
  * or deleted (a users change, checked again), or signed out (its session ended).
@@ -29,6 +30,7 @@ export class LiveEvents {
   /** The ids of the refusals told to the panels lately, oldest first. */
   private readonly told = new Set<string>();
   private readonly unsubscribeRefusals: () => void;
+  private readonly unsubscribeReconnect: () => void;
   private readonly streams = new Set<PassThrough>();
   private readonly owners = new Map<PassThrough, StreamOwner>();
   private readonly unsubscribe: () => void;
@@ -40,6 +42,8 @@ export class LiveEvents {
     this.mayRead = mayRead;
     this.refusals = refusals;
     this.unsubscribeRefusals = changes.subscribeSignal('refusal', (id) => void this.tellRefusal(id));
+    // Changes may have been missed while the database listener was away (nothing is replayed): every open panel reads again.
+    this.unsubscribeReconnect = changes.onReconnect(() => this.send('resync', {}));
     this.unsubscribe = changes.subscribe((change) => {
       if (change.kind === 'users') void this.recheck();
       this.send('change', change);
@@ -92,6 +96,7 @@ export class LiveEvents {
   close(): void {
     this.unsubscribe();
     this.unsubscribeRefusals();
+    this.unsubscribeReconnect();
     clearInterval(this.heartbeat);
     for (const stream of this.streams) stream.end();
   }

@@ -3,8 +3,9 @@
  * Issue 23, what two replicas on one database must share beyond desired state, each served by a
  * real app on real PostgreSQL (the second hearing the first through LISTEN, as a replica does):
  * the rate limits' counters (failures on one count on the other), the students refused at the cap
- * (the other replica's panel lists them and its event stream tells them), and the observed status
- * (NOTIFYed, so the other replica's caches and panels hear it).
+ * (the other replica's panel lists them and its event stream tells them), the observed status
+ * (NOTIFYed, so the other replica's caches and panels hear it), and a resync of the open panels when
+ * a replica's change listener comes back.
  */
 import http from 'node:http';
 import { ChangeFeed, type Change } from '../../src/db/changes.ts';
@@ -77,6 +78,20 @@ it("announces a workspace's observed status to the other replica", async () => {
     await eventually('the status on B', async () => heard.some((change) => change.kind === 'status' && change.id === ada.workspace.id));
   } finally {
     unsubscribe();
+  }
+});
+
+it('tells the open panels of a replica to read again when its change listener comes back (it may have missed changes)', async () => {
+  const events = await openEvents(b.url);
+  try {
+    const reconnects = log.records.filter((record) => record.message === 'change listener reconnected').length;
+    await db.dataSource.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()",
+    );
+    await eventually('B to reconnect', async () => log.records.filter((record) => record.message === 'change listener reconnected').length > reconnects);
+    await eventually("a resync in B's event stream", async () => events.text().includes('event: resync'));
+  } finally {
+    events.close();
   }
 });
 

@@ -42,7 +42,8 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 /** What the live stream says: a change of some kind of state, or a capacity refusal. */
 export type { Refusal };
 
-type LiveEvent = { type: 'change'; kind: string; id: string } | { type: 'refusal'; refusal: Refusal };
+/** `resync`: changes may have been missed (the server's database listener, or this stream, reconnected): read everything again. */
+type LiveEvent = { type: 'change'; kind: string; id: string } | { type: 'refusal'; refusal: Refusal } | { type: 'resync' };
 
 type Listener = (event: LiveEvent) => void;
 const listeners = new Set<Listener>();
@@ -60,6 +61,15 @@ export function onLive(listener: Listener): () => void {
     source.addEventListener('refusal', (event) => {
       const refusal = JSON.parse((event as MessageEvent<string>).data) as Refusal;
       for (const each of listeners) each({ type: 'refusal', refusal });
+    });
+    const resync = () => {
+      for (const each of listeners) each({ type: 'resync' });
+    };
+    source.addEventListener('resync', resync);
+    // The stream itself came back (the browser reconnects it, perhaps to another replica): what it missed is read again.
+    let opened = 0;
+    source.addEventListener('open', () => {
+      if (opened++ > 0) resync();
     });
   }
   return () => {
