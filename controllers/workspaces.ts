@@ -18,7 +18,7 @@ export interface CodeTemplate {
 }
 
 export interface WorkspaceControllerOptions {
-  store: Pick<Store, 'workspaces' | 'settings' | 'changes'>;
+  store: Pick<Store, 'workspaces' | 'settings' | 'changes' | 'leaderCounters'>;
   /** A leader's fence (its store writes under the same one); none when driven directly. */
   fence?: Fence;
   runtime: WorkspaceRuntime;
@@ -290,6 +290,7 @@ export class WorkspaceController extends Controller {
       seenAt = now;
       this.orphanSeenAt.set(id, now);
       metrics.orphanContainers.inc(containers.length);
+      await this.options.store.leaderCounters.add('orphan_containers', containers.length);
       log.warning(
         { workspaceId: id, containers: containers.map((container) => container.name) },
         'orphan containers: no workspace matches; removing after the grace period',
@@ -326,6 +327,7 @@ export class WorkspaceController extends Controller {
     if (due.length === 0) return;
     for (const volume of due) this.orphanVolumes.set(volume.name, 'reported');
     metrics.orphanVolumes.inc(due.length);
+    await store.leaderCounters.add('orphan_volumes', due.length);
     log.warning(
       { volumes: due.map((volume) => volume.name), workspaceIds: [...new Set(due.map((volume) => volume.workspaceId))] },
       "orphan volumes: no workspace's home nor a replaced home; kept (they hold files): back up what is needed, then docker volume rm",

@@ -17,6 +17,7 @@ import { CreateLeaderLease1795740000000 } from './1795740000000-CreateLeaderLeas
 import { CreateHandoffCodes1795750000000 } from './1795750000000-CreateHandoffCodes.ts';
 import { CreateRateLimits1795760000000 } from './1795760000000-CreateRateLimits.ts';
 import { CreateCapacityRefusals1795770000000 } from './1795770000000-CreateCapacityRefusals.ts';
+import { CreateLeaderCounters1795780000000 } from './1795780000000-CreateLeaderCounters.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   CreateHandoffCodes1795750000000,
   CreateRateLimits1795760000000,
   CreateCapacityRefusals1795770000000,
+  CreateLeaderCounters1795780000000,
 ];

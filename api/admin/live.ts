@@ -38,20 +38,16 @@ export const bulkStopSchema: JSONSchemaType<BulkStopBody> = {
  * filters, sorting and paging done by PostgreSQL (store.workspaceList), a bulk stop, the capacity refusals of the last hour, and
  * the live event stream.
  */
-export function liveRoutes(router: Router<AuthState>, { store, metrics, live, providers }: AdminDeps): void {
+export function liveRoutes(router: Router<AuthState>, { store, live, providers }: AdminDeps): void {
   router.get('/overview', async (ctx) => {
-    const [summary, orphans, orphanVolumes, refusals] = await Promise.all([
-      store.workspaceList.summary(),
-      metrics.orphanContainers.get(),
-      metrics.orphanVolumes.get(),
-      live.recentRefusals(),
-    ]);
+    // The orphans are the leader's finds (it alone looks at the engine), whichever replica serves this.
+    const [summary, found, refusals] = await Promise.all([store.workspaceList.summary(), store.leaderCounters.current(), live.recentRefusals()]);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {
       ...presentSummary(summary),
       refusals: refusals.map(presentRefusal),
-      orphansSeen: orphans.values[0]?.value ?? 0,
-      orphanVolumesSeen: orphanVolumes.values[0]?.value ?? 0,
+      orphansSeen: found.orphan_containers,
+      orphanVolumesSeen: found.orphan_volumes,
       signInProviders: [...providers],
     } satisfies Overview;
   });

@@ -4,6 +4,7 @@ import type { ChangeFeed } from '../db/changes.ts';
 import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
 import { HandoffStore } from './handoffs.ts';
+import { LeaderCounterStore } from './leader-counters.ts';
 import { LeaseStore, type Fence } from './leases.ts';
 import { RateLimitStore } from './rate-limits.ts';
 import { RefusalStore } from './refusals.ts';
@@ -55,6 +56,8 @@ export interface Store {
   rateLimits: RateLimitStore;
   /** Students refused at the cap in the last hour (the coach's panel), from every replica. */
   refusals: RefusalStore;
+  /** What the leader found (orphans), for every replica's panel. */
+  leaderCounters: LeaderCounterStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -101,6 +104,7 @@ export function createStore(options: StoreOptions): Store {
     handoffs: new HandoffStore(db),
     rateLimits: new RateLimitStore(db),
     refusals: new RefusalStore(db, changes),
+    leaderCounters: new LeaderCounterStore(db, fence),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

@@ -12,6 +12,7 @@ import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
 import { createStore } from '../../src/store/index.ts';
+import { LeaderCounterStore } from '../../src/store/leader-counters.ts';
 import { checkFence, FencedOutError, LeaseStore, RECONCILER_LEASE, type Fence } from '../../src/store/leases.ts';
 import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -95,6 +96,20 @@ describe('the fence', () => {
     expect(fence.wasRefused).toBe(true);
     const after = (await store.workspaces.get(workspace.id))!;
     expect([after.observedState, after.desiredState]).toEqual(['running', 'running']);
+  });
+
+  it("counts the leader's finds per term: a new leader starts from zero, and an old one's late count is refused", async () => {
+    await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
+    const first = new LeaderCounterStore(db.dataSource, fenceOf('a', 1));
+    await first.add('orphan_containers', 2);
+    await first.add('orphan_containers', 1);
+    expect(await first.current()).toEqual({ orphan_containers: 3, orphan_volumes: 0 });
+    await expire();
+    await leases.acquire(RECONCILER_LEASE, 'b', MINUTE);
+    expect(await first.current()).toEqual({ orphan_containers: 0, orphan_volumes: 0 });
+    await expect(first.add('orphan_containers', 5)).rejects.toBeInstanceOf(FencedOutError);
+    await new LeaderCounterStore(db.dataSource, fenceOf('b', 2)).add('orphan_containers', 1);
+    expect(await first.current()).toEqual({ orphan_containers: 1, orphan_volumes: 0 });
   });
 
   it("refuses by the leader's own clock without asking the database", async () => {

@@ -95,6 +95,13 @@ it('tells the open panels of a replica to read again when its change listener co
   }
 });
 
+it("shows on one replica's Overview the orphans the leader found", async () => {
+  await a.store.leaderCounters.add('orphan_containers', 2);
+  await a.store.leaderCounters.add('orphan_volumes', 1);
+  const overview = (await (await fetch(`${b.url}/admin/overview`, { headers: admin })).json()) as { orphansSeen: number; orphanVolumesSeen: number };
+  expect([overview.orphansSeen, overview.orphanVolumesSeen]).toEqual([2, 1]);
+});
+
 /** Opens `/admin/events` on `url` with the admin token; resolves once the stream's first comment arrived. */
 function openEvents(url: string): Promise<{ text: () => string; close: () => void }> {
   return new Promise((resolve, reject) => {

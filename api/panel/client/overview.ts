@@ -95,7 +95,7 @@ export function OverviewPage(): VNode {
         <h2>Builds</h2>
         <p class="figure"><strong>${data.activeBuilds}</strong> compiling or booting</p>
         <p class="muted">
-          Found since the server started: ${data.orphansSeen} orphan containers, ${data.orphanVolumesSeen} orphan volumes (kept; the log names them)
+          Found since the leader took over: ${data.orphansSeen} orphan containers, ${data.orphanVolumesSeen} orphan volumes (kept; the log names them)
         </p>
       </div>
     </div>
