@@ -21,6 +21,7 @@ export async function openForCli(options: { config: Config; log: Logger; command
   const { config } = options;
   const database = await openMigrated({
     url: config.databaseUrl,
+    directUrl: config.databaseDirectUrl,
     dataDir: config.dataDir,
     log: categoryLogger(options.log, 'db'),
     retry: false,

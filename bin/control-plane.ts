@@ -150,6 +150,7 @@ export async function openControlPlane(options: ControlPlaneOptions): Promise<Co
       options.database ??
       (await openMigrated({
         url: options.config.databaseUrl,
+        directUrl: options.config.databaseDirectUrl,
         dataDir: options.config.dataDir,
         log: categoryLogger(options.log, 'db'),
         signal: options.signal,
@@ -335,7 +336,8 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         start: () => {
           if (options.changes !== undefined) return;
           if (database.onNotification) unsubscribe = database.onNotification((channel, payload) => changes.deliver(channel, payload));
-          else if (config.databaseUrl !== undefined) changes.listen(config.databaseUrl, categoryLogger(log, 'db'));
+          // LISTEN holds a session: on DATABASE_DIRECT_URL, which bypasses a pooler in transaction mode.
+          else if (config.databaseDirectUrl !== undefined) changes.listen(config.databaseDirectUrl, categoryLogger(log, 'db'));
         },
         stop: async () => {
           unsubscribe?.();

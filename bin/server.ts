@@ -58,6 +58,7 @@ async function main(): Promise<void> {
 
   const database = openMigrated({
     url: config.databaseUrl,
+    directUrl: config.databaseDirectUrl,
     dataDir: config.dataDir,
     log: categoryLogger(root, 'db'),
     signal: opening.signal,

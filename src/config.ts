@@ -15,6 +15,11 @@ export interface Config {
   host: string;
   port: number;
   databaseUrl: string | undefined;
+  /**
+   * DATABASE_DIRECT_URL (default DATABASE_URL): the same database without a pooler in between, for
+   * what needs a session of its own: LISTEN (the change feed) and the migrations' advisory lock.
+   */
+  databaseDirectUrl: string | undefined;
   dataDir: string;
   sessionSecret: string | undefined;
   logLevel: LogLevel;
@@ -135,6 +140,12 @@ export const VARIABLES: Record<string, VariableSpec> = {
   HOST: { accepts: 'an address to listen on, e.g. 127.0.0.1', schema: { type: 'string', minLength: 1 }, default: '127.0.0.1' },
   PORT: { accepts: 'a TCP port from 0 (any free port) to 65535', schema: { type: 'integer', minimum: 0, maximum: 65535 }, default: 8080 },
   DATABASE_URL: {
+    accepts: 'a postgres:// or postgresql:// URL',
+    schema: { type: 'string', pattern: '^postgres(ql)?://' },
+    secret: true,
+    check: (value) => URL.canParse(value),
+  },
+  DATABASE_DIRECT_URL: {
     accepts: 'a postgres:// or postgresql:// URL',
     schema: { type: 'string', pattern: '^postgres(ql)?://' },
     secret: true,
@@ -330,6 +341,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const clash = workspaceHostClash(workspaceHost, publicHostname);
     if (clash) problems.push(clash);
   }
+  if (values.DATABASE_DIRECT_URL !== undefined && values.DATABASE_URL === undefined)
+    problems.push('DATABASE_DIRECT_URL is set but DATABASE_URL is not: set DATABASE_URL too (the direct URL is for LISTEN and migrations beside it)');
   const providers = providersOf(values, problems);
   const lease = {
     durationMs: Math.round((values.LEASE_DURATION_SECONDS as number) * 1000),
@@ -352,6 +365,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: values.HOST as string,
     port: values.PORT as number,
     databaseUrl: values.DATABASE_URL as string | undefined,
+    databaseDirectUrl: (values.DATABASE_DIRECT_URL ?? values.DATABASE_URL) as string | undefined,
     dataDir: path.resolve(values.DATA_DIR as string),
     sessionSecret: values.SESSION_SECRET as string | undefined,
     logLevel: values.LOG_LEVEL as LogLevel,

@@ -22,6 +22,8 @@ export interface Database {
 export interface OpenOptions {
   /** A PostgreSQL URL; without one, the embedded database under `dataDir` is used. */
   url: string | undefined;
+  /** The same database without a pooler in between (default `url`): the migrations run there (their advisory lock is a session's). */
+  directUrl?: string;
   dataDir: string;
   log: Logger;
   /** Stop retrying when this signal aborts (shutdown during start-up). */
@@ -102,7 +104,8 @@ async function openEmbeddedDatabase(options: OpenOptions): Promise<Database> {
 export async function openMigrated(options: OpenOptions): Promise<Database> {
   const database = await openDatabase(options);
   try {
-    const applied = await migrate(database.dataSource);
+    const direct = options.directUrl !== undefined && options.directUrl !== options.url;
+    const applied = direct ? await migrateAt(options.directUrl!) : await migrate(database.dataSource);
     options.log.info({ applied: applied.length }, applied.length > 0 ? `applied migrations: ${applied.join(', ')}` : 'database schema is up to date');
   } catch (error) {
     await database.close().catch(() => undefined);

@@ -111,3 +111,26 @@ it('one leads; a paused leader loses the lease and steps down when woken; a kill
   expect(replica?.[2]).toBe(String(a.proc.pid));
   expect((await leases.get(RECONCILER_LEASE))?.holder).toBe(replica?.[1]);
 }, 120_000);
+
+it('holds its sessions (LISTEN, and the migrations) on DATABASE_DIRECT_URL, so that DATABASE_URL may go through a pooler in transaction mode', async () => {
+  // The same database under two names (application_name), as a pooler's URL and a direct one would be.
+  const named = (name: string) => {
+    const url = new URL(db.url);
+    url.searchParams.set('application_name', name);
+    return url.toString();
+  };
+  const server = await startServer({ ...env(), DATABASE_URL: named('cp-pooled'), DATABASE_DIRECT_URL: named('cp-direct') });
+  servers.push(server);
+  await server.waitForLog((record) => record.message.startsWith('leading: took the reconciler lease') || record.message.startsWith('another replica leads'));
+  const listeners = await eventually('its LISTEN session', async () => {
+    const rows = (await db.dataSource.query(
+      "SELECT application_name FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %' AND application_name LIKE 'cp-%'",
+    )) as { application_name: string }[];
+    return rows.length > 0 ? rows.map((row) => row.application_name) : undefined;
+  });
+  expect(listeners).toEqual(['cp-direct']);
+  // Requests and leadership go through the pooled URL.
+  expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual(expect.objectContaining({ ok: true }));
+  const pooled = (await db.dataSource.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'cp-pooled'")) as { n: number }[];
+  expect(pooled[0]!.n).toBeGreaterThan(0);
+}, 60_000);

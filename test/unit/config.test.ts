@@ -119,6 +119,20 @@ describe('loadConfig', () => {
     });
   });
 
+  it('takes a direct database URL for LISTEN and migrations, DATABASE_URL by default, and refuses one without DATABASE_URL', () => {
+    const pooled = 'postgres://control:secret@pgbouncer:6432/control';
+    const direct = 'postgres://control:secret@db:5432/control';
+    expect(loadConfig({ DATABASE_URL: pooled }).databaseDirectUrl).toBe(pooled);
+    expect(loadConfig({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct }).databaseDirectUrl).toBe(direct);
+    expect(loadConfig({}).databaseDirectUrl).toBeUndefined();
+    expect(problems({ DATABASE_DIRECT_URL: direct })).toEqual([
+      'DATABASE_DIRECT_URL is set but DATABASE_URL is not: set DATABASE_URL too (the direct URL is for LISTEN and migrations beside it)',
+    ]);
+    expect(problems({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: 'mysql://db' })).toEqual([
+      'DATABASE_DIRECT_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL',
+    ]);
+  });
+
   it("takes the lease's timings in seconds, controller-runtime's by default, and refuses a renew deadline or retry that would let two lead", () => {
     expect(loadConfig({}).lease).toEqual({ durationMs: 15_000, renewDeadlineMs: 10_000, retryMs: 2000 });
     expect(loadConfig({ LEASE_DURATION_SECONDS: '3', LEASE_RENEW_DEADLINE_SECONDS: '2', LEASE_RETRY_SECONDS: '0.25' }).lease).toEqual({
