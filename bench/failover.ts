@@ -22,24 +22,17 @@
  *
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/failover.ts   (KILLS=…, CASES=killed,paused)
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchDatabase, benchDatabaseUrl, CONTROL_PLANE_LABEL, deadline, freePort, median, removeLabelled } from './lib.ts';
-import { TEST_ENV } from '../test/helpers/controllers.ts';
+import { benchDatabase, benchDatabaseUrl, CONTROL_PLANE_LABEL, deadline, median, removeLabelled, startReplica, type Replica } from './lib.ts';
 
 const DATABASE = 'cp_bench_failover';
 const KILLS = Number(process.env.KILLS ?? 10);
 const CASES = (process.env.CASES ?? 'killed,paused').split(',') as ('killed' | 'paused')[];
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
-
-interface Replica {
-  child: ChildProcess;
-  url: string;
-}
 
 /** What a replica's /metrics says of its leadership, or undefined when it does not answer. */
 async function leadership(replica: Replica): Promise<{ leader: boolean; term: number } | undefined> {
@@ -73,29 +66,11 @@ async function main(): Promise<void> {
 
   /** Starts a replica and waits until it answers /metrics. */
   const start = async (): Promise<Replica> => {
-    const port = await freePort();
-    const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], {
-      execArgv: ['--no-warnings=ExperimentalWarning'],
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        DATABASE_URL: benchDatabaseUrl(DATABASE),
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        LOG_LEVEL: 'warning',
-        ADMIN_TOKEN,
-        CONTROL_PLANE_ID: controlPlaneId,
-        ...TEST_ENV,
-      },
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    });
-    const replica = { child, url: `http://127.0.0.1:${port}` };
+    const replica = await startReplica(
+      { DATABASE_URL: benchDatabaseUrl(DATABASE), DATA_DIR: dataDir, ADMIN_TOKEN, CONTROL_PLANE_ID: controlPlaneId },
+      async (candidate) => (await leadership(candidate)) !== undefined,
+    );
     replicas.add(replica);
-    const until = Date.now() + 60_000;
-    while (!(await leadership(replica))) {
-      if (Date.now() > until) throw new Error(`the replica on ${replica.url} did not answer within 60 s`);
-      await sleep(50);
-    }
     return replica;
   };
 

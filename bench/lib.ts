@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -12,6 +12,8 @@ import { CONTROL_PLANE_LABEL, engineClient } from '../src/docker/docker-runtime.
 import { createRootLogger } from '../src/log.ts';
 import { SessionStore } from '../src/store/sessions.ts';
 import { sessionFor } from '../test/helpers/session.ts';
+import { TEST_ENV } from '../test/helpers/controllers.ts';
+import { freePort as freeLoopbackPort } from '../test/helpers/server.ts';
 
 /** The PostgreSQL server of the tests (scripts/provision.sh starts it). */
 export const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54329/postgres';
@@ -315,3 +317,34 @@ export const MID_SESSION_SQL = `
     status_message = CASE WHEN n % 6 = 4 THEN 'the editor did not answer its health check' ELSE '' END,
     last_activity_at = now() - n * interval '1 minute'
   FROM (SELECT id AS wid, row_number() OVER (ORDER BY slug) AS n FROM workspaces) AS numbered WHERE workspaces.id = wid`;
+
+/** A replica of the deployed server (bin/server.ts) in a process of its own, on a loopback port. */
+export interface Replica {
+  child: ChildProcess;
+  url: string;
+}
+
+/**
+ * Starts `bin/server.ts` (every part; LOG_LEVEL warning; the test image's settings) on a free
+ * loopback port with `env` (its database, data directory, secrets, control-plane id), its
+ * warnings on this process's stderr, and resolves once `ready(replica)` says so (polled every 50 ms,
+ * at most 60 s).
+ */
+export async function startReplica(env: Record<string, string>, ready: (replica: Replica) => Promise<boolean>): Promise<Replica> {
+  const port = await freeLoopbackPort();
+  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], {
+    execArgv: ['--no-warnings=ExperimentalWarning'],
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), LOG_LEVEL: 'warning', ...TEST_ENV, ...env },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const replica = { child, url: `http://127.0.0.1:${port}` };
+  const until = Date.now() + 60_000;
+  while (!(await ready(replica))) {
+    if (Date.now() > until) {
+      child.kill('SIGKILL');
+      throw new Error(`the replica on ${replica.url} was not ready within 60 s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return replica;
+}

@@ -17,7 +17,6 @@
  *
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/revocation.ts   (ROUNDS=…, CUT_ROUNDS=…, TUNNELS=…)
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -27,19 +26,24 @@ import WebSocket from 'ws';
 import { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { createStore } from '../src/store/index.ts';
-import { benchDatabase, benchDatabaseUrl, CONTROL_PLANE_LABEL, deadline, freePort, median, percentile, removeLabelled, signedSessionCookie } from './lib.ts';
-import { TEST_ENV } from '../test/helpers/controllers.ts';
+import {
+  benchDatabase,
+  benchDatabaseUrl,
+  CONTROL_PLANE_LABEL,
+  deadline,
+  median,
+  percentile,
+  removeLabelled,
+  signedSessionCookie,
+  startReplica,
+  type Replica,
+} from './lib.ts';
 
 const DATABASE = 'cp_bench_revocation';
 const ROUNDS = Number(process.env.ROUNDS ?? 10);
 const CUT_ROUNDS = Number(process.env.CUT_ROUNDS ?? 5);
 const TUNNELS = Number(process.env.TUNNELS ?? 50);
 const SESSION_SECRET = randomBytes(24).toString('hex');
-
-interface Replica {
-  child: ChildProcess;
-  url: string;
-}
 
 /** Opens a WebSocket to `url` and resolves once it has echoed one message. */
 async function openEchoing(url: string, cookie: string, origin: string): Promise<WebSocket> {
@@ -67,34 +71,15 @@ async function main(): Promise<void> {
   cleanups.push(async () => replicas.forEach((replica) => replica.child.kill('SIGKILL')));
 
   const start = async (): Promise<Replica> => {
-    const port = await freePort();
-    const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], {
-      execArgv: ['--no-warnings=ExperimentalWarning'],
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        DATABASE_URL: benchDatabaseUrl(DATABASE),
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        LOG_LEVEL: 'warning',
-        SESSION_SECRET,
-        CONTROL_PLANE_ID: controlPlaneId,
-        ...TEST_ENV,
-      },
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    });
-    const replica = { child, url: `http://127.0.0.1:${port}` };
+    const replica = await startReplica(
+      { DATABASE_URL: benchDatabaseUrl(DATABASE), DATA_DIR: dataDir, SESSION_SECRET, CONTROL_PLANE_ID: controlPlaneId },
+      (candidate) =>
+        fetch(`${candidate.url}/healthz`).then(
+          (response) => response.ok,
+          () => false,
+        ),
+    );
     replicas.push(replica);
-    const until = Date.now() + 60_000;
-    while (
-      !(await fetch(`${replica.url}/healthz`).then(
-        (response) => response.ok,
-        () => false,
-      ))
-    ) {
-      if (Date.now() > until) throw new Error(`the replica on ${replica.url} did not answer within 60 s`);
-      await sleep(50);
-    }
     return replica;
   };
 
