@@ -15,14 +15,25 @@ import { isTerminal, type RunRecord } from '../src/store/runs.ts';
 /** How often an idle stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;
 
-/** What streams of run output hear of new output: one subscription to the feed, handed out by run. */
+/**
+ * What streams of run output hear of new output: one subscription to the feed, handed out by run.
+ * The leader's collector hands its pieces to its own process with their text; the other replicas
+ * hear the `output` signal, an event with no text that ends where the kept output now ends (their
+ * streams read the rest from the database).
+ */
 export class RunOutputHub {
   private readonly listeners = new Map<string, Set<(event: RunOutputEvent) => void>>();
   private readonly unsubscribe: () => void;
+  private readonly unsubscribeSignal: () => void;
 
   constructor(changes: ChangeFeed) {
-    this.unsubscribe = changes.subscribeOutput((event) => {
+    const tell = (event: RunOutputEvent) => {
       for (const listener of this.listeners.get(event.runId) ?? []) listener(event);
+    };
+    this.unsubscribe = changes.subscribeOutput(tell);
+    this.unsubscribeSignal = changes.subscribeSignal('output', (payload) => {
+      const [runId, end] = payload.split(' ');
+      if (runId && Number.isSafeInteger(Number(end))) tell({ runId, offset: Number(end), text: '' });
     });
   }
 
@@ -39,6 +50,7 @@ export class RunOutputHub {
 
   close(): void {
     this.unsubscribe();
+    this.unsubscribeSignal();
     this.listeners.clear();
   }
 }

@@ -21,10 +21,12 @@ const CHANNEL_PREFIX = 'cp_';
 
 /**
  * Signals: what is not a change of state but every replica must hear, each on a channel of its own:
- * `session_ended` (a sign-out; payload sessionDigest of the session's id: the id is a credential)
- * and `refusal` (a student refused at the cap; payload the refusal's id).
+ * `session_ended` (a sign-out; payload sessionDigest of the session's id: the id is a credential),
+ * `refusal` (a student refused at the cap; payload the refusal's id) and `output` (a piece of a
+ * run's output kept; payload `<run id> <offset where its kept output now ends>`: the text is read
+ * from the database, a NOTIFY carries at most 8,000 bytes).
  */
-export const SIGNALS = ['session_ended', 'refusal'] as const;
+export const SIGNALS = ['session_ended', 'refusal', 'output'] as const;
 export type Signal = (typeof SIGNALS)[number];
 
 /** The NOTIFY channel of a signal. */

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { Change, ChangeFeed } from '../db/changes.ts';
+import { signalChannel, type Change, type ChangeFeed } from '../db/changes.ts';
 import { queryRows, type Queryable } from '../db/sql.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { isUuid } from './ids.ts';
@@ -335,14 +335,17 @@ export class RunStore {
    */
   async appendOutput(pieces: OutputPiece[]): Promise<Set<string>> {
     if (pieces.length === 0) return new Set();
+    // Lengths as JavaScript counts them (UTF-16 code units: an emoji is 2), which every offset is in;
+    // PostgreSQL's length() counts code points. Each piece kept is signalled (`output`) to every replica.
     const rows: { id: string }[] = await fencedWrite(this.db, this.fence, (db) =>
       db.query(
         `WITH piece AS (
-         SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::bigint[], $5::boolean[]) AS p (id, start_offset, text, source_bytes, truncated)
+         SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::bigint[], $5::boolean[], $6::int[]) AS p (id, start_offset, text, source_bytes, truncated, units)
        ), grown AS (
-         UPDATE runs SET output_length = piece.start_offset + length(piece.text), output_source_bytes = piece.source_bytes, output_truncated = piece.truncated
+         UPDATE runs SET output_length = piece.start_offset + piece.units, output_source_bytes = piece.source_bytes, output_truncated = piece.truncated
          FROM piece WHERE runs.id = piece.id AND runs.output_length = piece.start_offset
-         RETURNING runs.id, piece.start_offset, piece.text
+         RETURNING runs.id, piece.start_offset, piece.text,
+           CASE WHEN piece.units > 0 THEN pg_notify($7, runs.id::text || ' ' || (piece.start_offset + piece.units)::text) END
        ), kept AS (
          INSERT INTO run_output (run_id, start_offset, text) SELECT id, start_offset, text FROM grown WHERE text <> ''
        )
@@ -353,6 +356,8 @@ export class RunStore {
           pieces.map((piece) => piece.text),
           pieces.map((piece) => piece.sourceBytes),
           pieces.map((piece) => piece.truncated),
+          pieces.map((piece) => piece.text.length),
+          signalChannel('output'),
         ],
       ),
     );
@@ -371,7 +376,11 @@ export class RunStore {
    */
   async outputFrom(id: string, offset: number, maxChars = 256 * 1024): Promise<OutputChunk[]> {
     const rows: { start_offset: number; text: string }[] = await this.db.query(
-      `SELECT start_offset, text FROM run_output WHERE run_id = $1 AND start_offset + length(text) > $2 ORDER BY start_offset LIMIT $3`,
+      // From the last chunk that starts at or before `offset` (the chunks' ends are not in the table,
+      // and PostgreSQL's length() is not the offsets' unit).
+      `SELECT start_offset, text FROM run_output
+        WHERE run_id = $1 AND start_offset >= coalesce((SELECT max(start_offset) FROM run_output WHERE run_id = $1 AND start_offset <= $2), 0)
+        ORDER BY start_offset LIMIT $3`,
       [id, offset, 2000],
     );
     const chunks: OutputChunk[] = [];
@@ -379,6 +388,7 @@ export class RunStore {
     for (const row of rows) {
       const skip = Math.max(0, offset - row.start_offset);
       const text = row.text.slice(skip);
+      if (text === '') continue;
       chunks.push({ offset: row.start_offset + skip, text });
       total += text.length;
       if (total >= maxChars) break;

@@ -4,8 +4,8 @@
  * real app on real PostgreSQL (the second hearing the first through LISTEN, as a replica does):
  * the rate limits' counters (failures on one count on the other), the students refused at the cap
  * (the other replica's panel lists them and its event stream tells them), the observed status
- * (NOTIFYed, so the other replica's caches and panels hear it), and a resync of the open panels when
- * a replica's change listener comes back.
+ * (NOTIFYed, so the other replica's caches and panels hear it), a resync of the open panels when
+ * a replica's change listener comes back, and a run's output streamed live from either replica.
  */
 import http from 'node:http';
 import { ChangeFeed, type Change } from '../../src/db/changes.ts';
@@ -102,10 +102,27 @@ it("shows on one replica's Overview the orphans the leader found", async () => {
   expect([overview.orphansSeen, overview.orphanVolumesSeen]).toEqual([2, 1]);
 });
 
-/** Opens `/admin/events` on `url` with the admin token; resolves once the stream's first comment arrived. */
-function openEvents(url: string): Promise<{ text: () => string; close: () => void }> {
+it("streams a run's output live on a replica that does not collect it (the leader's pieces are signalled, read from the database)", async () => {
+  const ada = await newStudent(a.store, 'ada-output', tag);
+  const [run] = (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'running', 'running') RETURNING id", [
+    ada.workspace.id,
+  ])) as { id: string }[];
+  const output = await openEvents(b.url, `/u/${ada.workspace.slug}/api/runs/${run!.id}/output`, { cookie: ada.cookie });
+  try {
+    // Kept as the leader's collector keeps it; nothing else changes (no status to read again on).
+    await a.store.runs.appendOutput([{ runId: run!.id, offset: 0, text: 'tick 1\n', sourceBytes: 7, truncated: false }]);
+    await eventually('the piece on B', async () => output.text().includes('"text":"tick 1\\n"'));
+    await a.store.runs.appendOutput([{ runId: run!.id, offset: 7, text: 'tick 2\n', sourceBytes: 14, truncated: false }]);
+    await eventually('the next piece on B', async () => output.text().includes('{"offset":7,"text":"tick 2\\n"}'));
+  } finally {
+    output.close();
+  }
+});
+
+/** Opens an event stream (`/admin/events` with the admin token, unless told); resolves once the stream's first comment arrived. */
+function openEvents(url: string, path = '/admin/events', headers: Record<string, string> = admin): Promise<{ text: () => string; close: () => void }> {
   return new Promise((resolve, reject) => {
-    const request = http.get({ host: '127.0.0.1', port: new URL(url).port, path: '/admin/events', headers: admin }, (response) => {
+    const request = http.get({ host: '127.0.0.1', port: new URL(url).port, path, headers }, (response) => {
       if (response.statusCode !== 200) return reject(new Error(`status ${response.statusCode}`));
       let text = '';
       response.on('data', (chunk: Buffer) => {

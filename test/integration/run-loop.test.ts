@@ -266,6 +266,27 @@ describe("a run's output", () => {
     expect(await runOf(eveRun.id)).toMatchObject({ outputLength: 8, outputSourceBytes: 8 });
   });
 
+  it('counts offsets as the streams do, in UTF-16 code units: after a robot that prints an emoji, the next piece goes on and a stream from inside it reads on', async () => {
+    const ada = await newStudent(harness.store, `ada${counter++}`, tag);
+    const [run] = (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'stopped', 'stopped') RETURNING id", [
+      ada.workspace.id,
+    ])) as { id: string }[];
+    const first = 'robot \u{1F916} ready\n';
+    expect(first.length).toBe(15);
+    const piece = (offset: number, text: string) => ({ runId: run!.id, offset, text, sourceBytes: Buffer.byteLength(text), truncated: false });
+    expect(await harness.store.runs.appendOutput([piece(0, first)])).toEqual(new Set([run!.id]));
+    expect(await harness.store.runs.appendOutput([piece(15, 'tick 1\n')])).toEqual(new Set([run!.id]));
+    expect((await runOf(run!.id)).outputLength).toBe(22);
+    expect(await harness.store.runs.outputText(run!.id)).toBe(`${first}tick 1\n`);
+    // From the last character of the first piece, and from the end of it: nothing lost, nothing twice.
+    expect(await harness.store.runs.outputFrom(run!.id, 14)).toEqual([
+      { offset: 14, text: '\n' },
+      { offset: 15, text: 'tick 1\n' },
+    ]);
+    expect(await harness.store.runs.outputFrom(run!.id, 15)).toEqual([{ offset: 15, text: 'tick 1\n' }]);
+    expect(await harness.store.runs.outputFrom(run!.id, 22)).toEqual([]);
+  });
+
   it('refuses what is not a run of this workspace, an offset that is not a number, and another student', async () => {
     runs = await startRuns(`${FAST} SIM_EXIT_AFTER_MS=200`);
     const ada = await runningStudent();

@@ -101,7 +101,7 @@ export class Classroom {
 
   /**
    * Follows a run's output from character `from`: `onOutput(offset, text)` for each piece as it is
-   * kept, then resolves with the run's end. Rejects when the connection breaks (the caller resumes
+   * kept, then resolves with the run's end. Rejects when the connection breaks or `onOutput` throws (the caller resumes
    * from the last offset it got); `signal` stops it.
    */
   async follow(runId: string, from: number, onOutput: (offset: number, text: string) => void, signal: AbortSignal): Promise<RunEnd> {
@@ -113,23 +113,25 @@ export class Classroom {
     if (!response.ok || !response.body) throw new ApiError(response.status, 'stream_refused', `The run's output could not be followed (${response.status}).`);
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = '';
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error('the output stream ended before the run did');
-      buffered += value;
-      let end = buffered.indexOf('\n\n');
-      while (end !== -1) {
-        const event = parseEvent(buffered.slice(0, end));
-        buffered = buffered.slice(end + 2);
-        if (event.type === 'output') {
-          const { offset, text } = JSON.parse(event.data) as { offset: number; text: string };
-          onOutput(offset, text);
-        } else if (event.type === 'end') {
-          void reader.cancel();
-          return JSON.parse(event.data) as RunEnd;
+    // However it ends (the run's end, a lost connection, a piece that does not follow on), it ends here.
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error('the output stream ended before the run did');
+        buffered += value;
+        let end = buffered.indexOf('\n\n');
+        while (end !== -1) {
+          const event = parseEvent(buffered.slice(0, end));
+          buffered = buffered.slice(end + 2);
+          if (event.type === 'output') {
+            const { offset, text } = JSON.parse(event.data) as { offset: number; text: string };
+            onOutput(offset, text);
+          } else if (event.type === 'end') return JSON.parse(event.data) as RunEnd;
+          end = buffered.indexOf('\n\n');
         }
-        end = buffered.indexOf('\n\n');
       }
+    } finally {
+      reader.cancel().catch(() => undefined);
     }
   }
 }

@@ -108,6 +108,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             run.id,
             current.received,
             (offset, text) => {
+              // A piece past what was received (never expected): this connection lost some, read again from there.
+              if (offset > current.received) throw new Error(`output from ${offset} after ${current.received}`);
               const fresh = text.slice(Math.max(0, current.received - offset));
               current.received = offset + text.length;
               current.text += fresh;
@@ -226,7 +228,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('classroom.run', async () => {
       try {
         const run = await classroom.run();
-        shown = undefined;
+        // (A poll during the request may already follow this run: one follower per channel.)
         follow(run);
         output.show(true);
       } catch (error) {
