@@ -16,15 +16,20 @@
 #                                POSTGRES_HOST_AUTH_METHOD (and their *_FILE forms),
 #                                /docker-entrypoint-initdb.d/*.sql|*.sql.gz|*.sh on first start only,
 #                                the server run as postgres, STOPSIGNAL SIGINT.
+#   classroom-base/haproxy:2.6   ~ haproxy:2.6: the same Debian root with Debian's haproxy (2.6),
+#                                run as the user haproxy, the configuration at
+#                                /usr/local/etc/haproxy/haproxy.cfg, the master-worker mode in the
+#                                foreground (-W -db), STOPSIGNAL SIGUSR1 (a soft stop: open
+#                                connections finish). compose.replicas.yaml's load balancer.
 #
 # Use them with NODE_IMAGE=classroom-base/node:24 (Dockerfile build argument) and
-# POSTGRES_IMAGE=classroom-base/postgres:15 (compose.yaml). Tags: NODE_BASE_IMAGE_TAG,
-# POSTGRES_BASE_IMAGE_TAG. Mirrors: this machine's apt sources, or BASE_DEBIAN_MIRROR and
+# POSTGRES_IMAGE=classroom-base/postgres:15 (compose.yaml), HAPROXY_IMAGE=classroom-base/haproxy:2.6
+# (compose.replicas.yaml). Tags: NODE_BASE_IMAGE_TAG, POSTGRES_BASE_IMAGE_TAG, HAPROXY_BASE_IMAGE_TAG. Mirrors: this machine's apt sources, or BASE_DEBIAN_MIRROR and
 # BASE_DEBIAN_SECURITY_MIRROR.
 #
-# Idempotent: each image carries the label service.base-image-hash=<hash of its inputs>; when both
+# Idempotent: each image carries the label service.base-image-hash=<hash of its inputs>; when all
 # tags have their current hash nothing happens (well under a second, no output). The Debian roots
-# (about a minute: debootstrap, apt) are kept as images classroom-base/stage:{debian,postgres}-<hash
+# (about a minute: debootstrap, apt) are kept as images classroom-base/stage:{debian,postgres,haproxy}-<hash
 # of the function that makes them>, so that editing an entrypoint rebuilds in seconds. Building needs
 # root (debootstrap, chroot); checking that the images are up to date needs neither. Concurrent runs
 # are serialised with flock. One line per phase; on failure the tail of the failing step's log.
@@ -36,10 +41,11 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SCRIPT=build-base-images
 # shellcheck source=lib.sh
 . "$ROOT/scripts/lib.sh"
-clean_environment "$ROOT/scripts/$(basename "$0")" NODE_BASE_IMAGE_TAG POSTGRES_BASE_IMAGE_TAG BASE_DEBIAN_MIRROR BASE_DEBIAN_SECURITY_MIRROR BASE_IMAGES_CACHE
+clean_environment "$ROOT/scripts/$(basename "$0")" NODE_BASE_IMAGE_TAG POSTGRES_BASE_IMAGE_TAG HAPROXY_BASE_IMAGE_TAG BASE_DEBIAN_MIRROR BASE_DEBIAN_SECURITY_MIRROR BASE_IMAGES_CACHE
 
 NODE_TAG="${NODE_BASE_IMAGE_TAG:-classroom-base/node:24}"
 PG_TAG="${POSTGRES_BASE_IMAGE_TAG:-classroom-base/postgres:15}"
+HAPROXY_TAG="${HAPROXY_BASE_IMAGE_TAG:-classroom-base/haproxy:2.6}"
 SUITE=bookworm
 PG_MAJOR=15
 HASH_LABEL=service.base-image-hash
@@ -60,10 +66,11 @@ DEB_ARCH="$(dpkg --print-architecture 2>/dev/null || echo unknown)"
 
 # ---- the Debian roots (their source text is part of their cache key) ---------------------------
 
-# build_roots DIR: DIR/debian, a minimal bookworm root with its updates, and DIR/postgres, the same
-# with postgresql-$PG_MAJOR; both without apt's lists and caches, documentation, manuals or locales.
+# build_roots DIR: DIR/debian, a minimal bookworm root with its updates, DIR/postgres, the same
+# with postgresql-$PG_MAJOR, and DIR/haproxy, the same with haproxy; all without apt's lists and
+# caches, documentation, manuals or locales.
 build_roots() {
-  local r="$1/debian" p="$1/postgres"
+  local r="$1/debian" p="$1/postgres" h="$1/haproxy"
   mkdir -p "$1"
   debootstrap --variant=minbase --arch="$DEB_ARCH" "$SUITE" "$r" "$MIRROR" >>"$LOG" 2>&1 || fail "debootstrap $SUITE from $MIRROR failed"
   # What Debian's slim images leave out, also for every package installed from now on.
@@ -90,6 +97,7 @@ EOF
   umount "$r/proc"
   MOUNTED=""
   cp -a "$r" "$p"
+  cp -a "$r" "$h"
 
   # PostgreSQL as the official image installs it: a fixed uid, no cluster made by the package
   # (the entrypoint makes one in PGDATA), listening on every address of the container.
@@ -111,8 +119,19 @@ EOF
   umount "$p/proc"
   MOUNTED=""
 
+  # HAProxy as the official image runs it: its configuration where that image has it.
+  mount -t proc proc "$h/proc"
+  MOUNTED="$h/proc"
+  {
+    chroot "$h" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends haproxy &&
+      install -d -m 0755 "$h/usr/local/etc/haproxy" &&
+      install -d -o "$(chroot "$h" id -u haproxy)" -g "$(chroot "$h" id -g haproxy)" -m 0755 "$h/var/lib/haproxy"
+  } >>"$LOG" 2>&1 || fail "installing haproxy in the $SUITE chroot failed"
+  umount "$h/proc"
+  MOUNTED=""
+
   local d
-  for d in "$r" "$p"; do
+  for d in "$r" "$p" "$h"; do
     # Installed by debootstrap before the dpkg filters were in place, and build leftovers.
     find "$d/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
     find "$d/usr/share/doc" -mindepth 1 -type d -empty -delete
@@ -220,6 +239,15 @@ fi
 
 exec "$@"'
 
+# The official haproxy image's contract: the configuration at /usr/local/etc/haproxy/haproxy.cfg, run
+# as haproxy in master-worker mode in the foreground, a soft stop on SIGUSR1.
+HAPROXY_DOCKERFILE="FROM $STAGE_REPO:haproxy-KEY
+RUN haproxy -v
+USER haproxy
+WORKDIR /var/lib/haproxy
+STOPSIGNAL SIGUSR1
+CMD [\"haproxy\", \"-W\", \"-db\", \"-f\", \"/usr/local/etc/haproxy/haproxy.cfg\"]"
+
 PG_DOCKERFILE="FROM $STAGE_REPO:postgres-KEY
 ENV PG_MAJOR=$PG_MAJOR LANG=C.UTF-8 PGDATA=/var/lib/postgresql/data \\
     PATH=/usr/lib/postgresql/$PG_MAJOR/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -233,11 +261,12 @@ CMD [\"postgres\"]"
 
 # ---- keys --------------------------------------------------------------------------------------
 ROOTS_KEY="$({
-  echo "roots $SUITE $DEB_ARCH postgresql-$PG_MAJOR"
+  echo "roots $SUITE $DEB_ARCH postgresql-$PG_MAJOR haproxy"
   declare -f build_roots
 } | hash16)"
 NODE_DOCKERFILE="${NODE_DOCKERFILE/debian-KEY/debian-$ROOTS_KEY}"
 PG_DOCKERFILE="${PG_DOCKERFILE/postgres-KEY/postgres-$ROOTS_KEY}"
+HAPROXY_DOCKERFILE="${HAPROXY_DOCKERFILE/haproxy-KEY/haproxy-$ROOTS_KEY}"
 NODE_HASH="$({
   echo "node $ROOTS_KEY $NODE_VERSION npm $NPM_VERSION $NODE_BIN"
   printf '%s\n' "$NODE_DOCKERFILE" "$NODE_ENTRYPOINT"
@@ -246,19 +275,23 @@ PG_HASH="$({
   echo "postgres $ROOTS_KEY"
   printf '%s\n' "$PG_DOCKERFILE" "$PG_ENTRYPOINT"
 } | hash16)"
+HAPROXY_HASH="$({
+  echo "haproxy $ROOTS_KEY"
+  printf '%s\n' "$HAPROXY_DOCKERFILE"
+} | hash16)"
 
 # ---- up to date? -------------------------------------------------------------------------------
 # up_to_date TAG HASH: the tag has the hash. (Not "any image with the label": every image built
 # FROM these inherits it.)
 up_to_date() { image_up_to_date "$HASH_LABEL" "$1" "$2"; }
-both_up_to_date() { up_to_date "$NODE_TAG" "$NODE_HASH" && up_to_date "$PG_TAG" "$PG_HASH"; }
+all_up_to_date() { up_to_date "$NODE_TAG" "$NODE_HASH" && up_to_date "$PG_TAG" "$PG_HASH" && up_to_date "$HAPROXY_TAG" "$HAPROXY_HASH"; }
 docker info >/dev/null 2>&1 || die "Docker Engine does not answer: start dockerd (scripts/provision.sh does)"
-both_up_to_date && exit 0
+all_up_to_date && exit 0
 
-[ "$(id -u)" = 0 ] || die "$NODE_TAG and $PG_TAG need building, which needs root (debootstrap, chroot, apt): run this script as root"
+[ "$(id -u)" = 0 ] || die "$NODE_TAG, $PG_TAG and $HAPROXY_TAG need building, which needs root (debootstrap, chroot, apt): run this script as root"
 CACHE="${BASE_IMAGES_CACHE:-/var/cache/classroom-base}"
 lock_cache
-both_up_to_date && exit 0
+all_up_to_date && exit 0
 clear_leftovers
 
 start_ms=$(now_ms)
@@ -279,7 +312,7 @@ build_image() {
   say "built $1 ($(image_size_mb "$1") MB)"
 }
 
-if ! stage_exists "debian-$ROOTS_KEY" || ! stage_exists "postgres-$ROOTS_KEY"; then
+if ! stage_exists "debian-$ROOTS_KEY" || ! stage_exists "postgres-$ROOTS_KEY" || ! stage_exists "haproxy-$ROOTS_KEY"; then
   command -v debootstrap >/dev/null 2>&1 || {
     say "installing debootstrap"
     { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap; } >>"$LOG" 2>&1 || fail "installing debootstrap failed"
@@ -292,10 +325,11 @@ if ! stage_exists "debian-$ROOTS_KEY" || ! stage_exists "postgres-$ROOTS_KEY"; t
 deb ${MIRROR%/} $SUITE-updates main"
   [ -z "$SECURITY_MIRROR" ] || SOURCES_LIST+=$'\n'"deb ${SECURITY_MIRROR%/} $SUITE-security main"
   t=$(now_ms)
-  say "making the Debian $SUITE roots (debootstrap from $MIRROR, postgresql-$PG_MAJOR)"
+  say "making the Debian $SUITE roots (debootstrap from $MIRROR, postgresql-$PG_MAJOR, haproxy)"
   build_roots "$WORK/roots"
   import_root "$WORK/roots/debian" "$STAGE_REPO:debian-$ROOTS_KEY"
   import_root "$WORK/roots/postgres" "$STAGE_REPO:postgres-$ROOTS_KEY"
+  import_root "$WORK/roots/haproxy" "$STAGE_REPO:haproxy-$ROOTS_KEY"
   rm -rf "$WORK/roots"
   say "Debian roots ready in $(since "$t")"
   # Stages of earlier versions of this script are of no further use.
@@ -320,5 +354,11 @@ if ! up_to_date "$PG_TAG" "$PG_HASH"; then
   chmod 0755 "$ctx/docker-entrypoint.sh"
   printf '%s\n' "$PG_DOCKERFILE" >"$ctx/Dockerfile"
   build_image "$PG_TAG" "$PG_HASH" "$ctx"
+fi
+if ! up_to_date "$HAPROXY_TAG" "$HAPROXY_HASH"; then
+  ctx="$WORK/haproxy"
+  mkdir -p "$ctx"
+  printf '%s\n' "$HAPROXY_DOCKERFILE" >"$ctx/Dockerfile"
+  build_image "$HAPROXY_TAG" "$HAPROXY_HASH" "$ctx"
 fi
 say "done in $(since "$start_ms")"

@@ -26,7 +26,7 @@ if docker info >/dev/null 2>&1; then
     docker images -q --filter "label=$label" | sort -u | xargs -r docker rmi -f >/dev/null 2>&1 || true
   done
   docker images --format '{{.Repository}}:{{.Tag}}' |
-    grep -E '^(classroom-workspace-stage|classroom-base/stage|classroom-base/node|classroom-base/postgres|classroom-control):' |
+    grep -E '^(classroom-workspace-stage|classroom-base/stage|classroom-base/node|classroom-base/postgres|classroom-base/haproxy|classroom-control):' |
     xargs -r docker rmi -f >/dev/null 2>&1 || true
   docker image prune -f >/dev/null
 fi

@@ -9,135 +9,47 @@
  * port, in the host's network namespace), and `compose down` removes it; the last test checks that
  * nothing is left. The images stay, as the test image does, for the next run.
  */
-import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { engineClient } from '../../src/docker/docker-runtime.ts';
-import { removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
+import { removeEverything } from '../helpers/controllers.ts';
+import { buildImages, CONTROL_IMAGE as IMAGE, deployment, ok, run, type Deployment } from '../helpers/compose.ts';
 import { freePort } from '../helpers/server.ts';
 
-const IMAGE = 'classroom-control:test';
-const POSTGRES_IMAGE = 'classroom-base/postgres:15';
-const root = path.resolve(import.meta.dirname, '../..');
 const docker = engineClient();
-// Also the control plane's CONTROL_PLANE_ID (its containers are told from other runs' by it).
-const project = `compose-${process.pid}-${Date.now().toString(36)}`;
-const workspaceNetwork = `${project}-ws`;
 const dockerGid = statSync('/var/run/docker.sock').gid;
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a program to its end within timeoutMs (then it is killed): exit code and output, never a throw. */
-function run(file: string, args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(file, args, { cwd: root, env: options.env ?? process.env, timeout: options.timeoutMs, maxBuffer: 32 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      resolve({ code, stdout, stderr: error?.killed ? `${stderr}\n(killed after ${options.timeoutMs} ms)` : stderr });
-    });
-  });
-}
-
-/** Like run, but a non-zero exit is an error that carries the output. */
-async function ok(file: string, args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs: number }): Promise<string> {
-  const result = await run(file, args, options);
-  if (result.code !== 0) throw new Error(`${file} ${args.join(' ')} exited ${result.code}:\n${result.stdout}${result.stderr}`);
-  return result.stdout;
-}
-
-/**
- * Only what the deployment is given, so that nothing of this machine's environment (or a .env in
- * the checkout: compose is given an empty env file instead) leaks into the containers.
- */
-const composeEnv: NodeJS.ProcessEnv = {
-  PATH: process.env.PATH,
-  HOME: process.env.HOME,
-  ...(process.env.DOCKER_HOST ? { DOCKER_HOST: process.env.DOCKER_HOST } : {}),
-  COMPOSE_PROJECT_NAME: project,
-  CONTROL_IMAGE: IMAGE,
-  POSTGRES_IMAGE,
-  SESSION_SECRET: randomBytes(32).toString('hex'),
-  POSTGRES_PASSWORD: randomBytes(16).toString('hex'),
-  DOCKER_GID: String(dockerGid),
-  // The host's loopback; the ports are free ones, chosen before the start.
-  HOST: '127.0.0.1',
-  WORKSPACE_NETWORK: workspaceNetwork,
-  CONTROL_PLANE_ID: project,
-  // The stand-in editor: what is tested here is the deployment, not code-server.
-  WORKSPACE_IMAGE: TEST_IMAGE,
-};
-
-// Empty: a .env in the checkout is not this run's configuration.
-const scratch = mkdtempSync(path.join(tmpdir(), 'compose-test-'));
-const envFile = path.join(scratch, 'empty.env');
-writeFileSync(envFile, '');
-
-let composeCommand: string[] = [];
-/** `docker compose …` or `docker-compose …` on compose.yaml, as this run's project. */
-function compose(args: string[], timeoutMs: number): Promise<Result> {
-  const [file, ...first] = composeCommand;
-  return run(file!, [...first, '--env-file', envFile, '-f', path.join(root, 'compose.yaml'), '-p', project, ...args], { env: composeEnv, timeoutMs });
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The objects of this run's project, by compose's label, and the workspace network by name. */
-async function leftovers(): Promise<string[]> {
-  const filters = { label: [`com.docker.compose.project=${project}`] };
-  const [containers, volumes, networks] = await Promise.all([
-    docker.listContainers({ all: true, filters }),
-    docker.listVolumes({ filters }),
-    docker.listNetworks(),
-  ]);
-  return [
-    ...containers.map((c) => `container ${c.Names.join(',')}`),
-    ...(volumes.Volumes ?? []).map((v) => `volume ${v.Name}`),
-    ...networks.filter((n) => n.Labels?.['com.docker.compose.project'] === project || n.Name === workspaceNetwork).map((n) => `network ${n.Name}`),
-  ];
-}
-
+let deployed: Deployment;
+let project = '';
+let workspaceNetwork = '';
 let container = '';
 let base = '';
+const compose = (args: string[], timeoutMs: number) => deployed.compose(args, timeoutMs);
+const leftovers = () => deployed.leftovers();
 
 beforeAll(async () => {
-  if ((await run('docker', ['compose', 'version'], { timeoutMs: 10_000 })).code === 0) composeCommand = ['docker', 'compose'];
-  else if ((await run('docker-compose', ['version'], { timeoutMs: 10_000 })).code === 0) composeCommand = ['docker-compose'];
-  else throw new Error('neither `docker compose` nor `docker-compose` works: install Docker Compose (scripts/provision.sh does)');
-
   const [port, dbPort] = [await freePort(), await freePort()];
-  Object.assign(composeEnv, { PORT: String(port), DB_PORT: String(dbPort) });
+  // The host's loopback; the ports are free ones, chosen before the start.
+  deployed = await deployment(['compose.yaml'], { PORT: String(port), DB_PORT: String(dbPort) });
+  ({ project, workspaceNetwork } = deployed);
   base = `http://127.0.0.1:${port}`;
 
   // Provisioning built it (scripts/provision.sh): a no-op check then, well under a second. Run
   // alone on a fresh machine, about two minutes (Debian roots, npm ci).
-  await ok('bash', [path.join(root, 'scripts/build-control-image.sh')], {
-    env: { ...process.env, LOCAL_BASE: '1', CONTROL_IMAGE: IMAGE, NODE_IMAGE: '', NPM_REGISTRY: '' },
-    timeoutMs: 15 * 60_000,
-  });
+  await buildImages();
 
   const up = await compose(['up', '-d', '--no-build'], 180_000);
   if (up.code !== 0) throw new Error(`compose up failed (${up.code}):\n${up.stdout}${up.stderr}`);
-  const [control] = await docker.listContainers({
-    filters: { label: [`com.docker.compose.project=${project}`, 'com.docker.compose.service=control', 'com.docker.compose.oneoff=False'] },
-  });
+  const control = await deployed.container('control');
   if (!control) throw new Error('compose up made no control container');
-  container = control.Id;
+  container = control;
 }, 20 * 60_000);
 
 afterAll(async () => {
   // The last test does this and checks it; here only in case a test before it failed.
-  if (composeCommand.length > 0 && (await leftovers()).length > 0) await compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
-  await removeEverything(project);
-  await docker
-    .getNetwork(workspaceNetwork)
-    .remove()
-    .catch(() => undefined);
-  rmSync(scratch, { recursive: true, force: true });
+  await deployed?.cleanup();
 }, 150_000);
 
 test('the image holds the production dependencies and the sources only, runs bin/server as node, with a health check', async () => {

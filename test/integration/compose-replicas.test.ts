@@ -1,0 +1,195 @@
+/**
+ * Issue 23, the replicated deployment against real Docker, as an operator brings it up:
+ * compose.yaml with compose.replicas.yaml, i.e. PostgreSQL, two control-plane replicas on the
+ * host's loopback and HAProxy in front (the local base images: classroom-base/haproxy:2.6 is
+ * Debian's haproxy). Through the balancer a student signs in and reaches the editor; requests go
+ * to both replicas, one leads. The leader stopped (SIGTERM), then a rolling upgrade of both: no
+ * request through the balancer fails, the other replica leads, the student's workspace keeps its
+ * container. `compose down` leaves nothing.
+ */
+import { randomBytes } from 'node:crypto';
+import { buildImages, deployment, ok, type Deployment } from '../helpers/compose.ts';
+import { docker } from '../helpers/controllers.ts';
+import { freePort } from '../helpers/server.ts';
+
+const ADMIN_TOKEN = randomBytes(24).toString('hex');
+const METRICS_TOKEN = randomBytes(24).toString('hex');
+let deployed: Deployment;
+let base = '';
+/** Each replica's own address (on the host's loopback), by compose service. */
+const replica: Record<'control' | 'control-b', string> = { control: '', 'control-b': '' };
+let cookie = '';
+let slug = '';
+let editorContainer = '';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits for `probe` to hold, for at most `timeoutMs`; fails with what it last saw. */
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      if (await probe()) return;
+    } catch (error) {
+      last = String(error);
+    }
+    await sleep(250);
+  }
+  throw new Error(`${what}: not within ${timeoutMs} ms ${last}`);
+}
+
+/** What a replica's /metrics says of one metric, summed over its label sets whose labels contain `labels`. */
+async function metric(service: keyof typeof replica, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${replica[service]}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+    .filter((line) => line.includes(labels))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
+
+/** The replica that leads now (by its `leader` gauge), or undefined. */
+async function leader(): Promise<keyof typeof replica | undefined> {
+  for (const service of ['control', 'control-b'] as const) if ((await metric(service, 'leader').catch(() => 0)) === 1) return service;
+  return undefined;
+}
+
+/**
+ * GET requests through the balancer, one after another, until `during` has settled: how many were
+ * sent and which failed (not a 200). A student's page, the admin API and the health check in turn.
+ */
+async function steadyRequests(during: Promise<unknown>): Promise<{ sent: number; failed: string[] }> {
+  let done = false;
+  void during.finally(() => (done = true));
+  const targets: [string, Record<string, string>][] = [
+    [`${base}/u/${slug}/api/workspace`, { cookie }],
+    [`${base}/admin/status`, { authorization: `Bearer ${ADMIN_TOKEN}` }],
+    [`${base}/healthz`, {}],
+  ];
+  const failed: string[] = [];
+  let sent = 0;
+  // Bounded: the longest step (a replica's stop and a new one's start) takes well under this.
+  for (const deadline = Date.now() + 180_000; !done && Date.now() < deadline; sent++) {
+    const [url, headers] = targets[sent % targets.length]!;
+    try {
+      const answer = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
+      await answer.arrayBuffer();
+      if (answer.status !== 200) failed.push(`${url}: ${answer.status}`);
+    } catch (error) {
+      failed.push(`${url}: ${String(error)}`);
+    }
+  }
+  await during;
+  return { sent, failed };
+}
+
+/** The student's editor container: its id and when it started. */
+async function editor(): Promise<{ id: string; startedAt: string }> {
+  const info = await docker.getContainer(editorContainer).inspect();
+  return { id: info.Id, startedAt: info.State.StartedAt };
+}
+
+beforeAll(async () => {
+  const [port, dbPort, portA, portB] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  base = `http://127.0.0.1:${port}`;
+  replica.control = `http://127.0.0.1:${portA}`;
+  replica['control-b'] = `http://127.0.0.1:${portB}`;
+  deployed = await deployment(['compose.yaml', 'compose.replicas.yaml'], {
+    PORT: String(port),
+    DB_PORT: String(dbPort),
+    CONTROL_A_PORT: String(portA),
+    CONTROL_B_PORT: String(portB),
+    HAPROXY_IMAGE: 'classroom-base/haproxy:2.6',
+    PUBLIC_URL: base,
+    ADMIN_TOKEN,
+    METRICS_TOKEN,
+  });
+  await buildImages();
+  const up = await deployed.compose(['up', '-d', '--no-build'], 180_000);
+  if (up.code !== 0) throw new Error(`compose up failed (${up.code}):\n${up.stdout}${up.stderr}`);
+}, 20 * 60_000);
+
+afterAll(async () => {
+  await deployed?.cleanup();
+}, 150_000);
+
+it('serves through the balancer once both replicas answer, one of them leading', async () => {
+  await until('/healthz through the balancer', async () => (await fetch(`${base}/healthz`)).status === 200, 90_000);
+  for (const service of ['control', 'control-b'] as const) {
+    await until(`${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
+  }
+  await until('a leader', async () => (await leader()) !== undefined, 30_000);
+  const gauges = await Promise.all((['control', 'control-b'] as const).map((service) => metric(service, 'leader')));
+  expect(gauges.toSorted((x, y) => x - y)).toEqual([0, 1]);
+  // Only the balancer is reachable from outside the host's loopback, as the single control plane was.
+  const { HostConfig } = await docker.getContainer((await deployed.container('lb'))!).inspect();
+  expect(HostConfig.NetworkMode).toBe('host');
+}, 150_000);
+
+it('signs a student in through the balancer and serves the editor, the requests spread over both replicas', async () => {
+  const control = (await deployed.container('control'))!;
+  const email = `ada-${deployed.project}@school.test`;
+  await ok('docker', ['exec', control, 'cli', 'allowlist', 'add', email], { timeoutMs: 60_000 });
+  const link = (await ok('docker', ['exec', control, 'cli', 'users', 'sign-in-link', email], { timeoutMs: 60_000 })).split('\n')[0]!;
+  // PUBLIC_URL: the balancer's address, whichever replica made the link.
+  expect(link.startsWith(`${base}/auth/link/`)).toBe(true);
+  const signedIn = await fetch(link, { method: 'POST', headers: { origin: base }, redirect: 'manual' });
+  expect(signedIn.status).toBe(303);
+  cookie = signedIn.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0])
+    .join('; ');
+  slug = email.split('@')[0]!;
+  expect((await fetch(`${base}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { cookie, origin: base } })).status).toBe(202);
+  await until(
+    'the editor through the balancer',
+    async () => (await (await fetch(`${base}/u/${slug}/`, { headers: { cookie } })).text()).includes('editor stand-in'),
+    90_000,
+  );
+  const [found] = await docker.listContainers({ filters: { label: [`service.control-plane=${deployed.project}`, 'service.role=code'] } });
+  editorContainer = found!.Id;
+
+  // The student's API, through the balancer twenty times: both replicas answered some.
+  const counted = (service: keyof typeof replica) => metric(service, 'http_request_duration_seconds_count', 'route="/u/:slug/api/workspace"');
+  const before = await Promise.all((['control', 'control-b'] as const).map(counted));
+  for (let i = 0; i < 20; i++) expect((await fetch(`${base}/u/${slug}/api/workspace`, { headers: { cookie } })).status).toBe(200);
+  const after = await Promise.all((['control', 'control-b'] as const).map(counted));
+  expect(after[0]! + after[1]! - before[0]! - before[1]!).toBe(20);
+  expect(after[0]! - before[0]!).toBeGreaterThan(0);
+  expect(after[1]! - before[1]!).toBeGreaterThan(0);
+}, 180_000);
+
+it('loses no request through the balancer when the leader is stopped, and the other replica leads; the workspace keeps its container', async () => {
+  const was = (await leader())!;
+  const other = was === 'control' ? 'control-b' : 'control';
+  const before = await editor();
+  const { sent, failed } = await steadyRequests(deployed.compose(['stop', '-t', '30', was], 60_000));
+  expect(failed).toEqual([]);
+  expect(sent).toBeGreaterThan(10);
+  await until(`${other} to lead`, async () => (await leader()) === other, 30_000);
+  expect(await editor()).toEqual(before);
+  expect((await deployed.compose(['start', was], 60_000)).code).toBe(0);
+  await until(`${was}'s /healthz`, async () => (await fetch(`${replica[was]}/healthz`)).status === 200, 90_000);
+}, 240_000);
+
+it('upgrades one replica at a time (docs/operations.md) without a failed request or a restarted workspace', async () => {
+  const before = await editor();
+  for (const service of ['control-b', 'control'] as const) {
+    const step = (async () => {
+      const recreated = await deployed.compose(['up', '-d', '--no-build', '--no-deps', '--force-recreate', service], 120_000);
+      if (recreated.code !== 0) throw new Error(`recreating ${service} failed:\n${recreated.stdout}${recreated.stderr}`);
+      await until(`the new ${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
+    })();
+    const { failed } = await steadyRequests(step);
+    expect({ service, failed }).toEqual({ service, failed: [] });
+  }
+  await until('a leader', async () => (await leader()) !== undefined, 30_000);
+  expect(await editor()).toEqual(before);
+}, 400_000);
+
+it('compose down removes every container, volume and network it made', async () => {
+  const down = await deployed.compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
+  expect(down.code).toBe(0);
+  expect(await deployed.leftovers()).toEqual([`network ${deployed.workspaceNetwork}`]);
+}, 150_000);
