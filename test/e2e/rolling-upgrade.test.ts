@@ -1,0 +1,189 @@
+/**
+ * Issue 23, the rolling upgrade with a real editor: two real server processes on one PostgreSQL
+ * behind HAProxy (classroom-base/haproxy:2.6, Debian's haproxy, configured by deploy/haproxy.cfg as
+ * compose.replicas.yaml does), the real workspace image (code-server with the classroom extension)
+ * open in Chromium through the balancer, and a run of the student's robot code going.
+ *
+ * The student types into a file and does not save. Each replica in turn is stopped with SIGTERM
+ * and a new one started in its place (operations.md, "A rolling upgrade"). Every WebSocket the
+ * editor had is closed on the way and VS Code opens new ones through the balancer to the other
+ * replica; then the student types more and saves: the file holds both. The workspace's editor
+ * container and the run's simulator container are the ones from before (never restarted), and the
+ * run is still running, its output still growing.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Page, WebSocket } from 'playwright-core';
+import type { DataSource } from 'typeorm';
+import { launchBrowser, quickOpen, withPage } from '../helpers/browser.ts';
+import { TEST_SESSION_SECRET } from '../helpers/app.ts';
+import { ROOT } from '../helpers/compose.ts';
+import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { openTestDatabase } from '../helpers/db.ts';
+import { freePort, startServer, type ServerProcess } from '../helpers/server.ts';
+import { newStudent, type Student } from '../helpers/workspaces.ts';
+
+const IMAGE = 'classroom-workspace:latest';
+const HAPROXY_IMAGE = 'classroom-base/haproxy:2.6';
+const HOME = '/home/student';
+const tag = Date.now().toString(36);
+const controlPlaneId = newControlPlaneId();
+let db: { url: string; dataSource: DataSource };
+let harness: Harness;
+let browser: Browser;
+let ada: Student;
+let lbUrl = '';
+let lbContainer = '';
+const ports: number[] = [];
+const replicas: ServerProcess[] = [];
+
+const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-rolling-'));
+writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
+const env = (port: number) => ({
+  DATABASE_URL: db.url,
+  PORT: String(port),
+  PUBLIC_URL: lbUrl,
+  TRUST_PROXY: 'true',
+  WORKSPACE_IMAGE: IMAGE,
+  // code-server needs far more than the test image's 64 MiB.
+  CODE_MEMORY_LIMIT: '1g',
+  WORKSPACE_NETWORK: TEST_ENV.WORKSPACE_NETWORK,
+  CONTROL_PLANE_ID: controlPlaneId,
+  SESSION_SECRET: TEST_SESSION_SECRET,
+  DATA_DIR,
+  LOG_LEVEL: 'info',
+});
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  harness = createHarness(db.dataSource, { controlPlaneId });
+  const [lbPort, portA, portB] = [await freePort(), await freePort(), await freePort()];
+  ports.push(portA, portB);
+  lbUrl = `http://127.0.0.1:${lbPort}`;
+  for (const port of ports) replicas.push(await startServer(env(port)));
+  // The balancer as compose.replicas.yaml runs it: the host's network, the shipped configuration.
+  const lb = await docker.createContainer({
+    Image: HAPROXY_IMAGE,
+    name: `${controlPlaneId}-lb`,
+    Env: [`LB_HOST=127.0.0.1`, `LB_PORT=${lbPort}`, `CONTROL_A_PORT=${portA}`, `CONTROL_B_PORT=${portB}`],
+    HostConfig: { NetworkMode: 'host', Binds: [`${path.join(ROOT, 'deploy/haproxy.cfg')}:/usr/local/etc/haproxy/haproxy.cfg:ro`] },
+  });
+  lbContainer = lb.id;
+  await lb.start();
+  await eventually('the balancer to answer', async () => (await fetch(`${lbUrl}/healthz`).catch(() => undefined))?.status === 200, 30_000);
+  ada = await newStudent(harness.store, 'ada', tag);
+  browser = await launchBrowser();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  for (const replica of replicas) await replica.stop('SIGKILL');
+  if (lbContainer) await docker.getContainer(lbContainer).remove({ force: true });
+  await removeEverything(controlPlaneId);
+  await db?.dataSource.destroy();
+}, 60_000);
+
+/** A container's id and when it started (a restarted container starts again; a replaced one has another id). */
+async function started(id: string): Promise<{ id: string; startedAt: string }> {
+  const info = await docker.getContainer(id).inspect();
+  return { id: info.Id, startedAt: info.State.StartedAt };
+}
+
+/** The one running container with these labels. */
+async function runningContainer(...labels: string[]): Promise<string> {
+  const found = await docker.listContainers({ filters: { label: labels, status: ['running'] } });
+  if (found.length !== 1) throw new Error(`${found.length} running containers labelled ${labels.join(', ')}`);
+  return found[0]!.Id;
+}
+
+/** The student's editor container. */
+const editorContainer = () => runningContainer(`service.workspace-id=${ada.workspace.id}`, 'service.role=code');
+
+async function fileInWorkspace(file: string): Promise<string> {
+  const { code, output } = await execIn(await editorContainer(), ['cat', file]);
+  if (code !== 0) throw new Error(`cat ${file} exited ${code}: ${output}`);
+  return output;
+}
+
+/**
+ * Replaces replica `index` as an upgrade does: SIGTERM (it exits by itself), then a new server on
+ * the same port, which the balancer takes back once its /healthz answers (two checks a second apart).
+ */
+async function upgrade(index: number): Promise<void> {
+  expect(await replicas[index]!.stop('SIGTERM')).toBe(0);
+  replicas[index] = await startServer(env(ports[index]!));
+}
+
+it('upgrades both replicas under an open editor and a going run: the editor reconnects, the unsaved edit is saved whole, nothing restarts', async () => {
+  await withPage(browser, async (page: Page) => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const sockets: WebSocket[] = [];
+    page.on('websocket', (socket) => sockets.push(socket));
+    await page
+      .context()
+      .addCookies(ada.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: lbUrl })));
+
+    // The workspace page through the balancer; Open; the editor.
+    await page.goto(`${lbUrl}/u/${ada.workspace.slug}/`);
+    await page.getByRole('button', { name: 'Open' }).click();
+    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 120_000 });
+    await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+    const editorBefore = await started(await editorContainer());
+
+    // Typed, not saved.
+    await quickOpen(page, 'Robot.java');
+    const editor = page.locator('.editor-instance .monaco-editor').first();
+    await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type(`\n// before the upgrade ${tag}`);
+    const robot = `${HOME}/src/main/java/frc/robot/Robot.java`;
+    await page.locator('.view-line', { hasText: `// before the upgrade ${tag}` }).waitFor();
+    expect(await fileInWorkspace(robot)).not.toContain(`before the upgrade ${tag}`);
+
+    // A run going, started as the editor's Run does (the student API through the balancer).
+    const answer = await fetch(`${lbUrl}/u/${ada.workspace.slug}/api/runs`, { method: 'POST', headers: { cookie: ada.cookie, origin: lbUrl } });
+    expect(answer.status).toBe(202);
+    const runId = ((await answer.json()) as { run: { id: string } }).run.id;
+    await eventually('the run running', async () => (await harness.store.runs.get(runId))?.status === 'running', 180_000);
+    const simBefore = await started(await runningContainer(`service.run-id=${runId}`));
+
+    // One replica at a time; after each, the editor is connected again (each WebSocket closed by
+    // the stop replaced by a new one through the balancer) before the next goes.
+    const first = sockets.filter((socket) => !socket.isClosed());
+    expect(first.length).toBeGreaterThan(0);
+    for (const index of [0, 1]) {
+      const open = sockets.filter((socket) => !socket.isClosed());
+      const count = sockets.length;
+      await upgrade(index);
+      await eventually(
+        `the editor connected again after replica ${index}'s upgrade`,
+        async () => sockets.slice(count).filter((socket) => !socket.isClosed()).length >= open.filter((socket) => socket.isClosed()).length,
+        60_000,
+      );
+    }
+    // Every WebSocket the editor had went down with its replica; it has new ones.
+    await eventually(
+      'the first WebSockets all closed, new ones open',
+      async () => first.every((socket) => socket.isClosed()) && sockets.some((socket) => !socket.isClosed()),
+      60_000,
+    );
+    expect(sockets.every((socket) => socket.url().startsWith(`ws://127.0.0.1:${new URL(lbUrl).port}/u/${ada.workspace.slug}/`))).toBe(true);
+
+    // More typing, then Save: the file holds the edit from before the upgrade and the one after.
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type(`\n// after the upgrade ${tag}`);
+    await page.keyboard.press('Control+S');
+    await eventually('the edit saved', async () => (await fileInWorkspace(robot)).includes(`after the upgrade ${tag}`), 30_000);
+    expect(await fileInWorkspace(robot)).toMatch(new RegExp(`// before the upgrade ${tag}\\n// after the upgrade ${tag}`));
+
+    // Nothing was restarted: the same editor container, the same simulator, the run still going.
+    expect(await started(await editorContainer())).toEqual(editorBefore);
+    expect(await started(await runningContainer(`service.run-id=${runId}`))).toEqual(simBefore);
+    const run = (await harness.store.runs.get(runId))!;
+    expect(run.status).toBe('running');
+    await eventually('the run output still growing', async () => (await harness.store.runs.get(runId))!.outputLength > run.outputLength, 30_000);
+  });
+}, 600_000);
