@@ -88,7 +88,13 @@ export interface AppHandlers {
   upgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** The HTTP server's 'clientError' listener: requests Node could not read (headers too large: a cookie bomb). */
   clientError: (error: Error, socket: Duplex) => void;
-  /** Releases the proxy's upstream connections and subscriptions. */
+  /**
+   * Ends what a request holds open for long (proxied WebSockets, the panel's event streams), so
+   * that the HTTP server can close while the other requests finish: proxied HTTP is still
+   * forwarded (a shutdown's first step).
+   */
+  endStreams: () => void;
+  /** Releases the proxy's upstream connections and subscriptions (once the HTTP server has closed). */
   close: () => void;
 }
 
@@ -281,6 +287,10 @@ export function createApp(deps: AppDeps): AppHandlers {
       answerClientError(error, socket, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`], (request) =>
         httpLog.warning(request, 'refused a request whose headers are too large (too many or too large cookies?) with a page that clears them'),
       );
+    },
+    endStreams: () => {
+      proxy.endTunnels();
+      live.close();
     },
     close: () => {
       stopFollowingAllowlist?.();

@@ -326,15 +326,15 @@ export interface Replica {
 
 /**
  * Starts `bin/server.ts` (every part; LOG_LEVEL warning; the test image's settings) on a free
- * loopback port with `env` (its database, data directory, secrets, control-plane id), its
+ * loopback port (or `env.PORT`: a replica started again where a balancer expects it) with `env` (its database, data directory, secrets, control-plane id), its
  * warnings on this process's stderr, and resolves once `ready(replica)` says so (polled every 50 ms,
  * at most 60 s).
  */
 export async function startReplica(env: Record<string, string>, ready: (replica: Replica) => Promise<boolean>): Promise<Replica> {
-  const port = await freeLoopbackPort();
+  const port = env.PORT ? Number(env.PORT) : await freeLoopbackPort();
   const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], {
     execArgv: ['--no-warnings=ExperimentalWarning'],
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), LOG_LEVEL: 'warning', ...TEST_ENV, ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warning', ...TEST_ENV, ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const replica = { child, url: `http://127.0.0.1:${port}` };

@@ -441,13 +441,15 @@ async function sessionSecret(config: Config, authLog: Logger): Promise<string> {
 }
 
 /**
- * Stops accepting connections, ends proxied WebSockets (browsers reconnect to the next process),
- * closes keep-alive sockets as they become idle, and after the grace period closes whatever is left.
+ * Stops accepting connections, ends proxied WebSockets (browsers reconnect to the next process) and
+ * event streams, lets in-flight requests finish (proxied ones too: the editor's answer is still
+ * passed on), closes keep-alive sockets as they become idle, and after the grace period closes
+ * whatever is left; then releases the proxy's upstream connections.
  */
 async function closeGracefully(server: http.Server, handlers: AppHandlers, log: Logger): Promise<void> {
   log.info('shutting down: no new connections, waiting for in-flight requests');
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  handlers.close();
+  handlers.endStreams();
   const reaper = setInterval(() => server.closeIdleConnections(), 50);
   const grace = setTimeout(() => {
     log.warning({ graceMs: SHUTDOWN_GRACE_MS }, 'in-flight requests still open after the grace period, closing them');
@@ -456,6 +458,7 @@ async function closeGracefully(server: http.Server, handlers: AppHandlers, log: 
   await closed;
   clearInterval(reaper);
   clearTimeout(grace);
+  handlers.close();
 }
 
 /** Whether a process with this pid runs on this host (one of another user's still counts). */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Brings up what the test suite needs on this machine, installing from Debian's packages when
 # missing: a PostgreSQL server on 127.0.0.1:${TEST_PG_PORT:-54329} (trust auth, loopback only,
-# durability off: it only holds throwaway test databases), a Docker Engine, Chromium and Docker
-# Compose; then builds every image the tests use (the test image, the workspace image, the
-# production images of the compose test), so that no image is built while tests run. Idempotent
+# durability off: it only holds throwaway test databases), a Docker Engine, Chromium, Docker
+# Compose, Prometheus and PgBouncer; then builds every image the tests use (the test image, the
+# workspace image, the production images of the compose tests), so that no image is built while
+# tests run. Idempotent
 # and quick when all is there (each build script is a no-op when its image is up to date). Needs
 # root to install; otherwise says what to install. Prints how long each phase took when any did.
 set -euo pipefail
@@ -86,19 +87,32 @@ provision_compose() {
   apt_install --no-install-recommends docker-compose
 }
 
-# Prometheus and promtool (test/integration/monitoring.test.ts: the shipped alerting rules' unit
-# tests, and a real Prometheus scraping a control plane). Debian's package starts its own service
-# where an init system runs; policy-rc.d keeps it from starting any here, and none runs after.
-provision_prometheus() {
-  if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then return; fi
-  need_root Prometheus "Debian package prometheus"
-  say "installing Prometheus (for the monitoring test)"
+# apt_install_no_services PACKAGE…: installs Debian packages whose maintainer scripts would start
+# their own service where an init system runs; policy-rc.d keeps them from starting any here.
+apt_install_no_services() {
   local policy=/usr/sbin/policy-rc.d created=0
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && created=1
   fi
-  apt_install --no-install-recommends prometheus
+  apt_install --no-install-recommends "$@"
   [ "$created" = 0 ] || rm -f "$policy"
+}
+
+# Prometheus and promtool (test/integration/monitoring.test.ts: the shipped alerting rules' unit
+# tests, and a real Prometheus scraping a control plane).
+provision_prometheus() {
+  if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then return; fi
+  need_root Prometheus "Debian package prometheus"
+  say "installing Prometheus (for the monitoring test)"
+  apt_install_no_services prometheus
+}
+
+# PgBouncer (test/integration/pooler.test.ts: replicas behind a pooler in transaction mode).
+provision_pgbouncer() {
+  if [ -x /usr/sbin/pgbouncer ]; then return; fi
+  need_root PgBouncer "Debian package pgbouncer"
+  say "installing PgBouncer (for the pooler test)"
+  apt_install_no_services pgbouncer
 }
 
 # The images: the stand-in test image, the real workspace image (code-server), and the production
@@ -121,6 +135,7 @@ phase docker provision_docker
 phase chromium provision_chromium
 phase compose provision_compose
 phase prometheus provision_prometheus
+phase pgbouncer provision_pgbouncer
 phase test-image build_test_image
 phase workspace-image build_workspace_image
 phase compose-images build_compose_images

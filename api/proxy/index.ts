@@ -162,6 +162,11 @@ export class WorkspaceProxy {
   }
 
   /** Stops following changes, ends every proxied WebSocket and closes idle upstream connections. */
+  /** Ends the open WebSocket tunnels (a shutdown: browsers reconnect through another process); HTTP is forwarded until close. */
+  endTunnels(): void {
+    this.tunnels.close();
+  }
+
   close(): void {
     this.unsubscribe();
     this.unsubscribeReconnect();

@@ -15,6 +15,7 @@ import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { createHarness, docker, eventually, inspectByName, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 import { startServer, type LogRecord, type ServerProcess } from '../helpers/server.ts';
+import { sessionFor } from '../helpers/session.ts';
 
 let db: { url: string; dataSource: DataSource };
 const controlPlaneId = newControlPlaneId();
@@ -37,12 +38,13 @@ writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: [
 /** A short lease, so that the test waits seconds, not the default 15. */
 const LEASE = { LEASE_DURATION_SECONDS: '3', LEASE_RENEW_DEADLINE_SECONDS: '2', LEASE_RETRY_SECONDS: '0.25' };
 const METRICS_TOKEN = 'replicas-test-metrics-token-0123456789abcdef';
+const SESSION_SECRET = 'replicas-test-session-secret-0123456789';
 const env = () => ({
   DATABASE_URL: db.url,
   WORKSPACE_IMAGE: TEST_IMAGE,
   CODE_MEMORY_LIMIT: '64m',
   CONTROL_PLANE_ID: controlPlaneId,
-  SESSION_SECRET: 'replicas-test-session-secret-0123456789',
+  SESSION_SECRET,
   DATA_DIR,
   METRICS_TOKEN,
   ...LEASE,
@@ -134,3 +136,40 @@ it('holds its sessions (LISTEN, and the migrations) on DATABASE_DIRECT_URL, so t
   const pooled = (await db.dataSource.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'cp-pooled'")) as { n: number }[];
   expect(pooled[0]!.n).toBeGreaterThan(0);
 }, 60_000);
+
+it("passes on the editor's answer to a request in flight when it is stopped (SIGTERM), then exits 0: an upgrade loses no proxied request", async () => {
+  const server = await startServer(env());
+  servers.push(server);
+  const { store } = createHarness(db.dataSource, { controlPlaneId });
+  const { user, workspace } = await store.users.create({ email: `inflight-${controlPlaneId}@school.test` });
+  await store.workspaces.open(workspace.id);
+  // Whichever replica leads (this one, or one of a test before) starts the stand-in editor.
+  const editor = await eventually(
+    'the editor running',
+    async () => {
+      const info = await inspectByName(names.code(workspace.slug));
+      return info?.State.Running ? info : undefined;
+    },
+    30_000,
+  );
+  await eventually('the workspace observed running', async () => (await store.workspaces.get(workspace.id))?.observedState === 'running', 30_000);
+  const { cookie } = await sessionFor(store.sessions, user.id, SESSION_SECRET);
+
+  // A request the editor answers after 3 s, sent through this replica; stopped once the editor has it.
+  const answer = fetch(`${server.url}/u/${workspace.slug}/slow?ms=3000`, { headers: { cookie } }).then(async (response) => [
+    response.status,
+    await response.text(),
+  ]);
+  await eventually(
+    'the editor to have the request',
+    async () => {
+      const logs = await docker.getContainer(editor.Id).logs({ stdout: true, stderr: true });
+      return logs.toString().includes('GET /slow?ms=3000');
+    },
+    15_000,
+  );
+  server.proc.kill('SIGTERM');
+  await server.waitForLog((record) => record.message.startsWith('shutting down'));
+  expect(await answer).toEqual([200, 'slow']);
+  expect(await server.exited).toBe(0);
+}, 90_000);
