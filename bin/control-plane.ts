@@ -177,7 +177,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const authLog = categoryLogger(log, 'auth');
   const containersLog = categoryLogger(log, 'containers');
   const activity = new ActivityRecorder(store.workspaces, ACTIVITY_FLUSH_MS, (error) => serverLog.error({ error }, 'writing workspace activity failed'));
-  const watcher = options.allowlist ? undefined : new AllowlistWatcher({ file: allowlistFile, log: authLog, implicit: config.serviceAdminEmails });
+  const watcher = options.allowlist ? undefined : new AllowlistWatcher({ file: allowlistFile, log: authLog, implicit: config.serviceAdminEmails, changes });
   const allowlist: AllowlistView = options.allowlist ?? watcher!;
   const backups = new Backups({ store, runtime, dataDir: config.dataDir, image: config.workspaceImage });
   const volumeTemplate = { image: config.workspaceImage, memoryBytes: config.codeMemoryLimitBytes, network: config.workspaceNetwork };

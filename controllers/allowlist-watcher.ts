@@ -3,6 +3,7 @@ import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { AllowlistFormatError, maySignIn, serviceAdmins } from '../src/allowlist/allowlist.ts';
 import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
+import type { ChangeFeed } from '../src/db/changes.ts';
 import type { Logger } from '../src/log.ts';
 
 /** How many emails' verdicts isAllowed keeps between reloads (a class is tens to hundreds). */
@@ -16,6 +17,11 @@ export interface AllowlistWatcherOptions {
   implicit: readonly string[];
   /** Quiet time after a file event before reloading, so that a burst of events is one reload. */
   debounceMs?: number;
+  /**
+   * The change feed: an edit of the list through the store on any replica (an `allowlist` change)
+   * reloads the file too, and so does a reconnect of the feed (an announcement may have been missed).
+   */
+  changes?: ChangeFeed;
 }
 
 /**
@@ -24,7 +30,9 @@ export interface AllowlistWatcherOptions {
  * rename replaces the file's inode). A malformed file keeps the last good list and logs an error
  * naming the problem; a missing file is an empty list (everyone blocked but SERVICE_ADMIN_EMAIL)
  * with a warning. Edits apply well within a second, and every reload is announced to the listeners
- * of `onChange` (the proxy ends the open WebSockets of those the new list no longer admits).
+ * of `onChange` (the proxy ends the open WebSockets of those the new list no longer admits). An edit
+ * through the store on another replica is announced by the change feed as well: a file on a
+ * network filesystem (replicas on several hosts) reports no event for it.
  */
 export class AllowlistWatcher {
   private readonly file: AllowlistFile;
@@ -45,8 +53,11 @@ export class AllowlistWatcher {
   private reloadAgain = false;
   private stopped = false;
   private readonly listeners = new Set<() => void>();
+  private readonly changes: ChangeFeed | undefined;
+  private unsubscribe: (() => void)[] = [];
 
   constructor(options: AllowlistWatcherOptions) {
+    this.changes = options.changes;
     this.file = options.file;
     this.log = options.log;
     this.implicit = serviceAdmins(options.implicit);
@@ -75,6 +86,12 @@ export class AllowlistWatcher {
     });
     watcher.on('error', (error) => this.log.error({ error, path: this.file.path }, 'allowlist watcher failed'));
     await new Promise<void>((resolve) => watcher.once('ready', resolve));
+    if (this.changes) {
+      this.unsubscribe = [
+        this.changes.subscribe((change) => change.kind === 'allowlist' && this.schedule()),
+        this.changes.onReconnect(() => this.schedule()),
+      ];
+    }
     // Loaded after the watch is in place, so that an edit made meanwhile is not missed.
     await this.reload();
   }
@@ -82,6 +99,7 @@ export class AllowlistWatcher {
   /** Stops watching; the last list stays in force. */
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     clearTimeout(this.timer);
     await this.watcher?.close();
     this.watcher = undefined;

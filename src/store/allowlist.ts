@@ -61,7 +61,8 @@ export class AllowlistStore {
         const made = await edit();
         undo = made.undo;
         const audit = made.action ? { actor, action: made.action, target: { kind: 'allowlist', id: made.result.entry } } : null;
-        return { value: made.result, changed: [], audit };
+        // Announced to every replica: each reads the file again (AllowlistWatcher).
+        return { value: made.result, changed: made.action ? [{ kind: 'allowlist' as const, id: made.result.entry }] : [], audit };
       });
     } catch (error) {
       await undo?.().catch(() => undefined);

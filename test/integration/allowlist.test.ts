@@ -9,6 +9,7 @@ import { AllowlistWatcher } from '../../controllers/allowlist-watcher.ts';
 import { AllowlistFormatError, parseAllowlist } from '../../src/allowlist/allowlist.ts';
 import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
 import { PROJECT_ROOT } from '../../src/config.ts';
+import { ChangeFeed } from '../../src/db/changes.ts';
 import { AppError } from '../../src/errors.ts';
 import { categoryLogger } from '../../src/log.ts';
 import type { Actor } from '../../src/store/audit.ts';
@@ -289,6 +290,35 @@ describe('AllowlistWatcher', () => {
     await writeFile(filePath, '{"entries": ["robotics.club"]}');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(started.entries()).toEqual(['school.org']);
+  });
+});
+
+describe('replicas (issue 23)', () => {
+  it('should read the file again when the list is edited through the store on another replica, though no event of the file reaches it (a network filesystem)', async () => {
+    // This replica's file, in a directory of its own that nothing writes to: only the announcement can make it read again.
+    const otherDir = await mkdtemp(path.join(os.tmpdir(), 'allowlist-replica-'));
+    const otherFile = new AllowlistFile(path.join(otherDir, 'allowlist.json'));
+    await otherFile.add('school.org');
+    const { mtimeMs } = await stat(otherFile.path);
+    const capture = captureLogger();
+    const feed = new ChangeFeed();
+    feed.listen(db.url, categoryLogger(capture.root, 'db'));
+    const watcher = new AllowlistWatcher({ file: otherFile, log: categoryLogger(capture.root, 'auth'), implicit: [], changes: feed });
+    try {
+      await eventually('the replica to listen', async () => capture.records.some((record) => record.message === 'change listener connected'));
+      await watcher.start();
+      let reloads = 0;
+      watcher.onChange(() => reloads++);
+      // The other replica's edit: its file, its store, announced through PostgreSQL.
+      await store.allowlist.add(coach, 'robotics.club');
+      await eventually('the file read again', async () => reloads >= 1, 5000);
+      expect(watcher.entries()).toEqual(['school.org']);
+      expect((await stat(otherFile.path)).mtimeMs).toBe(mtimeMs);
+    } finally {
+      await watcher.stop();
+      await feed.close();
+      await rm(otherDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -8,7 +8,7 @@ import { signInLinkConfirmation, SignInLinkNotice } from './sign-in-link.ts';
 import { ConfirmDialog, Empty, Notice, useResource, type Confirmation, Loading } from './ui.ts';
 
 export function AllowlistPage(): VNode {
-  const { data, error, reload } = useResource(() => api<{ entries: string[]; implicit: string[] }>('GET', '/admin/allowlist'), 'allowlist');
+  const { data, error, reload } = useResource(() => api<{ entries: string[]; implicit: string[] }>('GET', '/admin/allowlist'), 'allowlist', ['allowlist']);
   const [entry, setEntry] = useState('');
   const [problem, setProblem] = useState<string | undefined>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
