@@ -87,10 +87,7 @@ export class AllowlistWatcher {
     watcher.on('error', (error) => this.log.error({ error, path: this.file.path }, 'allowlist watcher failed'));
     await new Promise<void>((resolve) => watcher.once('ready', resolve));
     if (this.changes) {
-      this.unsubscribe = [
-        this.changes.subscribe((change) => change.kind === 'allowlist' && this.schedule()),
-        this.changes.onReconnect(() => this.schedule()),
-      ];
+      this.unsubscribe = [this.changes.subscribe((change) => change.kind === 'allowlist' && this.schedule()), this.changes.onReconnect(() => this.schedule())];
     }
     // Loaded after the watch is in place, so that an edit made meanwhile is not missed.
     await this.reload();
