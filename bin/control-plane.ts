@@ -5,6 +5,7 @@
  * store and the backups (bin/cli-plane.ts). Only bin/ imports `api/` and `controllers/`.
  */
 import { randomUUID } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { createApp, type AllowlistView, type AppHandlers } from '../api/app.ts';
 import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
 import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
+import { BackupSchedule } from '../controllers/backup-schedule.ts';
 import { IdleSweep } from '../controllers/idle-sweep.ts';
 import { Leadership } from '../controllers/leadership.ts';
 import { Periodic } from '../controllers/periodic.ts';
@@ -64,12 +66,16 @@ export const PARTS = [
   'runs',
   'idle',
   'stats',
+  'backups',
   'sessions',
 ] as const;
 export type PartName = (typeof PARTS)[number];
 
-/** The parts one replica at a time runs: the controllers, the idle sweep and the stats sampler (the orphan sweep is the workspace controller's). */
-export const LEADER_PARTS = ['workspaces', 'runs', 'idle', 'stats'] as const satisfies readonly PartName[];
+/**
+ * The parts one replica at a time runs: the controllers, the idle sweep, the stats sampler and the
+ * backup schedule (the orphan sweep is the workspace controller's).
+ */
+export const LEADER_PARTS = ['workspaces', 'runs', 'idle', 'stats', 'backups'] as const satisfies readonly PartName[];
 type LeaderPartName = (typeof LEADER_PARTS)[number];
 const isLeaderPart = (name: PartName): name is LeaderPartName => (LEADER_PARTS as readonly PartName[]).includes(name);
 
@@ -221,13 +227,24 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         })
       : undefined,
     stats: chosen.has('stats') ? new StatsSampler({ runtime, store: partStore, metrics, log: containersLog }) : undefined,
+    backups:
+      chosen.has('backups') && config.backupSchedule
+        ? new BackupSchedule({
+            store: partStore,
+            backups: new Backups({ store: partStore, runtime, dataDir: config.dataDir, image: config.workspaceImage }),
+            runtime,
+            metrics,
+            log: categoryLogger(log, 'backups'),
+            ...config.backupSchedule,
+          })
+        : undefined,
   });
   type LeaderParts = ReturnType<typeof buildLeaderParts>;
   const led = chosen.has('leadership');
   /** The leader-only parts now: built once without `leadership`, per term with it (none while following). */
   let leaderParts: LeaderParts | undefined = led ? undefined : buildLeaderParts(store);
   /** This process in the `servers` table and on the lease. */
-  const self = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid };
+  const self = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid, pidNamespace: pidNamespace() };
   metrics.replicaInfo.set({ replica: self.id, hostname: self.hostname, pid: String(self.pid), version: SERVICE.version }, 1);
   const leadershipLog = categoryLogger(log, 'leader');
   const runningLeaderParts: { name: LeaderPartName; part: Part }[] = [];
@@ -255,8 +272,10 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           const lease = await store.leases.get(RECONCILER_LEASE);
           if (!lease || lease.holder === self.id) return undefined;
           const holder = await store.servers.get(lease.holder);
-          // Only a process of this host can be known dead (a container restarted keeps its hostname and may reuse the pid: then it is this one).
-          if (!holder || holder.hostname !== self.hostname) return undefined;
+          // Only a process of this host and PID namespace can be known dead (replicas in containers on
+          // one host may share its name and their pid; a process restarted in the same namespace may
+          // reuse the pid: then it is this one).
+          if (!holder || holder.hostname !== self.hostname || holder.pidNamespace !== self.pidNamespace) return undefined;
           return holder.pid === process.pid || !processRuns(holder.pid) ? lease.holder : undefined;
         },
         follow: async () => {
@@ -385,6 +404,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     runs: () => leaderParts!.runs!,
     idle: () => leaderParts!.idle!,
     stats: () => leaderParts!.stats!,
+    backups: () => leaderParts!.backups ?? { start: () => undefined, stop: () => undefined },
     sessions: () =>
       new Periodic(
         () => store.sessions.prune(),
@@ -459,6 +479,15 @@ async function closeGracefully(server: http.Server, handlers: AppHandlers, log: 
   clearInterval(reaper);
   clearTimeout(grace);
   handlers.close();
+}
+
+/** This process's PID namespace (`pid:[4026531836]`), or '' where there is none to read (not Linux). */
+function pidNamespace(): string {
+  try {
+    return readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return '';
+  }
 }
 
 /** Whether a process with this pid runs on this host (one of another user's still counts). */

@@ -18,6 +18,8 @@ import { CreateHandoffCodes1795750000000 } from './1795750000000-CreateHandoffCo
 import { CreateRateLimits1795760000000 } from './1795760000000-CreateRateLimits.ts';
 import { CreateCapacityRefusals1795770000000 } from './1795770000000-CreateCapacityRefusals.ts';
 import { CreateLeaderCounters1795780000000 } from './1795780000000-CreateLeaderCounters.ts';
+import { CreateScheduledBackups1795790000000 } from './1795790000000-CreateScheduledBackups.ts';
+import { AddServerPidNamespace1795800000000 } from './1795800000000-AddServerPidNamespace.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -41,4 +43,6 @@ export const MIGRATIONS = [
   CreateRateLimits1795760000000,
   CreateCapacityRefusals1795770000000,
   CreateLeaderCounters1795780000000,
+  CreateScheduledBackups1795790000000,
+  AddServerPidNamespace1795800000000,
 ];

@@ -56,6 +56,8 @@ export interface Config {
   workspaceHost: WorkspaceHostConfig | undefined;
   /** The reconciler's lease (LEASE_*): one replica at a time runs the controllers. */
   lease: LeaseConfig;
+  /** Scheduled backups of every home (BACKUP_*): at most one per interval, of a home used since its last; undefined: none. */
+  backupSchedule: { intervalMs: number; keep: number } | undefined;
 }
 
 /**
@@ -228,6 +230,12 @@ export const VARIABLES: Record<string, VariableSpec> = {
     schema: { type: 'number', minimum: 0.1, maximum: 60 },
     default: 2,
   },
+  BACKUP_INTERVAL_HOURS: {
+    accepts: 'hours from 0 (no scheduled backups) to 720 (decimals allowed)',
+    schema: { type: 'number', minimum: 0, maximum: 720 },
+    default: 24,
+  },
+  BACKUP_KEEP: { accepts: 'a whole number from 1 to 1000', schema: { type: 'integer', minimum: 1, maximum: 1000 }, default: 7 },
   CONTROL_PLANE_ID: {
     accepts: 'a name of lower-case letters, digits and dashes (at most 40)',
     schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' },
@@ -392,6 +400,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idleWarningMinutes: values.IDLE_WARNING_MINUTES as number,
     workspaceHost,
     lease,
+    backupSchedule:
+      (values.BACKUP_INTERVAL_HOURS as number) === 0
+        ? undefined
+        : { intervalMs: Math.round((values.BACKUP_INTERVAL_HOURS as number) * 3_600_000), keep: values.BACKUP_KEEP as number },
   };
 }
 

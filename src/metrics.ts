@@ -73,6 +73,17 @@ function buildMetrics() {
     }),
     activeWorkspaces: new Gauge({ name: 'active_workspaces', help: 'Workspaces with a running container at the last poll.', registers }),
     idleSweepStops: new Counter({ name: 'idle_sweep_stops_total', help: 'Workspaces stopped by the idle sweep.', registers }),
+    scheduledBackups: new Counter({
+      name: 'scheduled_backups_total',
+      help: 'Scheduled backups of homes, by outcome (ok, failed).',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    scheduledBackupsPruned: new Counter({
+      name: 'scheduled_backups_pruned_total',
+      help: 'Scheduled backups removed because more than BACKUP_KEEP of their home were kept.',
+      registers,
+    }),
     capacityRejections: new Counter({ name: 'capacity_rejections_total', help: 'Workspace opens refused at the container cap.', registers }),
     orphanContainers: new Counter({ name: 'orphan_containers_total', help: 'Managed containers found matching no workspace.', registers }),
     orphanVolumes: new Counter({
@@ -137,6 +148,7 @@ export const KNOWN_LABELS = {
   reconcileResults: ['success', 'requeue', 'error', 'terminal', 'aborted'],
   terminalStatuses: ['stopped', 'failed', 'canceled'],
   transitions: ['acquired', 'lost', 'released'],
+  backupOutcomes: ['ok', 'failed'],
 } as const;
 
 /** Sets every series of KNOWN_LABELS to 0 (counters: present, not increased). */
@@ -147,5 +159,6 @@ function initialise(metrics: Metrics): Metrics {
   }
   for (const status of KNOWN_LABELS.terminalStatuses) metrics.runsTotal.inc({ terminal_status: status }, 0);
   for (const transition of KNOWN_LABELS.transitions) metrics.leaderTransitions.inc({ transition }, 0);
+  for (const outcome of KNOWN_LABELS.backupOutcomes) metrics.scheduledBackups.inc({ outcome }, 0);
   return metrics;
 }

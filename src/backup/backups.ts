@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { names, type VolumeArchives } from '../docker/runtime.ts';
@@ -118,14 +118,15 @@ export class Backups {
   /**
    * Backs up a workspace's home volume, streamed end to end: into `DATA_DIR/backups/<slug>-<time>.tar.gz`
    * (mode 0600, with its manifest beside it as `.json` for the list), into `file`, or into `out`. Audits
-   * `workspace.backup` with the slug, the backup's name, files, bytes and checksum. Works while the
+   * `workspace.backup` with the slug, the backup's name, files, bytes and checksum (and `scheduled`
+   * when the schedule made it: BackupSchedule). Works while the
    * workspace runs (read through a helper that mounts the volume read-only and never runs anything),
    * but a file changing as it is read fails it: stop the workspace for a quiet copy.
    */
   async create(
     actor: Actor,
     workspace: WorkspaceRecord,
-    options: { out?: Writable; file?: string; onProgress?: (bytes: number) => void } = {},
+    options: { out?: Writable; file?: string; onProgress?: (bytes: number) => void; scheduled?: boolean } = {},
   ): Promise<BackupResult> {
     const owner = workspace.userId ? await this.store.users.get(workspace.userId) : undefined;
     const source = {
@@ -155,8 +156,16 @@ export class Backups {
       files: result.manifest.files,
       bytes: result.manifest.bytes,
       sha256: result.manifest.sha256,
+      ...(options.scheduled ? { scheduled: true } : {}),
     });
     return result;
+  }
+
+  /** Removes a stored backup and its manifest (the schedule's pruning); 404 `backup_not_found` for a name that is not one. */
+  async remove(name: string): Promise<void> {
+    const file = await this.pathOf(name);
+    await rm(`${file}${SIDECAR}`, { force: true });
+    await rm(file);
   }
 
   /**

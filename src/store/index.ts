@@ -12,6 +12,7 @@ import { mutator } from './mutation.ts';
 import { RunStore } from './runs.ts';
 import { ServerStore } from './servers.ts';
 import { SessionStore } from './sessions.ts';
+import { ScheduledBackupStore } from './scheduled-backups.ts';
 import { SignInLinkStore } from './sign-in-links.ts';
 import { SettingsStore } from './settings.ts';
 import { UserStore } from './users.ts';
@@ -58,6 +59,8 @@ export interface Store {
   refusals: RefusalStore;
   /** What the leader found (orphans), for every replica's panel. */
   leaderCounters: LeaderCounterStore;
+  /** The stored backups the schedule made, for its next pass and its pruning. */
+  scheduledBackups: ScheduledBackupStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -105,6 +108,7 @@ export function createStore(options: StoreOptions): Store {
     rateLimits: new RateLimitStore(db),
     refusals: new RefusalStore(db, changes),
     leaderCounters: new LeaderCounterStore(db, fence),
+    scheduledBackups: new ScheduledBackupStore(db, fence),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

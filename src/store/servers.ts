@@ -13,6 +13,8 @@ export interface ServerRecord {
   publicUrl: string;
   hostname: string;
   pid: number;
+  /** Its PID namespace (see the migration AddServerPidNamespace): a pid means a process only within one. */
+  pidNamespace: string;
   startedAt: Date;
   seenAt: Date;
 }
@@ -22,6 +24,7 @@ interface ServerRow {
   public_url: string;
   hostname: string;
   pid: number;
+  pid_namespace: string;
   started_at: Date;
   seen_at: Date;
 }
@@ -31,6 +34,7 @@ const toServer = (row: ServerRow): ServerRecord => ({
   publicUrl: row.public_url,
   hostname: row.hostname,
   pid: row.pid,
+  pidNamespace: row.pid_namespace,
   startedAt: row.started_at,
   seenAt: row.seen_at,
 });
@@ -52,11 +56,11 @@ export class ServerStore {
    * again if it went missing meanwhile (a server paused for longer than SERVER_GONE_AFTER_MS whose
    * row another server cleared). Rows of servers gone that long are cleared.
    */
-  async heartbeat(server: { id: string; publicUrl: string; hostname: string; pid: number }): Promise<void> {
+  async heartbeat(server: { id: string; publicUrl: string; hostname: string; pid: number; pidNamespace: string }): Promise<void> {
     await this.db.query(
-      `INSERT INTO servers (id, public_url, hostname, pid) VALUES ($1, $2, $3, $4)
+      `INSERT INTO servers (id, public_url, hostname, pid, pid_namespace) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (id) DO UPDATE SET seen_at = now(), public_url = EXCLUDED.public_url`,
-      [server.id, server.publicUrl, server.hostname, server.pid],
+      [server.id, server.publicUrl, server.hostname, server.pid, server.pidNamespace],
     );
     await this.db.query(`DELETE FROM servers WHERE seen_at < now() - make_interval(secs => $1)`, [SERVER_GONE_AFTER_MS / 1000]);
   }
@@ -68,7 +72,9 @@ export class ServerStore {
 
   /** The server with this id, as it last registered (gone or not), or undefined. */
   async get(id: string): Promise<ServerRecord | undefined> {
-    const rows = await queryRows<ServerRow>(this.db, 'SELECT id, public_url, hostname, pid, started_at, seen_at FROM servers WHERE id = $1', [id]);
+    const rows = await queryRows<ServerRow>(this.db, 'SELECT id, public_url, hostname, pid, pid_namespace, started_at, seen_at FROM servers WHERE id = $1', [
+      id,
+    ]);
     return rows[0] && toServer(rows[0]);
   }
 
@@ -76,7 +82,7 @@ export class ServerStore {
   async live(): Promise<ServerRecord[]> {
     const rows = await queryRows<ServerRow>(
       this.db,
-      `SELECT id, public_url, hostname, pid, started_at, seen_at FROM servers
+      `SELECT id, public_url, hostname, pid, pid_namespace, started_at, seen_at FROM servers
        WHERE seen_at >= now() - make_interval(secs => $1) ORDER BY started_at DESC`,
       [SERVER_GONE_AFTER_MS / 1000],
     );

@@ -48,6 +48,8 @@ export function spawnServer(env: Record<string, string | undefined>): ServerProc
       CONTROL_PLANE_ID: `test-${randomBytes(4).toString('hex')}`,
       // Its own data directory (session secret, allowlist), never the project's data/.
       DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'cp-server-')),
+      // No scheduled backups of the homes a test makes (test/integration/backup-schedule.test.ts tests them).
+      BACKUP_INTERVAL_HOURS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

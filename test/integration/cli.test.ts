@@ -261,8 +261,8 @@ describe('workspaces, status and the cap', () => {
   });
 
   it('names the servers running and the one that leads, with its term', async () => {
-    const one = { id: '00000000-0000-4000-8000-000000000001', publicUrl: 'http://a.test', hostname: 'host-a', pid: 101 };
-    const two = { id: '00000000-0000-4000-8000-000000000002', publicUrl: 'http://b.test', hostname: 'host-b', pid: 202 };
+    const one = { id: '00000000-0000-4000-8000-000000000001', publicUrl: 'http://a.test', hostname: 'host-a', pid: 101, pidNamespace: 'pid:[1]' };
+    const two = { id: '00000000-0000-4000-8000-000000000002', publicUrl: 'http://b.test', hostname: 'host-b', pid: 202, pidNamespace: 'pid:[2]' };
     await store.servers.heartbeat(one);
     await store.servers.heartbeat(two);
     try {

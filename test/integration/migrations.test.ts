@@ -13,6 +13,7 @@ const TABLES = [
   'rate_limits',
   'run_output',
   'runs',
+  'scheduled_backups',
   'servers',
   'sessions',
   'settings',

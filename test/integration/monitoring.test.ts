@@ -45,7 +45,7 @@ function promtool(...args: string[]): { status: number | null; output: string } 
 
 it('has alerting rules that promtool checks, and that pass their unit tests', () => {
   const checked = promtool('check', 'rules', 'alerts.yaml');
-  expect(checked).toEqual({ status: 0, output: expect.stringContaining('SUCCESS: 7 rules found') });
+  expect(checked).toEqual({ status: 0, output: expect.stringContaining('SUCCESS: 8 rules found') });
   const tested = promtool('test', 'rules', 'alerts.test.yaml');
   expect(tested).toEqual({ status: 0, output: expect.stringContaining('SUCCESS') });
 });
@@ -120,6 +120,7 @@ it('scrapes a running control plane with the shipped config; every rule evaluate
   });
   expect(rules.map((rule) => rule.name).toSorted()).toEqual([
     'ControlPlaneAtCapacity',
+    'ControlPlaneBackupsFailing',
     'ControlPlaneDatabaseUnreachable',
     'ControlPlaneIdleSweepStalled',
     'ControlPlaneLeaseFlapping',

@@ -173,3 +173,28 @@ it("passes on the editor's answer to a request in flight when it is stopped (SIG
   expect(await answer).toEqual([200, 'slow']);
   expect(await server.exited).toBe(0);
 }, 90_000);
+
+it('waits for the lease of a holder on this host in another PID namespace (a replica in another container, whose pid means nothing here)', async () => {
+  // The lease held by a server of this host's name, in a PID namespace that is not this one's, with a
+  // pid that runs nowhere: in this namespace it would be a dead process, taken over at once.
+  for (const server of servers.splice(0)) {
+    server.proc.kill('SIGCONT');
+    await server.stop('SIGKILL');
+  }
+  const holder = '00000000-0000-4000-8000-0000000000aa';
+  await db.dataSource.query("INSERT INTO servers (id, public_url, hostname, pid, pid_namespace) VALUES ($1, 'http://other.test', $2, $3, 'pid:[1]')", [
+    holder,
+    os.hostname(),
+    2 ** 22 - 1,
+  ]);
+  await db.dataSource.query(
+    "INSERT INTO leader_lease (name, holder, term, expires_at) VALUES ($1, $2, 100, now() + interval '3 seconds') ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, term = EXCLUDED.term, expires_at = EXCLUDED.expires_at, renewed_at = now()",
+    [RECONCILER_LEASE, holder],
+  );
+  const server = await startServer(env());
+  servers.push(server);
+  await server.waitForLog(leading(101), 20_000);
+  expect(server.records.map((record) => record.message)).not.toContain(
+    'the previous leader is a process of this host that no longer runs: taking over without waiting for its lease',
+  );
+}, 60_000);

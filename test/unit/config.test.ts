@@ -148,6 +148,16 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('schedules a backup of every home a day and keeps 7 by default; 0 hours turns it off; refuses what is no interval or count', () => {
+    expect(loadConfig({}).backupSchedule).toEqual({ intervalMs: 24 * 3_600_000, keep: 7 });
+    expect(loadConfig({ BACKUP_INTERVAL_HOURS: '0.5', BACKUP_KEEP: '30' }).backupSchedule).toEqual({ intervalMs: 1_800_000, keep: 30 });
+    expect(loadConfig({ BACKUP_INTERVAL_HOURS: '0' }).backupSchedule).toBeUndefined();
+    expect(problems({ BACKUP_INTERVAL_HOURS: '-1', BACKUP_KEEP: '0' })).toEqual([
+      'BACKUP_INTERVAL_HOURS="-1" is not valid: expected hours from 0 (no scheduled backups) to 720 (decimals allowed)',
+      'BACKUP_KEEP="0" is not valid: expected a whole number from 1 to 1000',
+    ]);
+  });
+
   it('never echoes a secret in its error line', () => {
     expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters']);
     expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);

@@ -1,0 +1,106 @@
+import type { Backups } from '../src/backup/backups.ts';
+import { names, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import type { Logger } from '../src/log.ts';
+import type { Metrics } from '../src/metrics.ts';
+import { SYSTEM_ACTOR } from '../src/store/audit.ts';
+import type { Store } from '../src/store/index.ts';
+import { Periodic } from './periodic.ts';
+
+/** After a backup failed (a file changed as it was read), the same home is not tried again before this. */
+export const RETRY_AFTER_FAILURE_MS = 15 * 60_000;
+
+export interface BackupScheduleOptions {
+  store: Pick<Store, 'workspaces' | 'scheduledBackups'>;
+  backups: Pick<Backups, 'create' | 'remove'>;
+  runtime: Pick<WorkspaceRuntime, 'listVolumes'>;
+  metrics: Metrics;
+  /** Logger of `control.backups`. */
+  log: Logger;
+  /** BACKUP_INTERVAL_HOURS: the least time between two scheduled backups of one home. */
+  intervalMs: number;
+  /** BACKUP_KEEP: how many scheduled backups of each home are kept. */
+  keep: number;
+  /** How often it looks (default: every minute, or a quarter of the interval when that is shorter). */
+  checkEveryMs?: number;
+}
+
+/**
+ * Scheduled backups of every home (issue 24), on the leader. Each pass (every minute) looks at
+ * every workspace whose home volume exists and backs it up (Backups.create, as `system`, audited
+ * `workspace.backup` with `scheduled: true`) when it has no scheduled backup yet, or when its last
+ * one is at least the interval old and the workspace was active since (a home nobody used is not
+ * copied again). Then that home's scheduled backups past the newest `keep` are removed. Backups an
+ * operator made, or a restore kept, are never removed. One home at a time; a backup that fails (a
+ * file changing while it is read: the workspace runs) is logged and that home tried again
+ * RETRY_AFTER_FAILURE_MS later. Counts `scheduled_backups_total{outcome}` and
+ * `scheduled_backups_pruned_total`.
+ */
+export class BackupSchedule {
+  private readonly options: BackupScheduleOptions;
+  private readonly periodic: Periodic;
+  /** When a home's last attempt failed, by workspace id (this leader's term only). */
+  private readonly failedAt = new Map<string, number>();
+  private stopping = false;
+
+  constructor(options: BackupScheduleOptions) {
+    this.options = options;
+    const checkEveryMs = options.checkEveryMs ?? Math.min(60_000, Math.max(1000, options.intervalMs / 4));
+    this.periodic = new Periodic(
+      () => this.pass(),
+      checkEveryMs,
+      (error) => this.options.log.error({ error }, 'scheduled backups failed'),
+    );
+  }
+
+  start(): void {
+    this.stopping = false;
+    this.periodic.start({ immediately: true });
+  }
+
+  /** Stops after the home being backed up now, if any. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.periodic.stop();
+  }
+
+  /** One pass (see the class comment); returns the slugs backed up. */
+  async pass(now = Date.now()): Promise<string[]> {
+    const { store, backups, runtime, metrics, log, intervalMs, keep } = this.options;
+    const volumes = new Set((await runtime.listVolumes()).map((volume) => volume.name));
+    const latest = await store.scheduledBackups.latest();
+    const done: string[] = [];
+    for (const workspace of await store.workspaces.list()) {
+      if (this.stopping) break;
+      if (!volumes.has(names.home(workspace))) continue;
+      const last = latest.get(workspace.id);
+      if (last && (now - last.getTime() < intervalMs || !workspace.lastActivityAt || workspace.lastActivityAt <= last)) continue;
+      if (now - (this.failedAt.get(workspace.id) ?? -Infinity) < RETRY_AFTER_FAILURE_MS) continue;
+      const where = { workspaceId: workspace.id, slug: workspace.slug };
+      let name: string;
+      try {
+        const made = await backups.create(SYSTEM_ACTOR, workspace, { scheduled: true });
+        name = made.name!;
+        await store.scheduledBackups.record(workspace.id, name);
+        this.failedAt.delete(workspace.id);
+        metrics.scheduledBackups.inc({ outcome: 'ok' });
+        log.info({ ...where, backup: name, bytes: made.sizeBytes, files: made.manifest.files }, `backed up ${workspace.slug}'s home`);
+        done.push(workspace.slug);
+      } catch (error) {
+        this.failedAt.set(workspace.id, now);
+        metrics.scheduledBackups.inc({ outcome: 'failed' });
+        log.warning({ ...where, error }, `backing up ${workspace.slug}'s home failed: trying again in ${RETRY_AFTER_FAILURE_MS / 60_000} minutes`);
+        continue;
+      }
+      for (const old of await store.scheduledBackups.beyond(workspace.id, keep)) {
+        await backups.remove(old).catch((error: unknown) => {
+          // Gone already (removed by hand): forgotten all the same.
+          if ((error as { code?: string }).code !== 'backup_not_found') throw error;
+        });
+        await store.scheduledBackups.forget(old);
+        metrics.scheduledBackupsPruned.inc();
+        log.info({ ...where, backup: old }, `removed ${workspace.slug}'s scheduled backup ${old} (more than ${keep} kept)`);
+      }
+    }
+    return done;
+  }
+}
