@@ -89,9 +89,9 @@ export interface AppHandlers {
   /** The HTTP server's 'clientError' listener: requests Node could not read (headers too large: a cookie bomb). */
   clientError: (error: Error, socket: Duplex) => void;
   /**
-   * Ends what a request holds open for long (proxied WebSockets, the panel's event streams), so
-   * that the HTTP server can close while the other requests finish: proxied HTTP is still
-   * forwarded (a shutdown's first step).
+   * Ends what a request holds open for long (proxied WebSockets, the panel's and runs' event
+   * streams) and refuses new WebSockets, so that the HTTP server can close while the other
+   * requests finish: proxied HTTP is still forwarded (a shutdown's first step).
    */
   endStreams: () => void;
   /** Releases the proxy's upstream connections and subscriptions (once the HTTP server has closed). */
@@ -291,6 +291,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     endStreams: () => {
       proxy.endTunnels();
       live.close();
+      outputHub.endStreams();
     },
     close: () => {
       stopFollowingAllowlist?.();

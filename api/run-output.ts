@@ -23,6 +23,8 @@ const HEARTBEAT_MS = 15_000;
  */
 export class RunOutputHub {
   private readonly listeners = new Map<string, Set<(event: RunOutputEvent) => void>>();
+  /** The open streams, ended on shutdown (their readers resume on another replica from where they were). */
+  private readonly streams = new Set<PassThrough>();
   private readonly unsubscribe: () => void;
   private readonly unsubscribeSignal: () => void;
 
@@ -48,7 +50,19 @@ export class RunOutputHub {
     };
   }
 
+  /** Keeps `stream` until it closes, to end it with endStreams. */
+  track(stream: PassThrough): void {
+    this.streams.add(stream);
+    stream.once('close', () => this.streams.delete(stream));
+  }
+
+  /** Ends every open stream (a shutdown: EventSource and the editor resume elsewhere from their last offset). */
+  endStreams(): void {
+    for (const stream of this.streams) stream.end();
+  }
+
   close(): void {
+    this.endStreams();
     this.unsubscribe();
     this.unsubscribeSignal();
     this.listeners.clear();
@@ -69,6 +83,7 @@ export interface OutputStreamDeps {
  */
 export function runOutputStream(deps: OutputStreamDeps, run: RunRecord, from: number): PassThrough {
   const stream = new PassThrough();
+  deps.hub.track(stream);
   let sent = Math.max(0, Math.min(from, run.outputLength));
   let current: RunRecord = run;
   let busy = false;

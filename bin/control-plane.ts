@@ -473,6 +473,8 @@ async function closeGracefully(server: http.Server, handlers: AppHandlers, log: 
   const reaper = setInterval(() => server.closeIdleConnections(), 50);
   const grace = setTimeout(() => {
     log.warning({ graceMs: SHUTDOWN_GRACE_MS }, 'in-flight requests still open after the grace period, closing them');
+    // Upgraded sockets are not the server's connections any more: those that came meanwhile go too.
+    handlers.endStreams();
     server.closeAllConnections();
   }, SHUTDOWN_GRACE_MS);
   await closed;

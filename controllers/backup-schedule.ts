@@ -1,5 +1,6 @@
 import type { Backups } from '../src/backup/backups.ts';
 import { names, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { AppError } from '../src/errors.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { SYSTEM_ACTOR } from '../src/store/audit.ts';
@@ -32,7 +33,8 @@ export interface BackupScheduleOptions {
  * copied again). Then that home's scheduled backups past the newest `keep` are removed. Backups an
  * operator made, or a restore kept, are never removed. One home at a time; a backup that fails (a
  * file changing while it is read: the workspace runs) is logged and that home tried again
- * RETRY_AFTER_FAILURE_MS later. Counts `scheduled_backups_total{outcome}` and
+ * RETRY_AFTER_FAILURE_MS later. A backup counts from when it began: activity while it was being
+ * read makes the next one due. Stopping gives up the backup under way. Counts `scheduled_backups_total{outcome}` and
  * `scheduled_backups_pruned_total`.
  */
 export class BackupSchedule {
@@ -40,7 +42,8 @@ export class BackupSchedule {
   private readonly periodic: Periodic;
   /** When a home's last attempt failed, by workspace id (this leader's term only). */
   private readonly failedAt = new Map<string, number>();
-  private stopping = false;
+  /** Ends the backup under way when the schedule stops (the leader stepping down, a shutdown): a home can take minutes. */
+  private abort = new AbortController();
 
   constructor(options: BackupScheduleOptions) {
     this.options = options;
@@ -53,13 +56,13 @@ export class BackupSchedule {
   }
 
   start(): void {
-    this.stopping = false;
+    this.abort = new AbortController();
     this.periodic.start({ immediately: true });
   }
 
-  /** Stops after the home being backed up now, if any. */
+  /** Stops at once: a backup under way is given up (its partial file removed), and tried again at the next start. */
   async stop(): Promise<void> {
-    this.stopping = true;
+    this.abort.abort();
     await this.periodic.stop();
   }
 
@@ -69,23 +72,29 @@ export class BackupSchedule {
     const volumes = new Set((await runtime.listVolumes()).map((volume) => volume.name));
     const latest = await store.scheduledBackups.latest();
     const done: string[] = [];
+    const { signal } = this.abort;
     for (const workspace of await store.workspaces.list()) {
-      if (this.stopping) break;
+      if (signal.aborted) break;
       if (!volumes.has(names.home(workspace))) continue;
       const last = latest.get(workspace.id);
       if (last && (now - last.getTime() < intervalMs || !workspace.lastActivityAt || workspace.lastActivityAt <= last)) continue;
       if (now - (this.failedAt.get(workspace.id) ?? -Infinity) < RETRY_AFTER_FAILURE_MS) continue;
       const where = { workspaceId: workspace.id, slug: workspace.slug };
-      let name: string;
+      const began = new Date();
       try {
-        const made = await backups.create(SYSTEM_ACTOR, workspace, { scheduled: true });
-        name = made.name!;
-        await store.scheduledBackups.record(workspace.id, name);
+        const made = await backups.create(SYSTEM_ACTOR, workspace, { scheduled: true, signal });
+        const name = made.name!;
+        await store.scheduledBackups.record(workspace.id, name, began).catch(async (error: unknown) => {
+          // Not recorded, so never pruned: not kept either.
+          await backups.remove(name).catch(() => undefined);
+          throw error;
+        });
         this.failedAt.delete(workspace.id);
         metrics.scheduledBackups.inc({ outcome: 'ok' });
         log.info({ ...where, backup: name, bytes: made.sizeBytes, files: made.manifest.files }, `backed up ${workspace.slug}'s home`);
         done.push(workspace.slug);
       } catch (error) {
+        if (signal.aborted) break;
         this.failedAt.set(workspace.id, now);
         metrics.scheduledBackups.inc({ outcome: 'failed' });
         log.warning({ ...where, error }, `backing up ${workspace.slug}'s home failed: trying again in ${RETRY_AFTER_FAILURE_MS / 60_000} minutes`);
@@ -94,7 +103,7 @@ export class BackupSchedule {
       for (const old of await store.scheduledBackups.beyond(workspace.id, keep)) {
         await backups.remove(old).catch((error: unknown) => {
           // Gone already (removed by hand): forgotten all the same.
-          if ((error as { code?: string }).code !== 'backup_not_found') throw error;
+          if (!(error instanceof AppError && error.code === 'backup_not_found')) throw error;
         });
         await store.scheduledBackups.forget(old);
         metrics.scheduledBackupsPruned.inc();

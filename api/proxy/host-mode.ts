@@ -136,6 +136,7 @@ export class HostModeProxy extends WorkspaceProxy {
   async hostUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, slug: string | null): Promise<void> {
     socket.on('error', () => socket.destroy());
     this.tunnels.track(socket);
+    if (socket.destroyed) return;
     const target = req.url ?? '/';
     if (slug === null || !target.startsWith('/') || (target.startsWith(RESERVED_PREFIX) && !target.startsWith(NT4_PREFIX)))
       return refuseUpgrade(socket, NotFoundError('not_found', 'There is no WebSocket here.'));

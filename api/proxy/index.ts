@@ -200,6 +200,7 @@ export class WorkspaceProxy {
   async upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, path: ProxiedPath): Promise<void> {
     socket.on('error', () => socket.destroy());
     this.tunnels.track(socket);
+    if (socket.destroyed) return;
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
       return refuseUpgrade(socket, ValidationError('websocket_required', 'Only WebSocket upgrades are proxied.'));
     if (req.headers.origin !== this.deps.publicOrigin)

@@ -74,13 +74,19 @@ export class Tunnels {
   /** Open sockets (both ends), closed on shutdown: an HTTP server's close does not end them. */
   private readonly sockets = new Set<Duplex>();
   private readonly tunnels = new Set<Tunnel>();
+  private closed = false;
 
   constructor(deps: TunnelDeps) {
     this.deps = deps;
   }
 
-  /** Tracks a socket until it closes (the client's from the start, so that shutdown ends it even while it is being admitted). */
+  /**
+   * Tracks a socket until it closes (the client's from the start, so that shutdown ends it even
+   * while it is being admitted). Once closed (a shutdown), a new one is ended at once: the balancer
+   * sends the upgrade to another replica, and the browser's next try goes there.
+   */
   track(socket: Duplex): void {
+    if (this.closed) return void socket.destroy();
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
   }
@@ -176,6 +182,7 @@ export class Tunnels {
 
   /** Ends every tunnel at once. */
   close(): void {
+    this.closed = true;
     for (const socket of this.sockets) socket.destroy();
   }
 

@@ -126,7 +126,7 @@ export class Backups {
   async create(
     actor: Actor,
     workspace: WorkspaceRecord,
-    options: { out?: Writable; file?: string; onProgress?: (bytes: number) => void; scheduled?: boolean } = {},
+    options: { out?: Writable; file?: string; onProgress?: (bytes: number) => void; scheduled?: boolean; signal?: AbortSignal } = {},
   ): Promise<BackupResult> {
     const owner = workspace.userId ? await this.store.users.get(workspace.userId) : undefined;
     const source = {
@@ -135,6 +135,7 @@ export class Backups {
       image: this.image,
       workspace: { workspaceId: workspace.id, slug: workspace.slug, ownerEmail: owner?.email ?? '' },
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     };
     let result: BackupResult;
     if (options.out) {
@@ -150,22 +151,29 @@ export class Backups {
       await writeFile(`${file}${SIDECAR}`, `${JSON.stringify(manifest)}\n`, { mode: 0o600 });
       result = { manifest, name, sizeBytes: (await stat(file)).size };
     }
-    await this.store.workspaces.recordBackup(actor, workspace.id, {
-      slug: workspace.slug,
-      backup: result.name ?? (options.file ? path.resolve(options.file) : '-'),
-      files: result.manifest.files,
-      bytes: result.manifest.bytes,
-      sha256: result.manifest.sha256,
-      ...(options.scheduled ? { scheduled: true } : {}),
-    });
+    try {
+      await this.store.workspaces.recordBackup(actor, workspace.id, {
+        slug: workspace.slug,
+        backup: result.name ?? (options.file ? path.resolve(options.file) : '-'),
+        files: result.manifest.files,
+        bytes: result.manifest.bytes,
+        sha256: result.manifest.sha256,
+        ...(options.scheduled ? { scheduled: true } : {}),
+      });
+    } catch (error) {
+      // Not audited, not kept: a stored backup nobody knows of would never be listed as made, nor pruned.
+      if (result.name) await this.remove(result.name).catch(() => undefined);
+      throw error;
+    }
     return result;
   }
 
   /** Removes a stored backup and its manifest (the schedule's pruning); 404 `backup_not_found` for a name that is not one. */
   async remove(name: string): Promise<void> {
     const file = await this.pathOf(name);
+    // The file first: a backup is never left without its manifest; one removed meanwhile is removed.
+    await rm(file, { force: true });
     await rm(`${file}${SIDECAR}`, { force: true });
-    await rm(file);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { open, rename, rm } from 'node:fs/promises';
-import type { Writable } from 'node:stream';
+import { addAbortSignal, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
@@ -32,6 +32,8 @@ export interface WriteBackupOptions {
   out: Writable;
   /** Called as content is read, with the bytes of file data so far. */
   onProgress?: (bytes: number) => void;
+  /** Gives up the backup (its reading ends, and it rejects as on any failure). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -43,9 +45,11 @@ export interface WriteBackupOptions {
  * nothing waits in it longer than a few chunks. Stopping the workspace first gives a consistent
  * copy; a file changing while it is read fails the export.
  */
-export async function writeBackup({ runtime, volume, image, workspace, out, onProgress }: WriteBackupOptions): Promise<BackupManifest> {
+export async function writeBackup({ runtime, volume, image, workspace, out, onProgress, signal }: WriteBackupOptions): Promise<BackupManifest> {
   const created = new Date().toISOString();
+  signal?.throwIfAborted();
   const archive = await runtime.exportVolume(volume, { workspaceId: workspace.workspaceId, slug: workspace.slug }, image);
+  if (signal) addAbortSignal(signal, archive);
   const extract = tar.extract();
   const pack = tar.pack();
   const gzip = createGzip(GZIP_OPTIONS);

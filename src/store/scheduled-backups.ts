@@ -26,9 +26,11 @@ export class ScheduledBackupStore {
     return new Map(rows.map((row) => [row.workspace_id, row.at]));
   }
 
-  /** Records a scheduled backup of a workspace, stored as `name`. */
-  async record(workspaceId: string, name: string): Promise<void> {
-    await fencedWrite(this.db, this.fence, (db) => db.query('INSERT INTO scheduled_backups (name, workspace_id) VALUES ($1, $2)', [name, workspaceId]));
+  /** Records a scheduled backup of a workspace, stored as `name`, begun `at` (what it holds is the home as it was then). */
+  async record(workspaceId: string, name: string, at: Date): Promise<void> {
+    await fencedWrite(this.db, this.fence, (db) =>
+      db.query('INSERT INTO scheduled_backups (name, workspace_id, created_at) VALUES ($1, $2, $3)', [name, workspaceId, at]),
+    );
   }
 
   /** The names of a workspace's scheduled backups past its newest `keep`, oldest last. */

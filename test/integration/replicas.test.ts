@@ -155,6 +155,13 @@ it("passes on the editor's answer to a request in flight when it is stopped (SIG
   await eventually('the workspace observed running', async () => (await store.workspaces.get(workspace.id))?.observedState === 'running', 30_000);
   const { cookie } = await sessionFor(store.sessions, user.id, SESSION_SECRET);
 
+  // A run's output followed through this replica (a stream that would hold the shutdown open for the grace period).
+  const [run] = (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'running', 'running') RETURNING id", [
+    workspace.id,
+  ])) as { id: string }[];
+  const output = await fetch(`${server.url}/u/${workspace.slug}/api/runs/${run!.id}/output`, { headers: { cookie } });
+  expect(output.status).toBe(200);
+  const outputEnded = output.text();
   // A request the editor answers after 3 s, sent through this replica; stopped once the editor has it.
   const answer = fetch(`${server.url}/u/${workspace.slug}/slow?ms=3000`, { headers: { cookie } }).then(async (response) => [
     response.status,
@@ -172,6 +179,9 @@ it("passes on the editor's answer to a request in flight when it is stopped (SIG
   await server.waitForLog((record) => record.message.startsWith('shutting down'));
   expect(await answer).toEqual([200, 'slow']);
   expect(await server.exited).toBe(0);
+  // The output stream was ended by the shutdown (its reader resumes elsewhere), not cut at the end of the grace period.
+  expect(await outputEnded).toContain(': connected');
+  expect(server.records.map((record) => record.message)).not.toContain('in-flight requests still open after the grace period, closing them');
 }, 90_000);
 
 it('waits for the lease of a holder on this host in another PID namespace (a replica in another container, whose pid means nothing here)', async () => {
