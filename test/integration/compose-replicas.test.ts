@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { buildImages, deployment, ok, type Deployment } from '../helpers/compose.ts';
-import { docker } from '../helpers/controllers.ts';
+import { docker, eventually } from '../helpers/controllers.ts';
 import { freePort } from '../helpers/server.ts';
 
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
@@ -21,23 +21,6 @@ const replica: Record<'control' | 'control-b', string> = { control: '', 'control
 let cookie = '';
 let slug = '';
 let editorContainer = '';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits for `probe` to hold, for at most `timeoutMs`; fails with what it last saw. */
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    try {
-      if (await probe()) return;
-    } catch (error) {
-      last = String(error);
-    }
-    await sleep(250);
-  }
-  throw new Error(`${what}: not within ${timeoutMs} ms ${last}`);
-}
 
 /** What a replica's /metrics says of one metric, summed over its label sets whose labels contain `labels`. */
 async function metric(service: keyof typeof replica, name: string, labels = ''): Promise<number> {
@@ -115,11 +98,11 @@ afterAll(async () => {
 }, 150_000);
 
 it('serves through the balancer once both replicas answer, one of them leading', async () => {
-  await until('/healthz through the balancer', async () => (await fetch(`${base}/healthz`)).status === 200, 90_000);
+  await eventually('/healthz through the balancer', async () => (await fetch(`${base}/healthz`)).status === 200, 90_000);
   for (const service of ['control', 'control-b'] as const) {
-    await until(`${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
+    await eventually(`${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
   }
-  await until('a leader', async () => (await leader()) !== undefined, 30_000);
+  await eventually('a leader', async () => (await leader()) !== undefined, 30_000);
   const gauges = await Promise.all((['control', 'control-b'] as const).map((service) => metric(service, 'leader')));
   expect(gauges.toSorted((x, y) => x - y)).toEqual([0, 1]);
   // Only the balancer is reachable from outside the host's loopback, as the single control plane was.
@@ -142,7 +125,7 @@ it('signs a student in through the balancer and serves the editor, the requests 
     .join('; ');
   slug = email.split('@')[0]!;
   expect((await fetch(`${base}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { cookie, origin: base } })).status).toBe(202);
-  await until(
+  await eventually(
     'the editor through the balancer',
     async () => (await (await fetch(`${base}/u/${slug}/`, { headers: { cookie } })).text()).includes('editor stand-in'),
     90_000,
@@ -167,10 +150,10 @@ it('loses no request through the balancer when the leader is stopped, and the ot
   const { sent, failed } = await steadyRequests(deployed.compose(['stop', '-t', '30', was], 60_000));
   expect(failed).toEqual([]);
   expect(sent).toBeGreaterThan(10);
-  await until(`${other} to lead`, async () => (await leader()) === other, 30_000);
+  await eventually(`${other} to lead`, async () => (await leader()) === other, 30_000);
   expect(await editor()).toEqual(before);
   expect((await deployed.compose(['start', was], 60_000)).code).toBe(0);
-  await until(`${was}'s /healthz`, async () => (await fetch(`${replica[was]}/healthz`)).status === 200, 90_000);
+  await eventually(`${was}'s /healthz`, async () => (await fetch(`${replica[was]}/healthz`)).status === 200, 90_000);
 }, 240_000);
 
 it('upgrades one replica at a time (docs/operations.md) without a failed request or a restarted workspace', async () => {
@@ -179,12 +162,12 @@ it('upgrades one replica at a time (docs/operations.md) without a failed request
     const step = (async () => {
       const recreated = await deployed.compose(['up', '-d', '--no-build', '--no-deps', '--force-recreate', service], 120_000);
       if (recreated.code !== 0) throw new Error(`recreating ${service} failed:\n${recreated.stdout}${recreated.stderr}`);
-      await until(`the new ${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
+      await eventually(`the new ${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
     })();
     const { failed } = await steadyRequests(step);
     expect({ service, failed }).toEqual({ service, failed: [] });
   }
-  await until('a leader', async () => (await leader()) !== undefined, 30_000);
+  await eventually('a leader', async () => (await leader()) !== undefined, 30_000);
   expect(await editor()).toEqual(before);
 }, 400_000);
 

@@ -15,10 +15,10 @@ import path from 'node:path';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { names } from '../../src/docker/runtime.ts';
-import { LeaseStore, RECONCILER_LEASE } from '../../src/store/leases.ts';
-import { createHarness, docker, eventually, inspectByName, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
+import { docker, eventually, inspectByName, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
-import { freePort, startServer, type LogRecord, type ServerProcess } from '../helpers/server.ts';
+import { pausedLeaderHandsOver } from '../helpers/replicas.ts';
+import { freePort, type ServerProcess } from '../helpers/server.ts';
 
 let db: { url: string; dataSource: DataSource };
 let pooler: ChildProcess;
@@ -105,36 +105,11 @@ const env = () => ({
   SESSION_SECRET: 'pooler-test-session-secret-0123456789',
   ...LEASE,
 });
-const leading = (term: number) => (record: LogRecord) => record.message === `leading: took the reconciler lease (term ${term})`;
 
 it('leads, fences and converges through PgBouncer in transaction mode: a paused leader loses the lease and steps down, nothing doubles or restarts', async () => {
-  const a = await startServer(env());
-  servers.push(a);
-  await a.waitForLog(leading(1));
-  const b = await startServer(env());
-  servers.push(b);
-  await b.waitForLog((record) => record.message.startsWith('another replica leads: following'));
-  const { store } = createHarness(db.dataSource, { controlPlaneId });
-  const leases = new LeaseStore(db.dataSource);
-
-  const first = (await store.users.create({ email: `first-${controlPlaneId}@school.test` })).workspace;
-  await store.workspaces.open(first.id);
-  const running = await eventually('the first workspace running', async () => {
-    const info = await inspectByName(names.code(first.slug));
-    return info?.State.Running ? info : undefined;
-  });
-
-  // The leader paused past its lease: the follower takes over under term 2, through the pooler.
-  a.proc.kill('SIGSTOP');
-  await b.waitForLog(leading(2), 20_000);
-  expect(await leases.get(RECONCILER_LEASE)).toEqual(expect.objectContaining({ term: 2 }));
-  const second = (await store.users.create({ email: `second-${controlPlaneId}@school.test` })).workspace;
-  await store.workspaces.open(second.id);
-  await eventually('the second workspace running', async () => (await inspectByName(names.code(second.slug)))?.State.Running === true, 30_000);
-
-  // Woken, the old leader steps down by its own clock; nothing it did since went wrong.
-  a.proc.kill('SIGCONT');
-  await a.waitForLog((record) => record.message === 'stopped leading (term 1): no renewal within the renew deadline');
+  // Through the pooler: one leads; paused, the other takes over and converges; woken, it steps down.
+  const { a, b, first, running, second } = await pausedLeaderHandsOver(db.dataSource, controlPlaneId, env, servers);
+  // Nothing went wrong on the way.
   for (const server of [a, b]) expect(server.records.filter((record) => record.level === 'error' || record.level === 'fatal')).toEqual([]);
   for (const workspace of [first, second]) {
     expect(await docker.listContainers({ all: true, filters: { label: [`service.workspace-id=${workspace.id}`, 'service.role=code'] } })).toHaveLength(1);

@@ -10,11 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import { names } from '../../src/docker/runtime.ts';
-import { LeaseStore, RECONCILER_LEASE } from '../../src/store/leases.ts';
+import { RECONCILER_LEASE } from '../../src/store/leases.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { createHarness, docker, eventually, inspectByName, newControlPlaneId, removeEverything, TEST_IMAGE } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
-import { startServer, type LogRecord, type ServerProcess } from '../helpers/server.ts';
+import { leading, pausedLeaderHandsOver } from '../helpers/replicas.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { sessionFor } from '../helpers/session.ts';
 
 let db: { url: string; dataSource: DataSource };
@@ -50,42 +51,14 @@ const env = () => ({
   ...LEASE,
 });
 
-const leading = (term: number) => (record: LogRecord) => record.message === `leading: took the reconciler lease (term ${term})`;
-
 /** The code containers of a workspace (all states). */
 async function codeContainers(workspace: WorkspaceRecord) {
   return docker.listContainers({ all: true, filters: { label: [`service.workspace-id=${workspace.id}`, 'service.role=code'] } });
 }
 
 it('one leads; a paused leader loses the lease and steps down when woken; a killed one is replaced at once; state converges, nothing restarts or doubles', async () => {
-  const a = await startServer(env());
-  servers.push(a);
-  await a.waitForLog(leading(1));
-  const b = await startServer(env());
-  servers.push(b);
-  await b.waitForLog((record) => record.message.startsWith('another replica leads: following'));
-  const { store } = createHarness(db.dataSource, { controlPlaneId });
-  const leases = new LeaseStore(db.dataSource);
-
-  const first = (await store.users.create({ email: `first-${controlPlaneId}@school.test` })).workspace;
-  await store.workspaces.open(first.id);
-  const running = await eventually('the first workspace running', async () => {
-    const info = await inspectByName(names.code(first.slug));
-    return info?.State.Running ? info : undefined;
-  });
-
-  // The leader paused past its lease: the follower takes over under term 2.
-  a.proc.kill('SIGSTOP');
-  await b.waitForLog(leading(2), 20_000);
-  expect(await leases.get(RECONCILER_LEASE)).toEqual(expect.objectContaining({ term: 2 }));
-  // The new leader converges what is asked meanwhile.
-  const second = (await store.users.create({ email: `second-${controlPlaneId}@school.test` })).workspace;
-  await store.workspaces.open(second.id);
-  await eventually('the second workspace running', async () => (await inspectByName(names.code(second.slug)))?.State.Running === true, 30_000);
-
-  // Woken, the old leader steps down by its own clock and writes nothing under its old term.
-  a.proc.kill('SIGCONT');
-  await a.waitForLog((record) => record.message === 'stopped leading (term 1): no renewal within the renew deadline');
+  const { a, b, store, leases, first, running, second } = await pausedLeaderHandsOver(db.dataSource, controlPlaneId, env, servers);
+  // Woken, the old leader wrote nothing under its old term.
   expect(a.records.filter((record) => record.level === 'error' && record.category === 'control.containers')).toEqual([]);
 
   // The leader killed: the other (a process of this host that sees it dead) takes over at once.
