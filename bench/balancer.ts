@@ -25,7 +25,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,20 +33,7 @@ import { Agent } from 'undici';
 import { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { createStore } from '../src/store/index.ts';
-import {
-  benchDatabase,
-  benchDatabaseUrl,
-  CONTROL_PLANE_LABEL,
-  deadline,
-  docker,
-  freePort,
-  median,
-  percentile,
-  removeLabelled,
-  signedSessionCookie,
-  startReplica,
-  type Replica,
-} from './lib.ts';
+import { benchDatabaseUrl, docker, freePort, median, percentile, replicaBench, signedSessionCookie, startReplica, type Replica } from './lib.ts';
 
 const DATABASE = 'cp_bench_balancer';
 const HAPROXY_IMAGE = 'classroom-base/haproxy:2.6';
@@ -119,17 +106,7 @@ async function wrk(url: string, cookie: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(15 * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
-  const { dataSource, drop } = await benchDatabase(DATABASE);
-  cleanups.push(drop);
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-balancer-'));
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const { controlPlaneId, dataSource, dataDir, cleanups, cleanup } = await replicaBench(DATABASE, 15);
   const email = `student-${randomBytes(3).toString('hex')}@school.test`;
   writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: [email] }));
   const running = new Set<Replica>();

@@ -23,11 +23,8 @@
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/failover.ts   (KILLS=…, CASES=killed,paused)
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchDatabase, benchDatabaseUrl, CONTROL_PLANE_LABEL, deadline, median, removeLabelled, startReplica, type Replica } from './lib.ts';
+import { benchDatabaseUrl, median, replicaBench, startReplica, type Replica } from './lib.ts';
 
 const DATABASE = 'cp_bench_failover';
 const KILLS = Number(process.env.KILLS ?? 10);
@@ -45,17 +42,7 @@ async function leadership(replica: Replica): Promise<{ leader: boolean; term: nu
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(20 * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
-  const { drop } = await benchDatabase(DATABASE);
-  cleanups.push(drop);
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-failover-'));
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
+  const { controlPlaneId, dataDir, cleanups, cleanup } = await replicaBench(DATABASE, 20);
   const replicas = new Set<Replica>();
   cleanups.push(async () => {
     for (const replica of replicas) {

@@ -1,6 +1,6 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -212,6 +212,35 @@ export function deadline(ms: number, cleanup?: () => Promise<void>): void {
       .catch((error: unknown) => console.error('cleanup failed:', error))
       .finally(() => process.exit(1));
   }, ms).unref();
+}
+
+/**
+ * What a benchmark of replicas stands on: a fresh bench database, a data directory, a control-plane
+ * id of its own, and its cleanup steps (added by the benchmark as it goes), run in reverse order at
+ * `cleanup()` or when it runs past `minutes` (deadline). Undone: the database, the directory, and
+ * every container and volume of that control-plane id.
+ */
+export interface ReplicaBench {
+  controlPlaneId: string;
+  dataSource: DataSource;
+  dataDir: string;
+  cleanups: (() => Promise<unknown>)[];
+  cleanup: () => Promise<void>;
+}
+
+export async function replicaBench(database: string, minutes: number): Promise<ReplicaBench> {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanup = async () => {
+    for (const step of cleanups.splice(0).toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
+  };
+  deadline(minutes * 60_000, cleanup);
+  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
+  const { dataSource, drop } = await benchDatabase(database);
+  cleanups.push(drop);
+  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `${database.replaceAll('_', '-')}-`));
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  return { controlPlaneId, dataSource, dataDir, cleanups, cleanup };
 }
 
 /** The Cookie header of a signed-in session for `userId` (made as koa-session makes one; see test/helpers/session.ts). */

@@ -18,26 +18,14 @@
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/revocation.ts   (ROUNDS=…, CUT_ROUNDS=…, TUNNELS=…)
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { createStore } from '../src/store/index.ts';
-import {
-  benchDatabase,
-  benchDatabaseUrl,
-  CONTROL_PLANE_LABEL,
-  deadline,
-  median,
-  percentile,
-  removeLabelled,
-  signedSessionCookie,
-  startReplica,
-  type Replica,
-} from './lib.ts';
+import { benchDatabaseUrl, median, percentile, replicaBench, signedSessionCookie, startReplica, type Replica } from './lib.ts';
 
 const DATABASE = 'cp_bench_revocation';
 const ROUNDS = Number(process.env.ROUNDS ?? 10);
@@ -54,17 +42,7 @@ async function openEchoing(url: string, cookie: string, origin: string): Promise
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(10 * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
-  const { dataSource, drop } = await benchDatabase(DATABASE);
-  cleanups.push(drop);
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-revocation-'));
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const { controlPlaneId, dataSource, dataDir, cleanups, cleanup } = await replicaBench(DATABASE, 10);
   const email = `student-${randomBytes(3).toString('hex')}@school.test`;
   writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: [email] }));
   const replicas: Replica[] = [];
