@@ -29,15 +29,15 @@ export async function openForCli(options: { config: Config; log: Logger; command
   });
   const allowlistFile = AllowlistFile.in(config.dataDir);
   const store = createStore({ db: database.dataSource, changes: new ChangeFeed(), environmentCap: config.maxActiveContainers, allowlistFile });
-  const engine = dockerWhenUsed(config.controlPlaneId);
+  const engine = engineWhenUsed(config);
   const backups = new Backups({ store, runtime: engine, dataDir: config.dataDir, image: config.workspaceImage });
   return { config, store, backups, stop: () => database.close() };
 }
 
-/** The volume archives of the local Docker Engine, whose client (dockerode) is loaded at the first call. */
-function dockerWhenUsed(controlPlaneId: string): VolumeArchives {
+/** The volume archives of the configured runtime, whose client (dockerode) is loaded at the first call. */
+function engineWhenUsed(config: Config): VolumeArchives {
   let made: Promise<VolumeArchives> | undefined;
-  const runtime = () => (made ??= import('../src/docker/docker-runtime.ts').then(({ DockerRuntime }) => new DockerRuntime({ controlPlaneId })));
+  const runtime = () => (made ??= import('../src/docker/runtimes.ts').then(({ runtimeFor }) => runtimeFor(config)));
   return {
     exportVolume: async (...args) => (await runtime()).exportVolume(...args),
     importVolume: async (...args) => (await runtime()).importVolume(...args),

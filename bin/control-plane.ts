@@ -25,7 +25,7 @@ import { Backups } from '../src/backup/backups.ts';
 import { urlHost, type Config } from '../src/config.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { openMigrated, type Database, type OpenOptions } from '../src/db/database.ts';
-import { DockerRuntime } from '../src/docker/docker-runtime.ts';
+import { runtimeFor } from '../src/docker/runtimes.ts';
 import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
 import { createMetrics, type Metrics } from '../src/metrics.ts';
@@ -178,7 +178,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const metrics = createMetrics();
   const allowlistFile = AllowlistFile.in(config.dataDir);
   const store = createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile });
-  const runtime = options.runtime ?? new DockerRuntime({ controlPlaneId: config.controlPlaneId });
+  const runtime = options.runtime ?? runtimeFor(config);
   const serverLog = categoryLogger(log, 'server');
   const authLog = categoryLogger(log, 'auth');
   const containersLog = categoryLogger(log, 'containers');
@@ -199,7 +199,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           runtime,
           metrics,
           log: containersLog,
-          template: { ...volumeTemplate, editorPort: config.editorPort },
+          template: { ...volumeTemplate, editorPort: config.editorPort, nanoCpus: config.codeNanoCpus },
           ...options.tuning?.workspaces,
         })
       : undefined,

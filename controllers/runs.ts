@@ -1,4 +1,4 @@
-import { names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { endpointOf, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp, type Probe } from '../src/probe.ts';
@@ -168,7 +168,7 @@ export class RunController extends Controller {
   /** A compiling run: fail it past the build timeout, mark it ready when the nt4 port answers, else look again soon. */
   private async probe(run: RunRecord, container: ManagedContainer, log: Logger): Promise<ReconcileResult | void> {
     if (this.pastBuildTimeout(run)) return this.end(run, container, 'failed', this.timeoutReason(), log);
-    const endpoint = container.address ? `${container.address}:${this.options.template.nt4Port}` : undefined;
+    const endpoint = endpointOf(container, this.options.template.nt4Port);
     if (!endpoint) return { requeueAfterMs: this.options.probeIntervalMs };
     if (run.simEndpoint !== endpoint) await this.options.store.runs.recordSimEndpoint(run.id, endpoint);
     const probe = await this.options.probe(endpoint);

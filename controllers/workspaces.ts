@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { ImageMissingError, names, type CodeContainerSpec, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import {
+  endpointOf,
+  ImageMissingError,
+  names,
+  NoRoomError,
+  type CodeContainerSpec,
+  type ManagedContainer,
+  type WorkspaceRuntime,
+} from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp, type Probe } from '../src/probe.ts';
@@ -15,6 +23,8 @@ export interface CodeTemplate {
   memoryBytes: number;
   network: string;
   editorPort: number;
+  /** CPUs an editor may use, in billionths (CODE_CPUS); 0: no limit. */
+  nanoCpus: number;
 }
 
 export interface WorkspaceControllerOptions {
@@ -43,7 +53,14 @@ export interface WorkspaceControllerOptions {
 
 /** Hash of the fields of a code container that, when they change, mean "recreate". */
 export function codeSpecHash(template: CodeTemplate): string {
-  const canonical = JSON.stringify([template.image, template.memoryBytes, template.network, template.editorPort]);
+  // A CPU limit counts only when set, so that existing editors are not recreated for its introduction.
+  const canonical = JSON.stringify([
+    template.image,
+    template.memoryBytes,
+    template.network,
+    template.editorPort,
+    ...(template.nanoCpus > 0 ? [template.nanoCpus] : []),
+  ]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }
 
@@ -234,6 +251,11 @@ export class WorkspaceController extends Controller {
       const running = (await runtime.listContainers({ workspaceId: id })).find((candidate) => candidate.id === container.id);
       return this.ready(workspace, running ?? container);
     } catch (error) {
+      // No node has room (a swarm): it waits, as at the cap, and is looked at again shortly.
+      if (error instanceof NoRoomError) {
+        await this.status(workspace, 'waiting', error.message);
+        return { requeueAfterMs: this.options.capacityRetryMs };
+      }
       // The engine refused: `failed` with its message, and the queue retries with backoff; but not a
       // missing image, which no retry brings (terminal: looked at again when the spec changes, and
       // by the resync, which creates nothing until the image is there).
@@ -261,9 +283,9 @@ export class WorkspaceController extends Controller {
     return { requeueAfterMs: this.options.editorProbeMs };
   }
 
-  /** `address:port` of a running code container's editor, or null when it has no address. */
+  /** `host:port` of a running code container's editor, or null while it has none. */
   private endpointOf(container: ManagedContainer): string | null {
-    return container.address ? `${container.address}:${this.options.template.editorPort}` : null;
+    return endpointOf(container, this.options.template.editorPort) ?? null;
   }
 
   private async finalize(workspace: WorkspaceRecord, containers: ManagedContainer[]): Promise<void> {

@@ -119,6 +119,9 @@ provision_pgbouncer() {
 # image on local base images for the compose test (classroom-control:test).
 build_test_image() { bash "$ROOT/scripts/build-test-image.sh"; }
 build_workspace_image() { bash "$ROOT/scripts/build-workspace-image.sh"; }
+# The Docker-in-Docker node of the swarm tests (test/helpers/swarm.ts), on the local Debian base that
+# build_compose_images makes.
+build_swarm_node_image() { bash "$ROOT/scripts/build-swarm-node-image.sh"; }
 build_compose_images() { LOCAL_BASE=1 CONTROL_IMAGE=classroom-control:test NODE_IMAGE= NPM_REGISTRY= bash "$ROOT/scripts/build-control-image.sh"; }
 
 # phase NAME FUNCTION: runs it, noting how long it took.
@@ -139,6 +142,7 @@ phase pgbouncer provision_pgbouncer
 phase test-image build_test_image
 phase workspace-image build_workspace_image
 phase compose-images build_compose_images
+phase swarm-node-image build_swarm_node_image
 # A line only when provisioning did something (more than a few seconds of checks).
 if [ $(($(now_ms) - start_ms)) -gt 5000 ]; then
   say "done in $(since "$start_ms"): $(IFS=,; printf '%s' "${TIMES[*]}" | sed 's/,/, /g')"

@@ -9,6 +9,9 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** The project's root folder (where package.json lives), whatever the working directory. */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/** How the control plane reaches one Docker Engine: its Unix socket, or a TCP address (plain, on a trusted network). */
+export type EngineEndpoint = { socketPath: string } | { host: string; port: number };
+
 /** Validated configuration of the control plane; the only view of the environment the rest of the code gets. */
 export interface Config {
   nodeEnv: string;
@@ -58,6 +61,10 @@ export interface Config {
   lease: LeaseConfig;
   /** Scheduled backups of every home (BACKUP_*): at most one per interval, of a home used since its last; undefined: none. */
   backupSchedule: { intervalMs: number; keep: number } | undefined;
+  /** CODE_CPUS in billionths of a CPU: what a workspace's editor may use (and, on a swarm, reserves); 0: no limit. */
+  codeNanoCpus: number;
+  /** Where workspaces run (RUNTIME): one Docker Engine, or a Docker Swarm reached through each node's engine (SWARM_ENGINES). */
+  runtime: { kind: 'docker' } | { kind: 'swarm'; engines: EngineEndpoint[] };
 }
 
 /**
@@ -236,12 +243,34 @@ export const VARIABLES: Record<string, VariableSpec> = {
     default: 24,
   },
   BACKUP_KEEP: { accepts: 'a whole number from 1 to 1000', schema: { type: 'integer', minimum: 1, maximum: 1000 }, default: 7 },
+  CODE_CPUS: {
+    accepts: 'a number of CPUs from 0 (no limit) to 256 (decimals allowed, e.g. 1.5)',
+    schema: { type: 'number', minimum: 0, maximum: 256 },
+    default: 0,
+  },
+  RUNTIME: { accepts: 'docker (one engine) or swarm (SWARM_ENGINES)', schema: { enum: ['docker', 'swarm'] }, default: 'docker' },
+  SWARM_ENGINES: {
+    accepts: "a comma-separated list of every swarm node's Docker Engine: unix:///path/to/docker.sock or tcp://host:port",
+    schema: { type: 'string', minLength: 1 },
+    check: (value) => engineList(value).length > 0 && engineList(value).every((entry) => parseEngineEndpoint(entry) !== undefined),
+  },
   CONTROL_PLANE_ID: {
     accepts: 'a name of lower-case letters, digits and dashes (at most 40)',
     schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,39}$' },
     default: 'default',
   },
 };
+
+/** Parses one SWARM_ENGINES entry: `unix:///path` (an absolute path) or `tcp://host:port`; undefined otherwise. */
+export function parseEngineEndpoint(text: string): EngineEndpoint | undefined {
+  if (text.startsWith('unix://')) {
+    const socketPath = text.slice('unix://'.length);
+    return socketPath.startsWith('/') ? { socketPath } : undefined;
+  }
+  const match = /^tcp:\/\/([^/:\s]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(text);
+  if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) return undefined;
+  return { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+}
 
 /** Parses `600`, `90s`, `10m`, `1.5h` into milliseconds, between 1 s and 24 h; undefined otherwise. */
 export function parseDurationMs(text: string): number | undefined {
@@ -280,6 +309,14 @@ function workspaceHostClash(workspaceHost: WorkspaceHostConfig, publicHostname: 
   const base = workspaceHost.hostname;
   if (publicHostname !== base && !publicHostname.endsWith(`.${base}`) && !base.endsWith(`.${publicHostname}`)) return undefined;
   return `WORKSPACE_HOST=${JSON.stringify(`*.${workspaceHost.base}`)} is not valid: its domain must not be the control plane's host (${publicHostname}), a parent of it or under it, or workspaces' pages could set cookies the control plane reads; use a domain beside it, best a registrable domain of its own (e.g. *.school-workspaces.org), or at least *.ws.<your domain> beside <control plane>.<your domain>`;
+}
+
+/** SWARM_ENGINES' entries, as written (paths keep their case). */
+function engineList(value: string): string[] {
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 function splitList(value: string): string[] {
@@ -366,6 +403,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(
       `LEASE_RETRY_SECONDS=${lease.retryMs / 1000} is not valid: it must be less than LEASE_RENEW_DEADLINE_SECONDS (${lease.renewDeadlineMs / 1000}), so that a leader tries to renew more than once before it gives up`,
     );
+  if (values.RUNTIME === 'swarm' && values.SWARM_ENGINES === undefined)
+    problems.push("RUNTIME=swarm needs SWARM_ENGINES: expected a comma-separated list of every swarm node's Docker Engine (unix:///path or tcp://host:port)");
   if (problems.length > 0) throw new ConfigError(problems);
 
   return {
@@ -404,6 +443,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       (values.BACKUP_INTERVAL_HOURS as number) === 0
         ? undefined
         : { intervalMs: Math.round((values.BACKUP_INTERVAL_HOURS as number) * 3_600_000), keep: values.BACKUP_KEEP as number },
+    codeNanoCpus: Math.round((values.CODE_CPUS as number) * 1e9),
+    runtime:
+      values.RUNTIME === 'swarm'
+        ? { kind: 'swarm', engines: engineList(values.SWARM_ENGINES as string).map((entry) => parseEngineEndpoint(entry)!) }
+        : { kind: 'docker' },
   };
 }
 

@@ -51,13 +51,13 @@ const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
 export const CALL_TIMEOUT_MS = 60_000;
 
 /** The HTTP status of a dockerode error, if any. */
-function statusOf(error: unknown): number | undefined {
+export function statusOf(error: unknown): number | undefined {
   const status = (error as { statusCode?: unknown })?.statusCode;
   return typeof status === 'number' ? status : undefined;
 }
 
 /** Runs `action`, treating the listed HTTP statuses (already there, already gone, not modified) as success. */
-async function tolerate(action: () => Promise<unknown>, statuses: number[]): Promise<void> {
+export async function tolerate(action: () => Promise<unknown>, statuses: number[]): Promise<void> {
   try {
     await action();
   } catch (error) {
@@ -91,7 +91,7 @@ export function engineClient(options: Docker.DockerOptions = {}): Docker {
  * A client of the same engine, through the same connection settings, whose every request is
  * aborted when `signal` is (dockerode's abortSignal, set on each request its modem dials).
  */
-function signalled(docker: Docker, signal: AbortSignal): Docker {
+export function signalled(docker: Docker, signal: AbortSignal): Docker {
   const base = docker.modem;
   const modem = Object.create(base) as typeof base;
   modem.dial = function (this: typeof base, options, callback) {
@@ -237,7 +237,7 @@ export class DockerRuntime implements WorkspaceRuntime {
         [LABELS.restartGeneration]: String(spec.restartGeneration),
         [LABELS.homeVolume]: spec.homeVolume,
       },
-      HostConfig: this.hostConfig(spec),
+      HostConfig: { ...this.hostConfig(spec), ...(spec.nanoCpus > 0 && { NanoCpus: spec.nanoCpus }) },
     });
   }
 

@@ -48,6 +48,13 @@ export interface ManagedContainer {
   state: string;
   /** The container's address on the workspace network, when it runs. */
   address: string | undefined;
+  /**
+   * Ports published where the control plane reaches them instead (a swarm task's, on its node's
+   * address): the container's port → `host:port`.
+   */
+  published?: Record<number, string>;
+  /** The node it is placed on (a swarm's node name; undefined on one engine). */
+  node?: string;
   /** When the container was created (ms since epoch). */
   createdAt: number;
 }
@@ -60,6 +67,8 @@ export interface CodeContainerSpec {
   memoryBytes: number;
   network: string;
   editorPort: number;
+  /** CPUs it may use, in billionths (CODE_CPUS); 0: no limit. */
+  nanoCpus: number;
   restartGeneration: number;
   /** The home volume to mount at /home/student (the workspace's `homeVolume`, else names.volume(slug)). */
   homeVolume: string;
@@ -204,6 +213,21 @@ export class ImageMissingError extends Error {
     );
     this.name = 'ImageMissingError';
     this.image = image;
+  }
+}
+
+/** Where the control plane reaches a container's port: where it is published, else its address on the workspace network; undefined while it has neither. */
+export function endpointOf(container: ManagedContainer, port: number): string | undefined {
+  const published = container.published?.[port];
+  if (published) return published;
+  return container.address ? `${container.address}:${port}` : undefined;
+}
+
+/** No node has room for the workspace (a swarm: its reservations would not fit): what its page and the operator's log say; it waits, as at the cap. */
+export class NoRoomError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NoRoomError';
   }
 }
 

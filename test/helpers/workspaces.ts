@@ -28,7 +28,7 @@ export async function openAndWait(store: Store, workspace: WorkspaceRecord): Pro
 }
 
 /** Waits until a workspace's observed state is `state` for its current spec (and, for running, its endpoint is known). */
-export async function waitForState(store: Store, id: string, state: ObservedState): Promise<WorkspaceRecord> {
+export async function waitForState(store: Store, id: string, state: ObservedState, timeoutMs = 20_000): Promise<WorkspaceRecord> {
   return eventually(
     `workspace ${state}`,
     async () => {
@@ -37,7 +37,7 @@ export async function waitForState(store: Store, id: string, state: ObservedStat
       const converged = current?.observedState === state && current.observedGeneration === current.generation;
       return converged && (state !== 'running' || current.editorEndpoint) ? current : undefined;
     },
-    20_000,
+    timeoutMs,
   );
 }
 

@@ -53,12 +53,21 @@ describe('the workspace controller', () => {
       }),
     );
     expect(info.HostConfig.Memory).toBe(64 * 1024 * 1024);
+    expect(info.HostConfig.NanoCpus).toBe(0);
     expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: names.volume(workspace.slug), Destination: '/home/student' })]);
     const status = await observed(workspace.id, 'running');
     expect(status.observedGeneration).toBe(status.generation);
     expect(status.lastTransitionAt).not.toBeNull();
     const starts = await harness.metrics.containerStartDuration.get();
     expect(starts.values.find((value) => value.metricName === 'container_start_duration_seconds_count')?.value).toBe(1);
+  });
+
+  it('limits the editor to CODE_CPUS when set (no limit by default, as above)', async () => {
+    harness = createHarness(db.dataSource, { env: { CODE_CPUS: '0.5' } });
+    await harness.controller.start();
+    const workspace = await newWorkspace();
+    await harness.store.workspaces.open(workspace.id);
+    expect((await running(workspace.slug)).HostConfig.NanoCpus).toBe(500_000_000);
   });
 
   it('does nothing to a container that runs as specified', async () => {
@@ -86,7 +95,7 @@ describe('the workspace controller', () => {
     await harness.stop();
     harness = createHarness(db.dataSource, {
       controlPlaneId: harness.controlPlaneId,
-      template: { image: 'classroom-workspace:test', memoryBytes: 96 * 1024 * 1024, network: 'bridge', editorPort: 8080 },
+      template: { image: 'classroom-workspace:test', memoryBytes: 96 * 1024 * 1024, network: 'bridge', editorPort: 8080, nanoCpus: 0 },
     });
     await harness.controller.start();
     const after = await eventually('recreated container', async () => {
@@ -175,6 +184,7 @@ describe('the workspace controller', () => {
       memoryBytes: 64 * 1024 * 1024,
       network: 'bridge',
       editorPort: 8080,
+      nanoCpus: 0,
       restartGeneration: 0,
       specHash: 'x',
     });
@@ -203,6 +213,7 @@ describe('the workspace controller', () => {
       memoryBytes: 64 * 1024 * 1024,
       network: 'bridge',
       editorPort: 8080,
+      nanoCpus: 0,
       restartGeneration: 0,
       specHash: 'x',
     });

@@ -158,6 +158,28 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('runs workspaces on one Docker Engine by default, on a swarm through every node engine named in SWARM_ENGINES, and refuses a swarm without them', () => {
+    expect(loadConfig({}).runtime).toEqual({ kind: 'docker' });
+    expect(loadConfig({ RUNTIME: 'swarm', SWARM_ENGINES: 'unix:///run/Nodes/a.sock, tcp://10.0.0.2:2375,tcp://[fd00::3]:2376' }).runtime).toEqual({
+      kind: 'swarm',
+      engines: [{ socketPath: '/run/Nodes/a.sock' }, { host: '10.0.0.2', port: 2375 }, { host: 'fd00::3', port: 2376 }],
+    });
+    expect(problems({ RUNTIME: 'swarm' })).toEqual([
+      "RUNTIME=swarm needs SWARM_ENGINES: expected a comma-separated list of every swarm node's Docker Engine (unix:///path or tcp://host:port)",
+    ]);
+    expect(problems({ RUNTIME: 'kubernetes', SWARM_ENGINES: 'unix://relative.sock,tcp://host' })).toEqual([
+      'RUNTIME="kubernetes" is not valid: expected docker (one engine) or swarm (SWARM_ENGINES)',
+      'SWARM_ENGINES="unix://relative.sock,tcp://host" is not valid: expected a comma-separated list of every swarm node\'s Docker Engine: unix:///path/to/docker.sock or tcp://host:port',
+    ]);
+  });
+
+  it('limits no CPU by default; CODE_CPUS takes decimals, in billionths of a CPU', () => {
+    expect(loadConfig({}).codeNanoCpus).toBe(0);
+    expect(loadConfig({ CODE_CPUS: '1.5' }).codeNanoCpus).toBe(1_500_000_000);
+    expect(problems({ CODE_CPUS: '-1' })).toEqual([
+      'CODE_CPUS="-1" is not valid: expected a number of CPUs from 0 (no limit) to 256 (decimals allowed, e.g. 1.5)',
+    ]);
+  });
   it('never echoes a secret in its error line', () => {
     expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters']);
     expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);

@@ -8,7 +8,7 @@
  */
 import { codeSpecHash, WorkspaceController, type WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
 import { TerminalError } from '../../controllers/workqueue.ts';
-import { ImageMissingError, names } from '../../src/docker/runtime.ts';
+import { ImageMissingError, names, NoRoomError } from '../../src/docker/runtime.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import type { Probe } from '../../src/probe.ts';
@@ -21,7 +21,7 @@ import { MemoryRuntime } from '../helpers/memory-runtime.ts';
 import { testStore } from '../helpers/store.ts';
 
 const db = useTestDatabase();
-const TEMPLATE = { image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080 };
+const TEMPLATE = { image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, nanoCpus: 0 };
 const HASH = codeSpecHash(TEMPLATE);
 const ORPHAN = '00000000-0000-4000-8000-0000000000aa';
 
@@ -336,6 +336,19 @@ describe('WorkspaceController.reconcile', () => {
     runtime.failures.set('createCodeContainer', new Error('No such image: classroom-workspace:test'));
     await expect(controller().reconcile(wanted.id)).rejects.toThrow('No such image');
     expect(await status(wanted.id)).toMatchObject({ observedState: 'failed', statusMessage: 'No such image: classroom-workspace:test' });
+  });
+
+  it("waits, with the runtime's words, when no node has room for its editor (a swarm), and looks again shortly", async () => {
+    const wanted = await workspace('running');
+    runtime.failures.set('createCodeContainer', new NoRoomError('Waiting for room: no node of the swarm has 2.0 GiB of memory unreserved'));
+    await expect(controller({ capacityRetryMs: 5000 }).reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 5000 });
+    expect(await status(wanted.id)).toMatchObject({
+      observedState: 'waiting',
+      statusMessage: 'Waiting for room: no node of the swarm has 2.0 GiB of memory unreserved',
+    });
+    // Once there is room, the next look starts it.
+    await controller().reconcile(wanted.id);
+    expect(runtime.byName(names.code(wanted.slug))?.state).toBe('running');
   });
 
   it('starts nothing while the running containers cannot be counted (the cap count never starts at zero)', async () => {

@@ -1,0 +1,780 @@
+/**
+ * The WorkspaceRuntime over a Docker Swarm: each workspace's editor and each run's simulator is a
+ * Swarm service of one task, pinned to the node that holds the workspace's home volume. The
+ * control plane reaches every node's engine (SWARM_ENGINES): the services through a manager's, and
+ * through each node's own engine what Swarm keeps per node (volumes, a container's output, exit
+ * and stats, backups' helper containers, events).
+ *
+ * How the container-shaped interface maps onto services:
+ * - a "container" is a service, its id the service's id; create makes it with no replica (not
+ *   started), start scales it to one, stop to none, remove removes it;
+ * - its state is its newest task's: `running`; `restarting` while a task is on its way (pending,
+ *   being prepared, or an editor that ended and is restarted by Swarm after a delay); `exited` once
+ *   it ended for good (a simulator, which Swarm never restarts) or the service was scaled to none;
+ *   `created` before its first task;
+ * - its endpoint is its published port (host mode, a port the node picks) on the node's address:
+ *   without IPVS (these machines' kernels) there is no routing mesh, so services use DNS round robin
+ *   and are reached on the node that runs them.
+ *
+ * Placement: a workspace's home is made on the ready, active node with the most memory left
+ * unreserved (its editor reserves CODE_MEMORY_LIMIT and CODE_CPUS, and is limited to them), so
+ * workspaces spread; a workspace then stays on its home's node. When no node has room, creating or
+ * starting its editor fails with NoRoomError (it waits, as at the cap). A home whose node does not
+ * answer is never made again elsewhere: that would be an empty home in place of a student's files.
+ */
+import { createHash } from 'node:crypto';
+import { PassThrough, type Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type Docker from 'dockerode';
+import { NotFoundError } from '../errors.ts';
+import { CALL_TIMEOUT_MS, CONTROL_PLANE_LABEL, DockerRuntime, engineClient, HOME_PATH, signalled, statusOf, tolerate } from './docker-runtime.ts';
+import {
+  ImageMissingError,
+  LABELS,
+  MANAGED_LABEL,
+  names,
+  NoRoomError,
+  type CodeContainerSpec,
+  type ContainerExit,
+  type ContainerRole,
+  type EventSubscription,
+  type ManagedContainer,
+  type RuntimeEvent,
+  type SimContainerSpec,
+  type StatsSample,
+  type WorkspaceRuntime,
+} from './runtime.ts';
+
+/** The prefix of the bridge interface the workspace network has on every node (a node's firewall matches it: deploy/swarm-node-firewall.sh). */
+export const WORKSPACE_BRIDGE_PREFIX = 'cpws';
+
+/** The bridge option that, set to false, drops traffic between the network's containers. */
+const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
+
+/** How long a placement's memory counts against its node before its editor is seen reserving it. */
+const CLAIM_MS = 120_000;
+
+/** Task states before a task runs. */
+const ON_ITS_WAY = new Set(['new', 'allocated', 'pending', 'assigned', 'accepted', 'preparing', 'ready', 'starting']);
+
+/** One node's engine, as the control plane reaches it. */
+interface Engine {
+  /** For messages: how it is reached. */
+  name: string;
+  docker: Docker;
+  /** Its containers and volumes, as on a single engine. */
+  runtime: DockerRuntime;
+}
+
+/** A swarm node as placement sees it. */
+export interface SwarmNode {
+  id: string;
+  name: string;
+  /** Where its published ports are reached. */
+  address: string;
+  /** Status `ready` (else down, or unknown). */
+  ready: boolean;
+  /** Availability `active` (else paused or drained: nothing new is placed there). */
+  active: boolean;
+  memoryBytes: number;
+  nanoCpus: number;
+  /** Its engine, when SWARM_ENGINES names it and it has answered. */
+  engine: Engine | undefined;
+}
+
+export interface SwarmRuntimeOptions {
+  /** Value of the control-plane label on everything this instance creates and lists. */
+  controlPlaneId: string;
+  /** Every node's engine (SWARM_ENGINES); at least one a manager. */
+  engines: Docker.DockerOptions[];
+  /** What each workspace's editor reserves on its node (CODE_MEMORY_LIMIT, CODE_CPUS). */
+  reservation: { memoryBytes: number; nanoCpus: number };
+}
+
+type Service = Docker.Service;
+interface Task {
+  ID: string;
+  ServiceID: string;
+  NodeID?: string;
+  CreatedAt: string;
+  DesiredState: string;
+  Status: {
+    State: string;
+    Err?: string;
+    ContainerStatus?: { ContainerID?: string; ExitCode?: number };
+    PortStatus?: { Ports?: { TargetPort?: number; PublishedPort?: number }[] };
+  };
+}
+
+/** The WorkspaceRuntime over a Docker Swarm (see the file's comment). */
+export class SwarmRuntime implements WorkspaceRuntime {
+  private readonly engines: Engine[];
+  private readonly controlPlaneId: string;
+  private readonly reservation: { memoryBytes: number; nanoCpus: number };
+  /** Set on a copy made by withSignal: every engine call of that copy ends when it is aborted. */
+  private signal: AbortSignal | undefined;
+  /** Each engine's swarm node id, once it has said. */
+  private readonly nodeOfEngine = new Map<Engine, string>();
+  /** The engine of a manager, once found (forgotten when it stops answering). */
+  private managerEngine: Engine | undefined;
+  /** Where each volume is (name → node id), as last seen or placed. */
+  private readonly volumeNodes = new Map<string, string>();
+  /** Memory promised by placements whose editor does not reserve it yet (workspace id → node and when). */
+  private readonly claims = new Map<string, { node: string; at: number }>();
+  /** Placements one at a time, so that concurrent ones see each other's claims. */
+  private placing: Promise<unknown> = Promise.resolve();
+  /** The workspace network, made sure of on the manager and on each node (`<node id>/<name>` or the name). */
+  private readonly networks = new Map<string, Promise<{ isolated: boolean; created: boolean }>>();
+
+  constructor(options: SwarmRuntimeOptions) {
+    if (options.engines.length === 0) throw new Error('a swarm runtime needs at least one engine (SWARM_ENGINES)');
+    this.controlPlaneId = options.controlPlaneId;
+    this.reservation = options.reservation;
+    this.engines = options.engines.map((engine) => ({
+      name: 'socketPath' in engine && engine.socketPath ? `unix://${engine.socketPath}` : `tcp://${engine.host}:${engine.port}`,
+      docker: engineClient({ ...engine, timeout: CALL_TIMEOUT_MS }),
+      runtime: new DockerRuntime({ controlPlaneId: options.controlPlaneId, docker: engine }),
+    }));
+  }
+
+  withSignal(signal: AbortSignal): WorkspaceRuntime {
+    const bound = Object.create(this) as SwarmRuntime;
+    bound.signal = signal;
+    return bound;
+  }
+
+  // ---- engines and nodes ------------------------------------------------------------------------
+
+  private client(engine: Engine): Docker {
+    return this.signal ? signalled(engine.docker, this.signal) : engine.docker;
+  }
+
+  private on(engine: Engine): WorkspaceRuntime {
+    return this.signal ? engine.runtime.withSignal(this.signal) : engine.runtime;
+  }
+
+  /** Runs a call on a manager's engine; a manager that does not answer is forgotten (the next call looks for another). */
+  private async manager<T>(call: (docker: Docker) => Promise<T>): Promise<T> {
+    if (!this.managerEngine) {
+      for (const engine of this.engines) {
+        const info = (await this.client(engine)
+          .info()
+          .catch(() => undefined)) as { Swarm?: { NodeID?: string; ControlAvailable?: boolean } } | undefined;
+        if (info?.Swarm?.NodeID) this.nodeOfEngine.set(engine, info.Swarm.NodeID);
+        if (info?.Swarm?.ControlAvailable) {
+          this.managerEngine = engine;
+          break;
+        }
+      }
+      if (!this.managerEngine) throw new Error(`no swarm manager answers among SWARM_ENGINES (${this.engines.map((engine) => engine.name).join(', ')})`);
+    }
+    const engine = this.managerEngine;
+    try {
+      return await call(this.client(engine));
+    } catch (error) {
+      // Not an answer of the engine (connection refused, reset, timed out): look for another manager next time.
+      if (statusOf(error) === undefined) this.managerEngine = undefined;
+      // A node that is no longer a manager answers 503.
+      if (statusOf(error) === 503) this.managerEngine = undefined;
+      throw error;
+    }
+  }
+
+  /** The swarm's nodes, each with its engine when known. */
+  async nodes(): Promise<SwarmNode[]> {
+    const list = (await this.manager((docker) => docker.listNodes())) as {
+      ID: string;
+      Spec?: { Availability?: string };
+      Status?: { State?: string; Addr?: string };
+      Description?: { Hostname?: string; Resources?: { MemoryBytes?: number; NanoCPUs?: number } };
+    }[];
+    const unknown = this.engines.filter((engine) => !this.nodeOfEngine.has(engine));
+    await Promise.all(
+      unknown.map(async (engine) => {
+        const info = (await this.client(engine)
+          .info()
+          .catch(() => undefined)) as { Swarm?: { NodeID?: string } } | undefined;
+        if (info?.Swarm?.NodeID) this.nodeOfEngine.set(engine, info.Swarm.NodeID);
+      }),
+    );
+    const engineOf = new Map([...this.nodeOfEngine].map(([engine, id]) => [id, engine]));
+    return list
+      .map((node) => ({
+        id: node.ID,
+        name: node.Description?.Hostname ?? node.ID,
+        address: node.Status?.Addr ?? '',
+        ready: node.Status?.State === 'ready',
+        active: (node.Spec?.Availability ?? 'active') === 'active',
+        memoryBytes: node.Description?.Resources?.MemoryBytes ?? 0,
+        nanoCpus: node.Description?.Resources?.NanoCPUs ?? 0,
+        engine: engineOf.get(node.ID),
+      }))
+      .toSorted((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** The node of this id, with its engine, or an error that says why it cannot be used. */
+  private usable(nodes: SwarmNode[], id: string, what: string): SwarmNode & { engine: Engine } {
+    const node = nodes.find((candidate) => candidate.id === id);
+    if (!node) throw new Error(`${what} is on a node that has left the swarm (${id})`);
+    if (!node.ready) throw new Error(`${what} is on node ${node.name}, which is down`);
+    if (!node.engine) throw new Error(`${what} is on node ${node.name}, whose engine is not in SWARM_ENGINES or does not answer`);
+    return node as SwarmNode & { engine: Engine };
+  }
+
+  // ---- labels, services and tasks ---------------------------------------------------------------
+
+  private labelFilters(extra: string[] = []): string[] {
+    return [`${MANAGED_LABEL}=true`, `${CONTROL_PLANE_LABEL}=${this.controlPlaneId}`, ...extra];
+  }
+
+  private baseLabels(workspace: { workspaceId: string; slug: string }): Record<string, string> {
+    return {
+      [MANAGED_LABEL]: 'true',
+      [CONTROL_PLANE_LABEL]: this.controlPlaneId,
+      [LABELS.workspaceId]: workspace.workspaceId,
+      [LABELS.workspaceSlug]: workspace.slug,
+    };
+  }
+
+  private async services(extra: string[] = []): Promise<Service[]> {
+    return this.manager((docker) => docker.listServices({ filters: { label: this.labelFilters(extra) } }));
+  }
+
+  private async tasks(filters: Record<string, string[]>): Promise<Task[]> {
+    return (await this.manager((docker) => docker.listTasks({ filters }))) as Task[];
+  }
+
+  private async service(id: string): Promise<Service | undefined> {
+    try {
+      return (await this.manager((docker) => docker.getService(id).inspect())) as Service;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** The newest task of a service, if it has any. */
+  private async newestTask(serviceId: string): Promise<Task | undefined> {
+    return newest(await this.tasks({ service: [serviceId] }));
+  }
+
+  async listContainers(filter: { workspaceId?: string } = {}): Promise<ManagedContainer[]> {
+    const extra = filter.workspaceId !== undefined ? [`${LABELS.workspaceId}=${filter.workspaceId}`] : [];
+    const [services, tasks, nodes] = await Promise.all([this.services(extra), this.tasks({ label: this.labelFilters(extra) }), this.nodes()]);
+    const byService = new Map<string, Task[]>();
+    for (const task of tasks) byService.set(task.ServiceID, [...(byService.get(task.ServiceID) ?? []), task]);
+    const nodesById = new Map(nodes.map((node) => [node.id, node]));
+    this.forgetClaims(services);
+    return services.map((service) => toManaged(service, newest(byService.get(service.ID) ?? []), nodesById));
+  }
+
+  // ---- volumes and placement ----------------------------------------------------------------------
+
+  /**
+   * The node that holds a volume: as last seen, else asked of every node's engine. Undefined when no
+   * node has it; an error when it is on none of those that answered and some did not (it may be there).
+   */
+  private async volumeNode(volume: string, nodes: SwarmNode[]): Promise<SwarmNode | undefined> {
+    const known = this.volumeNodes.get(volume);
+    if (known) {
+      const node = nodes.find((candidate) => candidate.id === known);
+      if (node) return node;
+    }
+    const silent: string[] = [];
+    for (const node of nodes) {
+      if (!node.engine) {
+        silent.push(node.name);
+        continue;
+      }
+      try {
+        if (await this.on(node.engine).volumeExists(volume)) {
+          this.volumeNodes.set(volume, node.id);
+          return node;
+        }
+      } catch {
+        silent.push(node.name);
+      }
+    }
+    if (silent.length > 0) throw new Error(`cannot tell where volume ${volume} is: node ${silent.join(', ')} does not answer, and it may be there`);
+    return undefined;
+  }
+
+  /** Memory reserved on each node: editors that run or are on their way, and placements not yet seen reserving. */
+  private async reservedByNode(services?: Service[]): Promise<Map<string, number>> {
+    const reserved = new Map<string, number>();
+    const add = (node: string, bytes: number) => reserved.set(node, (reserved.get(node) ?? 0) + bytes);
+    const list = services ?? (await this.services([`${LABELS.role}=code`]));
+    this.forgetClaims(list);
+    for (const service of list) {
+      const node = pinnedNode(service);
+      const spec = service.Spec?.TaskTemplate;
+      if (node && (service.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0) add(node, spec?.Resources?.Reservations?.MemoryBytes ?? 0);
+    }
+    for (const claim of this.claims.values()) add(claim.node, this.reservation.memoryBytes);
+    return reserved;
+  }
+
+  /** Claims seen through (their editor reserves now) or expired are dropped. */
+  private forgetClaims(services: Service[]): void {
+    const now = Date.now();
+    const reserving = new Set(
+      services.filter((service) => (service.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0).map((service) => service.Spec?.Labels?.[LABELS.workspaceId]),
+    );
+    for (const [workspaceId, claim] of this.claims) if (reserving.has(workspaceId) || now - claim.at > CLAIM_MS) this.claims.delete(workspaceId);
+  }
+
+  /** Chooses the node for a new home: ready, active, with an engine, and the most memory left; claims the workspace's reservation there. */
+  private place(workspace: { workspaceId: string; slug: string }): Promise<SwarmNode & { engine: Engine }> {
+    const placed = this.placing.then(async () => {
+      const nodes = await this.nodes();
+      const reserved = await this.reservedByNode();
+      const need = this.reservation.memoryBytes;
+      const candidates = nodes
+        .filter((node): node is SwarmNode & { engine: Engine } => node.ready && node.active && node.engine !== undefined)
+        .map((node) => ({ node, free: node.memoryBytes - (reserved.get(node.id) ?? 0) }))
+        .filter((candidate) => candidate.free >= need)
+        .toSorted((a, b) => b.free - a.free || a.node.name.localeCompare(b.node.name));
+      const chosen = candidates[0]?.node;
+      if (!chosen) throw new NoRoomError(noRoomMessage(nodes, need));
+      this.claims.set(workspace.workspaceId, { node: chosen.id, at: Date.now() });
+      return chosen;
+    });
+    this.placing = placed.catch(() => undefined);
+    return placed;
+  }
+
+  /** Whether the workspace's editor fits on its node now (its own claim aside); NoRoomError when not. */
+  private async checkRoom(node: SwarmNode, workspace: { workspaceId: string; slug: string }): Promise<void> {
+    const reserved = await this.reservedByNode();
+    const own = this.claims.get(workspace.workspaceId)?.node === node.id ? this.reservation.memoryBytes : 0;
+    const free = node.memoryBytes - ((reserved.get(node.id) ?? 0) - own);
+    if (free >= this.reservation.memoryBytes) return;
+    throw new NoRoomError(
+      `Waiting for room on node ${node.name}, where the home of ${workspace.slug} is: it has ${formatBytes(Math.max(0, free))} of memory unreserved and an editor reserves ${formatBytes(this.reservation.memoryBytes)} (CODE_MEMORY_LIMIT). It starts once another workspace there stops.`,
+    );
+  }
+
+  async ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
+    const nodes = await this.nodes();
+    const node = await this.volumeNode(volume, nodes);
+    if (node) return this.on(this.usable(nodes, node.id, `the home of ${workspace.slug}`).engine).ensureVolume(workspace, volume);
+    const chosen = await this.place(workspace);
+    await this.on(chosen.engine).ensureVolume(workspace, volume);
+    this.volumeNodes.set(volume, chosen.id);
+  }
+
+  async removeVolume(volume: string): Promise<boolean> {
+    const nodes = await this.nodes();
+    const node = await this.volumeNode(volume, nodes);
+    if (!node) return true;
+    const removed = await this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).removeVolume(volume);
+    if (removed) this.volumeNodes.delete(volume);
+    return removed;
+  }
+
+  async removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void> {
+    const nodes = await this.nodes();
+    for (const node of nodes) {
+      if (!node.engine) throw new Error(`cannot remove the volumes of ${workspace.slug}: node ${node.name} does not answer`);
+      await this.on(node.engine).removeVolumes(workspace);
+    }
+    for (const [volume] of this.volumeNodes)
+      if (volume === names.volume(workspace.slug) || volume.startsWith(`${names.volume(workspace.slug)}-`)) this.volumeNodes.delete(volume);
+  }
+
+  async listVolumes(): Promise<{ name: string; workspaceId: string }[]> {
+    const nodes = await this.nodes();
+    const lists = await Promise.all(nodes.map(async (node) => (node.engine ? await this.on(node.engine).listVolumes() : [])));
+    return lists.flat();
+  }
+
+  async volumeExists(volume: string): Promise<boolean> {
+    return (await this.volumeNode(volume, await this.nodes())) !== undefined;
+  }
+
+  async removeVolumeNamed(volume: string): Promise<void> {
+    const nodes = await this.nodes();
+    const node = await this.volumeNode(volume, nodes);
+    if (!node) return;
+    await this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).removeVolumeNamed(volume);
+    this.volumeNodes.delete(volume);
+  }
+
+  async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
+    const nodes = await this.nodes();
+    const node = await this.volumeNode(volume, nodes);
+    if (!node) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    return this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).exportVolume(volume, workspace, image);
+  }
+
+  /**
+   * Into the volume where it is; a new one goes where the workspace's home is when that node is
+   * usable (a restore beside it), else where placement chooses.
+   */
+  async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void> {
+    try {
+      const nodes = await this.nodes();
+      let node = await this.volumeNode(volume, nodes);
+      if (!node) {
+        const [code] = await this.services([`${LABELS.workspaceId}=${workspace.workspaceId}`, `${LABELS.role}=code`]);
+        const home = code && pinnedNode(code);
+        const beside = home ? nodes.find((candidate) => candidate.id === home && candidate.ready && candidate.engine) : undefined;
+        node = beside ?? (await this.place(workspace));
+      }
+      const usable = this.usable(nodes, node.id, `volume ${volume}`);
+      await this.on(usable.engine).importVolume(volume, workspace, image, tar);
+      this.volumeNodes.set(volume, usable.id);
+    } catch (error) {
+      tar.destroy();
+      throw error;
+    }
+  }
+
+  // ---- networks and images ----------------------------------------------------------------------
+
+  /**
+   * The workspace network: on every node a configuration (a bridge whose containers cannot reach
+   * each other, named WORKSPACE_BRIDGE_PREFIX + a hash of the name), and on the manager a
+   * swarm-scoped network made from it, which services join. (An overlay has no such switch.)
+   * Isolated when the swarm network is made from that configuration.
+   */
+  ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
+    return this.once(name, async () => {
+      for (const node of await this.nodes()) if (node.engine && node.ready) await this.ensureNodeNetwork(node as SwarmNode & { engine: Engine }, name);
+      const inspect = async () => {
+        try {
+          const info = (await this.manager((docker) => docker.getNetwork(name).inspect())) as { ConfigFrom?: { Network?: string } };
+          return { isolated: info.ConfigFrom?.Network === configName(name), created: false };
+        } catch (error) {
+          if (statusOf(error) === 404) return undefined;
+          throw error;
+        }
+      };
+      const existing = await inspect();
+      if (existing) return existing;
+      try {
+        await this.manager((docker) =>
+          docker.createNetwork({
+            Name: name,
+            Driver: 'bridge',
+            Scope: 'swarm',
+            ConfigFrom: { Network: configName(name) },
+            CheckDuplicate: true,
+          }),
+        );
+      } catch (error) {
+        if (statusOf(error) !== 409) throw error;
+        return (await inspect()) ?? { isolated: false, created: false };
+      }
+      return { isolated: true, created: true };
+    });
+  }
+
+  /** The network's configuration on one node (a node that joined later gets it when a workspace is placed there). */
+  private ensureNodeNetwork(node: SwarmNode & { engine: Engine }, name: string): Promise<unknown> {
+    return this.once(`${node.id}/${name}`, async () => {
+      try {
+        await this.client(node.engine).createNetwork({
+          Name: configName(name),
+          ConfigOnly: true,
+          Options: { [ICC_OPTION]: 'false', 'com.docker.network.bridge.name': bridgeName(name) },
+          CheckDuplicate: true,
+        });
+      } catch (error) {
+        if (statusOf(error) !== 409) throw error;
+      }
+      return { isolated: true, created: false };
+    });
+  }
+
+  /** Runs `make` once per key; a failure is not remembered. */
+  private once(key: string, make: () => Promise<{ isolated: boolean; created: boolean }>): Promise<{ isolated: boolean; created: boolean }> {
+    let ready = this.networks.get(key);
+    if (!ready) {
+      ready = make();
+      this.networks.set(key, ready);
+      ready.catch(() => this.networks.delete(key));
+    }
+    return ready;
+  }
+
+  /** Whether every ready node has the image (it is never pulled). */
+  async imageExists(image: string): Promise<boolean> {
+    const nodes = (await this.nodes()).filter((node) => node.ready && node.engine);
+    const answers = await Promise.all(nodes.map((node) => this.on(node.engine!).imageExists(image)));
+    return answers.every(Boolean);
+  }
+
+  // ---- editors and simulators -------------------------------------------------------------------
+
+  async createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer> {
+    const labels = {
+      ...this.baseLabels(spec),
+      [LABELS.role]: 'code',
+      [LABELS.specHash]: spec.specHash,
+      [LABELS.restartGeneration]: String(spec.restartGeneration),
+      [LABELS.homeVolume]: spec.homeVolume,
+    };
+    const node = await this.homeOf(spec, spec.image, spec.network);
+    await this.checkRoom(node, spec);
+    const cpus = this.reservation.nanoCpus > 0 ? { NanoCPUs: this.reservation.nanoCpus } : {};
+    return this.createService(names.code(spec.slug), node, {
+      labels,
+      container: { Image: spec.image, Env: [`EDITOR_PORT=${spec.editorPort}`], StopGracePeriod: 10e9 },
+      resources: { Limits: { MemoryBytes: spec.memoryBytes, ...cpus }, Reservations: { MemoryBytes: spec.memoryBytes, ...cpus } },
+      // An editor that ends is started again by Swarm (a single engine's controller does the same).
+      restart: { Condition: 'any', Delay: 5e9 },
+      network: spec.network,
+      port: spec.editorPort,
+    });
+  }
+
+  async createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer> {
+    const node = await this.homeOf(spec, spec.image, spec.network);
+    return this.createService(names.sim(spec.slug, spec.runId), node, {
+      labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId, [LABELS.homeVolume]: spec.homeVolume },
+      container: { Image: spec.image, Args: ['sh', '-c', spec.command], Dir: HOME_PATH, Env: [`NT4_PORT=${spec.nt4Port}`], StopGracePeriod: 5e9 },
+      // Limited, not reserved: a run never waits for room (on one engine, runs are not capped either).
+      resources: { Limits: { MemoryBytes: spec.memoryBytes } },
+      restart: { Condition: 'none' },
+      network: spec.network,
+      port: spec.nt4Port,
+    });
+  }
+
+  /** The usable node of a workspace's home volume, with the workspace network and the image there. */
+  private async homeOf(
+    spec: { workspaceId: string; slug: string; homeVolume: string },
+    image: string,
+    network: string,
+  ): Promise<SwarmNode & { engine: Engine }> {
+    const nodes = await this.nodes();
+    const found = await this.volumeNode(spec.homeVolume, nodes);
+    if (!found) throw new Error(`the home volume ${spec.homeVolume} of ${spec.slug} is on no node`);
+    const node = this.usable(nodes, found.id, `the home of ${spec.slug}`);
+    await this.ensureNetwork(network);
+    await this.ensureNodeNetwork(node, network);
+    if (!(await this.on(node.engine).imageExists(image))) throw new ImageMissingError(image);
+    return node;
+  }
+
+  /** Creates a service of no replica pinned to `node`; a name conflict returns the existing one. */
+  private async createService(
+    name: string,
+    node: SwarmNode,
+    parts: {
+      labels: Record<string, string>;
+      container: Docker.ContainerSpec;
+      resources: Docker.ResourceRequirements;
+      restart: Docker.TaskRestartPolicy;
+      network: string;
+      port: number;
+    },
+  ): Promise<ManagedContainer> {
+    const home = parts.labels[LABELS.homeVolume]!;
+    const spec: Docker.CreateServiceOptions = {
+      Name: name,
+      Labels: parts.labels,
+      TaskTemplate: {
+        ContainerSpec: {
+          ...parts.container,
+          Labels: parts.labels,
+          Mounts: [{ Type: 'volume', Source: home, Target: HOME_PATH }],
+          // An init as PID 1 forwards SIGTERM and reaps zombies; no capabilities at all (see DockerRuntime).
+          Init: true,
+          CapabilityDrop: ['ALL'],
+        },
+        Resources: parts.resources,
+        RestartPolicy: parts.restart,
+        Placement: { Constraints: [`node.id==${node.id}`] },
+        Networks: [{ Target: parts.network }],
+        LogDriver: { Name: 'json-file', Options: { 'max-size': '10m', 'max-file': '1' } },
+      },
+      Mode: { Replicated: { Replicas: 0 } },
+      // No routing mesh here (no IPVS): DNS round robin, and the port published on the node itself.
+      EndpointSpec: { Mode: 'dnsrr', Ports: [{ Protocol: 'tcp', TargetPort: parts.port, PublishMode: 'host' }] },
+    };
+    try {
+      // The registry-auth slot left empty: with one argument dockerode sends the spec as that header.
+      await this.manager((docker) => docker.createService(undefined as unknown as Docker.AuthConfig, spec));
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error;
+    }
+    this.volumeNodes.set(home, node.id);
+    const [service] = (await this.services()).filter((candidate) => candidate.Spec?.Name === name);
+    if (!service) throw new Error(`service ${name} exists but is not managed by this control plane`);
+    const nodes = await this.nodes();
+    return toManaged(service, await this.newestTask(service.ID), new Map(nodes.map((candidate) => [candidate.id, candidate])));
+  }
+
+  /** Scales the service to `replicas` (compare-and-set on its version: retried when another update came between). */
+  private async scale(id: string, replicas: number, before?: (service: Service) => Promise<void>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const service = await this.service(id);
+      if (!service?.Spec) return;
+      if ((service.Spec.Mode?.Replicated?.Replicas ?? 0) === replicas) return;
+      await before?.(service);
+      const version = service.Version?.Index;
+      try {
+        await this.manager((docker) =>
+          docker.getService(id).update({ ...service.Spec, Mode: { Replicated: { Replicas: replicas } }, version, _query: { version } }),
+        );
+        return;
+      } catch (error) {
+        if (statusOf(error) === 404) return;
+        if (attempt < 3 && /out of sequence/i.test((error as Error).message)) continue;
+        throw error;
+      }
+    }
+  }
+
+  async start(id: string): Promise<void> {
+    await this.scale(id, 1, async (service) => {
+      // An editor reserves its memory: it starts only where that fits (Swarm would leave it pending).
+      if (service.Spec?.Labels?.[LABELS.role] !== 'code') return;
+      const nodeId = pinnedNode(service);
+      const node = (await this.nodes()).find((candidate) => candidate.id === nodeId);
+      if (node)
+        await this.checkRoom(node, { workspaceId: service.Spec.Labels[LABELS.workspaceId] ?? '', slug: service.Spec.Labels[LABELS.workspaceSlug] ?? '' });
+    });
+  }
+
+  /** Scales the service to none and waits until its task has ended (Swarm stops it after the grace period the service was made with). */
+  async stop(id: string, timeoutSeconds = 10): Promise<void> {
+    await this.scale(id, 0);
+    const deadline = Date.now() + (timeoutSeconds + 20) * 1000;
+    for (;;) {
+      const task = await this.newestTask(id);
+      if (!task || !(task.Status.State === 'running' || ON_ITS_WAY.has(task.Status.State))) return;
+      if (Date.now() > deadline) throw new Error(`the task of service ${id} did not stop within ${timeoutSeconds + 20} s`);
+      await sleep(250, undefined, this.signal ? { signal: this.signal } : undefined);
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    await tolerate(() => this.manager((docker) => docker.getService(id).remove()), [404]);
+  }
+
+  // ---- what runs: through the node's engine -----------------------------------------------------
+
+  /** The engine and container id of the service's newest task, once it has a container. */
+  private async containerOf(id: string): Promise<{ runtime: WorkspaceRuntime; containerId: string; task: Task } | undefined> {
+    const task = await this.newestTask(id);
+    const containerId = task?.Status.ContainerStatus?.ContainerID;
+    if (!task || !containerId || !task.NodeID) return undefined;
+    const engine = [...this.nodeOfEngine].find(([, node]) => node === task.NodeID)?.[0] ?? (await this.nodes()).find((node) => node.id === task.NodeID)?.engine;
+    return engine ? { runtime: this.on(engine), containerId, task } : undefined;
+  }
+
+  async exitOf(id: string): Promise<ContainerExit | undefined> {
+    if (!(await this.service(id))) return undefined;
+    const task = await this.newestTask(id);
+    if (!task || ON_ITS_WAY.has(task.Status.State) || task.Status.State === 'running') return { running: true, exitCode: null, oomKilled: false };
+    const where = await this.containerOf(id);
+    const exit = where ? await where.runtime.exitOf(where.containerId).catch(() => undefined) : undefined;
+    return { running: false, exitCode: task.Status.ContainerStatus?.ExitCode ?? exit?.exitCode ?? null, oomKilled: exit?.oomKilled ?? false };
+  }
+
+  async logsTail(id: string, lines: number): Promise<string> {
+    const where = await this.containerOf(id);
+    return where ? where.runtime.logsTail(where.containerId, lines) : '';
+  }
+
+  /** Waits for the service's task to have a container (at most CALL_TIMEOUT_MS), then follows it; a service gone gives an empty stream. */
+  async followOutput(id: string): Promise<Readable> {
+    const deadline = Date.now() + CALL_TIMEOUT_MS;
+    for (;;) {
+      const where = await this.containerOf(id);
+      if (where) return where.runtime.followOutput(where.containerId);
+      if (!(await this.service(id)) || Date.now() > deadline) {
+        const empty = new PassThrough();
+        empty.end();
+        return empty;
+      }
+      await sleep(250, undefined, this.signal ? { signal: this.signal } : undefined);
+    }
+  }
+
+  async stats(id: string): Promise<StatsSample | undefined> {
+    const where = await this.containerOf(id);
+    if (!where || where.task.Status.State !== 'running') return undefined;
+    return where.runtime.stats(where.containerId);
+  }
+
+  /** Every node's container events (Swarm has no task events); a (re)connect of any node asks for a full look. */
+  watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription {
+    const subscriptions = this.engines.map((engine) => engine.runtime.watch(handlers));
+    return { close: () => subscriptions.forEach((subscription) => subscription.close()) };
+  }
+}
+
+/** The node a service is pinned to (its `node.id==` constraint). */
+function pinnedNode(service: Service): string | undefined {
+  const constraints = service.Spec?.TaskTemplate?.Placement?.Constraints ?? [];
+  for (const constraint of constraints) {
+    const match = /^node\.id\s*==\s*(\S+)$/.exec(constraint);
+    if (match) return match[1];
+  }
+  return undefined;
+}
+
+function newest(tasks: Task[]): Task | undefined {
+  let found: Task | undefined;
+  for (const task of tasks) if (!found || task.CreatedAt > found.CreatedAt) found = task;
+  return found;
+}
+
+/** A service as the controllers see a container (see the file's comment for the states). */
+function toManaged(service: Service, task: Task | undefined, nodes: Map<string, SwarmNode>): ManagedContainer {
+  const labels = service.Spec?.Labels ?? {};
+  const replicas = service.Spec?.Mode?.Replicated?.Replicas ?? 0;
+  const restarts = service.Spec?.TaskTemplate?.RestartPolicy?.Condition !== 'none';
+  let state: string;
+  if (!task) state = replicas > 0 ? 'restarting' : 'created';
+  else if (task.Status.State === 'running') state = 'running';
+  else if (ON_ITS_WAY.has(task.Status.State)) state = task.DesiredState === 'running' && replicas > 0 ? 'restarting' : 'exited';
+  else state = replicas > 0 && restarts ? 'restarting' : 'exited';
+  const node = nodes.get(task?.NodeID ?? pinnedNode(service) ?? '');
+  const published: Record<number, string> = {};
+  if (state === 'running' && node?.address) {
+    for (const port of task?.Status.PortStatus?.Ports ?? [])
+      if (port.TargetPort && port.PublishedPort) published[port.TargetPort] = `${node.address}:${port.PublishedPort}`;
+  }
+  return {
+    id: service.ID,
+    name: service.Spec?.Name ?? '',
+    role: (labels[LABELS.role] ?? 'code') as ContainerRole,
+    workspaceId: labels[LABELS.workspaceId] ?? '',
+    slug: labels[LABELS.workspaceSlug] ?? '',
+    runId: labels[LABELS.runId],
+    specHash: labels[LABELS.specHash] ?? '',
+    restartGeneration: Number(labels[LABELS.restartGeneration] ?? 0),
+    homeVolume: labels[LABELS.homeVolume] ?? names.volume(labels[LABELS.workspaceSlug] ?? ''),
+    state,
+    address: undefined,
+    published,
+    node: node?.name,
+    createdAt: Date.parse(service.CreatedAt ?? '') || 0,
+  };
+}
+
+/** The per-node configuration network of a workspace network. */
+function configName(network: string): string {
+  return `${network}-config`;
+}
+
+/** The bridge interface of a workspace network on each node (at most 15 characters). */
+export function bridgeName(network: string): string {
+  return WORKSPACE_BRIDGE_PREFIX + createHash('sha256').update(network).digest('hex').slice(0, 10);
+}
+
+function formatBytes(bytes: number): string {
+  const mib = bytes / 1024 / 1024;
+  return mib >= 1024 ? `${(mib / 1024).toFixed(1)} GiB` : `${Math.round(mib)} MiB`;
+}
+
+function noRoomMessage(nodes: SwarmNode[], need: number): string {
+  const usable = nodes.filter((node) => node.ready && node.active && node.engine);
+  if (usable.length === 0) return `Waiting for a node: none of the swarm's ${nodes.length} nodes is ready, active and reachable.`;
+  return `Waiting for room: no node of the swarm has ${formatBytes(need)} of memory unreserved for another editor (CODE_MEMORY_LIMIT; ${usable.length} usable nodes). It starts once a workspace stops or a node is added.`;
+}

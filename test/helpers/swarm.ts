@@ -1,0 +1,184 @@
+/**
+ * A real Docker Swarm of several nodes on this machine: each node a Docker-in-Docker container of
+ * classroom-swarm-node:test (scripts/build-swarm-node-image.sh, Debian's docker.io) with its own
+ * /var/lib/docker, all on one bridge network of the outer engine. The first node is the manager,
+ * the others join as workers. The control plane reaches each node's engine through a Unix socket
+ * that the node's dockerd opens in a directory bound from this host (no TCP port that a workspace
+ * could reach); the nodes' addresses on the bridge are reachable from this host, as a cluster's
+ * nodes are from its control plane's host.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ok, ROOT, run } from './compose.ts';
+import { eventually } from './controllers.ts';
+
+export const SWARM_NODE_IMAGE = 'classroom-swarm-node:test';
+/** The label on every node container and volume of a harness swarm: its id. */
+const SWARM_LABEL = 'service.swarm-test';
+
+export interface SwarmNode {
+  /** The node's container name, also its hostname and its swarm node name. */
+  name: string;
+  /** Its engine's socket on this host. */
+  socket: string;
+  /** Its address on the swarm's bridge (its swarm address too). */
+  address: string;
+}
+
+export interface Swarm {
+  id: string;
+  nodes: SwarmNode[];
+  /** This host's address on the swarm's bridge: where the nodes see the control plane come from. */
+  gateway: string;
+  /** The bridge's subnet (CIDR). */
+  subnet: string;
+  /** SWARM_ENGINES for a control plane: every node's engine. */
+  engines: string;
+  /** `docker <args>` against one node's engine. */
+  docker(node: SwarmNode, args: string[], timeoutMs?: number): Promise<string>;
+  /** A command in the node's own container (iptables, ip). */
+  exec(node: SwarmNode, args: string[], input?: string): Promise<string>;
+  /**
+   * Applies the shipped node firewall (deploy/swarm-node-firewall.sh) on every node, as the docs
+   * say: only this host (the gateway, where the control plane's connections come from) reaches
+   * workspaces, and workspaces reach neither it nor the nodes' network.
+   */
+  firewall(): Promise<void>;
+  /** Removes the nodes, their volumes and the bridge. */
+  stop(): Promise<void>;
+}
+
+/** Builds the node image the way provisioning does (a no-op check when it is up to date). */
+export async function buildNodeImage(): Promise<void> {
+  await ok('bash', [path.join(ROOT, 'scripts/build-swarm-node-image.sh')], { timeoutMs: 10 * 60_000 });
+}
+
+/**
+ * Starts a swarm of `size` nodes (one manager) and loads `images` into every node from this host's
+ * engine. Leftovers of harness swarms whose test process is gone are removed first.
+ */
+export async function startSwarm(options: { size: number; images: string[] }): Promise<Swarm> {
+  await buildNodeImage();
+  await removeLeftovers();
+  const id = `${process.pid}-${randomBytes(3).toString('hex')}`;
+  const network = `classroom-swarm-${id}`;
+  const dir = path.join(tmpdir(), `classroom-swarm-${id}`);
+  const outer = (args: string[], timeoutMs = 60_000) => ok('docker', args, { timeoutMs });
+  const names = Array.from({ length: options.size }, (_, index) => `swarm-${id}-${index + 1}`);
+  const stop = async () => {
+    for (const name of names) {
+      // A node's dockerd stops its containers when it is stopped; killed, it would leave their cgroups.
+      await run('docker', ['stop', '-t', '30', name], { timeoutMs: 60_000 });
+      await run('docker', ['rm', '-f', '-v', name], { timeoutMs: 60_000 });
+      await run('docker', ['volume', 'rm', '-f', name], { timeoutMs: 60_000 });
+    }
+    await run('docker', ['network', 'rm', network], { timeoutMs: 60_000 });
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await outer(['network', 'create', '--label', `${SWARM_LABEL}=${id}`, network]);
+    const nodes: SwarmNode[] = [];
+    for (const name of names) {
+      const socketDir = path.join(dir, name);
+      mkdirSync(socketDir, { recursive: true });
+      await outer(['volume', 'create', '--label', `${SWARM_LABEL}=${id}`, name]);
+      // Privileged but for CAP_SYS_RESOURCE, which these machines' bounding set lacks (so --privileged
+      // itself fails): every other capability, every device, no seccomp or AppArmor profile, the
+      // cgroup hierarchy writable (each node's containers go under a parent of their own).
+      await outer([
+        'run', '-d', '--name', name, '--hostname', name, '--network', network,
+        '--label', `${SWARM_LABEL}=${id}`, '--label', `${SWARM_LABEL}-pid=${process.pid}`,
+        '--cap-add=ALL', '--cap-drop=SYS_RESOURCE',
+        '--security-opt', 'seccomp=unconfined', '--security-opt', 'apparmor=unconfined', '--security-opt', 'systempaths=unconfined',
+        '--device-cgroup-rule', 'a *:* rwm', '--tmpfs', '/run',
+        '-v', '/sys/fs/cgroup:/sys/fs/cgroup:rw', '-v', `${name}:/var/lib/docker`, '-v', `${socketDir}:/engine`,
+        SWARM_NODE_IMAGE,
+      ]); // prettier-ignore
+      const address = (await outer(['inspect', '-f', `{{(index .NetworkSettings.Networks "${network}").IPAddress}}`, name])).trim();
+      nodes.push({ name, socket: path.join(socketDir, 'docker.sock'), address });
+    }
+    const [gateway = '', subnet = ''] = (
+      await outer(['network', 'inspect', '-f', '{{(index .IPAM.Config 0).Gateway}} {{(index .IPAM.Config 0).Subnet}}', network])
+    )
+      .trim()
+      .split(' ');
+    const docker = (node: SwarmNode, args: string[], timeoutMs = 60_000) => ok('docker', ['-H', `unix://${node.socket}`, ...args], { timeoutMs });
+    const exec = (node: SwarmNode, args: string[], input?: string) => execIn(node.name, args, input);
+    for (const node of nodes)
+      await eventually(
+        `the engine of ${node.name}`,
+        async () => (await run('docker', ['-H', `unix://${node.socket}`, 'info'], { timeoutMs: 10_000 })).code === 0,
+        60_000,
+      );
+    const manager = nodes[0]!;
+    const workers = nodes.slice(1);
+    await docker(manager, ['swarm', 'init', '--advertise-addr', manager.address]);
+    const token = (await docker(manager, ['swarm', 'join-token', '-q', 'worker'])).trim();
+    for (const worker of workers) await docker(worker, ['swarm', 'join', '--token', token, `${manager.address}:2377`]);
+    for (const node of nodes) for (const image of options.images) await loadImage(image, node.socket);
+    const firewall = async () => {
+      const script = readFileSync(path.join(ROOT, 'deploy/swarm-node-firewall.sh'), 'utf8');
+      for (const node of nodes) await exec(node, ['sh', '-s', '--', gateway, subnet], script);
+    };
+    return { id, nodes, gateway, subnet, engines: nodes.map((node) => `unix://${node.socket}`).join(','), docker, exec, firewall, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** `docker save IMAGE | docker -H <node> load`. */
+function loadImage(image: string, socket: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const save = spawn('docker', ['save', image], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const load = spawn('docker', ['-H', `unix://${socket}`, 'load', '-q'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    let errors = '';
+    save.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    load.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    save.stdout.pipe(load.stdin);
+    load.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`loading ${image} into ${socket} failed: ${errors}`))));
+  });
+}
+
+/** Runs a command in a node's container, with `input` on its stdin. */
+function execIn(container: string, args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('docker', ['exec', '-i', container, ...args], { timeout: 60_000, maxBuffer: 8 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`docker exec ${container} ${args.join(' ')}: ${error.message}\n${stdout}${stderr}`));
+      else resolve(stdout);
+    });
+    child.stdin?.end(input ?? '');
+  });
+}
+
+/** Node containers of harness swarms whose test process is gone: removed with their volumes and networks. */
+async function removeLeftovers(): Promise<void> {
+  const listed = await ok(
+    'docker',
+    ['ps', '-a', '--filter', `label=${SWARM_LABEL}-pid`, '--format', `{{.Names}} {{.Label "${SWARM_LABEL}-pid"}} {{.Label "${SWARM_LABEL}"}}`],
+    {
+      timeoutMs: 60_000,
+    },
+  );
+  const gone = new Set<string>();
+  for (const line of listed.split('\n').filter(Boolean)) {
+    const [name = '', pid = '', id = ''] = line.split(' ');
+    if (alive(Number(pid))) continue;
+    await run('docker', ['rm', '-f', '-v', name], { timeoutMs: 60_000 });
+    await run('docker', ['volume', 'rm', '-f', name], { timeoutMs: 60_000 });
+    gone.add(id);
+  }
+  for (const id of gone) await run('docker', ['network', 'rm', `classroom-swarm-${id}`], { timeoutMs: 60_000 });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The Swarm runtime on a real swarm of three Docker-in-Docker nodes (one manager, two workers):
+ * workspaces placed and spread, their editors reached through the proxy on the node that runs them,
+ * a workspace that fits nowhere told so and started once room is made, homes that stay on their node.
+ */
+import net from 'node:net';
+import WebSocket from 'ws';
+import { request } from 'undici';
+import type { SwarmRuntime } from '../../src/docker/swarm-runtime.ts';
+import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import type { ManagedContainer } from '../../src/docker/runtime.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { createHarness, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startSwarm, type Swarm, type SwarmNode } from '../helpers/swarm.ts';
+import { echoes } from '../helpers/websocket.ts';
+import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+let swarm: Swarm;
+let harness: Harness;
+let app: TestApp;
+const tag = Date.now().toString(36);
+const SIZE = 30;
+
+/** Run in a workspace's container with `host:port`: prints `reached` when a connection opens within 3 s, else `blocked`. */
+const PROBE = `const [host, port] = process.argv[1].split(':');
+const socket = require('net').connect(Number(port), host);
+const say = (what) => { console.log(what); process.exit(0); };
+socket.setTimeout(3000, () => say('blocked'));
+socket.on('connect', () => say('reached'));
+socket.on('error', () => say('blocked'));`;
+
+const swarmEnv = () => ({ RUNTIME: 'swarm', SWARM_ENGINES: swarm.engines, WORKSPACE_NETWORK: 'classroom-swarm-workspaces' });
+
+beforeAll(async () => {
+  swarm = await startSwarm({ size: 3, images: [TEST_IMAGE] });
+  harness = createHarness(db.dataSource, { environmentCap: SIZE + 5, env: swarmEnv() });
+  await harness.controller.start();
+  app = await startApp(db.dataSource, {}, { changes: harness.changes });
+}, 10 * 60_000);
+afterAll(async () => {
+  await app?.close();
+  await harness?.stop();
+  await swarm?.stop();
+}, 5 * 60_000);
+
+const codeOf = async (runtime: { listContainers(filter?: { workspaceId?: string }): Promise<ManagedContainer[]> }, workspaceId: string) =>
+  (await runtime.listContainers({ workspaceId })).find((container) => container.role === 'code');
+
+describe('workspaces on a swarm', () => {
+  let students: Student[] = [];
+
+  it(`spreads ${SIZE} workspaces over the three nodes, each editor answering HTTP and WebSocket through the proxy on its node`, async () => {
+    students = await Promise.all(Array.from({ length: SIZE }, (_, index) => newStudent(harness.store, `s${index}`, tag)));
+    await Promise.all(students.map((student) => harness.store.workspaces.open(student.workspace.id)));
+    for (const student of students) student.workspace = await waitForState(harness.store, student.workspace.id, 'running', 180_000);
+
+    const editors = (await harness.runtime.listContainers()).filter((container) => container.role === 'code');
+    expect(editors).toHaveLength(SIZE);
+    const perNode = new Map<string, number>();
+    for (const editor of editors) perNode.set(editor.node ?? '?', (perNode.get(editor.node ?? '?') ?? 0) + 1);
+    expect([...perNode.keys()].toSorted()).toEqual(swarm.nodes.map((node) => node.name).toSorted());
+    expect(Math.max(...perNode.values()) - Math.min(...perNode.values())).toBeLessThanOrEqual(1);
+
+    // Each editor is reached at its node's address, on the port the node published.
+    const addresses = new Set(swarm.nodes.map((node) => node.address));
+    for (const student of students) expect(addresses.has(student.workspace.editorEndpoint!.split(':')[0]!)).toBe(true);
+    for (const student of students) {
+      const response = await request(`${app.url}/u/${student.workspace.slug}/healthz`, { headers: { cookie: student.cookie } });
+      expect(response.statusCode).toBe(200);
+      expect(await response.body.text()).toBe('ok');
+      const socket = new WebSocket(`${app.url.replace('http', 'ws')}/u/${student.workspace.slug}/ws`, { headers: { cookie: student.cookie, origin: app.url } });
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      await echoes(socket);
+      socket.close();
+    }
+  }, 400_000);
+
+  it('stops a workspace by scaling its service to none, and reopens it on the node of its home with its files', async () => {
+    const [student] = students;
+    const before = (await codeOf(harness.runtime, student!.workspace.id))!;
+    const node = swarm.nodes.find((candidate) => candidate.name === before.node)!;
+    const container = (await swarm.docker(node, ['ps', '-q', '--filter', `label=com.docker.swarm.service.id=${before.id}`])).trim();
+    await swarm.docker(node, ['exec', container, 'sh', '-c', 'echo kept > /home/student/notes.txt']);
+
+    await harness.store.workspaces.stop(SYSTEM_ACTOR, student!.workspace.id, 'coach');
+    await waitForState(harness.store, student!.workspace.id, 'stopped');
+    // (Scaled to none, its task is soon removed: `exited`, then `created` again.)
+    expect(['exited', 'created']).toContain((await codeOf(harness.runtime, student!.workspace.id))?.state);
+    expect((await swarm.docker(node, ['ps', '-q', '--filter', `label=com.docker.swarm.service.id=${before.id}`])).trim()).toBe('');
+
+    await harness.store.workspaces.open(student!.workspace.id);
+    await waitForState(harness.store, student!.workspace.id, 'running', 120_000);
+    const after = (await codeOf(harness.runtime, student!.workspace.id))!;
+    expect(after.id).toBe(before.id);
+    expect(after.node).toBe(before.node);
+    const again = (await swarm.docker(node, ['ps', '-q', '--filter', `label=com.docker.swarm.service.id=${before.id}`])).trim();
+    expect(await swarm.docker(node, ['exec', again, 'cat', '/home/student/notes.txt'])).toBe('kept\n');
+  }, 300_000);
+
+  it('keeps workspaces from each other on one node and across nodes, and from the control plane and the nodes, once the node firewall is on; the control plane still reaches every editor', async () => {
+    const editors = (await harness.runtime.listContainers()).filter((container) => container.role === 'code' && container.state === 'running');
+    const on = (node: SwarmNode) => editors.filter((editor) => editor.node === node.name);
+    // A workspace on a worker, a neighbour on the same worker, and one on another node.
+    const [manager, worker, other] = swarm.nodes as [SwarmNode, SwarmNode, SwarmNode];
+    const [a, neighbour] = on(worker) as [ManagedContainer, ManagedContainer];
+    const [b] = on(other) as [ManagedContainer];
+    const containerOf = async (node: SwarmNode, editor: ManagedContainer) =>
+      (await swarm.docker(node, ['ps', '-q', '--filter', `label=com.docker.swarm.service.id=${editor.id}`])).trim();
+    const from = await containerOf(worker, a);
+    const neighbourAddress = (
+      await swarm.docker(worker, ['inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', await containerOf(worker, neighbour)])
+    ).trim();
+    // The control plane's host, as a workspace would find it: a listener on this host's address on the nodes' network.
+    // (A probe exits at once, resetting the connection.)
+    const host = net.createServer((socket) => socket.on('error', () => undefined).end('host\n'));
+    await new Promise<void>((resolve) => host.listen(0, swarm.gateway, resolve));
+    try {
+      const targets = {
+        "another node's editor": b.published![8080]!,
+        'an editor on the same node, at its published port': neighbour.published![8080]!,
+        "the control plane's host": `${swarm.gateway}:${(host.address() as net.AddressInfo).port}`,
+        "the swarm manager's port": `${manager.address}:2377`,
+        "the workspace's own node": `${worker.address}:7946`,
+      };
+      const reach = async (target: string) =>
+        (await swarm.docker(worker, ['exec', from, 'node', '-e', PROBE, target])).trim() === 'reached' ? 'reached' : 'blocked';
+      const reached = async () => Object.fromEntries(await Promise.all(Object.entries(targets).map(async ([what, target]) => [what, await reach(target)])));
+
+      // The control case: without the firewall, a workspace gets through to each (but to its neighbour's address: the bridge's own switch).
+      expect(await reached()).toEqual(Object.fromEntries(Object.keys(targets).map((what) => [what, 'reached'])));
+      expect(await reach(`${neighbourAddress}:8080`)).toBe('blocked');
+
+      await swarm.firewall();
+      expect(await reached()).toEqual(Object.fromEntries(Object.keys(targets).map((what) => [what, 'blocked'])));
+      expect(await reach(`${neighbourAddress}:8080`)).toBe('blocked');
+      // The control plane reaches every editor still.
+      for (const student of students) {
+        const response = await request(`${app.url}/u/${student.workspace.slug}/healthz`, { headers: { cookie: student.cookie } });
+        expect(response.statusCode).toBe(200);
+        await response.body.dump();
+      }
+    } finally {
+      host.close();
+    }
+  }, 300_000);
+
+  it('tells a workspace that fits on no node that it waits for room, and starts it once a workspace stops', async () => {
+    // The workspaces above stopped and their controller with them: one controller per database.
+    await Promise.all(students.map((student) => harness.store.workspaces.stop(SYSTEM_ACTOR, student.workspace.id, 'coach')));
+    for (const student of students) await waitForState(harness.store, student.workspace.id, 'stopped', 60_000);
+    const live = (await harness.runtime.listContainers()).filter((container) => ['running', 'restarting'].includes(container.state));
+    expect(live).toEqual([]);
+    await harness.stop();
+    // Another control plane on the same swarm (its own reservations), whose editors reserve more than half a node.
+    const nodes = await (harness.runtime as SwarmRuntime).nodes();
+    const memory = Math.floor((Math.min(...nodes.map((node) => node.memoryBytes)) * 0.6) / 1024 / 1024);
+    const big = createHarness(db.dataSource, { environmentCap: 10, env: { ...swarmEnv(), CODE_MEMORY_LIMIT: `${memory}m` } });
+    await big.controller.start();
+    try {
+      const owners = await Promise.all(Array.from({ length: 4 }, (_, index) => newStudent(big.store, `big${index}`, tag)));
+      for (const owner of owners.slice(0, 3)) await big.store.workspaces.open(owner.workspace.id);
+      for (const owner of owners.slice(0, 3)) await waitForState(big.store, owner.workspace.id, 'running', 120_000);
+      const placed = await Promise.all(owners.slice(0, 3).map(async (owner) => (await codeOf(big.runtime, owner.workspace.id))!.node));
+      expect(new Set(placed).size).toBe(3);
+
+      const last = owners[3]!;
+      await big.store.workspaces.open(last.workspace.id);
+      const waiting = await waitForState(big.store, last.workspace.id, 'waiting');
+      expect(waiting.statusMessage).toMatch(
+        /^Waiting for room: no node of the swarm has [\d.]+ GiB of memory unreserved for another editor \(CODE_MEMORY_LIMIT/,
+      );
+      expect(await codeOf(big.runtime, last.workspace.id)).toBeUndefined();
+
+      await big.store.workspaces.stop(SYSTEM_ACTOR, owners[1]!.workspace.id, 'coach');
+      await waitForState(big.store, last.workspace.id, 'running', 120_000);
+      expect((await codeOf(big.runtime, last.workspace.id))!.node).toBe(placed[1]);
+    } finally {
+      await big.stop();
+    }
+  }, 400_000);
+});
