@@ -10,7 +10,10 @@ import type { SwarmRuntime } from '../../src/docker/swarm-runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { ManagedContainer } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { createHarness, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { RunController } from '../../controllers/runs.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { createMetrics } from '../../src/metrics.ts';
+import { captureLogger, createHarness, eventually, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startSwarm, type Swarm, type SwarmNode } from '../helpers/swarm.ts';
 import { echoes } from '../helpers/websocket.ts';
@@ -76,6 +79,84 @@ describe('workspaces on a swarm', () => {
       socket.close();
     }
   }, 400_000);
+
+  it("runs a student's code beside the workspace's home, on its node: probed there, its output kept, stopped on request; a failed compile keeps its exit code", async () => {
+    const student = students[1]!;
+    const logger = captureLogger();
+    const runs = new RunController({
+      store: harness.store,
+      runtime: harness.runtime,
+      metrics: createMetrics(),
+      log: categoryLogger(logger.root, 'runs'),
+      buildTimeoutMs: 60_000,
+      probeIntervalMs: 100,
+      runningCheckMs: 500,
+      template: {
+        image: TEST_IMAGE,
+        memoryBytes: 64 * 1024 * 1024,
+        network: swarmEnv().WORKSPACE_NETWORK,
+        nt4Port: 5810,
+        command: 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100 node /app/sim.mjs',
+      },
+    });
+    await runs.start();
+    try {
+      const editor = (await codeOf(harness.runtime, student.workspace.id))!;
+      const run = await harness.store.runs.create(student.workspace.id);
+      const ready = await eventually(
+        'run running',
+        async () => ((await harness.store.runs.get(run.id))?.status === 'running' ? harness.store.runs.get(run.id) : undefined),
+        60_000,
+      );
+      const node = swarm.nodes.find((candidate) => candidate.name === editor.node)!;
+      expect(ready!.simEndpoint).toMatch(new RegExp(`^${node.address.replaceAll('.', '\\.')}:\\d+$`));
+      const sim = (await harness.runtime.listContainers({ workspaceId: student.workspace.id })).find((container) => container.role === 'sim')!;
+      expect(sim.node).toBe(editor.node);
+      await harness.store.runs.requestStop(student.workspace.id, run.id);
+      const stopped = await eventually(
+        'run stopped',
+        async () => ((await harness.store.runs.get(run.id))?.status === 'stopped' ? harness.store.runs.get(run.id) : undefined),
+        60_000,
+      );
+      expect(stopped!.output).toContain('compiling');
+      await eventually(
+        'its service removed',
+        async () => !(await harness.runtime.listContainers({ workspaceId: student.workspace.id })).some((container) => container.role === 'sim'),
+        60_000,
+      );
+    } finally {
+      await runs.stop();
+    }
+    const failing = new RunController({
+      store: harness.store,
+      runtime: harness.runtime,
+      metrics: createMetrics(),
+      log: categoryLogger(captureLogger().root, 'runs'),
+      buildTimeoutMs: 60_000,
+      probeIntervalMs: 100,
+      runningCheckMs: 500,
+      template: {
+        image: TEST_IMAGE,
+        memoryBytes: 64 * 1024 * 1024,
+        network: swarmEnv().WORKSPACE_NETWORK,
+        nt4Port: 5810,
+        command: 'SIM_COMPILE_MS=200 SIM_COMPILE_EXIT=2 node /app/sim.mjs',
+      },
+    });
+    await failing.start();
+    try {
+      const run = await harness.store.runs.create(student.workspace.id);
+      const failed = await eventually(
+        'run failed',
+        async () => ((await harness.store.runs.get(run.id))?.status === 'failed' ? harness.store.runs.get(run.id) : undefined),
+        60_000,
+      );
+      expect(failed).toMatchObject({ exitCode: 2, reason: 'compile or boot failed (exit code 2)' });
+      expect(failed!.output).toContain('compilation failed');
+    } finally {
+      await failing.stop();
+    }
+  }, 300_000);
 
   it('stops a workspace by scaling its service to none, and reopens it on the node of its home with its files', async () => {
     const [student] = students;
