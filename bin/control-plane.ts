@@ -25,6 +25,7 @@ import { Backups } from '../src/backup/backups.ts';
 import { urlHost, type Config } from '../src/config.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { openMigrated, type Database, type OpenOptions } from '../src/db/database.ts';
+import { InformedRuntime } from '../src/docker/informer.ts';
 import { runtimeFor } from '../src/docker/runtimes.ts';
 import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
@@ -178,7 +179,8 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const metrics = createMetrics();
   const allowlistFile = AllowlistFile.in(config.dataDir);
   const store = createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile });
-  const runtime = options.runtime ?? runtimeFor(config);
+  // Reconciles read observed state from one shared cache fed by the engine's events (src/docker/informer.ts).
+  const runtime = new InformedRuntime(options.runtime ?? runtimeFor(config));
   const serverLog = categoryLogger(log, 'server');
   const authLog = categoryLogger(log, 'auth');
   const containersLog = categoryLogger(log, 'containers');

@@ -21,6 +21,7 @@ import {
   type EventSubscription,
   type ManagedContainer,
   type RuntimeEvent,
+  type RuntimeNode,
   type SimContainerSpec,
   type StatsSample,
   type WorkspaceRuntime,
@@ -128,6 +129,24 @@ export class DockerRuntime implements WorkspaceRuntime {
     const bound = Object.create(this) as DockerRuntime;
     Object.defineProperty(bound, 'docker', { value: signalled(this.docker, signal) });
     return bound;
+  }
+
+  /** This engine as the one node: its name, memory and CPUs (Docker's `/info`). */
+  async nodes(): Promise<RuntimeNode[]> {
+    const info = (await this.docker.info()) as { ID?: string; Name?: string; MemTotal?: number; NCPU?: number };
+    return [
+      {
+        id: info.ID ?? '',
+        name: info.Name ?? '',
+        address: '',
+        state: 'ready',
+        availability: 'active',
+        memoryBytes: info.MemTotal ?? 0,
+        nanoCpus: (info.NCPU ?? 0) * 1e9,
+        reservedMemoryBytes: 0,
+        reachable: true,
+      },
+    ];
   }
 
   private labelFilters(extra: string[] = []): string[] {

@@ -123,7 +123,27 @@ export interface EventSubscription {
   close(): void;
 }
 
+/** A machine workspaces run on: the one engine, or a swarm's node. */
+export interface RuntimeNode {
+  id: string;
+  name: string;
+  /** Where its published ports are reached (a swarm node's address; empty on one engine). */
+  address: string;
+  /** ready, down, unknown (Swarm's words; one engine that answers is ready). */
+  state: string;
+  /** active, pause or drain: whether new workspaces may be placed there (Swarm's words; one engine is active). */
+  availability: string;
+  memoryBytes: number;
+  nanoCpus: number;
+  /** Memory this control plane's running editors reserve there (a swarm's placement; 0 on one engine, which reserves nothing). */
+  reservedMemoryBytes: number;
+  /** Whether the control plane reaches its engine. */
+  reachable: boolean;
+}
+
 export interface WorkspaceRuntime {
+  /** The machines workspaces run on: one for a single engine, every node of a swarm. */
+  nodes(): Promise<RuntimeNode[]>;
   /**
    * The same runtime with every call aborted once `signal` is: a controller's, so that a stopping
    * control plane ends its engine calls at once instead of waiting out their timeout.

@@ -40,6 +40,7 @@ import {
   type EventSubscription,
   type ManagedContainer,
   type RuntimeEvent,
+  type RuntimeNode,
   type SimContainerSpec,
   type StatsSample,
   type WorkspaceRuntime,
@@ -76,6 +77,10 @@ export interface SwarmNode {
   ready: boolean;
   /** Availability `active` (else paused or drained: nothing new is placed there). */
   active: boolean;
+  /** Swarm's words: ready, down, unknown, disconnected. */
+  state: string;
+  /** Swarm's words: active, pause, drain. */
+  availability: string;
   memoryBytes: number;
   nanoCpus: number;
   /** Its engine, when SWARM_ENGINES names it and it has answered. */
@@ -180,8 +185,24 @@ export class SwarmRuntime implements WorkspaceRuntime {
     }
   }
 
+  /** The swarm's nodes as the operator sees them, with the memory this control plane's editors reserve on each. */
+  async nodes(): Promise<RuntimeNode[]> {
+    const [nodes, reserved] = await Promise.all([this.swarmNodes(), this.reservedByNode()]);
+    return nodes.map((node) => ({
+      id: node.id,
+      name: node.name,
+      address: node.address,
+      state: node.state,
+      availability: node.availability,
+      memoryBytes: node.memoryBytes,
+      nanoCpus: node.nanoCpus,
+      reservedMemoryBytes: reserved.get(node.id) ?? 0,
+      reachable: node.engine !== undefined,
+    }));
+  }
+
   /** The swarm's nodes, each with its engine when known. */
-  async nodes(): Promise<SwarmNode[]> {
+  private async swarmNodes(): Promise<SwarmNode[]> {
     const list = (await this.manager((docker) => docker.listNodes())) as {
       ID: string;
       Spec?: { Availability?: string };
@@ -205,6 +226,8 @@ export class SwarmRuntime implements WorkspaceRuntime {
         address: node.Status?.Addr ?? '',
         ready: node.Status?.State === 'ready',
         active: (node.Spec?.Availability ?? 'active') === 'active',
+        state: node.Status?.State ?? 'unknown',
+        availability: node.Spec?.Availability ?? 'active',
         memoryBytes: node.Description?.Resources?.MemoryBytes ?? 0,
         nanoCpus: node.Description?.Resources?.NanoCPUs ?? 0,
         engine: engineOf.get(node.ID),
@@ -260,7 +283,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
 
   async listContainers(filter: { workspaceId?: string } = {}): Promise<ManagedContainer[]> {
     const extra = filter.workspaceId !== undefined ? [`${LABELS.workspaceId}=${filter.workspaceId}`] : [];
-    const [services, tasks, nodes] = await Promise.all([this.services(extra), this.tasks({ label: this.labelFilters(extra) }), this.nodes()]);
+    const [services, tasks, nodes] = await Promise.all([this.services(extra), this.tasks({ label: this.labelFilters(extra) }), this.swarmNodes()]);
     const byService = new Map<string, Task[]>();
     for (const task of tasks) byService.set(task.ServiceID, [...(byService.get(task.ServiceID) ?? []), task]);
     const nodesById = new Map(nodes.map((node) => [node.id, node]));
@@ -326,7 +349,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
   /** Chooses the node for a new home: ready, active, with an engine, and the most memory left; claims the workspace's reservation there. */
   private place(workspace: { workspaceId: string; slug: string }): Promise<SwarmNode & { engine: Engine }> {
     const placed = this.placing.then(async () => {
-      const nodes = await this.nodes();
+      const nodes = await this.swarmNodes();
       const reserved = await this.reservedByNode();
       const need = this.reservation.memoryBytes;
       const candidates = nodes
@@ -355,7 +378,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
   }
 
   async ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     const node = await this.volumeNode(volume, nodes);
     if (node) return this.on(this.usable(nodes, node.id, `the home of ${workspace.slug}`).engine).ensureVolume(workspace, volume);
     const chosen = await this.place(workspace);
@@ -364,7 +387,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
   }
 
   async removeVolume(volume: string): Promise<boolean> {
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     const node = await this.volumeNode(volume, nodes);
     if (!node) return true;
     const removed = await this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).removeVolume(volume);
@@ -373,7 +396,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
   }
 
   async removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void> {
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     for (const node of nodes) {
       if (!node.engine) throw new Error(`cannot remove the volumes of ${workspace.slug}: node ${node.name} does not answer`);
       await this.on(node.engine).removeVolumes(workspace);
@@ -383,17 +406,17 @@ export class SwarmRuntime implements WorkspaceRuntime {
   }
 
   async listVolumes(): Promise<{ name: string; workspaceId: string }[]> {
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     const lists = await Promise.all(nodes.map(async (node) => (node.engine ? await this.on(node.engine).listVolumes() : [])));
     return lists.flat();
   }
 
   async volumeExists(volume: string): Promise<boolean> {
-    return (await this.volumeNode(volume, await this.nodes())) !== undefined;
+    return (await this.volumeNode(volume, await this.swarmNodes())) !== undefined;
   }
 
   async removeVolumeNamed(volume: string): Promise<void> {
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     const node = await this.volumeNode(volume, nodes);
     if (!node) return;
     await this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).removeVolumeNamed(volume);
@@ -401,7 +424,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
   }
 
   async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     const node = await this.volumeNode(volume, nodes);
     if (!node) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
     return this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).exportVolume(volume, workspace, image);
@@ -413,7 +436,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
    */
   async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void> {
     try {
-      const nodes = await this.nodes();
+      const nodes = await this.swarmNodes();
       let node = await this.volumeNode(volume, nodes);
       if (!node) {
         const [code] = await this.services([`${LABELS.workspaceId}=${workspace.workspaceId}`, `${LABELS.role}=code`]);
@@ -440,7 +463,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
    */
   ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
     return this.once(name, async () => {
-      for (const node of await this.nodes()) if (node.engine && node.ready) await this.ensureNodeNetwork(node as SwarmNode & { engine: Engine }, name);
+      for (const node of await this.swarmNodes()) if (node.engine && node.ready) await this.ensureNodeNetwork(node as SwarmNode & { engine: Engine }, name);
       const inspect = async () => {
         try {
           const info = (await this.manager((docker) => docker.getNetwork(name).inspect())) as { ConfigFrom?: { Network?: string } };
@@ -500,7 +523,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
 
   /** Whether every ready node has the image (it is never pulled). */
   async imageExists(image: string): Promise<boolean> {
-    const nodes = (await this.nodes()).filter((node) => node.ready && node.engine);
+    const nodes = (await this.swarmNodes()).filter((node) => node.ready && node.engine);
     const answers = await Promise.all(nodes.map((node) => this.on(node.engine!).imageExists(image)));
     return answers.every(Boolean);
   }
@@ -548,7 +571,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
     image: string,
     network: string,
   ): Promise<SwarmNode & { engine: Engine }> {
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     const found = await this.volumeNode(spec.homeVolume, nodes);
     if (!found) throw new Error(`the home volume ${spec.homeVolume} of ${spec.slug} is on no node`);
     const node = this.usable(nodes, found.id, `the home of ${spec.slug}`);
@@ -603,7 +626,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
     this.volumeNodes.set(home, node.id);
     const [service] = (await this.services()).filter((candidate) => candidate.Spec?.Name === name);
     if (!service) throw new Error(`service ${name} exists but is not managed by this control plane`);
-    const nodes = await this.nodes();
+    const nodes = await this.swarmNodes();
     return toManaged(service, await this.newestTask(service.ID), new Map(nodes.map((candidate) => [candidate.id, candidate])));
   }
 
@@ -633,7 +656,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       // An editor reserves its memory: it starts only where that fits (Swarm would leave it pending).
       if (service.Spec?.Labels?.[LABELS.role] !== 'code') return;
       const nodeId = pinnedNode(service);
-      const node = (await this.nodes()).find((candidate) => candidate.id === nodeId);
+      const node = (await this.swarmNodes()).find((candidate) => candidate.id === nodeId);
       if (node)
         await this.checkRoom(node, { workspaceId: service.Spec.Labels[LABELS.workspaceId] ?? '', slug: service.Spec.Labels[LABELS.workspaceSlug] ?? '' });
     });
@@ -662,7 +685,8 @@ export class SwarmRuntime implements WorkspaceRuntime {
     const task = await this.newestTask(id);
     const containerId = task?.Status.ContainerStatus?.ContainerID;
     if (!task || !containerId || !task.NodeID) return undefined;
-    const engine = [...this.nodeOfEngine].find(([, node]) => node === task.NodeID)?.[0] ?? (await this.nodes()).find((node) => node.id === task.NodeID)?.engine;
+    const engine =
+      [...this.nodeOfEngine].find(([, node]) => node === task.NodeID)?.[0] ?? (await this.swarmNodes()).find((node) => node.id === task.NodeID)?.engine;
     return engine ? { runtime: this.on(engine), containerId, task } : undefined;
   }
 

@@ -8,6 +8,7 @@ import {
   type EventSubscription,
   type ManagedContainer,
   type RuntimeEvent,
+  type RuntimeNode,
   type SimContainerSpec,
   type StatsSample,
   type WorkspaceRuntime,
@@ -36,7 +37,7 @@ export class MemoryRuntime implements WorkspaceRuntime {
   readonly actions: string[] = [];
   /** Calls that fail once, by method name (e.g. `createCodeContainer`), with this error. */
   readonly failures = new Map<keyof WorkspaceRuntime, Error>();
-  private readonly watchers = new Set<{ onEvent(event: RuntimeEvent): void }>();
+  private readonly watchers = new Set<{ onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }>();
   private nextId = 1;
   private nextAddress = 2;
 
@@ -77,6 +78,31 @@ export class MemoryRuntime implements WorkspaceRuntime {
   /** Delivers an engine event to every watcher. */
   emit(event: RuntimeEvent): void {
     for (const watcher of this.watchers) watcher.onEvent(event);
+  }
+
+  /** The events stream lost (`error`), or back (no error), as every watcher hears it. */
+  connection(error?: Error): void {
+    for (const watcher of this.watchers) {
+      if (error) watcher.onDisconnect(error);
+      else watcher.onConnect();
+    }
+  }
+
+  /** One node, as one engine is. */
+  async nodes(): Promise<RuntimeNode[]> {
+    return [
+      {
+        id: 'memory',
+        name: 'memory',
+        address: '',
+        state: 'ready',
+        availability: 'active',
+        memoryBytes: 8 * 1024 ** 3,
+        nanoCpus: 4e9,
+        reservedMemoryBytes: 0,
+        reachable: true,
+      },
+    ];
   }
 
   /** The same runtime: in memory, nothing waits on an engine to abort. */

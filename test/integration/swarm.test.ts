@@ -6,7 +6,6 @@
 import net from 'node:net';
 import WebSocket from 'ws';
 import { request } from 'undici';
-import type { SwarmRuntime } from '../../src/docker/swarm-runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { ManagedContainer } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -235,7 +234,7 @@ describe('workspaces on a swarm', () => {
     expect(live).toEqual([]);
     await harness.stop();
     // Another control plane on the same swarm (its own reservations), whose editors reserve more than half a node.
-    const nodes = await (harness.runtime as SwarmRuntime).nodes();
+    const nodes = await harness.runtime.nodes();
     const memory = Math.floor((Math.min(...nodes.map((node) => node.memoryBytes)) * 0.6) / 1024 / 1024);
     const big = createHarness(db.dataSource, { environmentCap: 10, env: { ...swarmEnv(), CODE_MEMORY_LIMIT: `${memory}m` } });
     await big.controller.start();
