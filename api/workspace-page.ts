@@ -9,6 +9,22 @@ function stateText(workspace: WorkspaceRecord): string {
   return workspace.observedState === 'running' ? 'Running' : 'Starting…';
 }
 
+/** How long after a home was brought back from a backup its page still says so. */
+const RESTORE_NOTICE_MS = 14 * 24 * 3_600_000;
+
+/** `2026-11-26 15:42 UTC`: a time as the page states it. */
+const utc = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+/**
+ * The notice of a home brought back from a backup (its swarm node was lost): from what time the
+ * files are, and that what was saved after is not there. Shown for two weeks after.
+ */
+function restoreNotice(workspace: WorkspaceRecord): string {
+  const restore = workspace.homeRestore;
+  if (!restore || Date.now() - restore.at.getTime() > RESTORE_NOTICE_MS) return '';
+  return `<div id="restored" role="status"><p><strong>Your files were brought back from a backup.</strong> On <time datetime="${restore.at.toISOString()}">${utc(restore.at)}</time>, ${escapeHtml(restore.reason)}, so your workspace now runs on another one, with your files as they were at <time id="restored-from" datetime="${restore.from.toISOString()}">${utc(restore.from)}</time>. Anything saved after that time is not there.</p></div>`;
+}
+
 /** Where the page was asked for, which decides what it does once the editor runs. */
 export interface WorkspacePageOptions {
   /**
@@ -27,7 +43,7 @@ body{max-width:52rem} [hidden]{display:none !important}
 section{margin-top:1.6rem} h2{font-size:1.15rem;margin-bottom:.4rem}
 .row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap} .row button,.row a.button{display:inline-block;margin:0} .row form{margin:0 0 0 auto}
 pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;max-height:26rem;overflow:auto;white-space:pre-wrap;word-break:break-word;font-size:.85rem;min-height:3rem}
-#idle{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem}
+#idle,#restored{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem} #restored p{margin:0}
 #problems{color:#a12622} table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d6dbe1}
 .failed{color:#a12622} .muted{color:#5a6472}
 </style>`;
@@ -51,6 +67,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
 <p>State: <strong id="state">${escapeHtml(stateText(workspace))}</strong></p>
 <p id="stopped" role="status" hidden></p>
 <p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
+${restoreNotice(workspace)}
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
 <section aria-labelledby="run-title">

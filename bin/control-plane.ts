@@ -112,6 +112,8 @@ export interface ControlPlaneOptions {
   sessionSecret?: string;
   /** Timings and hooks of the controllers beyond what configuration sets (tests, benchmarks). */
   tuning?: { workspaces?: Partial<WorkspaceControllerOptions>; runs?: Partial<RunControllerOptions>; idleIntervalMs?: number };
+  /** false: every reconcile asks the engine for its containers, as before the shared cache (bench/resync.ts's baseline). Default true. */
+  observedStateCache?: boolean;
   /** When start-up began, for the listening line's `startupMs` (default: when this was called). */
   startedAt?: number;
 }
@@ -180,7 +182,8 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const allowlistFile = AllowlistFile.in(config.dataDir);
   const store = createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile });
   // Reconciles read observed state from one shared cache fed by the engine's events (src/docker/informer.ts).
-  const runtime = new InformedRuntime(options.runtime ?? runtimeFor(config));
+  const engine = options.runtime ?? runtimeFor(config);
+  const runtime = options.observedStateCache === false ? engine : new InformedRuntime(engine);
   const serverLog = categoryLogger(log, 'server');
   const authLog = categoryLogger(log, 'auth');
   const containersLog = categoryLogger(log, 'containers');
@@ -202,6 +205,9 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           metrics,
           log: containersLog,
           template: { ...volumeTemplate, editorPort: config.editorPort, nanoCpus: config.codeNanoCpus },
+          // Homes move off drained and lost nodes through the leader's backups (a fenced store audits them).
+          homes: new Backups({ store: partStore, runtime, dataDir: config.dataDir, image: config.workspaceImage }),
+          nodeLostMs: config.nodeLostMs,
           ...options.tuning?.workspaces,
         })
       : undefined,

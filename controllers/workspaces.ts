@@ -16,6 +16,9 @@ import type { ObservedState, WorkspaceRecord } from '../src/store/workspaces.ts'
 import { Controller } from './controller.ts';
 import { TerminalError, type ReconcileResult } from './workqueue.ts';
 import type { Fence } from '../src/store/leases.ts';
+import type { Backups } from '../src/backup/backups.ts';
+import { SYSTEM_ACTOR } from '../src/store/audit.ts';
+import { Periodic } from './periodic.ts';
 
 /** The parts of a code container that come from configuration. */
 export interface CodeTemplate {
@@ -27,8 +30,11 @@ export interface CodeTemplate {
   nanoCpus: number;
 }
 
+/** What moves homes between nodes (Backups): a fresh backup restored elsewhere, or the latest one. */
+export type HomeMover = Pick<Backups, 'moveOff' | 'recoverLatest'>;
+
 export interface WorkspaceControllerOptions {
-  store: Pick<Store, 'workspaces' | 'settings' | 'changes' | 'leaderCounters'>;
+  store: Pick<Store, 'workspaces' | 'settings' | 'changes' | 'leaderCounters' | 'nodes'>;
   /** A leader's fence (its store writes under the same one); none when driven directly. */
   fence?: Fence;
   runtime: WorkspaceRuntime;
@@ -49,6 +55,12 @@ export interface WorkspaceControllerOptions {
   /** Asks an editor whether it answers (an HTTP GET with the probe timeout). */
   probe?: (endpoint: string) => Promise<Probe>;
   concurrency?: number;
+  /** Moves homes off drained and lost nodes (a swarm); none: homes stay where they are. */
+  homes?: HomeMover;
+  /** How long a node is down before its workspaces' homes are brought back elsewhere from their latest backup (NODE_LOST_SECONDS). */
+  nodeLostMs?: number;
+  /** How often the nodes are looked at (drains asked for, nodes down). */
+  nodeCheckMs?: number;
 }
 
 /** Hash of the fields of a code container that, when they change, mean "recreate". */
@@ -72,7 +84,7 @@ const LIVE = new Set(['running', 'restarting', 'paused']);
  * (and a list-everything on every events (re)connect), and a periodic full resync.
  */
 export class WorkspaceController extends Controller {
-  private readonly options: Required<Omit<WorkspaceControllerOptions, 'concurrency' | 'fence'>>;
+  private readonly options: Required<Omit<WorkspaceControllerOptions, 'concurrency' | 'fence' | 'homes'>> & { homes: HomeMover | undefined };
   private readonly specHash: string;
   /** Workspaces whose code container runs, as this controller last saw them: the cap's count. */
   private readonly runningCode = new Set<string>();
@@ -85,6 +97,13 @@ export class WorkspaceController extends Controller {
   private startedAt = Date.now();
   private networkChecked = false;
   private missingImageReported: string | undefined;
+  /** Nodes an operator asked to drain, by name (as last read). */
+  private drained = new Set<string>();
+  /** When each node not ready was first seen so, by name. */
+  private readonly downSince = new Map<string, number>();
+  /** Workspaces whose lost home has no backup to come back from: said once each. */
+  private readonly unrecoverable = new Set<string>();
+  private readonly nodeCheck: Periodic;
 
   constructor(options: WorkspaceControllerOptions) {
     super({ name: 'workspaces', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 16 }, options.fence);
@@ -95,11 +114,19 @@ export class WorkspaceController extends Controller {
       capacityRetryMs: 5000,
       editorProbeMs: 250,
       probe: probeHttp,
+      nodeLostMs: 60_000,
+      nodeCheckMs: 5000,
       ...options,
+      homes: options.homes,
       // Reconciles' engine calls end when the queue shuts down.
       runtime: options.runtime.withSignal(this.queue.signal),
     };
     this.specHash = codeSpecHash(options.template);
+    this.nodeCheck = new Periodic(
+      () => this.checkNodes().then((keys) => keys.forEach((key) => this.queue.add(key))),
+      this.options.nodeCheckMs,
+      (error) => this.options.log.warning({ error: (error as Error).message }, 'looking at the nodes failed; the next look tries again'),
+    );
   }
 
   /** Adopts what runs, then follows every trigger (which enqueues everything once). */
@@ -116,8 +143,9 @@ export class WorkspaceController extends Controller {
     if (!(await runtime.imageExists(image).catch(() => true))) this.imageMissing(new ImageMissingError(image));
     this.follow({
       changes: store.changes,
-      // A cap change may let waiting workspaces start: look at them all.
-      keysOfChange: (change) => (change.kind === 'workspaces' ? [change.id] : change.kind === 'settings' ? store.workspaces.ids() : []),
+      // A cap change may let waiting workspaces start: look at them all. A drain asked for or taken back: those on its node.
+      keysOfChange: (change) =>
+        change.kind === 'workspaces' ? [change.id] : change.kind === 'settings' ? store.workspaces.ids() : change.kind === 'nodes' ? this.checkNodes() : [],
       runtime,
       keyOfEvent: (event) => event.workspaceId,
       allKeys: async () => {
@@ -130,6 +158,59 @@ export class WorkspaceController extends Controller {
       resyncIntervalMs: this.options.resyncIntervalMs,
       log,
     });
+    this.nodeCheck.start({ immediately: true });
+  }
+
+  override async stop(): Promise<void> {
+    await this.nodeCheck.stop();
+    await super.stop();
+  }
+
+  /**
+   * Looks at the nodes: reads the drains asked for, pauses each drained node (nothing new is
+   * placed there) and makes active again one no longer drained, and notes since when each node is
+   * down. Answers the workspaces whose editor is on a node they must leave (drained, or down past
+   * NODE_LOST_SECONDS), for the queue. (Run every few seconds and on every drain asked for.)
+   */
+  async checkNodes(): Promise<string[]> {
+    const { store, runtime, log } = this.options;
+    const [nodes, drains] = await Promise.all([runtime.nodes(), store.nodes.drains()]);
+    const before = this.drained;
+    this.drained = new Set(drains.map((drain) => drain.node));
+    const now = Date.now();
+    for (const node of nodes) {
+      if (node.state === 'ready') this.downSince.delete(node.name);
+      else if (!this.downSince.has(node.name)) {
+        this.downSince.set(node.name, now);
+        log.warning(
+          { node: node.name, state: node.state },
+          `node ${node.name} is ${node.state}; its workspaces move if it is not back within ${Math.round(this.options.nodeLostMs / 1000)} s`,
+        );
+      }
+      if (this.drained.has(node.name) && node.availability === 'active') {
+        await runtime.setNodeAvailability(node.name, 'pause');
+        log.info({ node: node.name }, `node ${node.name} drained: nothing new is placed there, and its workspaces move off it`);
+      } else if (!this.drained.has(node.name) && before.has(node.name) && node.availability === 'pause') {
+        await runtime.setNodeAvailability(node.name, 'active');
+        log.info({ node: node.name }, `node ${node.name} taken back: workspaces may be placed there again`);
+      }
+    }
+    const leaving = new Set(nodes.map((node) => node.name).filter((name) => this.leaving(name) !== undefined));
+    if (leaving.size === 0) return [];
+    const containers = await runtime.listContainers();
+    return [
+      ...new Set(
+        containers.filter((container) => container.role === 'code' && container.node && leaving.has(container.node)).map((container) => container.workspaceId),
+      ),
+    ];
+  }
+
+  /** Why a workspace on this node must leave it: drained by an operator, or lost (down past NODE_LOST_SECONDS); undefined: it stays. */
+  private leaving(node: string | undefined): 'drained' | 'lost' | undefined {
+    if (node === undefined) return undefined;
+    const downSince = this.downSince.get(node);
+    if (downSince !== undefined && Date.now() - downSince >= this.options.nodeLostMs) return 'lost';
+    return this.drained.has(node) ? 'drained' : undefined;
   }
 
   /**
@@ -165,6 +246,10 @@ export class WorkspaceController extends Controller {
     // Volumes a restore replaced: removed once nothing mounts them (a run's container may, until it goes).
     await this.removeRetired(workspace);
 
+    // Its editor is on a node it must leave (drained, or lost): its home moves first.
+    const away = code && this.options.homes ? this.leaving(code.node) : undefined;
+    if (code && away) return this.move(workspace, code, away);
+
     // Wanted stopped: stop the container (kept, so reopening is a fast start).
     if (workspace.desiredState === 'stopped') {
       if (code && LIVE.has(code.state)) await runtime.stop(code.id);
@@ -191,6 +276,59 @@ export class WorkspaceController extends Controller {
     }
     // Missing or stopped: create or start it, under the cap.
     return this.startCode(workspace, code);
+  }
+
+  /**
+   * Moves a workspace's home off the node its editor is on. Drained: the editor stops, a fresh
+   * backup of the home is restored into a new volume on another node, and the old one is retired
+   * (no file lost). Lost: the home is brought back from its newest stored backup on another node,
+   * and its page tells the student from what time; without a backup it waits for the node, said
+   * once. Either way the next reconcile finds the home replaced and makes its editor there.
+   */
+  private async move(workspace: WorkspaceRecord, code: ManagedContainer, why: 'drained' | 'lost'): Promise<ReconcileResult> {
+    const { store, runtime, log } = this.options;
+    const homes = this.options.homes!;
+    const node = code.node!;
+    const context = { workspaceId: workspace.id, slug: workspace.slug, node };
+    if (why === 'drained') {
+      await this.status(workspace, 'waiting', `Moving to another server: ${node} is being emptied by the operator. Your files come along.`);
+      if (LIVE.has(code.state)) await runtime.stop(code.id);
+      this.runningCode.delete(workspace.id);
+      const moved = await homes.moveOff(SYSTEM_ACTOR, workspace);
+      await store.workspaces.moveHome(
+        SYSTEM_ACTOR,
+        workspace.id,
+        moved.volume,
+        { retire: true, metadata: { node, reason: 'node drained', backup: moved.backup } },
+        names.home,
+      );
+      log.info({ ...context, volume: moved.volume, backup: moved.backup }, `moved the home of ${workspace.slug} off drained node ${node}`);
+      return { requeueAfterMs: 0 };
+    }
+    this.runningCode.delete(workspace.id);
+    const recovered = await homes.recoverLatest(workspace);
+    if (!recovered) {
+      if (!this.unrecoverable.has(workspace.id)) {
+        this.unrecoverable.add(workspace.id);
+        log.error(context, `node ${node} is lost and no backup of the home of ${workspace.slug} exists: it waits for the node to come back`);
+      }
+      await this.status(workspace, 'waiting', `Waiting for the server ${node}, which holds your files: it stopped answering, and no backup of them exists.`);
+      return { requeueAfterMs: this.options.nodeLostMs };
+    }
+    this.unrecoverable.delete(workspace.id);
+    const reason = `the server ${node} that held your files stopped answering`;
+    await store.workspaces.moveHome(
+      SYSTEM_ACTOR,
+      workspace.id,
+      recovered.volume,
+      { retire: false, recovered: { from: recovered.backupAt, reason }, metadata: { node, reason: 'node lost', backup: recovered.backup } },
+      names.home,
+    );
+    log.warning(
+      { ...context, volume: recovered.volume, backup: recovered.backup, backupAt: recovered.backupAt.toISOString() },
+      `node ${node} is lost: the home of ${workspace.slug} was brought back from its backup of ${recovered.backupAt.toISOString()} on another node`,
+    );
+    return { requeueAfterMs: 0 };
   }
 
   /** Removes the workspace's retired home volumes that no container mounts, and forgets those removed. */
@@ -277,8 +415,8 @@ export class WorkspaceController extends Controller {
   private async ready(workspace: WorkspaceRecord, container: ManagedContainer): Promise<ReconcileResult | void> {
     const endpoint = this.endpointOf(container);
     const confirmed = workspace.observedState === 'running' && workspace.editorEndpoint === endpoint && workspace.observedGeneration === workspace.generation;
-    if (endpoint && confirmed) return;
-    if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint);
+    if (endpoint && confirmed && workspace.node === (container.node ?? null)) return;
+    if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint, container.node);
     await this.status(workspace, 'starting', 'waiting for the editor to answer');
     return { requeueAfterMs: this.options.editorProbeMs };
   }
@@ -381,12 +519,13 @@ export class WorkspaceController extends Controller {
     this.options.log.error({ image: error.image }, error.message);
   }
 
-  private async status(workspace: WorkspaceRecord, state: ObservedState, message: string, editorEndpoint: string | null = null): Promise<void> {
+  private async status(workspace: WorkspaceRecord, state: ObservedState, message: string, editorEndpoint: string | null = null, node?: string): Promise<void> {
     await this.options.store.workspaces.writeStatus(workspace.id, {
       observedState: state,
       observedGeneration: workspace.generation,
       statusMessage: message,
       editorEndpoint,
+      ...(node !== undefined && { node }),
     });
   }
 }

@@ -19,6 +19,7 @@ import { CreateRateLimits1795760000000 } from './1795760000000-CreateRateLimits.
 import { CreateCapacityRefusals1795770000000 } from './1795770000000-CreateCapacityRefusals.ts';
 import { CreateLeaderCounters1795780000000 } from './1795780000000-CreateLeaderCounters.ts';
 import { CreateScheduledBackups1795790000000 } from './1795790000000-CreateScheduledBackups.ts';
+import { AddHomeRecovery1795810000000 } from './1795810000000-AddHomeRecovery.ts';
 import { AddServerPidNamespace1795800000000 } from './1795800000000-AddServerPidNamespace.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   CreateLeaderCounters1795780000000,
   CreateScheduledBackups1795790000000,
   AddServerPidNamespace1795800000000,
+  AddHomeRecovery1795810000000,
 ];

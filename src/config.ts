@@ -65,6 +65,8 @@ export interface Config {
   codeNanoCpus: number;
   /** Where workspaces run (RUNTIME): one Docker Engine, or a Docker Swarm reached through each node's engine (SWARM_ENGINES). */
   runtime: { kind: 'docker' } | { kind: 'swarm'; engines: EngineEndpoint[] };
+  /** NODE_LOST_SECONDS: how long a swarm node is down before its workspaces' homes are brought back elsewhere from their latest backup. */
+  nodeLostMs: number;
 }
 
 /**
@@ -247,6 +249,11 @@ export const VARIABLES: Record<string, VariableSpec> = {
     accepts: 'a number of CPUs from 0 (no limit) to 256 (decimals allowed, e.g. 1.5)',
     schema: { type: 'number', minimum: 0, maximum: 256 },
     default: 0,
+  },
+  NODE_LOST_SECONDS: {
+    accepts: 'seconds from 10 to 86400',
+    schema: { type: 'number', minimum: 10, maximum: 86_400 },
+    default: 60,
   },
   RUNTIME: { accepts: 'docker (one engine) or swarm (SWARM_ENGINES)', schema: { enum: ['docker', 'swarm'] }, default: 'docker' },
   SWARM_ENGINES: {
@@ -444,6 +451,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? undefined
         : { intervalMs: Math.round((values.BACKUP_INTERVAL_HOURS as number) * 3_600_000), keep: values.BACKUP_KEEP as number },
     codeNanoCpus: Math.round((values.CODE_CPUS as number) * 1e9),
+    nodeLostMs: Math.round((values.NODE_LOST_SECONDS as number) * 1000),
     runtime:
       values.RUNTIME === 'swarm'
         ? { kind: 'swarm', engines: engineList(values.SWARM_ENGINES as string).map((entry) => parseEngineEndpoint(entry)!) }

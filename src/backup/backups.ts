@@ -168,6 +168,47 @@ export class Backups {
     return result;
   }
 
+  /**
+   * Moves a workspace's home to a new volume, which the runtime places on another node (a swarm
+   * node drained, docs/swarm.md): a fresh backup of it, stored and audited as any, restored into
+   * that volume. Its editor must be stopped first, for a quiet copy. Answers the new volume and the
+   * backup's name; a failure leaves the home as it was (and no new volume).
+   */
+  async moveOff(actor: Actor, workspace: WorkspaceRecord): Promise<{ volume: string; backup: string }> {
+    const made = await this.create(actor, workspace);
+    const volume = names.restoreVolume(workspace.slug, randomBytes(4).toString('hex'));
+    await restoreBackup({
+      runtime: this.runtime,
+      path: path.join(this.dir, made.name!),
+      volume,
+      image: this.image,
+      workspace: { workspaceId: workspace.id, slug: workspace.slug },
+    });
+    return { volume, backup: made.name! };
+  }
+
+  /**
+   * Brings a workspace's home back from its newest stored backup (by when it began) into a new
+   * volume, which the runtime places on another node (its node was lost). Null when it has no
+   * stored backup with a manifest.
+   */
+  async recoverLatest(workspace: WorkspaceRecord): Promise<{ volume: string; backup: string; backupAt: Date } | null> {
+    const newest = (await this.list())
+      .filter((backup) => backup.manifest?.workspaceId === workspace.id)
+      .toSorted((a, b) => Date.parse(b.manifest!.created) - Date.parse(a.manifest!.created))[0];
+    if (!newest) return null;
+    const volume = names.restoreVolume(workspace.slug, randomBytes(4).toString('hex'));
+    await restoreBackup({
+      runtime: this.runtime,
+      path: path.join(this.dir, newest.name),
+      volume,
+      image: this.image,
+      workspace: { workspaceId: workspace.id, slug: workspace.slug },
+      newName: true,
+    });
+    return { volume, backup: newest.name, backupAt: new Date(newest.manifest!.created) };
+  }
+
   /** Removes a stored backup and its manifest (the schedule's pruning); 404 `backup_not_found` for a name that is not one. */
   async remove(name: string): Promise<void> {
     const file = await this.pathOf(name);

@@ -21,6 +21,11 @@ export interface RestoreBackupOptions {
   exclude?: readonly string[];
   /** Called as files are written, with the bytes of file data written so far (excluded files do not count). */
   onProgress?: (bytes: number) => void;
+  /**
+   * The volume's name was just made up (a random suffix), so it is not looked for first: a home
+   * moved off a lost swarm node, where a node that does not answer could not say it has none.
+   */
+  newName?: boolean;
 }
 
 /**
@@ -36,9 +41,18 @@ export interface RestoreBackupOptions {
  * staging volume is made at the first entry, so a file refused before it creates nothing, and one
  * refused later (or an engine failure) has its staging volume removed before the rejection.
  */
-export async function restoreBackup({ runtime, path, volume, image, workspace, exclude = [], onProgress }: RestoreBackupOptions): Promise<BackupManifest> {
+export async function restoreBackup({
+  runtime,
+  path,
+  volume,
+  image,
+  workspace,
+  exclude = [],
+  onProgress,
+  newName = false,
+}: RestoreBackupOptions): Promise<BackupManifest> {
   const excluded = excludeMatcher(exclude);
-  if (await runtime.volumeExists(volume)) {
+  if (!newName && (await runtime.volumeExists(volume))) {
     throw ConflictError('restore_target_exists', `Volume ${volume} already exists: a restore goes into a fresh staging volume.`);
   }
 

@@ -8,9 +8,9 @@ import type { Logger } from '../log.ts';
  * Kinds of desired state whose changes are announced; each is a PostgreSQL NOTIFY channel.
  * `allowlist`: the allowlist file was edited through the store (the id is the entry): every
  * replica reads the file again, also where it is on a network filesystem that tells no process of
- * an edit made on another host.
+ * an edit made on another host. `nodes`: a swarm node asked to be drained or taken back (the id is its name).
  */
-export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings', 'allowlist'] as const;
+export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings', 'allowlist', 'nodes'] as const;
 
 /**
  * What changed: desired state (one of CHANGE_KINDS), or `status`: the observed status of a

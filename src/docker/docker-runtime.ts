@@ -149,6 +149,10 @@ export class DockerRuntime implements WorkspaceRuntime {
     ];
   }
 
+  setNodeAvailability(): Promise<void> {
+    return Promise.reject(new Error('one Docker Engine has no nodes to drain: draining is for RUNTIME=swarm'));
+  }
+
   private labelFilters(extra: string[] = []): string[] {
     return [`${MANAGED_LABEL}=true`, `${CONTROL_PLANE_LABEL}=${this.controlPlaneId}`, ...extra];
   }

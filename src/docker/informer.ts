@@ -198,6 +198,9 @@ export class InformedRuntime implements WorkspaceRuntime {
   nodes(): Promise<RuntimeNode[]> {
     return this.inner.nodes();
   }
+  setNodeAvailability(node: string, availability: 'active' | 'pause'): Promise<void> {
+    return this.inner.setNodeAvailability(node, availability);
+  }
   ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
     return this.inner.ensureVolume(workspace, volume);
   }

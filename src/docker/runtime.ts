@@ -145,6 +145,11 @@ export interface WorkspaceRuntime {
   /** The machines workspaces run on: one for a single engine, every node of a swarm. */
   nodes(): Promise<RuntimeNode[]>;
   /**
+   * Pauses a node (nothing new is placed there; what runs stays) or makes it active again, by name:
+   * the leader's step of a drain. A single engine has no nodes to drain: it refuses.
+   */
+  setNodeAvailability(node: string, availability: 'active' | 'pause'): Promise<void>;
+  /**
    * The same runtime with every call aborted once `signal` is: a controller's, so that a stopping
    * control plane ends its engine calls at once instead of waiting out their timeout.
    */

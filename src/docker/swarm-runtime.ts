@@ -201,6 +201,23 @@ export class SwarmRuntime implements WorkspaceRuntime {
     }));
   }
 
+  async setNodeAvailability(name: string, availability: 'active' | 'pause'): Promise<void> {
+    const node = (await this.swarmNodes()).find((candidate) => candidate.name === name);
+    if (!node) throw NotFoundError('node_not_found', `No node of the swarm is named ${name}.`);
+    for (let attempt = 0; ; attempt++) {
+      const info = (await this.manager((docker) => docker.getNode(node.id).inspect())) as { Version?: { Index?: number }; Spec?: Record<string, unknown> };
+      if (info.Spec?.Availability === availability) return;
+      const version = info.Version?.Index;
+      try {
+        await this.manager((docker) => docker.getNode(node.id).update({ ...info.Spec, Availability: availability, version, _query: { version } }));
+        return;
+      } catch (error) {
+        if (attempt < 3 && /out of sequence/i.test((error as Error).message)) continue;
+        throw error;
+      }
+    }
+  }
+
   /** The swarm's nodes, each with its engine when known. */
   private async swarmNodes(): Promise<SwarmNode[]> {
     const list = (await this.manager((docker) => docker.listNodes())) as {
@@ -294,8 +311,10 @@ export class SwarmRuntime implements WorkspaceRuntime {
   // ---- volumes and placement ----------------------------------------------------------------------
 
   /**
-   * The node that holds a volume: as last seen, else asked of every node's engine. Undefined when no
-   * node has it; an error when it is on none of those that answered and some did not (it may be there).
+   * The node that holds a volume: as last seen, else asked of every ready node's engine. A node
+   * that is down is not asked (what it holds cannot be used until it is back: a home there is known
+   * by its editor's pin, see ensureVolume). Undefined when no ready node has it; an error when a
+   * ready node does not answer (it may be there).
    */
   private async volumeNode(volume: string, nodes: SwarmNode[]): Promise<SwarmNode | undefined> {
     const known = this.volumeNodes.get(volume);
@@ -304,12 +323,9 @@ export class SwarmRuntime implements WorkspaceRuntime {
       if (node) return node;
     }
     const silent: string[] = [];
-    for (const node of nodes) {
-      if (!node.engine) {
-        silent.push(node.name);
-        continue;
-      }
+    for (const node of nodes.filter((candidate) => candidate.ready)) {
       try {
+        if (!node.engine) throw new Error('no engine');
         if (await this.on(node.engine).volumeExists(volume)) {
           this.volumeNodes.set(volume, node.id);
           return node;
@@ -377,10 +393,23 @@ export class SwarmRuntime implements WorkspaceRuntime {
     );
   }
 
+  /**
+   * Makes sure of a workspace's home: where it is, else (on no ready node) where its editor is
+   * pinned when that editor mounts it (a node that is down: an error, never an empty home
+   * elsewhere), else on a node placement chooses.
+   */
   async ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
     const nodes = await this.swarmNodes();
     const node = await this.volumeNode(volume, nodes);
     if (node) return this.on(this.usable(nodes, node.id, `the home of ${workspace.slug}`).engine).ensureVolume(workspace, volume);
+    const editors = await this.services([`${LABELS.workspaceId}=${workspace.workspaceId}`, `${LABELS.role}=code`]);
+    const pinned = editors.find((editor) => editor.Spec?.Labels?.[LABELS.homeVolume] === volume);
+    if (pinned) {
+      const home = this.usable(nodes, pinnedNode(pinned) ?? '', `the home of ${workspace.slug}`);
+      await this.on(home.engine).ensureVolume(workspace, volume);
+      this.volumeNodes.set(volume, home.id);
+      return;
+    }
     const chosen = await this.place(workspace);
     await this.on(chosen.engine).ensureVolume(workspace, volume);
     this.volumeNodes.set(volume, chosen.id);
@@ -388,9 +417,13 @@ export class SwarmRuntime implements WorkspaceRuntime {
 
   async removeVolume(volume: string): Promise<boolean> {
     const nodes = await this.swarmNodes();
-    const node = await this.volumeNode(volume, nodes);
+    // Where it is cannot be told while a node does not answer: left for later.
+    const node = await this.volumeNode(volume, nodes).catch(() => null);
+    if (node === null) return false;
     if (!node) return true;
-    const removed = await this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).removeVolume(volume);
+    // On a node that does not answer: left for later, like a volume still mounted.
+    if (!node.ready || !node.engine) return false;
+    const removed = await this.on(node.engine).removeVolume(volume);
     if (removed) this.volumeNodes.delete(volume);
     return removed;
   }
@@ -407,7 +440,16 @@ export class SwarmRuntime implements WorkspaceRuntime {
 
   async listVolumes(): Promise<{ name: string; workspaceId: string }[]> {
     const nodes = await this.swarmNodes();
-    const lists = await Promise.all(nodes.map(async (node) => (node.engine ? await this.on(node.engine).listVolumes() : [])));
+    // A node that does not answer lists nothing (its volumes are neither orphans nor gone).
+    const lists = await Promise.all(
+      nodes.map(async (node) =>
+        node.engine
+          ? await this.on(node.engine)
+              .listVolumes()
+              .catch(() => [])
+          : [],
+      ),
+    );
     return lists.flat();
   }
 
@@ -432,7 +474,8 @@ export class SwarmRuntime implements WorkspaceRuntime {
 
   /**
    * Into the volume where it is; a new one goes where the workspace's home is when that node is
-   * usable (a restore beside it), else where placement chooses.
+   * usable and active (a restore beside it), else where placement chooses (a home moved off a
+   * paused or lost node).
    */
   async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void> {
     try {
@@ -441,7 +484,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       if (!node) {
         const [code] = await this.services([`${LABELS.workspaceId}=${workspace.workspaceId}`, `${LABELS.role}=code`]);
         const home = code && pinnedNode(code);
-        const beside = home ? nodes.find((candidate) => candidate.id === home && candidate.ready && candidate.engine) : undefined;
+        const beside = home ? nodes.find((candidate) => candidate.id === home && candidate.ready && candidate.active && candidate.engine) : undefined;
         node = beside ?? (await this.place(workspace));
       }
       const usable = this.usable(nodes, node.id, `volume ${volume}`);

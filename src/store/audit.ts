@@ -19,7 +19,7 @@ export const CLI_ACTOR: Actor = { id: null, email: 'cli' };
  * operator's pruning of the log itself), `auth.setup` (the first-run setup link used: someone became
  * the first admin), `auth.sign-in-link` (a one-time sign-in link made) and `auth.sign-in-link.use`
  * (one used to sign in), `run.stop` (an admin stopped someone's run: a student's own runs are theirs and
- * not audited).
+ * not audited), `node.drain` and `node.undrain` (a swarm node asked to be emptied, or taken back).
  */
 export type AuditAction =
   | 'audit.prune'
@@ -36,7 +36,9 @@ export type AuditAction =
   | 'workspace.restore'
   | 'allowlist.add'
   | 'allowlist.remove'
-  | 'config.max-active-containers';
+  | 'config.max-active-containers'
+  | 'node.drain'
+  | 'node.undrain';
 
 /** An audit entry to write. */
 export interface AuditInput {

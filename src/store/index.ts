@@ -12,6 +12,7 @@ import { mutator } from './mutation.ts';
 import { RunStore } from './runs.ts';
 import { ServerStore } from './servers.ts';
 import { SessionStore } from './sessions.ts';
+import { NodeStore } from './nodes.ts';
 import { ScheduledBackupStore } from './scheduled-backups.ts';
 import { SignInLinkStore } from './sign-in-links.ts';
 import { SettingsStore } from './settings.ts';
@@ -61,6 +62,8 @@ export interface Store {
   leaderCounters: LeaderCounterStore;
   /** The stored backups the schedule made, for its next pass and its pruning. */
   scheduledBackups: ScheduledBackupStore;
+  /** The swarm nodes an operator asked to drain. */
+  nodes: NodeStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -109,6 +112,7 @@ export function createStore(options: StoreOptions): Store {
     refusals: new RefusalStore(db, changes),
     leaderCounters: new LeaderCounterStore(db, fence),
     scheduledBackups: new ScheduledBackupStore(db, fence),
+    nodes: new NodeStore(db, mutate),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

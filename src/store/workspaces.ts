@@ -41,6 +41,13 @@ export interface WorkspaceRecord {
   /** Who stopped it last, and when (null: never stopped since these were recorded). */
   stoppedBy: StoppedBy | null;
   stoppedAt: Date | null;
+  /**
+   * When its home was last brought back from a backup because the swarm node it was on was lost:
+   * when that happened, the time of the backup it got back (what its student is told), and why.
+   */
+  homeRestore: { at: Date; from: Date; reason: string } | null;
+  /** The swarm node its editor was last seen on (observed; null on one engine, or before it was). */
+  node: string | null;
 }
 
 /** Who stops a workspace: its student, a coach (panel, admin API), the operator (CLI), or the idle sweep. */
@@ -53,6 +60,8 @@ export interface WorkspaceStatus {
   statusMessage: string;
   /** Where the editor answers while running; null otherwise. */
   editorEndpoint?: string | null;
+  /** The swarm node its editor is on; undefined: as recorded. */
+  node?: string;
 }
 
 /** A run in progress as the overview counts it. */
@@ -72,7 +81,8 @@ export interface Overview {
 }
 
 const COLUMNS = `id, user_id, slug, desired_state, generation, restart_generation, observed_state, observed_generation,
-  status_message, last_transition_at, last_activity_at, editor_endpoint, home_volume, retired_volumes, stopped_by, stopped_at`;
+  status_message, last_transition_at, last_activity_at, editor_endpoint, home_volume, retired_volumes, stopped_by, stopped_at,
+  home_restored_at, home_restored_from, home_restore_reason, node`;
 
 interface WorkspaceRow {
   id: string;
@@ -91,6 +101,10 @@ interface WorkspaceRow {
   retired_volumes: string[];
   stopped_by: StoppedBy | null;
   stopped_at: Date | null;
+  home_restored_at: Date | null;
+  home_restored_from: Date | null;
+  home_restore_reason: string | null;
+  node: string | null;
 }
 
 function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
@@ -111,6 +125,9 @@ function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
     retiredVolumes: row.retired_volumes,
     stoppedBy: row.stopped_by,
     stoppedAt: row.stopped_at,
+    homeRestore:
+      row.home_restored_at && row.home_restored_from ? { at: row.home_restored_at, from: row.home_restored_from, reason: row.home_restore_reason ?? '' } : null,
+    node: row.node,
   };
 }
 
@@ -365,6 +382,42 @@ export class WorkspaceStore {
   }
 
   /**
+   * Moves a workspace's home to `volume` on another swarm node, whatever the workspace is wanted
+   * (the leader's move off a drained or lost node, docs/swarm.md). A drained node's home (`retire`)
+   * went with a fresh backup and is removed once nothing mounts it; a lost node's home is not
+   * retired: should the node come back, it holds files newer than the backup, and the orphan sweep
+   * reports it to the operator. `recovered`: the home was filled from the backup of that time, which
+   * the student's page then tells. Audited `workspace.restore` (with `node` and `reason`).
+   */
+  moveHome(
+    actor: Actor,
+    id: string,
+    volume: string,
+    move: { retire: boolean; recovered?: { from: Date; reason: string }; metadata: Record<string, unknown> },
+    homeOf: (workspace: WorkspaceRecord) => string,
+  ): Promise<WorkspaceRecord> {
+    return this.mutate(async (tx) => {
+      const before = await lockWorkspace(tx, id);
+      if (before.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `Workspace ${before.slug} was deleted.`);
+      const rows = await queryRows<WorkspaceRow>(
+        tx,
+        `UPDATE workspaces SET home_volume = $2,
+           retired_volumes = CASE WHEN $4 THEN array_append(array_remove(retired_volumes, $3), $3) ELSE retired_volumes END,
+           home_restored_at = CASE WHEN $5::timestamptz IS NULL THEN home_restored_at ELSE now() END,
+           home_restored_from = coalesce($5::timestamptz, home_restored_from),
+           home_restore_reason = CASE WHEN $5::timestamptz IS NULL THEN home_restore_reason ELSE $6 END,
+           generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+        [id, volume, homeOf(before), move.retire, move.recovered?.from ?? null, move.recovered?.reason ?? null],
+      );
+      return {
+        value: toWorkspace(rows[0]!),
+        changed: [workspaceChange(id)],
+        audit: { actor, action: 'workspace.restore', target: { kind: 'workspace', id }, metadata: { slug: before.slug, ...move.metadata } },
+      };
+    });
+  }
+
+  /**
    * The idle sweep's step: sets every workspace wanted running whose last activity is older than
    * `idleMinutes` to stopped, in one statement, sparing those with a run in progress (a run is
    * activity; its end counts as activity too). Returns the workspaces it stopped.
@@ -399,10 +452,10 @@ export class WorkspaceStore {
         db,
         `UPDATE workspaces SET
          last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
-         observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5
-       WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint) IS DISTINCT FROM ($2, $3::bigint, $4, $5)
+         observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5, node = coalesce($6, node)
+       WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint, node) IS DISTINCT FROM ($2, $3::bigint, $4, $5, coalesce($6, node))
        RETURNING id`,
-        [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null],
+        [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null, status.node ?? null],
       );
       if (updated.length > 0) await this.changes.notify(db, { kind: 'status', id });
       return updated;

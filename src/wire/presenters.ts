@@ -133,6 +133,7 @@ export function presentOverview(overview: OverviewRecords): Status {
       statusMessage: workspace.statusMessage,
       lastTransitionAt: iso(workspace.lastTransitionAt),
       lastActivityAt: iso(workspace.lastActivityAt),
+      node: workspace.node,
       containers: [
         { role: 'code', desiredState: CODE_DESIRED[workspace.desiredState], observedState: workspace.observedState },
         ...(runsByWorkspace.get(workspace.id) ?? []).map((run) => ({

@@ -172,6 +172,7 @@ export const Status = Strict({
       statusMessage: Type.String(),
       lastTransitionAt: Nullable(Time),
       lastActivityAt: Nullable(Time),
+      node: Nullable(Type.String({ description: 'The swarm node its editor runs on (last seen there); null on one Docker Engine.' })),
       containers: Type.Array(
         Strict({
           role: Type.Enum(['code', 'sim']),

@@ -88,21 +88,29 @@ export class MemoryRuntime implements WorkspaceRuntime {
     }
   }
 
-  /** One node, as one engine is. */
+  /** The nodes it reports: one, as one engine is, unless a test sets others (a swarm's). */
+  nodeList: RuntimeNode[] = [
+    {
+      id: 'memory',
+      name: 'memory',
+      address: '',
+      state: 'ready',
+      availability: 'active',
+      memoryBytes: 8 * 1024 ** 3,
+      nanoCpus: 4e9,
+      reservedMemoryBytes: 0,
+      reachable: true,
+    },
+  ];
+
   async nodes(): Promise<RuntimeNode[]> {
-    return [
-      {
-        id: 'memory',
-        name: 'memory',
-        address: '',
-        state: 'ready',
-        availability: 'active',
-        memoryBytes: 8 * 1024 ** 3,
-        nanoCpus: 4e9,
-        reservedMemoryBytes: 0,
-        reachable: true,
-      },
-    ];
+    return this.nodeList.map((node) => ({ ...node }));
+  }
+
+  async setNodeAvailability(name: string, availability: 'active' | 'pause'): Promise<void> {
+    const node = this.nodeList.find((candidate) => candidate.name === name);
+    if (node) node.availability = availability;
+    this.actions.push(`node ${name} ${availability}`);
   }
 
   /** The same runtime: in memory, nothing waits on an engine to abort. */

@@ -26,6 +26,8 @@ const ACTIONS = [
   'auth.sign-in-link',
   'auth.sign-in-link.use',
   'run.stop',
+  'node.drain',
+  'node.undrain',
 ];
 
 /** `datetime-local` value (the browser's time) ↔ ISO 8601 UTC, as the API takes it. */
