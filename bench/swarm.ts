@@ -5,13 +5,21 @@
  * (2) a full resync of the workspace controller with WORKSPACES (200) running on the swarm: engine
  *     calls (every HTTP request to any node's engine, counted by a relay in front of each node's
  *     socket) and the control plane's CPU, with observed state from the shared cache against every
- *     reconcile asking the engines (the baseline, same run).
+ *     reconcile asking the engines (the baseline, same run);
+ * (3) recovery: every home backed up, a worker killed (SIGKILL of its node), the time until the
+ *     swarm reports it down, and until every workspace it held runs on another node from its backup
+ *     (NODE_LOST_SECONDS=10, the shortest allowed, so that the figure is mostly the work itself).
  *
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/swarm.ts   (OPENS=10 WORKSPACES=200 ROUNDS=3)
  */
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import net from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Backups } from '../src/backup/backups.ts';
+import { SYSTEM_ACTOR } from '../src/store/audit.ts';
 import { TEST_IMAGE } from '../test/helpers/controllers.ts';
 import { startSwarm, type Swarm } from '../test/helpers/swarm.ts';
 import { benchDatabase, controlPlane, deadline, removeLabelled, CONTROL_PLANE_LABEL } from './lib.ts';
@@ -22,6 +30,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3);
 let swarm: Swarm | undefined;
 const relays: net.Server[] = [];
 const { dataSource, drop } = await benchDatabase('cp_bench_swarm');
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-swarm-'));
 const cleanup = async () => {
   for (const server of relays) server.close();
   await swarm?.stop();
@@ -31,8 +40,8 @@ deadline(40 * 60_000, cleanup);
 
 /** A Unix-socket relay in front of an engine's socket that counts the connections it relays (each engine call is one: the clients keep none alive). */
 async function relay(target: string): Promise<{ path: string; count(): number }> {
-  const path = `${target}.counted`;
-  rmSync(path, { force: true });
+  const counted = `${target}.counted`;
+  rmSync(counted, { force: true });
   let connections = 0;
   const server = net.createServer((client) => {
     connections++;
@@ -41,9 +50,9 @@ async function relay(target: string): Promise<{ path: string; count(): number }>
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
   });
-  await new Promise<void>((resolve) => server.listen(path, resolve));
+  await new Promise<void>((resolve) => server.listen(counted, resolve));
   relays.push(server);
-  return { path, count: () => connections };
+  return { path: counted, count: () => connections };
 }
 
 const median = (values: number[]) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -84,7 +93,7 @@ try {
   const singleTimes = await openOneByOne(single, `${tag}-single`, OPENS);
   await singleController.stop();
   await removeLabelled(CONTROL_PLANE_LABEL, single.controlPlaneId);
-  const onSwarm = controlPlane(dataSource, { env: { ...swarmEnv, MAX_ACTIVE_CONTAINERS: String(WORKSPACES + OPENS + 10) } });
+  const onSwarm = controlPlane(dataSource, { env: { ...swarmEnv, MAX_ACTIVE_CONTAINERS: String(WORKSPACES + OPENS + 10), DATA_DIR: dataDir } });
   const swarmController = onSwarm.newController();
   await swarmController.start();
   const swarmTimes = await openOneByOne(onSwarm, `${tag}-swarm`, OPENS);
@@ -146,6 +155,40 @@ try {
   console.log(
     `  ratio             ${(results.cache!.calls / results.engine!.calls).toFixed(4)}×       ${(results.cache!.cpuMs / results.engine!.cpuMs).toFixed(2)}×         ${(results.cache!.wallMs / results.engine!.wallMs).toFixed(2)}×`,
   );
+
+  // (3) Recovery after a node is killed.
+  const recovering = controlPlane(dataSource, {
+    controlPlaneId: onSwarm.controlPlaneId,
+    env: { ...swarmEnv, MAX_ACTIVE_CONTAINERS: String(WORKSPACES + OPENS + 10), NODE_LOST_SECONDS: '10', DATA_DIR: dataDir },
+  });
+  const controller = recovering.newController();
+  await controller.start();
+  const backups = new Backups({ store: recovering.store, runtime: recovering.runtime, dataDir, image: swarm.images[TEST_IMAGE]! });
+  const everyone = (await recovering.store.workspaces.list()).filter((workspace) => workspace.observedState === 'running');
+  const backedUp = performance.now();
+  for (const workspace of everyone) await backups.create(SYSTEM_ACTOR, workspace);
+  console.log(`recovery: ${everyone.length} homes backed up (${((performance.now() - backedUp) / 1000).toFixed(0)} s)`);
+  const victim = swarm.nodes[1]!;
+  const held = everyone.filter((workspace) => workspace.node === victim.name).map((workspace) => workspace.id);
+  const killedAt = performance.now();
+  execFileSync('docker', ['kill', victim.name]);
+  let downAfter: number | undefined;
+  for (;;) {
+    if (downAfter === undefined && (await recovering.runtime.nodes()).find((node) => node.name === victim.name)?.state === 'down')
+      downAfter = performance.now() - killedAt;
+    const rows = (await dataSource.query(
+      `SELECT count(*) AS n FROM workspaces WHERE id = ANY($1::uuid[]) AND observed_state = 'running' AND observed_generation = generation AND node IS DISTINCT FROM $2`,
+      [held, victim.name],
+    )) as { n: string }[];
+    if (Number(rows[0]!.n) === held.length) break;
+    if (performance.now() - killedAt > 15 * 60_000) throw new Error('recovery took more than 15 minutes');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  const recovered = performance.now() - killedAt;
+  console.log(
+    `  ${held.length} workspaces of the killed node running elsewhere after ${(recovered / 1000).toFixed(1)} s (the swarm saw it down after ${((downAfter ?? recovered) / 1000).toFixed(1)} s; NODE_LOST_SECONDS=10; the rest is restoring and starting)`,
+  );
+  await controller.stop();
 } finally {
   await cleanup();
 }

@@ -125,7 +125,10 @@ export class WorkspaceController extends Controller {
     this.nodeCheck = new Periodic(
       () => this.checkNodes().then((keys) => keys.forEach((key) => this.queue.add(key))),
       this.options.nodeCheckMs,
-      (error) => this.options.log.warning({ error: (error as Error).message }, 'looking at the nodes failed; the next look tries again'),
+      (error) => {
+        // Stopping aborts the look under way: nothing to say.
+        if (!this.queue.signal.aborted) this.options.log.warning({ error: (error as Error).message }, 'looking at the nodes failed; the next look tries again');
+      },
     );
   }
 
@@ -161,13 +164,13 @@ export class WorkspaceController extends Controller {
     this.nodeCheck.start({ immediately: true });
   }
 
+  /** Stops as every controller does (its engine calls aborted at once), the look at the nodes with it. */
   override async stop(): Promise<void> {
-    await this.nodeCheck.stop();
-    await super.stop();
+    await Promise.all([super.stop(), this.nodeCheck.stop()]);
   }
 
   /**
-   * Looks at the nodes: reads the drains asked for, pauses each drained node (nothing new is
+   * Looks at the nodes: records them (what the operator's views show), reads the drains asked for, pauses each drained node (nothing new is
    * placed there) and makes active again one no longer drained, and notes since when each node is
    * down. Answers the workspaces whose editor is on a node they must leave (drained, or down past
    * NODE_LOST_SECONDS), for the queue. (Run every few seconds and on every drain asked for.)
@@ -175,6 +178,7 @@ export class WorkspaceController extends Controller {
   async checkNodes(): Promise<string[]> {
     const { store, runtime, log } = this.options;
     const [nodes, drains] = await Promise.all([runtime.nodes(), store.nodes.drains()]);
+    await store.nodes.record(nodes);
     const before = this.drained;
     this.drained = new Set(drains.map((drain) => drain.node));
     const now = Date.now();

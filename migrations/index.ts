@@ -20,6 +20,7 @@ import { CreateCapacityRefusals1795770000000 } from './1795770000000-CreateCapac
 import { CreateLeaderCounters1795780000000 } from './1795780000000-CreateLeaderCounters.ts';
 import { CreateScheduledBackups1795790000000 } from './1795790000000-CreateScheduledBackups.ts';
 import { AddHomeRecovery1795810000000 } from './1795810000000-AddHomeRecovery.ts';
+import { CreateSwarmNodes1795820000000 } from './1795820000000-CreateSwarmNodes.ts';
 import { AddServerPidNamespace1795800000000 } from './1795800000000-AddServerPidNamespace.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   CreateScheduledBackups1795790000000,
   AddServerPidNamespace1795800000000,
   AddHomeRecovery1795810000000,
+  CreateSwarmNodes1795820000000,
 ];

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds classroom-swarm-node:test, the image of one Docker-in-Docker swarm node for the tests and
-# benchmarks of the Swarm runtime (test/helpers/swarm.ts): the project's Debian base
-# (classroom-base/node:24, scripts/build-base-images.sh) with Debian's docker.io (Engine 20.10, the
-# engine these machines run), iptables and procps, running dockerd in the foreground. How a node
+# benchmarks of the Swarm runtime (test/helpers/swarm.ts): the project's minimal Debian root
+# (classroom-base/stage:debian-<key>, which scripts/build-base-images.sh keeps, one key at a time)
+# with Debian's docker.io (Engine 20.10, the engine these machines run), iptables and procps,
+# running dockerd in the foreground. How a node
 # container is started (capabilities, cgroups, its own /var/lib/docker) is the harness's business.
 # Idempotent: the image carries the label service.swarm-node-image-hash=<hash of this script and
 # the base image's id>; when the tag has the current hash nothing happens (well under a second, no
@@ -17,17 +18,21 @@ SCRIPT=build-swarm-node-image
 clean_environment "$ROOT/scripts/$(basename "$0")" SWARM_NODE_IMAGE_TAG
 
 TAG="${SWARM_NODE_IMAGE_TAG:-classroom-swarm-node:test}"
-BASE=classroom-base/node:24
+STAGE_REPO=classroom-base/stage
 HASH_LABEL=service.swarm-node-image-hash
 
 docker info >/dev/null 2>&1 || die "Docker Engine does not answer: start dockerd (scripts/provision.sh does)"
-base_id="$(docker image inspect --format '{{.Id}}' "$BASE" 2>/dev/null || true)"
-[ -n "$base_id" ] || die "$BASE is missing: bash scripts/build-base-images.sh builds it"
+# The Debian root of the base images' current key (a stable tag, unlike the images made from it
+# with this checkout's Node, which change with the checkout's path).
+BASE="$(docker images --format '{{.Repository}}:{{.Tag}}' "$STAGE_REPO" | grep ":debian-" | head -n 1 || true)"
+[ -n "$BASE" ] || die "no $STAGE_REPO:debian-* image: bash scripts/build-base-images.sh makes it"
+base_id="$(docker image inspect --format '{{.Id}}' "$BASE")"
 
 # The node's dockerd: the container's own socket, and a second one in /engine, a directory the
 # harness binds from the host so that the control plane reaches this node's engine without a TCP
 # port that a workspace on the swarm could reach. Its containers' cgroups go under one parent
-# named after the node, apart from the outer engine's.
+# named after the node, apart from the outer engine's. DOCKERD_ARGS adds options (the harness: the
+# cluster's registry as an insecure one).
 DOCKERFILE="FROM $BASE
 ENTRYPOINT []
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \\
@@ -35,7 +40,7 @@ RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --
     rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb && dockerd --version
 VOLUME /var/lib/docker
 STOPSIGNAL SIGTERM
-CMD [\"sh\", \"-c\", \"mkdir -p /engine && exec dockerd --host unix:///var/run/docker.sock --host unix:///engine/docker.sock --cgroup-parent /swarm-node-\$(hostname)\"]"
+CMD [\"sh\", \"-c\", \"mkdir -p /engine && exec dockerd --host unix:///var/run/docker.sock --host unix:///engine/docker.sock --cgroup-parent /swarm-node-\$(hostname) \$DOCKERD_ARGS\"]"
 
 HASH="$({
   echo "base $base_id"

@@ -119,9 +119,12 @@ provision_pgbouncer() {
 # image on local base images for the compose test (classroom-control:test).
 build_test_image() { bash "$ROOT/scripts/build-test-image.sh"; }
 build_workspace_image() { bash "$ROOT/scripts/build-workspace-image.sh"; }
-# The Docker-in-Docker node of the swarm tests (test/helpers/swarm.ts), on the local Debian base that
-# build_compose_images makes.
-build_swarm_node_image() { bash "$ROOT/scripts/build-swarm-node-image.sh"; }
+# The Docker-in-Docker node of the swarm tests (test/helpers/swarm.ts) and the cluster's registry
+# they pull the workspace image from, both on the local Debian root that build_compose_images makes.
+build_swarm_node_image() {
+  bash "$ROOT/scripts/build-swarm-node-image.sh"
+  bash "$ROOT/scripts/build-registry-image.sh"
+}
 build_compose_images() { LOCAL_BASE=1 CONTROL_IMAGE=classroom-control:test NODE_IMAGE= NPM_REGISTRY= bash "$ROOT/scripts/build-control-image.sh"; }
 
 # phase NAME FUNCTION: runs it, noting how long it took.

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { JSONSchemaType } from 'ajv';
 import { DESIRED_STATES, OBSERVED_STATES, WORKSPACE_SORTS, type WorkspaceQuery } from '../../src/store/workspace-list.ts';
-import { presentRefusal, presentSummary, presentWorkspacePage } from '../../src/wire/presenters.ts';
+import { presentNode, presentRefusal, presentSummary, presentWorkspacePage } from '../../src/wire/presenters.ts';
 import type { BulkStop, Overview, RefusalList, WorkspacePage } from '../../src/wire/schemas.ts';
 import type { AdminDeps } from '../admin.ts';
 import type { AuthState } from '../middleware/auth.ts';
@@ -41,7 +41,12 @@ export const bulkStopSchema: JSONSchemaType<BulkStopBody> = {
 export function liveRoutes(router: Router<AuthState>, { store, live, providers }: AdminDeps): void {
   router.get('/overview', async (ctx) => {
     // The orphans are the leader's finds (it alone looks at the engine), whichever replica serves this.
-    const [summary, found, refusals] = await Promise.all([store.workspaceList.summary(), store.leaderCounters.current(), live.recentRefusals()]);
+    const [summary, found, refusals, nodes] = await Promise.all([
+      store.workspaceList.summary(),
+      store.leaderCounters.current(),
+      live.recentRefusals(),
+      store.nodes.list(),
+    ]);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {
       ...presentSummary(summary),
@@ -49,6 +54,7 @@ export function liveRoutes(router: Router<AuthState>, { store, live, providers }
       orphansSeen: found.orphan_containers,
       orphanVolumesSeen: found.orphan_volumes,
       signInProviders: [...providers],
+      nodes: nodes.map(presentNode),
     } satisfies Overview;
   });
 

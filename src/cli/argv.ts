@@ -23,6 +23,9 @@ export const DATABASE_COMMANDS: ReadonlySet<string> = new Set([
   'backup',
   'restore',
   'backups list',
+  'nodes list',
+  'nodes drain',
+  'nodes undrain',
 ]);
 
 /** The command the command line runs when it is one that opens the database (not its help: `--help` and a topic alone print only), e.g. `users list`. */

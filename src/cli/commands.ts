@@ -11,6 +11,9 @@ import Backup from './commands/backup.ts';
 import BackupsList from './commands/backups/list.ts';
 import CapGet from './commands/cap/get.ts';
 import CapSet from './commands/cap/set.ts';
+import NodesDrain from './commands/nodes/drain.ts';
+import NodesList from './commands/nodes/list.ts';
+import NodesUndrain from './commands/nodes/undrain.ts';
 import Restore from './commands/restore.ts';
 import SetupLink from './commands/setup-link.ts';
 import Status from './commands/status.ts';
@@ -42,4 +45,7 @@ export const COMMANDS = {
   backup: Backup,
   restore: Restore,
   'backups:list': BackupsList,
+  'nodes:list': NodesList,
+  'nodes:drain': NodesDrain,
+  'nodes:undrain': NodesUndrain,
 };

@@ -469,7 +469,10 @@ export class SwarmRuntime implements WorkspaceRuntime {
     const nodes = await this.swarmNodes();
     const node = await this.volumeNode(volume, nodes);
     if (!node) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
-    return this.on(this.usable(nodes, node.id, `volume ${volume}`).engine).exportVolume(volume, workspace, image);
+    const usable = this.usable(nodes, node.id, `volume ${volume}`);
+    // The helper is made from the image on that node.
+    await this.ensureImage(usable, image);
+    return this.on(usable.engine).exportVolume(volume, workspace, image);
   }
 
   /**
@@ -488,6 +491,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
         node = beside ?? (await this.place(workspace));
       }
       const usable = this.usable(nodes, node.id, `volume ${volume}`);
+      await this.ensureImage(usable, image);
       await this.on(usable.engine).importVolume(volume, workspace, image, tar);
       this.volumeNodes.set(volume, usable.id);
     } catch (error) {
@@ -564,11 +568,42 @@ export class SwarmRuntime implements WorkspaceRuntime {
     return ready;
   }
 
-  /** Whether every ready node has the image (it is never pulled). */
+  /**
+   * Whether every ready node can run the image: an image of a registry (docs/swarm.md, "Images on
+   * every node") when the registry has it (a manager asks it, as a node's pull would); any other
+   * when every ready node has it already (it is never pulled from elsewhere).
+   */
   async imageExists(image: string): Promise<boolean> {
+    if (fromRegistry(image)) {
+      try {
+        await this.manager((docker) => docker.getImage(image).distribution());
+        return true;
+      } catch (error) {
+        if (statusOf(error) !== undefined && statusOf(error)! < 500) return false;
+        throw error;
+      }
+    }
     const nodes = (await this.swarmNodes()).filter((node) => node.ready && node.engine);
     const answers = await Promise.all(nodes.map((node) => this.on(node.engine!).imageExists(image)));
     return answers.every(Boolean);
+  }
+
+  /**
+   * Makes sure a node has the image before a service is pinned there: an image of a registry is
+   * pulled by that node's engine when it lacks it (the task would otherwise fail its pull on its
+   * own, later and with less to say); any other must be there already.
+   */
+  private async ensureImage(node: SwarmNode & { engine: Engine }, image: string): Promise<void> {
+    const engine = this.on(node.engine);
+    if (await engine.imageExists(image)) return;
+    if (!fromRegistry(image)) throw new ImageMissingError(image);
+    const client = this.client(node.engine);
+    try {
+      const stream = await client.pull(image);
+      await new Promise<void>((resolve, reject) => client.modem.followProgress(stream, (error: Error | null) => (error ? reject(error) : resolve())));
+    } catch (error) {
+      throw new Error(`node ${node.name} could not pull ${image}: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   // ---- editors and simulators -------------------------------------------------------------------
@@ -620,7 +655,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
     const node = this.usable(nodes, found.id, `the home of ${spec.slug}`);
     await this.ensureNetwork(network);
     await this.ensureNodeNetwork(node, network);
-    if (!(await this.on(node.engine).imageExists(image))) throw new ImageMissingError(image);
+    await this.ensureImage(node, image);
     return node;
   }
 
@@ -705,9 +740,22 @@ export class SwarmRuntime implements WorkspaceRuntime {
     });
   }
 
-  /** Scales the service to none and waits until its task has ended (Swarm stops it after the grace period the service was made with). */
+  /**
+   * Stops a service's task and waits until it has ended. An editor's service is scaled to none
+   * (Swarm would start it again otherwise; the service, its placement and its home stay). A
+   * simulator's task, which Swarm never restarts, is stopped through its node's engine, as on one
+   * engine: the container stays, with its output, until the service is removed.
+   */
   async stop(id: string, timeoutSeconds = 10): Promise<void> {
-    await this.scale(id, 0);
+    const service = await this.service(id);
+    if (!service) return;
+    if (service.Spec?.TaskTemplate?.RestartPolicy?.Condition === 'none') {
+      const where = await this.containerOf(id);
+      if (where) await where.runtime.stop(where.containerId, timeoutSeconds);
+      else await this.scale(id, 0);
+    } else {
+      await this.scale(id, 0);
+    }
     const deadline = Date.now() + (timeoutSeconds + 20) * 1000;
     for (;;) {
       const task = await this.newestTask(id);
@@ -773,6 +821,12 @@ export class SwarmRuntime implements WorkspaceRuntime {
     const subscriptions = this.engines.map((engine) => engine.runtime.watch(handlers));
     return { close: () => subscriptions.forEach((subscription) => subscription.close()) };
   }
+}
+
+/** Whether an image reference names a registry (`host:port/…`, `host.domain/…`, `localhost/…`), which nodes pull from. */
+export function fromRegistry(image: string): boolean {
+  const first = image.split('/')[0]!;
+  return image.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
 }
 
 /** The node a service is pinned to (its `node.id==` constraint). */

@@ -72,16 +72,18 @@ export interface Store {
 
 /** The writes only controllers make: the observed half of workspaces and runs, and the finalizer. */
 interface ControllerWrites {
-  workspaces: 'writeStatus' | 'finalizeDeleted' | 'forgetRetired';
+  workspaces: 'writeStatus' | 'finalizeDeleted' | 'forgetRetired' | 'moveHome';
   workspaceList: 'recordStats';
   runs: 'recordSimEndpoint' | 'markReady' | 'finish' | 'appendOutput';
+  nodes: 'record';
 }
 
 /**
  * The store as the HTTP surface (api/) and the CLI get it: every read and every desired-state
  * change, none of the controllers' writes (calling one there fails tsc).
  */
-export type SurfaceStore = Omit<Store, 'workspaces' | 'workspaceList' | 'runs'> & {
+export type SurfaceStore = Omit<Store, 'workspaces' | 'workspaceList' | 'runs' | 'nodes'> & {
+  nodes: Omit<NodeStore, ControllerWrites['nodes']>;
   workspaces: Omit<WorkspaceStore, ControllerWrites['workspaces']>;
   workspaceList: Omit<WorkspaceListStore, ControllerWrites['workspaceList']>;
   runs: Omit<RunStore, ControllerWrites['runs']>;
@@ -112,7 +114,7 @@ export function createStore(options: StoreOptions): Store {
     refusals: new RefusalStore(db, changes),
     leaderCounters: new LeaderCounterStore(db, fence),
     scheduledBackups: new ScheduledBackupStore(db, fence),
-    nodes: new NodeStore(db, mutate),
+    nodes: new NodeStore(db, mutate, fence),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

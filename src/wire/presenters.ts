@@ -5,6 +5,7 @@
  */
 import type { StoredBackup } from '../backup/backups.ts';
 import type { AuditPage as AuditRecords } from '../store/audit.ts';
+import type { NodeView } from '../store/nodes.ts';
 import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
 import { linkPath, type NewLink } from '../store/sign-in-links.ts';
 import type { UserRecord } from '../store/users.ts';
@@ -146,6 +147,21 @@ export function presentOverview(overview: OverviewRecords): Status {
     })),
     activeBuilds: overview.activeRuns.filter((run) => run.status === 'queued').length,
     capacity: presentCapacity(overview),
+  };
+}
+
+/** A node as the Overview lists it. */
+export function presentNode(node: NodeView): Overview['nodes'][number] {
+  return {
+    name: node.name,
+    state: node.state,
+    availability: node.availability,
+    drainRequested: node.drainRequestedAt !== null,
+    runningWorkspaces: node.runningWorkspaces,
+    workspaces: node.workspaces,
+    memoryBytes: node.memoryBytes,
+    freeMemoryBytes: Math.max(0, node.memoryBytes - node.reservedMemoryBytes),
+    seenAt: node.seenAt.toISOString(),
   };
 }
 

@@ -241,6 +241,20 @@ export const Overview = Strict({
   orphansSeen: Type.Number(),
   orphanVolumesSeen: Type.Number(),
   signInProviders: Type.Array(Type.String(), { description: 'The identity providers configured (none: sign-in by links only).' }),
+  nodes: Type.Array(
+    Strict({
+      name: Type.String(),
+      state: Type.String({ description: 'ready, down or unknown (a swarm node; one Docker Engine is one ready node)' }),
+      availability: Type.String({ description: 'active, pause or drain' }),
+      drainRequested: Type.Boolean(),
+      runningWorkspaces: Type.Integer(),
+      workspaces: Type.Integer({ description: 'Workspaces last seen there, running or not (their homes are there).' }),
+      memoryBytes: Type.Number(),
+      freeMemoryBytes: Type.Number({ description: "Memory not reserved by this control plane's running editors." }),
+      seenAt: Time,
+    }),
+    { description: 'The nodes workspaces run on, as the leader last recorded them.' },
+  ),
 });
 export type Overview = Static<typeof Overview>;
 

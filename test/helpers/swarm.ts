@@ -16,6 +16,8 @@ import { ok, ROOT, run } from './compose.ts';
 import { eventually } from './controllers.ts';
 
 export const SWARM_NODE_IMAGE = 'classroom-swarm-node:test';
+/** The cluster's registry (scripts/build-registry-image.sh), as docs/swarm.md runs it. */
+export const REGISTRY_IMAGE = 'classroom-registry:2.8';
 /** The label on every node container and volume of a harness swarm: its id. */
 const SWARM_LABEL = 'service.swarm-test';
 
@@ -37,6 +39,11 @@ export interface Swarm {
   subnet: string;
   /** SWARM_ENGINES for a control plane: every node's engine. */
   engines: string;
+  /**
+   * Each image asked for, as the nodes pull it from the cluster's registry: pinned by digest
+   * (`<manager address>:5000/<name>@sha256:…`), the WORKSPACE_IMAGE a control plane is given.
+   */
+  images: Record<string, string>;
   /** `docker <args>` against one node's engine. */
   docker(node: SwarmNode, args: string[], timeoutMs?: number): Promise<string>;
   /** A command in the node's own container (iptables, ip). */
@@ -51,14 +58,18 @@ export interface Swarm {
   stop(): Promise<void>;
 }
 
-/** Builds the node image the way provisioning does (a no-op check when it is up to date). */
+/** Builds the node and registry images the way provisioning does (a no-op check when they are up to date). */
 export async function buildNodeImage(): Promise<void> {
   await ok('bash', [path.join(ROOT, 'scripts/build-swarm-node-image.sh')], { timeoutMs: 10 * 60_000 });
+  await ok('bash', [path.join(ROOT, 'scripts/build-registry-image.sh')], { timeoutMs: 10 * 60_000 });
 }
 
 /**
- * Starts a swarm of `size` nodes (one manager) and loads `images` into every node from this host's
- * engine. Leftovers of harness swarms whose test process is gone are removed first.
+ * Starts a swarm of `size` nodes (one manager) with the cluster's registry on the manager, as
+ * docs/swarm.md sets one up: the registry image loaded into the manager (the one image brought in
+ * by hand), run as a service, and each of `images` brought into the manager and pushed to it, to be
+ * pulled by every node by digest. Leftovers of harness swarms whose test process is gone are
+ * removed first.
  */
 export async function startSwarm(options: { size: number; images: string[] }): Promise<Swarm> {
   await buildNodeImage();
@@ -80,6 +91,11 @@ export async function startSwarm(options: { size: number; images: string[] }): P
   };
   try {
     await outer(['network', 'create', '--label', `${SWARM_LABEL}=${id}`, network]);
+    const [gateway = '', subnet = ''] = (
+      await outer(['network', 'inspect', '-f', '{{(index .IPAM.Config 0).Gateway}} {{(index .IPAM.Config 0).Subnet}}', network])
+    )
+      .trim()
+      .split(' ');
     const nodes: SwarmNode[] = [];
     for (const name of names) {
       const socketDir = path.join(dir, name);
@@ -95,16 +111,13 @@ export async function startSwarm(options: { size: number; images: string[] }): P
         '--security-opt', 'seccomp=unconfined', '--security-opt', 'apparmor=unconfined', '--security-opt', 'systempaths=unconfined',
         '--device-cgroup-rule', 'a *:* rwm', '--tmpfs', '/run',
         '-v', '/sys/fs/cgroup:/sys/fs/cgroup:rw', '-v', `${name}:/var/lib/docker`, '-v', `${socketDir}:/engine`,
+        // The cluster's registry speaks plain HTTP on the nodes' network (docs/swarm.md: or give it TLS).
+        '-e', `DOCKERD_ARGS=--insecure-registry=${subnet}`,
         SWARM_NODE_IMAGE,
       ]); // prettier-ignore
       const address = (await outer(['inspect', '-f', `{{(index .NetworkSettings.Networks "${network}").IPAddress}}`, name])).trim();
       nodes.push({ name, socket: path.join(socketDir, 'docker.sock'), address });
     }
-    const [gateway = '', subnet = ''] = (
-      await outer(['network', 'inspect', '-f', '{{(index .IPAM.Config 0).Gateway}} {{(index .IPAM.Config 0).Subnet}}', network])
-    )
-      .trim()
-      .split(' ');
     const docker = (node: SwarmNode, args: string[], timeoutMs = 60_000) => ok('docker', ['-H', `unix://${node.socket}`, ...args], { timeoutMs });
     const exec = (node: SwarmNode, args: string[], input?: string) => execIn(node.name, args, input);
     for (const node of nodes)
@@ -118,16 +131,47 @@ export async function startSwarm(options: { size: number; images: string[] }): P
     await docker(manager, ['swarm', 'init', '--advertise-addr', manager.address]);
     const token = (await docker(manager, ['swarm', 'join-token', '-q', 'worker'])).trim();
     for (const worker of workers) await docker(worker, ['swarm', 'join', '--token', token, `${manager.address}:2377`]);
-    for (const node of nodes) for (const image of options.images) await loadImage(image, node.socket);
+    const images = await registryImages(manager, options.images, docker);
     const firewall = async () => {
       const script = readFileSync(path.join(ROOT, 'deploy/swarm-node-firewall.sh'), 'utf8');
       for (const node of nodes) await exec(node, ['sh', '-s', '--', gateway, subnet], script);
     };
-    return { id, nodes, gateway, subnet, engines: nodes.map((node) => `unix://${node.socket}`).join(','), docker, exec, firewall, stop };
+    return { id, nodes, gateway, subnet, engines: nodes.map((node) => `unix://${node.socket}`).join(','), images, docker, exec, firewall, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/**
+ * The cluster's registry on the manager (a service pinned there, its port published on the
+ * manager's address, its storage a volume there), and `images` pushed to it from the manager:
+ * each image's reference by digest.
+ */
+async function registryImages(
+  manager: SwarmNode,
+  images: string[],
+  docker: (node: SwarmNode, args: string[], timeoutMs?: number) => Promise<string>,
+): Promise<Record<string, string>> {
+  await loadImage(REGISTRY_IMAGE, manager.socket);
+  await docker(manager, [
+    'service', 'create', '-d', '--name', 'classroom-registry', '--constraint', 'node.role==manager',
+    '--publish', 'mode=host,target=5000,published=5000', '--mount', 'type=volume,source=classroom-registry,target=/var/lib/docker-registry',
+    REGISTRY_IMAGE,
+  ]); // prettier-ignore
+  const registry = `${manager.address}:5000`;
+  await eventually('the registry answering', async () => (await fetch(`http://${registry}/v2/`).catch(() => undefined))?.ok === true, 60_000);
+  const references: Record<string, string> = {};
+  for (const image of images) {
+    await loadImage(image, manager.socket);
+    const name = `${registry}/${image.split(':')[0]}`;
+    await docker(manager, ['tag', image, `${name}:pushed`]);
+    const pushed = await docker(manager, ['push', `${name}:pushed`], 5 * 60_000);
+    const digest = /digest: (sha256:[0-9a-f]{64})/.exec(pushed)?.[1];
+    if (!digest) throw new Error(`pushing ${image} to the registry printed no digest:\n${pushed}`);
+    references[image] = `${name}@${digest}`;
+  }
+  return references;
 }
 
 /** `docker save IMAGE | docker -H <node> load`. */

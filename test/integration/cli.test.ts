@@ -300,6 +300,93 @@ describe('workspaces, status and the cap', () => {
   });
 });
 
+describe('nodes', () => {
+  const swarm = () => ({ ...env, RUNTIME: 'swarm', SWARM_ENGINES: 'unix:///run/classroom/n1.sock' });
+  const record = () =>
+    store.nodes.record([
+      {
+        name: 'n1',
+        state: 'ready',
+        availability: 'active',
+        address: '10.0.0.1',
+        memoryBytes: 8 * 1024 ** 3,
+        reservedMemoryBytes: 2 * 1024 ** 3,
+        nanoCpus: 4e9,
+        reachable: true,
+      },
+      {
+        name: 'n2',
+        state: 'down',
+        availability: 'active',
+        address: '10.0.0.2',
+        memoryBytes: 8 * 1024 ** 3,
+        reservedMemoryBytes: 0,
+        nanoCpus: 4e9,
+        reachable: false,
+      },
+    ]);
+
+  it('lists the nodes as the leader recorded them, with their workspaces and free memory, as a table and as JSON', async () => {
+    await record();
+    const { workspace } = await store.users.create({ email: 'ada@school.test' });
+    await store.workspaces.writeStatus(workspace.id, {
+      observedState: 'running',
+      observedGeneration: workspace.generation,
+      statusMessage: '',
+      editorEndpoint: '10.0.0.1:30001',
+      node: 'n1',
+    });
+    const table = await cli(['nodes', 'list'], swarm());
+    expect(table.code).toBe(EXIT.ok);
+    const [head, first, second] = table.stdout.split('\n');
+    expect(head).toMatch(/^NODE\s+STATE\s+AVAILABILITY\s+RUNNING\s+WORKSPACES\s+MEMORY FREE\s+SEEN$/);
+    expect(first).toMatch(/^n1\s+ready\s+active\s+1\s+1\s+6\.0 GiB of 8\.0 GiB\s+\d{4}-/);
+    expect(second).toMatch(/^n2\s+down\s+active\s+0\s+0\s+8\.0 GiB of 8\.0 GiB\s+/);
+    const json = JSON.parse((await cli(['nodes', 'list', '--json'], swarm())).stdout) as { nodes: { name: string; freeMemoryBytes: number }[] };
+    expect(json.nodes.map((node) => [node.name, node.freeMemoryBytes])).toEqual([
+      ['n1', 6 * 1024 ** 3],
+      ['n2', 8 * 1024 ** 3],
+    ]);
+  });
+
+  it('says what to do when no node is recorded yet', async () => {
+    const result = await cli(['nodes', 'list'], swarm());
+    expect(result.stdout).toBe('No node recorded yet: the control plane records the nodes once it runs (its leader looks every few seconds).\n');
+  });
+
+  it('drains a recorded node (audited node.drain, announced), once, and takes it back (node.undrain)', async () => {
+    await record();
+    const server = await listening();
+    try {
+      const drained = await cli(['nodes', 'drain', 'n1'], swarm());
+      expect(drained).toMatchObject({ code: EXIT.ok, stdout: `Node n1 is draining: its workspaces move to other nodes (see nodes list).${UNATTENDED}\n` });
+      expect((await cli(['nodes', 'drain', 'n1'], swarm())).stdout).toBe('Node n1 was already draining.\n');
+      await eventually('announced', async () => server.changes.some((change) => change.kind === 'nodes' && change.id === 'n1'));
+      expect((await cli(['nodes', 'list'], swarm())).stdout.split('\n')[1]).toMatch(/^n1\s+ready\s+active \(drain asked \d{4}-[^)]+\)/);
+      expect((await cli(['nodes', 'undrain', 'n1'], swarm())).code).toBe(EXIT.ok);
+      const again = await cli(['nodes', 'undrain', 'n1'], swarm());
+      expect(again).toMatchObject({ code: EXIT.refused, stderr: 'Error: Node n1 is not draining: nothing was changed.\n' });
+      expect((await audit()).map((row) => [row.actor_email, row.action, row.target_id])).toEqual([
+        ['cli', 'node.drain', 'n1'],
+        ['cli', 'node.undrain', 'n1'],
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses to drain a node never recorded (exit 3, naming those there are) and on one Docker Engine (exit 2), changing nothing', async () => {
+    await record();
+    expect(await cli(['nodes', 'drain', 'n9'], swarm())).toMatchObject({ code: EXIT.notFound, stderr: 'Error: No node named n9 (the nodes: n1, n2).\n' });
+    expect(await cli(['nodes', 'drain', 'n1'], env)).toMatchObject({
+      code: EXIT.usage,
+      stderr: 'Error: Draining is for workspaces on a swarm (RUNTIME=swarm): one Docker Engine has no nodes to drain.\n',
+    });
+    expect(await store.nodes.drains()).toEqual([]);
+    expect(await audit()).toEqual([]);
+  });
+});
+
 describe('audit list and audit-prune', () => {
   /** Entries `daysAgo` old, written as the store writes them. */
   async function seed(count: number, daysAgo: number, action = 'user.promote'): Promise<void> {

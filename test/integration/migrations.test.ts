@@ -10,6 +10,8 @@ const TABLES = [
   'leader_counters',
   'leader_lease',
   'migrations',
+  'node_drains',
+  'nodes',
   'rate_limits',
   'run_output',
   'runs',

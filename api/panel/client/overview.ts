@@ -54,6 +54,40 @@ function CapEditor({
   </form>`;
 }
 
+const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+
+/** The nodes of a swarm, as the leader last saw them (one Docker Engine is one node, and is not listed). */
+function Nodes({ nodes }: { nodes: Overview['nodes'] }): VNode {
+  return html`<h2 id="nodes-title">Nodes</h2>
+    <table aria-labelledby="nodes-title">
+      <thead>
+        <tr>
+          <th scope="col">Node</th>
+          <th scope="col">State</th>
+          <th scope="col">Running</th>
+          <th scope="col">Workspaces</th>
+          <th scope="col">Memory free</th>
+          <th scope="col">Seen</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${nodes.map(
+          (node) =>
+            html`<tr key=${node.name}>
+              <td>${node.name}</td>
+              <td class=${node.state === 'ready' ? undefined : 'failed'}>
+                ${node.state}${node.drainRequested ? ', draining (cli nodes undrain takes it back)' : node.availability === 'active' ? '' : `, ${node.availability}`}
+              </td>
+              <td>${node.runningWorkspaces}</td>
+              <td>${node.workspaces}</td>
+              <td>${gib(node.freeMemoryBytes)} of ${gib(node.memoryBytes)}</td>
+              <td><${Ago} iso=${node.seenAt} /></td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>`;
+}
+
 export function OverviewPage(): VNode {
   const { data, error, reload } = useResource(() => api<Overview>('GET', '/admin/overview'), 'overview', [
     'workspaces',
@@ -61,6 +95,7 @@ export function OverviewPage(): VNode {
     'runs',
     'settings',
     'refusal',
+    'nodes',
   ]);
   const [capSaved, setCapSaved] = useState<string | undefined>(undefined);
   if (error && !data) return html`<${Notice} kind="error">${error}<//>`;
@@ -99,6 +134,7 @@ export function OverviewPage(): VNode {
         </p>
       </div>
     </div>
+    ${data.nodes.length > 1 ? html`<${Nodes} nodes=${data.nodes} />` : null}
     <h2 id="refusals-title">Refused at the cap (last hour)</h2>
     ${
       data.refusals.length === 0
