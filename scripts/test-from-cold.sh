@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole suite as a new machine meets it: removes the project's images and build caches
-# (the test image, the workspace image and its stages, the base and control images, their cache
+# (the test image, the workspace image and its stages, the base and control images, the swarm
+# node and registry images, their cache
 # directories under /var/cache, the test PostgreSQL cluster), clones the committed HEAD into a
 # fresh directory (no node_modules) and runs `bash .ci/run` there, each line stamped with the
 # seconds since the start. What stays: the machine's Debian packages (PostgreSQL, Docker Engine,
@@ -22,7 +23,7 @@ PG_DIR="${TEST_PG_DIR:-/var/tmp/workspace-control-plane-test-pg}"
 
 say "removing the project's images and build caches"
 if docker info >/dev/null 2>&1; then
-  for label in service.test-image-hash service.workspace-image-hash service.control-image-hash service.base-image-hash; do
+  for label in service.test-image-hash service.workspace-image-hash service.control-image-hash service.base-image-hash service.swarm-node-image-hash service.registry-image-hash; do
     docker images -q --filter "label=$label" | sort -u | xargs -r docker rmi -f >/dev/null 2>&1 || true
   done
   docker images --format '{{.Repository}}:{{.Tag}}' |
