@@ -472,3 +472,58 @@ describe('backups', () => {
     });
   }, 90_000);
 });
+
+describe('nodes', () => {
+  it("lists a swarm's nodes on the Overview as the leader recorded them: state, a drain, workspaces, free memory", async () => {
+    // The leader records what it sees every few seconds (here one engine): stopped, so that these stay.
+    await harness.stop();
+    const gib = 1024 ** 3;
+    await harness.store.nodes.record([
+      {
+        name: 'node-a',
+        state: 'ready',
+        availability: 'active',
+        address: '10.0.0.1',
+        memoryBytes: 16 * gib,
+        reservedMemoryBytes: 4 * gib,
+        nanoCpus: 8e9,
+        reachable: true,
+      },
+      {
+        name: 'node-b',
+        state: 'down',
+        availability: 'active',
+        address: '10.0.0.2',
+        memoryBytes: 16 * gib,
+        reservedMemoryBytes: 0,
+        nanoCpus: 8e9,
+        reachable: false,
+      },
+      {
+        name: 'node-c',
+        state: 'ready',
+        availability: 'pause',
+        address: '10.0.0.3',
+        memoryBytes: 16 * gib,
+        reservedMemoryBytes: 0,
+        nanoCpus: 8e9,
+        reachable: true,
+      },
+    ]);
+    await app.store.nodes.drain(SYSTEM_ACTOR, 'node-c');
+    await withPage(browser, async (page) => {
+      await open(page, '/panel/');
+      const table = page.getByRole('table', { name: 'Nodes' });
+      await table.waitFor();
+      const rows = await Promise.all(
+        (await table.locator('tbody tr').all()).map(async (row) => (await row.locator('td').allTextContents()).map((cell) => cell.trim()).join(' | ')),
+      );
+      expect(rows).toEqual([
+        'node-a | ready | 0 | 0 | 12.0 GiB of 16.0 GiB',
+        'node-b | down | 0 | 0 | 16.0 GiB of 16.0 GiB',
+        'node-c | ready, draining (cli nodes undrain takes it back) | 0 | 0 | 16.0 GiB of 16.0 GiB',
+      ]);
+      await lookAt(page, 'overview-nodes');
+    });
+  });
+});

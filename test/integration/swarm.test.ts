@@ -25,6 +25,7 @@ import { categoryLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { captureLogger, createHarness, eventually, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import type { Status } from '../../src/wire/schemas.ts';
 import { startSwarm, type Swarm, type SwarmNode } from '../helpers/swarm.ts';
 import { echoes } from '../helpers/websocket.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
@@ -98,6 +99,18 @@ describe('workspaces on a swarm', () => {
       await echoes(socket);
       socket.close();
     }
+
+    // Where each runs, for the operator: /admin/status, `cli nodes list` and the panel read what the leader recorded.
+    const coach = await newStudent(harness.store, 'coach', tag, 'admin');
+    const status = (await (await request(`${app.url}/admin/status`, { headers: { cookie: coach.cookie } })).body.json()) as Status;
+    const nodeOf = new Map(editors.map((editor) => [editor.workspaceId, editor.node]));
+    for (const student of students)
+      expect(status.workspaces.find((workspace) => workspace.id === student.workspace.id)?.node).toBe(nodeOf.get(student.workspace.id));
+    const recorded = await eventually('the nodes recorded', async () => {
+      const listed = await harness.store.nodes.list();
+      return listed.length === 3 && listed.every((node) => node.state === 'ready') ? listed : undefined;
+    });
+    for (const node of recorded) expect(node.runningWorkspaces).toBe(perNode.get(node.name));
   }, 400_000);
 
   it("runs a student's code beside the workspace's home, on its node: probed there, its output kept, stopped on request; a failed compile keeps its exit code", async () => {
