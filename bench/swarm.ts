@@ -83,6 +83,8 @@ try {
     RUNTIME: 'swarm',
     SWARM_ENGINES: counted.map((relayed) => `unix://${relayed.path}`).join(','),
     WORKSPACE_NETWORK: 'classroom-bench-workspaces',
+    // Pulled by the nodes from the cluster's registry, pinned by digest (docs/swarm.md).
+    WORKSPACE_IMAGE: swarm.images[TEST_IMAGE]!,
   };
 
   // (1) Open to editor, one at a time: the single engine, then the swarm.
