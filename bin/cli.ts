@@ -39,5 +39,6 @@ async function embeddedEarly(words: string[]) {
   // As the command's own log: warnings and worse, one line each on stderr.
   const err = { write: (line: string) => process.stderr.write(line) };
   const log = categoryLogger(createRootLogger({ level: 'warning', format: 'human', colour: false, sinks: { out: err, err } }), 'db');
-  return ownInThread({ dataDir: config.dataDir, describe: { role: 'cli', command: `cli ${command}` }, channels: [], log });
+  // One command's database: a small buffer pool starts sooner (embedded.ts, sharedBuffers).
+  return ownInThread({ dataDir: config.dataDir, describe: { role: 'cli', command: `cli ${command}` }, channels: [], sharedBuffers: '16MB', log });
 }

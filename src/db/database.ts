@@ -38,7 +38,7 @@ export interface OpenOptions {
 }
 
 /** Key of the advisory lock that serialises migrations across processes ("cp-migr" in ASCII). */
-const MIGRATION_LOCK_KEY = 0x63702d6d69677200n;
+export const MIGRATION_LOCK_KEY = 0x63702d6d69677200n;
 
 /** Creates a data source for a PostgreSQL URL with our migrations registered (not yet initialised). */
 export function createDataSource(url: string, poolSize = 10): DataSource {
@@ -130,6 +130,7 @@ export async function migrateAt(url: string): Promise<string[]> {
  * two processes starting at once never race. Returns the names of the migrations applied.
  */
 export async function migrate(dataSource: DataSource): Promise<string[]> {
+  if (await upToDate(dataSource)) return [];
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
@@ -140,4 +141,18 @@ export async function migrate(dataSource: DataSource): Promise<string[]> {
     await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => undefined);
     await runner.release();
   }
+}
+
+/**
+ * Whether every migration of this build is applied already: two reads, without the advisory lock
+ * and TypeORM's checks. That is every start-up and every CLI command but the first after an
+ * upgrade, and a round trip to the embedded database costs a thread hop each. A database that is
+ * behind (or has no migrations table yet) takes migrate's locked path, which reads again under the lock.
+ */
+async function upToDate(dataSource: DataSource): Promise<boolean> {
+  const [table] = await dataSource.query<{ present: boolean }[]>(`SELECT to_regclass('migrations') IS NOT NULL AS present`);
+  if (!table?.present) return false;
+  const rows = await dataSource.query<{ name: string }[]>('SELECT name FROM migrations');
+  const applied = new Set(rows.map((row) => row.name));
+  return dataSource.migrations.every((migration) => migration.name !== undefined && applied.has(migration.name));
 }

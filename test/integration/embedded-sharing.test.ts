@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../../src/config.ts';
-import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
+import { createDataSource, migrate, openDatabase, type Database } from '../../src/db/database.ts';
+import { ownInThread } from '../../src/db/embedded.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
@@ -106,6 +107,19 @@ describe('one owner, guests through its port', () => {
     }
     expect(failures).toEqual([]);
     expect(JSON.parse((await guest).stdout)).toEqual({ failures: [] });
+  }, 60_000);
+
+  it("gives an operator command's database a small buffer pool, and the server's the cluster's own", async () => {
+    const log = categoryLogger(captureLogger().root, 'db');
+    const thread = ownInThread({ dataDir, describe: { role: 'cli', command: 'cli users list' }, channels: [], sharedBuffers: '16MB', log });
+    const url = await thread.ready;
+    const guest = createDataSource(url!, 1);
+    await guest.initialize();
+    expect(await guest.query('SHOW shared_buffers')).toEqual([{ shared_buffers: '16MB' }]);
+    await guest.destroy();
+    await thread.close();
+    const owner = await open('owner', 'server');
+    expect(await owner.dataSource.query('SHOW shared_buffers')).toEqual([{ shared_buffers: '128MB' }]);
   }, 60_000);
 
   it('makes the server wait, saying who holds the database, until the CLI lets it go', async () => {

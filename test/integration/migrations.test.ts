@@ -1,5 +1,5 @@
 // @lane local
-import { createDataSource, migrate } from '../../src/db/database.ts';
+import { createDataSource, migrate, MIGRATION_LOCK_KEY } from '../../src/db/database.ts';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import { createEmptyDatabase } from '../helpers/db.ts';
 
@@ -96,6 +96,32 @@ describe('migrations', () => {
     await dataSource.initialize();
     await migrate(dataSource);
     expect(await migrate(dataSource)).toEqual([]);
+    await dataSource.destroy();
+  });
+
+  it('find an up-to-date database without waiting for the lock another process holds while it migrates', async () => {
+    const url = await createEmptyDatabase();
+    const dataSource = createDataSource(url, 2);
+    const migrating = createDataSource(url, 1);
+    await Promise.all([dataSource.initialize(), migrating.initialize()]);
+    await migrate(dataSource);
+    // A session of its own, held (an idle pooled one would be closed, and its lock with it).
+    const holder = migrating.createQueryRunner();
+    await holder.connect();
+    await holder.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
+    // Without the unlocked check this waits on the lock until the test times out.
+    expect(await migrate(dataSource)).toEqual([]);
+    await holder.release();
+    await Promise.all([dataSource.destroy(), migrating.destroy()]);
+  });
+
+  it('apply what a database is missing when it is behind by one', async () => {
+    const url = await createEmptyDatabase();
+    const dataSource = createDataSource(url, 2);
+    await dataSource.initialize();
+    await migrate(dataSource);
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    expect(await migrate(dataSource)).toEqual([MIGRATIONS.at(-1)!.name]);
     await dataSource.destroy();
   });
 });
