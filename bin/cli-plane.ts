@@ -12,7 +12,7 @@ import { Backups } from '../src/backup/backups.ts';
 import type { Config } from '../src/config.ts';
 import { ChangeFeed } from '../src/db/changes.ts';
 import { openMigrated } from '../src/db/database.ts';
-import type { OwnerThread } from '../src/db/embedded.ts';
+import type { OwnerThread } from '../src/db/owner-thread.ts';
 import type { VolumeArchives } from '../src/docker/runtime.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
 import { createStore } from '../src/store/index.ts';

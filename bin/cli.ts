@@ -19,13 +19,16 @@ cliHost.open = async (options) => (await import('./cli-plane.ts')).openForCli({ 
 await runCli(argv, import.meta.url);
 await thread?.close();
 
-/** The embedded database begun in a thread, for a command that opens it when no DATABASE_URL is set (a configuration error is left to the command to report). */
+/**
+ * The embedded database begun in a thread, for a command that opens it when no DATABASE_URL is
+ * set (a configuration error is left to the command to report). Begun before the logger loads:
+ * the thread's lines wait for it.
+ */
 async function embeddedEarly(words: string[]) {
-  const [{ databaseCommand }, { loadConfig }, { ownInThread }, { categoryLogger, createRootLogger }] = await Promise.all([
+  const [{ databaseCommand }, { loadConfig }, { ownInThread }] = await Promise.all([
     import('../src/cli/argv.ts'),
     import('../src/config.ts'),
-    import('../src/db/embedded.ts'),
-    import('../src/log.ts'),
+    import('../src/db/owner-thread.ts'),
   ]);
   const command = databaseCommand(words);
   if (command === undefined) return undefined;
@@ -37,8 +40,10 @@ async function embeddedEarly(words: string[]) {
   }
   if (config.databaseUrl !== undefined) return undefined;
   // As the command's own log: warnings and worse, one line each on stderr.
-  const err = { write: (line: string) => process.stderr.write(line) };
-  const log = categoryLogger(createRootLogger({ level: 'warning', format: 'human', colour: false, sinks: { out: err, err } }), 'db');
+  const log = import('../src/log.ts').then(({ categoryLogger, createRootLogger }) => {
+    const err = { write: (line: string) => process.stderr.write(line) };
+    return categoryLogger(createRootLogger({ level: 'warning', format: 'human', colour: false, sinks: { out: err, err } }), 'db');
+  });
   // One command's database: a small buffer pool starts sooner (embedded.ts, sharedBuffers).
   return ownInThread({ dataDir: config.dataDir, describe: { role: 'cli', command: `cli ${command}` }, channels: [], sharedBuffers: '16MB', log });
 }

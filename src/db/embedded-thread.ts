@@ -1,5 +1,5 @@
 /**
- * The worker thread of ownInThread (embedded.ts): takes the embedded database's lock and serves
+ * The worker thread of ownInThread (owner-thread.ts): takes the embedded database's lock and serves
  * it, then tells the thread that started it where (`ready`), or that another process holds it
  * (`held`, and ends), or why it could not (`failed`, and ends). It passes on the notifications
  * of the channels it was given and its log lines (JSON, for that thread's logger), and on the
@@ -9,7 +9,8 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createRootLogger } from '../log.ts';
-import { serve, tryLock, type ThreadData, type ThreadMessage } from './embedded.ts';
+import { serve, tryLock } from './embedded.ts';
+import type { ThreadData, ThreadMessage } from './owner-thread.ts';
 
 const options = workerData as ThreadData;
 const port = parentPort!;

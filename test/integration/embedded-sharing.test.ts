@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../../src/config.ts';
 import { createDataSource, migrate, openDatabase, type Database } from '../../src/db/database.ts';
-import { ownInThread } from '../../src/db/embedded.ts';
+import { ownInThread } from '../../src/db/owner-thread.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
