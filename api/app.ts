@@ -7,6 +7,7 @@ import type { Config } from '../src/config.ts';
 import { serviceAdmins } from '../src/allowlist/allowlist.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
+import { statusClass } from '../src/request-histogram.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
 import type { SurfaceStore } from '../src/store/index.ts';
 import { ANONYMOUS_SESSION_TTL_MS, sessionDigest } from '../src/store/sessions.ts';
@@ -313,5 +314,5 @@ function handoverSlug(target: string): string | undefined {
 /** A JSON error for a request that never reaches a router, counted like the others. */
 function refuse(res: http.ServerResponse, error: AppError, metrics: Metrics, method = 'GET'): void {
   sendError(res, error);
-  metrics.httpRequestDuration.observe({ method, route: PROXY_ROUTE, status_class: `${Math.floor(error.status / 100)}xx` }, 0);
+  metrics.httpRequestDuration.observe({ method, route: PROXY_ROUTE, status_class: statusClass(error.status) }, 0);
 }

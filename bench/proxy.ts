@@ -340,7 +340,8 @@ async function main(): Promise<void> {
 
     // The bare Node proxy (the floor), its own process too.
     const bareChild = fork(import.meta.filename, ['bare'], {
-      execArgv: ['--no-warnings=ExperimentalWarning'],
+      // BENCH_BARE_NODE_ARGS: extra Node flags for it, e.g. to profile it beside the control plane.
+      execArgv: ['--no-warnings=ExperimentalWarning', ...(process.env.BENCH_BARE_NODE_ARGS ?? '').split(' ').filter(Boolean)],
       env: { ...process.env, BENCH_UPSTREAM: ready.editorEndpoint, BENCH_PREFIX: `/u/${ready.slug}` },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

@@ -335,7 +335,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         );
       }
       const server = http.createServer();
-      await listen(server, port, host);
+      await listen(server, port, host, config.reusePort);
       const bound = (server.address() as AddressInfo).port;
       const url = `http://${urlHost(host)}:${bound}`;
       const origin = config.publicUrl ?? url;
@@ -511,7 +511,8 @@ function processRuns(pid: number): boolean {
 }
 
 /** Listens, turning a failure into a clear error: the port in use, or privileges missing. */
-function listen(server: http.Server, port: number, host: string): Promise<void> {
+/** Listens on host:port (with SO_REUSEPORT when `reusePort`: other processes of this host's user may listen there too, and the kernel spreads connections among them). */
+function listen(server: http.Server, port: number, host: string, reusePort: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const reason =
@@ -522,7 +523,7 @@ function listen(server: http.Server, port: number, host: string): Promise<void> 
             : `failed (${error.code ?? 'unknown'})`;
       reject(new ListenError(`cannot listen: ${host}:${port} ${reason}`, host, port, error.code));
     });
-    server.listen(port, host, () => {
+    server.listen({ port, host, reusePort }, () => {
       server.removeAllListeners('error');
       resolve();
     });

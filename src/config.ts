@@ -43,6 +43,8 @@ export interface Config {
   publicUrl: string | undefined;
   /** Trust X-Forwarded-* from a reverse proxy in front (Koa's app.proxy). */
   trustProxy: boolean;
+  /** REUSE_PORT: listen with SO_REUSEPORT, so that several server processes of this host share PORT (the kernel spreads connections). */
+  reusePort: boolean;
   /** Enabled sign-in providers (at most two), in a stable order. */
   providers: ProviderConfig[];
   /** How long the proxy waits for an upstream's response headers. */
@@ -202,6 +204,7 @@ export const VARIABLES: Record<string, VariableSpec> = {
     check: (value) => URL.canParse(value),
   },
   TRUST_PROXY: { accepts: 'true or false', schema: { enum: ['true', 'false', '1', '0'] }, default: 'false' },
+  REUSE_PORT: { accepts: 'true or false', schema: { enum: ['true', 'false', '1', '0'] }, default: 'false' },
   GITHUB_CLIENT_ID: { accepts: 'a GitHub OAuth app client id', schema: { type: 'string' } },
   GITHUB_CLIENT_SECRET: { accepts: 'a GitHub OAuth app client secret', schema: { type: 'string' }, secret: true },
   GOOGLE_CLIENT_ID: { accepts: 'a Google OAuth client id', schema: { type: 'string' } },
@@ -438,6 +441,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     controlPlaneId: values.CONTROL_PLANE_ID as string,
     publicUrl: values.PUBLIC_URL === undefined ? undefined : String(values.PUBLIC_URL).replace(/\/$/, ''),
     trustProxy: values.TRUST_PROXY === 'true' || values.TRUST_PROXY === '1',
+    reusePort: values.REUSE_PORT === 'true' || values.REUSE_PORT === '1',
     providers,
     proxyTimeoutMs: Math.round((values.PROXY_TIMEOUT_SECONDS as number) * 1000),
     simCommand: values.SIM_COMMAND as string,

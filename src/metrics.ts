@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { RequestHistogram } from './request-histogram.ts';
+import { InFlightGauge, RequestHistogram } from './request-histogram.ts';
 
 /** Buckets for request-scale latencies (seconds). */
 const FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -31,7 +31,8 @@ function buildMetrics() {
       buckets: FAST,
       registers,
     }),
-    httpRequestsInFlight: new Gauge({ name: 'http_requests_in_flight', help: 'HTTP requests being dispatched.', registers }),
+    // Moved twice by every request: see InFlightGauge.
+    httpRequestsInFlight: new InFlightGauge({ name: 'http_requests_in_flight', help: 'HTTP requests being dispatched.', registers }),
     proxyUpstreamDuration: new RequestHistogram({
       name: 'proxy_upstream_duration_seconds',
       help: 'Latency of upstream fetches (vscode, nt4) by outcome.',

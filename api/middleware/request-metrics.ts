@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Metrics } from '../../src/metrics.ts';
+import { statusClass } from '../../src/request-histogram.ts';
 
 /** The route label for requests that match no route, so raw paths never become label values. */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -21,7 +22,7 @@ export function requestMetrics(metrics: Metrics): Middleware {
       end({
         method: ctx.method,
         route: typeof route === 'string' ? route : UNMATCHED_ROUTE,
-        status_class: `${Math.floor(ctx.status / 100)}xx`,
+        status_class: statusClass(ctx.status),
       });
     }
   };

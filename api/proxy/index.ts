@@ -10,6 +10,7 @@ import type { Change, ChangeFeed } from '../../src/db/changes.ts';
 import { AppError, InternalError, UnavailableError, ValidationError } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
+import { statusClass } from '../../src/request-histogram.ts';
 import type { ActivityRecorder } from '../../src/store/activity.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
@@ -215,9 +216,10 @@ export class WorkspaceProxy {
     metrics.httpRequestsInFlight.inc();
     const started = performance.now();
     const method = req.method ?? 'GET';
-    res.once('close', () => {
+    // A response closes once: a plain listener (once's wrapper costs its removal on every request).
+    res.on('close', () => {
       metrics.httpRequestsInFlight.dec();
-      metrics.httpRequestDuration.observe({ method, route, status_class: `${Math.floor(res.statusCode / 100)}xx` }, (performance.now() - started) / 1000);
+      metrics.httpRequestDuration.observe({ method, route, status_class: statusClass(res.statusCode) }, (performance.now() - started) / 1000);
     });
   }
 

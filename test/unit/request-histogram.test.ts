@@ -3,7 +3,7 @@
  * for the same observations: same buckets (a value on a bound counts in it), sums, counts, labels.
  */
 import { Histogram, Registry } from 'prom-client';
-import { RequestHistogram } from '../../src/request-histogram.ts';
+import { InFlightGauge, RequestHistogram, statusClass } from '../../src/request-histogram.ts';
 
 const options = { name: 'demo_seconds', help: 'A demo.', labelNames: ['method', 'status_class'] as const, buckets: [0.01, 0.1, 1] };
 const observations: [Record<'method' | 'status_class', string>, number][] = [
@@ -31,4 +31,40 @@ it("exports what prom-client's Histogram exports for the same observations", asy
 
   ours.resetMetrics();
   expect(await ours.metrics()).toBe('# HELP demo_seconds A demo.\n# TYPE demo_seconds histogram\n');
+});
+
+it('keeps label sets that share values apart, however many labels they have', async () => {
+  const three = { name: 'three_seconds', help: 'Three labels.', labelNames: ['method', 'route', 'status_class'] as const, buckets: [1] };
+  const ours = new Registry();
+  const theirs = new Registry();
+  const fast = new RequestHistogram({ ...three, registers: [ours] });
+  const reference = new Histogram({ ...three, registers: [theirs] });
+  const sets = [
+    { method: 'GET', route: '/a', status_class: '2xx' },
+    { method: 'GET', route: '/b', status_class: '2xx' },
+    { method: 'POST', route: '/a', status_class: '2xx' },
+    { method: 'GET', route: '/a', status_class: '5xx' },
+    { method: 'GET', route: '/a', status_class: '2xx' },
+  ];
+  sets.forEach((labels, i) => {
+    fast.observe(labels, i);
+    reference.observe(labels, i);
+  });
+  expect(await ours.metrics()).toBe(await theirs.metrics());
+});
+
+it('names each status class with one constant string', () => {
+  expect([100, 204, 301, 404, 599].map(statusClass)).toEqual(['1xx', '2xx', '3xx', '4xx', '5xx']);
+  expect(statusClass(200)).toBe(statusClass(299));
+});
+
+it('exports the requests in flight as a gauge read when scraped', async () => {
+  const registry = new Registry();
+  const inFlight = new InFlightGauge({ name: 'demo_in_flight', help: 'Under way.', registers: [registry] });
+  inFlight.inc();
+  inFlight.inc();
+  inFlight.inc();
+  inFlight.dec();
+  expect(await registry.metrics()).toBe('# HELP demo_in_flight Under way.\n# TYPE demo_in_flight gauge\ndemo_in_flight 2\n');
+  expect((await inFlight.get()).values).toEqual([{ labels: {}, value: 2 }]);
 });
