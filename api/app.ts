@@ -266,8 +266,8 @@ export function createApp(deps: AppDeps): AppHandlers {
       if (path.rest.startsWith(RESERVED_PREFIX) && !isPagePath(path.rest))
         return refuse(res, NotFoundError('not_found', 'Nothing is served here.'), deps.metrics, req.method);
       const target = req.url ?? '/';
-      // `/u/<slug>` without its slash: relative links of the editor need the slash.
-      if (!target.startsWith(`/u/${path.slug}/`)) return redirect(res, `/u/${path.slug}/${target.slice(3 + path.slug.length)}`, 301);
+      // `/u/<slug>` without its slash: relative links of the editor need the slash (the target begins `/u/<slug>`).
+      if (target[3 + path.slug.length] !== '/') return redirect(res, `/u/${path.slug}/${target.slice(3 + path.slug.length)}`, 301);
       proxy.request(req, res, path);
     },
     upgrade(req, socket, head) {

@@ -21,7 +21,9 @@
  *   PostgreSQL a second replica runs too (FOLLOWER=0: not): the same server on the same database,
  *   following, so its process serves the proxy with no controllers, sampler or idle sweep beside it.
  *   Targets (issue 22): paced p99 ≤ 1.3× the floor's; CPU per request ≤ 1.2× the floor's;
- *   saturated requests/s ≥ Caddy's.
+ *   saturated requests/s ≥ Caddy's. PAIR=1 (PostgreSQL): the control plane's target is two server
+ *   processes on its one port (REUSE_PORT: the leader and a follower, the kernel spreading the
+ *   connections), its CPU both processes' together: the proxy on both cores, no balancer between.
  * - WebSocket: echo of 64-byte binary messages over WS_CONNECTIONS (4) connections, each keeping
  *   WS_WINDOW (64) messages outstanding, 5 s per run after 1 s, direct vs through the control plane,
  *   ROUNDS rounds interleaved; median messages/s. Target ≥ 0.8×.
@@ -77,6 +79,8 @@ const PACED_CONNECTIONS = Number(process.env.PACED_CONNECTIONS ?? 10);
 const PACED_SECONDS = Number(process.env.PACED_SECONDS ?? 10);
 /** Which database the control plane runs on: DB=postgres (the provisioned server) or DB=embedded (PGlite). */
 const DB_KIND = process.env.DB === 'embedded' ? 'embedded' : 'postgres';
+/** PAIR=1: a follower shares the control plane's port (REUSE_PORT), and the control plane's target is the two of them. */
+const PAIR = process.env.PAIR === '1' && DB_KIND === 'postgres';
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
 const WS_SECONDS = Number(process.env.WS_SECONDS ?? 5);
 const WS_CONNECTIONS = Number(process.env.WS_CONNECTIONS ?? 4);
@@ -120,6 +124,32 @@ interface Deployed {
  * controllers, sampler or idle sweep (the alternative of issue 22: the data plane in a process of
  * its own, sharing nothing but the database and the change feed). Resolves once it says it follows.
  */
+/**
+ * PAIR=1: a follower replica on the leader's own port (both REUSE_PORT), up once a new connection
+ * to the port has reached it (the kernel picks one of the two per connection).
+ */
+async function startMate(leader: Deployed, cleanups: (() => Promise<unknown>)[]): Promise<ChildProcess> {
+  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], { ...leader.start, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  cleanups.push(() => stopChild(child, false));
+  const answeredBy = () =>
+    new Promise<string | undefined>((resolve) => {
+      const request = http.get(
+        { host: '127.0.0.1', port: leader.port, path: '/metrics', agent: false, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+        (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          response.on('end', () => resolve(/^replica_info\{[^}]*pid="(\d+)"/m.exec(body)?.[1]));
+        },
+      );
+      request.on('error', () => resolve(undefined));
+    });
+  for (const until = Date.now() + 60_000; (await answeredBy()) !== String(child.pid);) {
+    if (Date.now() > until) throw new Error(`the second process on port ${leader.port} answered no connection within 60 s`);
+    await sleep(50);
+  }
+  return child;
+}
+
 async function startFollower(leader: Deployed, cleanups: (() => Promise<unknown>)[]): Promise<{ child: ChildProcess; origin: string }> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -178,6 +208,7 @@ async function startDeployed(kind: 'postgres' | 'embedded', controlPlaneId: stri
       ...database,
       DATA_DIR: dataDir,
       PORT: String(port),
+      ...(PAIR ? { REUSE_PORT: 'true' } : {}),
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
       ADMIN_TOKEN,
       CONTROL_PLANE_ID: controlPlaneId,
@@ -367,9 +398,16 @@ async function main(): Promise<void> {
       await sleep(100);
     }
 
+    const mate = PAIR ? await startMate(ready, cleanups) : undefined;
     const targets: HttpTarget[] = [
       { name: 'direct (editor container)', url: `http://${ready.editorEndpoint}/healthz`, headers: {} },
-      { name: 'control plane /u/<slug>/', url: `${ready.origin}/u/${ready.slug}/healthz`, headers: { Cookie: ready.cookie }, proxyPid: cpPid },
+      {
+        name: PAIR ? 'control plane, 2 processes' : 'control plane /u/<slug>/',
+        url: `${ready.origin}/u/${ready.slug}/healthz`,
+        headers: { Cookie: ready.cookie },
+        proxyPid: cpPid,
+        alsoPids: mate ? [mate.pid!] : [],
+      },
       { name: 'configurable-http-proxy', url: `http://127.0.0.1:${chpPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: chp.pid! },
       { name: 'bare Node proxy (floor)', url: `http://127.0.0.1:${barePort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: bareChild.pid! },
       { name: 'Caddy', url: `http://127.0.0.1:${caddyPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: caddy.pid! },
@@ -693,6 +731,8 @@ interface HttpTarget {
   headers: Record<string, string>;
   /** The proxy's process, whose CPU time per request is reported. */
   proxyPid?: number;
+  /** Other processes of the same proxy (PAIR=1), whose CPU time counts too. */
+  alsoPids?: number[];
 }
 interface WrkRun {
   rps: number;
@@ -737,7 +777,9 @@ async function runWrk(target: HttpTarget, seconds: number, editorPid: number, ra
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script];
   for (const [name, value] of Object.entries(target.headers)) args.push('-H', `${name}: ${value}`);
   args.push(target.url);
-  const proxyCpu0 = target.proxyPid ? processCpuSeconds(target.proxyPid) : NaN;
+  const proxyPids = target.proxyPid ? [target.proxyPid, ...(target.alsoPids ?? [])] : [];
+  const proxyCpuSeconds = () => (proxyPids.length > 0 ? proxyPids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0) : NaN);
+  const proxyCpu0 = proxyCpuSeconds();
   const editorCpu0 = cgroupCpuSeconds(editorPid);
   const output = await new Promise<string>((resolve, reject) => {
     const wrk = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -747,7 +789,7 @@ async function runWrk(target: HttpTarget, seconds: number, editorPid: number, ra
     wrk.on('error', reject);
     wrk.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`))));
   });
-  const proxyCpu = target.proxyPid ? processCpuSeconds(target.proxyPid) - proxyCpu0 : NaN;
+  const proxyCpu = proxyCpuSeconds() - proxyCpu0;
   const editorCpu = cgroupCpuSeconds(editorPid) - editorCpu0;
   const line = output.split('\n').find((text) => text.startsWith('{'));
   if (!line) throw new Error(`no result from wrk: ${output}`);

@@ -118,6 +118,11 @@ function setCookieName(value: string): string {
   return (at === -1 ? pair : pair.slice(0, at)).trim().toLowerCase();
 }
 
+/** Whether a cookie name (lower-cased) is one of `ownCookies`, in any case. */
+function isOwnCookie(name: string, ownCookies: readonly string[]): boolean {
+  return ownCookies.some((own) => own.toLowerCase() === name);
+}
+
 /** Whether a Set-Cookie value has a Domain attribute (any case, any value, even empty), i.e. would reach other hosts than the one that set it. */
 function hasDomain(value: string): boolean {
   return value
@@ -150,7 +155,6 @@ export function responseHeaders(
   noDomain = false,
   serviceWorkerScope?: string,
 ): string[] {
-  const own = ownCookies.map((name) => name.toLowerCase());
   const result: string[] = [];
   let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -160,7 +164,7 @@ export function responseHeaders(
     if (lower === 'connection' && !keepUpgrade) named = connectionNamed(value);
     if (HOP_BY_HOP.has(lower) && !(keepUpgrade && UPGRADE.has(lower))) continue;
     if (DROPPED_RESPONSE.has(lower)) continue;
-    if (lower === 'set-cookie' && (own.includes(setCookieName(value)) || (noDomain && hasDomain(value)))) continue;
+    if (lower === 'set-cookie' && (isOwnCookie(setCookieName(value), ownCookies) || (noDomain && hasDomain(value)))) continue;
     if (lower === 'service-worker-allowed' && serviceWorkerScope !== undefined && !withinScope(value, serviceWorkerScope)) {
       result.push(name, serviceWorkerScope);
       continue;

@@ -168,7 +168,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.cookie = cookie;
     this.retry = retry;
     // The client gone before the end: stop asking the editor.
-    res.once('close', () => !res.writableFinished && this.abort?.(new Error('the client went away')));
+    // A response closes once: a plain listener (once's wrapper costs its removal on every request).
+    res.on('close', () => !res.writableFinished && this.abort?.(new Error('the client went away')));
   }
 
   onConnect(abort: (error?: Error) => void): void {
