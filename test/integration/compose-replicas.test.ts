@@ -32,6 +32,19 @@ async function metric(service: keyof typeof replica, name: string, labels = ''):
     .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 }
 
+/** How many requests for the student's API a replica has served (they come only through the balancer). */
+const servedThroughBalancer = (service: keyof typeof replica) => metric(service, 'http_request_duration_seconds_count', 'route="/u/:slug/api/workspace"');
+
+/**
+ * Whether the balancer sends `service` requests (its checks have passed twice since it started):
+ * one request for the student's API through the balancer, then whether the replica's process has
+ * served any.
+ */
+async function balancerSends(service: keyof typeof replica): Promise<boolean> {
+  await (await fetch(`${base}/u/${slug}/api/workspace`, { headers: { cookie } })).arrayBuffer();
+  return (await servedThroughBalancer(service)) > 0;
+}
+
 /** The replica that leads now (by its `leader` gauge), or undefined. */
 async function leader(): Promise<keyof typeof replica | undefined> {
   for (const service of ['control', 'control-b'] as const) if ((await metric(service, 'leader').catch(() => 0)) === 1) return service;
@@ -134,10 +147,9 @@ it('signs a student in through the balancer and serves the editor, the requests 
   editorContainer = found!.Id;
 
   // The student's API, through the balancer twenty times: both replicas answered some.
-  const counted = (service: keyof typeof replica) => metric(service, 'http_request_duration_seconds_count', 'route="/u/:slug/api/workspace"');
-  const before = await Promise.all((['control', 'control-b'] as const).map(counted));
+  const before = await Promise.all((['control', 'control-b'] as const).map(servedThroughBalancer));
   for (let i = 0; i < 20; i++) expect((await fetch(`${base}/u/${slug}/api/workspace`, { headers: { cookie } })).status).toBe(200);
-  const after = await Promise.all((['control', 'control-b'] as const).map(counted));
+  const after = await Promise.all((['control', 'control-b'] as const).map(servedThroughBalancer));
   expect(after[0]! + after[1]! - before[0]! - before[1]!).toBe(20);
   expect(after[0]! - before[0]!).toBeGreaterThan(0);
   expect(after[1]! - before[1]!).toBeGreaterThan(0);
@@ -154,6 +166,7 @@ it('loses no request through the balancer when the leader is stopped, and the ot
   expect(await editor()).toEqual(before);
   expect((await deployed.compose(['start', was], 60_000)).code).toBe(0);
   await eventually(`${was}'s /healthz`, async () => (await fetch(`${replica[was]}/healthz`)).status === 200, 90_000);
+  await eventually(`the balancer to send ${was} requests again`, () => balancerSends(was), 30_000);
 }, 240_000);
 
 it('upgrades one replica at a time (docs/operations.md) without a failed request or a restarted workspace', async () => {
@@ -163,6 +176,9 @@ it('upgrades one replica at a time (docs/operations.md) without a failed request
       const recreated = await deployed.compose(['up', '-d', '--no-build', '--no-deps', '--force-recreate', service], 120_000);
       if (recreated.code !== 0) throw new Error(`recreating ${service} failed:\n${recreated.stdout}${recreated.stderr}`);
       await eventually(`the new ${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
+      // As the procedure says: the other is replaced only once the balancer sends this one requests again
+      // (its checks pass twice); before that, the other's stop leaves the balancer no replica to send to.
+      await eventually(`the balancer to send the new ${service} requests`, () => balancerSends(service), 30_000);
     })();
     const { failed } = await steadyRequests(step);
     expect({ service, failed }).toEqual({ service, failed: [] });
