@@ -510,8 +510,11 @@ function processRuns(pid: number): boolean {
   }
 }
 
-/** Listens, turning a failure into a clear error: the port in use, or privileges missing. */
-/** Listens on host:port (with SO_REUSEPORT when `reusePort`: other processes of this host's user may listen there too, and the kernel spreads connections among them). */
+/**
+ * Listens on host:port, turning a failure into a clear error: the port in use, or privileges
+ * missing. With `reusePort` (SO_REUSEPORT), other processes of this host's user may listen there
+ * too, and the kernel spreads connections among them.
+ */
 function listen(server: http.Server, port: number, host: string, reusePort: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {

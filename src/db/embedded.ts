@@ -240,22 +240,23 @@ async function startPglite(
   const extensions = { pg_trgm };
   // PGlite's own start parameters, and the pool's size after them.
   const startParams = sharedBuffers === undefined ? undefined : [...Pglite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`];
+  const create = (loadDataDir?: Blob) => Pglite.create({ dataDir, extensions, startParams, loadDataDir });
   // Only into an empty directory: whatever else is there is left to PGlite, as it always was.
-  if ((await readdir(dataDir)).length > 0) return Pglite.create({ dataDir, extensions, startParams });
+  if ((await readdir(dataDir)).length > 0) return create();
   // Loaded only for a new cluster: the template's name takes every migration's.
   const { readTemplate, templateFile } = await import('./embedded-template.ts');
   const templateAt = file ?? (await templateFile());
   const template = await readTemplate(templateAt).catch(() => undefined);
-  if (!template) return Pglite.create({ dataDir, extensions, startParams });
+  if (!template) return create();
   try {
-    const pglite = await Pglite.create({ dataDir, extensions, loadDataDir: template, startParams });
+    const pglite = await create(template);
     log.debug({ dataDir, template: templateAt }, 'unpacked a new PGlite cluster from the initdb template');
     return pglite;
   } catch (error) {
     log.warning({ error, template: templateAt }, 'the initdb template failed to load; making the new PGlite cluster with initdb instead');
     await rm(dataDir, { recursive: true, force: true });
     await mkdir(dataDir, { recursive: true });
-    return Pglite.create({ dataDir, extensions, startParams });
+    return create();
   }
 }
 
