@@ -25,7 +25,7 @@ await thread?.close();
  * the thread's lines wait for it.
  */
 async function embeddedEarly(words: string[]) {
-  const [{ databaseCommand }, { loadConfig }, { ownInThread }] = await Promise.all([
+  const [{ databaseCommand }, { loadConfig }, { ownInThread, ONE_COMMAND }] = await Promise.all([
     import('../src/cli/argv.ts'),
     import('../src/config.ts'),
     import('../src/db/owner-thread.ts'),
@@ -44,6 +44,5 @@ async function embeddedEarly(words: string[]) {
     const err = { write: (line: string) => process.stderr.write(line) };
     return categoryLogger(createRootLogger({ level: 'warning', format: 'human', colour: false, sinks: { out: err, err } }), 'db');
   });
-  // One command's database: a small buffer pool starts sooner (embedded.ts, sharedBuffers).
-  return ownInThread({ dataDir: config.dataDir, describe: { role: 'cli', command: `cli ${command}` }, channels: [], sharedBuffers: '16MB', log });
+  return ownInThread({ dataDir: config.dataDir, describe: { role: 'cli', command: `cli ${command}` }, channels: [], settings: ONE_COMMAND, log });
 }

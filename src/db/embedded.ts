@@ -63,11 +63,11 @@ export interface EmbeddedOptions {
   /** The initdb template a new cluster starts from (default: the installed PGlite's, embedded-template.ts). */
   template?: string;
   /**
-   * PostgreSQL's shared buffer pool for an owner (default: the cluster's own setting, 128 MB). An
-   * operator command that owns the database for one command gives a smaller one (`16MB`): the pool
-   * is set up at every start, and a smaller one starts PGlite about 80 ms sooner.
+   * PostgreSQL settings an owner starts PGlite with (`-c name=value`), over the cluster's own. An
+   * operator command that owns the database for one command starts it small (bin/cli.ts): PGlite
+   * zeroes its whole shared memory at every start, sized by `shared_buffers` and `max_connections`.
    */
-  sharedBuffers?: string;
+  settings?: Readonly<Record<string, string>>;
   /** A thread of this process that began owning the database (ownInThread): joined when it got it. */
   thread?: OwnerThread;
   /**
@@ -175,7 +175,7 @@ export interface Served {
 }
 
 /** What serving the database needs of the options. */
-export type ServeOptions = Pick<EmbeddedOptions, 'dataDir' | 'log' | 'describe' | 'channels' | 'template' | 'sharedBuffers'>;
+export type ServeOptions = Pick<EmbeddedOptions, 'dataDir' | 'log' | 'describe' | 'channels' | 'template' | 'settings'>;
 
 /** Serves the database whose lock was taken: PGlite in this thread, on a loopback port that guests read from the holder file. */
 export async function serve(dataDir: string, release: () => Promise<void>, options: ServeOptions): Promise<Served> {
@@ -232,14 +232,11 @@ async function own(dataDir: string, release: () => Promise<void>, options: Embed
  * PGlite on `dataDir`. A new cluster (an empty directory) is unpacked from the initdb template when there is one
  * (embedded-template.ts); should that fail, it is made by initdb after all, in an emptied directory.
  */
-async function startPglite(
-  dataDir: string,
-  { log, template: file, sharedBuffers }: Pick<EmbeddedOptions, 'log' | 'template' | 'sharedBuffers'>,
-): Promise<PGlite> {
+async function startPglite(dataDir: string, { log, template: file, settings = {} }: Pick<EmbeddedOptions, 'log' | 'template' | 'settings'>): Promise<PGlite> {
   const [{ PGlite: Pglite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')]);
   const extensions = { pg_trgm };
-  // PGlite's own start parameters, and the pool's size after them.
-  const startParams = sharedBuffers === undefined ? undefined : [...Pglite.defaultStartParams, '-c', `shared_buffers=${sharedBuffers}`];
+  // PGlite's own start parameters, and the given settings after them.
+  const startParams = [...Pglite.defaultStartParams, ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
   const create = (loadDataDir?: Blob) => Pglite.create({ dataDir, extensions, startParams, loadDataDir });
   // Only into an empty directory: whatever else is there is left to PGlite, as it always was.
   if ((await readdir(dataDir)).length > 0) return create();

@@ -19,6 +19,15 @@ export interface OwnerThread {
   close(): Promise<void>;
 }
 
+/**
+ * The PostgreSQL settings of an operator command's own embedded database (bin/cli.ts). PGlite
+ * zeroes all of its shared memory at every start, sized mostly by `shared_buffers` and
+ * `max_connections`: a 4 MB pool with room for one connection (PGlite's one backend serves every
+ * connection anyway) starts it sooner than 16 MB for 100 (bench/cli.ts). PostgreSQL works with
+ * any pool; a command's larger writes (audit-prune, a user's deletion) only evict more often.
+ */
+export const ONE_COMMAND: Readonly<Record<string, string>> = { shared_buffers: '4MB', max_connections: '1' };
+
 /** What the thread of ownInThread tells this one (embedded-thread.ts). */
 export type ThreadMessage =
   | { type: 'ready'; url: string }
@@ -28,7 +37,7 @@ export type ThreadMessage =
   | { type: 'log'; line: string };
 
 /** What the thread of ownInThread is given (embedded-thread.ts). */
-export type ThreadData = Pick<EmbeddedOptions, 'dataDir' | 'describe' | 'template' | 'staleMs' | 'channels' | 'sharedBuffers'>;
+export type ThreadData = Pick<EmbeddedOptions, 'dataDir' | 'describe' | 'template' | 'staleMs' | 'channels' | 'settings'>;
 
 /**
  * Begins owning the embedded database under `dataDir` in a worker thread (embedded-thread.ts):
@@ -48,7 +57,7 @@ export function ownInThread(options: ThreadData & { log: Logger | Promise<Logger
     template: options.template,
     staleMs: options.staleMs,
     channels: options.channels,
-    sharedBuffers: options.sharedBuffers,
+    settings: options.settings,
   };
   const worker = new Worker(new URL('./embedded-thread.ts', import.meta.url), { workerData: data });
   const notifications = new EventEmitter();

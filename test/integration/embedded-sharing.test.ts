@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../../src/config.ts';
 import { createDataSource, migrate, openDatabase, type Database } from '../../src/db/database.ts';
-import { ownInThread } from '../../src/db/owner-thread.ts';
+import { ONE_COMMAND, ownInThread } from '../../src/db/owner-thread.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
@@ -109,17 +109,22 @@ describe('one owner, guests through its port', () => {
     expect(JSON.parse((await guest).stdout)).toEqual({ failures: [] });
   }, 60_000);
 
-  it("gives an operator command's database a small buffer pool, and the server's the cluster's own", async () => {
+  it("starts an operator command's database small, and the server's with the cluster's own settings", async () => {
+    const settings = "SELECT current_setting('shared_buffers') AS pool, current_setting('max_connections') AS connections";
     const log = categoryLogger(captureLogger().root, 'db');
-    const thread = ownInThread({ dataDir, describe: { role: 'cli', command: 'cli users list' }, channels: [], sharedBuffers: '16MB', log });
+    const thread = ownInThread({ dataDir, describe: { role: 'cli', command: 'cli users list' }, channels: [], settings: ONE_COMMAND, log });
     const url = await thread.ready;
     const guest = createDataSource(url!, 1);
     await guest.initialize();
-    expect(await guest.query('SHOW shared_buffers')).toEqual([{ shared_buffers: '16MB' }]);
-    await guest.destroy();
+    expect(await guest.query(settings)).toEqual([{ pool: '4MB', connections: '1' }]);
+    // Its one connection is PGlite's backend: the socket's several connections share it.
+    const second = createDataSource(url!, 1);
+    await second.initialize();
+    expect(await Promise.all([guest.query('SELECT 1 AS n'), second.query('SELECT 2 AS n')])).toEqual([[{ n: 1 }], [{ n: 2 }]]);
+    await Promise.all([guest.destroy(), second.destroy()]);
     await thread.close();
     const owner = await open('owner', 'server');
-    expect(await owner.dataSource.query('SHOW shared_buffers')).toEqual([{ shared_buffers: '128MB' }]);
+    expect(await owner.dataSource.query(settings)).toEqual([{ pool: '128MB', connections: '100' }]);
   }, 60_000);
 
   it('makes the server wait, saying who holds the database, until the CLI lets it go', async () => {
