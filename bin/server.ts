@@ -3,7 +3,8 @@
  * modules (type-stripped) between starts, in the system's temporary directory: it is enabled
  * before anything else is loaded, so the modules are imported dynamically. The database is opened
  * (and migrated) while the rest of the control plane loads: the embedded one starts in a thread of
- * its own, PostgreSQL is connected to.
+ * its own, begun before the database driver and the control plane load (as an operator command's,
+ * bin/cli.ts), PostgreSQL is connected to.
  */
 import module from 'node:module';
 import type { Config } from '../src/config.ts';
@@ -11,9 +12,11 @@ import type { Database } from '../src/db/database.ts';
 import type { ControlPlane } from './control-plane.ts';
 
 module.enableCompileCache?.();
+/** What this process is, to others who find the embedded database held. */
+const SERVER = { role: 'server', command: 'server' };
 const { ConfigError, loadConfig } = await import('../src/config.ts');
 const { categoryLogger, createRootLogger } = await import('../src/log.ts');
-const { openMigrated } = await import('../src/db/database.ts');
+const { ownInThread, SERVER_SETTINGS } = await import('../src/db/owner-thread.ts');
 
 /**
  * Starts the control plane: config → database → migrations (under an advisory lock) → parts →
@@ -56,12 +59,17 @@ async function main(): Promise<void> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
+  const dbLog = categoryLogger(root, 'db');
+  // The embedded database's thread first of all: PGlite starts on the other core while the rest loads.
+  const thread = config.databaseUrl === undefined ? await beginEmbedded(config.dataDir, dbLog) : undefined;
+  const { openMigrated } = await import('../src/db/database.ts');
   const database = openMigrated({
     url: config.databaseUrl,
     directUrl: config.databaseDirectUrl,
     dataDir: config.dataDir,
-    log: categoryLogger(root, 'db'),
+    log: dbLog,
     signal: opening.signal,
+    embedded: { mode: 'owner', describe: SERVER, thread, settings: SERVER_SETTINGS },
   });
   // Settled here whatever happens, so that a failure is reported below, not as an unhandled rejection meanwhile.
   const opened = database.then(
@@ -92,6 +100,16 @@ async function main(): Promise<void> {
     await plane.stop();
     process.exit(1);
   }
+}
+
+/**
+ * The embedded database begun in a thread of this process (owner-thread.ts), joined by
+ * openMigrated once PGlite serves it there; when another process holds it, or it failed, openMigrated
+ * waits or reports as it would have.
+ */
+async function beginEmbedded(dataDir: string, log: ReturnType<typeof categoryLogger>) {
+  const { CHANNELS } = await import('../src/db/changes.ts');
+  return ownInThread({ dataDir, describe: SERVER, channels: CHANNELS, settings: SERVER_SETTINGS, log });
 }
 
 /** Whether a stream is a terminal (Node leaves isTTY undefined on pipes and files, whatever its type says). */

@@ -29,7 +29,7 @@ export interface OpenOptions {
   /** Stop retrying when this signal aborts (shutdown during start-up). */
   signal?: AbortSignal;
   /** For the embedded database: own it (the server, which waits while someone else does) or share it (the CLI). */
-  embedded?: Pick<EmbeddedOptions, 'mode' | 'describe' | 'template' | 'thread' | 'inThread'>;
+  embedded?: Pick<EmbeddedOptions, 'mode' | 'describe' | 'template' | 'thread' | 'inThread' | 'settings'>;
   /** Retry a server that is not reachable yet (the server waits for its database; the CLI says so at once). Default true. */
   retry?: boolean;
   /** Delay before the first retry; doubles up to maxRetryDelayMs. */
@@ -91,6 +91,7 @@ async function openEmbeddedDatabase(options: OpenOptions): Promise<Database> {
     signal: options.signal,
     template: options.embedded?.template,
     thread: options.embedded?.thread,
+    settings: options.embedded?.settings,
     // An owner (the server) serves it from a thread of its own: PGlite's work off the event loop that proxies requests.
     inThread: options.embedded?.inThread ?? mode === 'owner',
   });

@@ -98,10 +98,10 @@ const HOLDER_FILE = 'pgdata.holder.json';
 
 /** Opens the embedded database under `dataDir` as its owner, or as a guest of the process that owns it. */
 export async function openEmbedded(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
-  // Begun early (the CLI): joined when it got the database; a failure is met again below, and reported there.
+  // Begun early (the CLI, the server): joined when it got the database; a failure is met again below, and reported there.
   const early = options.thread;
   const url = await early?.ready.catch(() => undefined);
-  if (early && url) return joinThread(early, url, options, 2);
+  if (early && url) return joinThread(early, url, options, options.inThread ? 4 : 2);
   const dataDir = path.join(options.dataDir, 'pgdata');
   await mkdir(dataDir, { recursive: true });
   let waitingSaid = false;

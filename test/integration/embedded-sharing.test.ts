@@ -109,7 +109,7 @@ describe('one owner, guests through its port', () => {
     expect(JSON.parse((await guest).stdout)).toEqual({ failures: [] });
   }, 60_000);
 
-  it("starts an operator command's database small, and the server's with the cluster's own settings", async () => {
+  it("starts an operator command's database small, and the server's with a pool that holds a classroom's data", async () => {
     const settings = "SELECT current_setting('shared_buffers') AS pool, current_setting('max_connections') AS connections";
     const log = categoryLogger(captureLogger().root, 'db');
     const thread = ownInThread({ dataDir, describe: { role: 'cli', command: 'cli users list' }, channels: [], settings: ONE_COMMAND, log });
@@ -123,9 +123,15 @@ describe('one owner, guests through its port', () => {
     expect(await Promise.all([guest.query('SELECT 1 AS n'), second.query('SELECT 2 AS n')])).toEqual([[{ n: 1 }], [{ n: 2 }]]);
     await Promise.all([guest.destroy(), second.destroy()]);
     await thread.close();
-    const owner = await open('owner', 'server');
-    expect(await owner.dataSource.query(settings)).toEqual([{ pool: '128MB', connections: '100' }]);
-  }, 60_000);
+    // The server, as it starts (bin/server.ts), through its holder file's port.
+    server = await startServer({ DATA_DIR: dataDir, ADMIN_TOKEN, DATABASE_URL: undefined }, 60_000);
+    const holder = JSON.parse(await readFile(path.join(dataDir, 'pgdata.holder.json'), 'utf8')) as { role: string; url: string };
+    expect(holder.role).toBe('server');
+    const beside = createDataSource(holder.url, 1);
+    await beside.initialize();
+    expect(await beside.query(settings)).toEqual([{ pool: '32MB', connections: '100' }]);
+    await beside.destroy();
+  }, 90_000);
 
   it('makes the server wait, saying who holds the database, until the CLI lets it go', async () => {
     const cliHolds = await open('shared', 'cli backup ada');
