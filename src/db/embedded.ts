@@ -237,16 +237,15 @@ async function startPglite(dataDir: string, { log, template: file, settings = {}
   const extensions = { pg_trgm };
   // PGlite's own start parameters, and the given settings after them.
   const startParams = [...Pglite.defaultStartParams, ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
-  const create = (loadDataDir?: Blob) => Pglite.create({ dataDir, extensions, startParams, loadDataDir });
+  const create = () => Pglite.create({ dataDir, extensions, startParams });
   // Only into an empty directory: whatever else is there is left to PGlite, as it always was.
   if ((await readdir(dataDir)).length > 0) return create();
   // Loaded only for a new cluster: the template's name takes every migration's.
-  const { readTemplate, templateFile } = await import('./embedded-template.ts');
+  const { unpackTemplate, templateFile } = await import('./embedded-template.ts');
   const templateAt = file ?? (await templateFile());
-  const template = await readTemplate(templateAt).catch(() => undefined);
-  if (!template) return create();
   try {
-    const pglite = await create(template);
+    if (!(await unpackTemplate(templateAt, dataDir))) return create();
+    const pglite = await create();
     log.debug({ dataDir, template: templateAt }, 'unpacked a new PGlite cluster from the initdb template');
     return pglite;
   } catch (error) {

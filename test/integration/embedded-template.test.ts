@@ -2,16 +2,17 @@
 /**
  * A new embedded database starts from the template (src/db/embedded-template.ts: initdb and the
  * migrations) when there is one, runs initdb and the migrations when there is none, and after all
- * when the template is damaged;
+ * when the template is damaged; what it unpacks stays inside the data directory;
  * a data directory that already holds something is never unpacked into. Alone: initdb, run four
  * times here, keeps both cores busy, and the browser tests of the other lanes time out beside it.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { migrateAt, openMigrated } from '../../src/db/database.ts';
-import { templateFile, writeTemplate } from '../../src/db/embedded-template.ts';
+import tar from 'tar-stream';
+import { templateFile, unpackTemplate, writeTemplate } from '../../src/db/embedded-template.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { captureLogger } from '../helpers/controllers.ts';
 
@@ -76,3 +77,24 @@ it('never unpacks into a data directory that already holds something', async () 
   expect(messages.filter((message) => message.includes('template'))).toEqual([]);
   expect(existsSync(path.join(dataDir, 'pgdata', 'left-behind'))).toBe(true);
 }, 120_000);
+
+it('unpacks every entry inside the data directory, with its mode, whatever its name says', async () => {
+  const pack = tar.pack();
+  pack.entry({ name: '/base', type: 'directory', mode: 0o750 });
+  pack.entry({ name: '/base/1259', mode: 0o600 }, 'a relation');
+  pack.entry({ name: '../../outside', mode: 0o600 }, 'kept in');
+  pack.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of pack) chunks.push(chunk as Buffer);
+  const file = path.join(scratch, 'crafted.tar');
+  await writeFile(file, Buffer.concat(chunks));
+  const dataDir = path.join(scratch, 'crafted', 'pgdata');
+  await mkdir(dataDir, { recursive: true });
+  expect(await unpackTemplate(file, dataDir)).toBe(true);
+  expect(await readFile(path.join(dataDir, 'base', '1259'), 'utf8')).toBe('a relation');
+  expect((await stat(path.join(dataDir, 'base', '1259'))).mode & 0o777).toBe(0o600);
+  expect((await stat(path.join(dataDir, 'base'))).mode & 0o777).toBe(0o750);
+  expect(await readFile(path.join(dataDir, 'outside'), 'utf8')).toBe('kept in');
+  expect(existsSync(path.join(scratch, 'outside'))).toBe(false);
+  expect(await unpackTemplate(path.join(scratch, 'nothing-here.tar'), dataDir)).toBe(false);
+});
