@@ -79,7 +79,8 @@ async function editor(page: Page): Promise<void> {
   page.on('pageerror', (error) => logged.push(`pageerror: ${error.message}`));
   page.on('requestfailed', (request) => logged.push(`requestfailed: ${request.url()} ${request.failure()?.errorText ?? ''}`));
   await page.context().addCookies(cookiesOf(ada));
-  await page.goto(`${app.url}/u/${ada.workspace.slug}/?folder=/home/student`);
+  // The answer committed is enough: the workbench below is the event waited on ('load' waits on every asset of the editor).
+  await page.goto(`${app.url}/u/${ada.workspace.slug}/?folder=/home/student`, { waitUntil: 'commit' });
   for (let attempt = 1; ; attempt++) {
     await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
     await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
