@@ -19,4 +19,8 @@ export default {
   // One file at a time per jest run: files share one Docker Engine. scripts/test-lanes.sh runs the
   // files that never touch it (`// @lane local`) in a second run beside the first.
   maxWorkers: 1,
+  // A new worker process for every file (a limit every worker is over after a file): a file's
+  // PGlite instances, Chromium and sockets end with its process, not in one process for the lane.
+  // (V8 has aborted, once, on WebAssembly code freed after many PGlite instances in one process.)
+  workerIdleMemoryLimit: '1MB',
 };
