@@ -90,9 +90,10 @@ export async function unpackTemplate(file: string, dataDir: string): Promise<boo
 /**
  * Runs initdb in memory, then `prepare` on the cluster (the migrations, through a loopback
  * PostgreSQL URL), and keeps what they made as the template: written whole, then renamed into
- * place; templates of other versions are removed. Returns the file.
+ * place. Into `file` when given (a test's own), else into the installed PGlite's (templateFile),
+ * and templates of other versions are removed. Returns the file.
  */
-export async function writeTemplate(prepare: (url: string) => Promise<void>): Promise<string> {
+export async function writeTemplate(prepare: (url: string) => Promise<void>, file?: string): Promise<string> {
   const [{ PGlite }, { PGLiteSocketServer }, { pg_trgm }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite-socket'),
@@ -113,12 +114,13 @@ export async function writeTemplate(prepare: (url: string) => Promise<void>): Pr
   } finally {
     await pglite.close();
   }
-  const file = await templateFile();
-  await mkdir(CACHE, { recursive: true });
-  await writeFile(`${file}.${process.pid}.tmp`, Buffer.from(await tarball.arrayBuffer()));
-  await rename(`${file}.${process.pid}.tmp`, file);
+  const target = file ?? (await templateFile());
+  await mkdir(path.dirname(target), { recursive: true });
+  await writeFile(`${target}.${process.pid}.tmp`, Buffer.from(await tarball.arrayBuffer()));
+  await rename(`${target}.${process.pid}.tmp`, target);
+  if (file !== undefined) return target;
   for (const name of await readdir(CACHE)) {
-    if (name.startsWith('pglite-') && path.join(CACHE, name) !== file && !name.endsWith('.tmp')) await rm(path.join(CACHE, name), { force: true });
+    if (name.startsWith('pglite-') && path.join(CACHE, name) !== target && !name.endsWith('.tmp')) await rm(path.join(CACHE, name), { force: true });
   }
-  return file;
+  return target;
 }

@@ -63,9 +63,11 @@ export interface EmbeddedOptions {
   /** The initdb template a new cluster starts from (default: the installed PGlite's, embedded-template.ts). */
   template?: string;
   /**
-   * PostgreSQL settings an owner starts PGlite with (`-c name=value`), over the cluster's own. An
-   * operator command that owns the database for one command starts it small (bin/cli.ts): PGlite
-   * zeroes its whole shared memory at every start, sized by `shared_buffers` and `max_connections`.
+   * PostgreSQL settings an owner starts PGlite with (`-c name=value`), over the cluster's own.
+   * PGlite zeroes its whole shared memory at every start, sized by `shared_buffers` and
+   * `max_connections`: an operator command that owns the database for one command starts it
+   * smallest (ONE_COMMAND, bin/cli.ts), the server with a smaller buffer pool than PGlite's default
+   * (SERVER_SETTINGS, bin/server.ts).
    */
   settings?: Readonly<Record<string, string>>;
   /** A thread of this process that began owning the database (ownInThread): joined when it got it. */

@@ -17,12 +17,12 @@ import { categoryLogger } from '../../src/log.ts';
 import { captureLogger } from '../helpers/controllers.ts';
 
 let scratch: string;
-/** The template as npm install makes it: initdb, then the migrations (made once, for the tests that use one). */
+/** A template made as npm install makes it (initdb, then the migrations), into this file's own directory, once. */
 let made: string;
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'cp-embedded-template-'));
-  made = await writeTemplate(async (url) => void (await migrateAt(url)));
+  made = await writeTemplate(async (url) => void (await migrateAt(url)), path.join(scratch, 'template.tar'));
 }, 120_000);
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
@@ -52,7 +52,10 @@ async function openAndUse(dataDir: string, template: string): Promise<string[]> 
 
 it('is named by the installed PGlite and the migrations, and a new data directory is unpacked from it, its schema up to date', async () => {
   expect(path.basename(await templateFile())).toMatch(/^pglite-\d+\.\d+\.\d+-schema-[0-9a-f]{12}\.tar$/);
-  expect(made).toBe(await templateFile());
+  // npm install's postinstall (scripts/embedded-template.ts) wrote the installed one where templateFile says.
+  expect(existsSync(await templateFile())).toBe(true);
+  expect(made).toBe(path.join(scratch, 'template.tar'));
+  expect(existsSync(`${made}.${process.pid}.tmp`)).toBe(false);
   const messages = await openAndUse(path.join(scratch, 'from-template'), made);
   expect(messages).toContain('unpacked a new PGlite cluster from the initdb template');
   expect(messages).toContain('database schema is up to date');
