@@ -66,8 +66,8 @@ export interface EmbeddedOptions {
    * PostgreSQL settings an owner starts PGlite with (`-c name=value`), over the cluster's own.
    * PGlite zeroes its whole shared memory at every start, sized by `shared_buffers` and
    * `max_connections`: an operator command that owns the database for one command starts it
-   * smallest (ONE_COMMAND, bin/cli.ts), the server with a smaller buffer pool than PGlite's default
-   * (SERVER_SETTINGS, bin/server.ts).
+   * smallest (ONE_COMMAND), the server with a smaller buffer pool than PGlite's default
+   * (SERVER_SETTINGS; both in src/db/owner-thread.ts).
    */
   settings?: Readonly<Record<string, string>>;
   /** A thread of this process that began owning the database (ownInThread): joined when it got it. */
