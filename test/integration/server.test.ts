@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { SERVICE } from '../../src/package-info.ts';
 import { createEmptyDatabase, createTestDatabase } from '../helpers/db.ts';
 import { freePort, spawnServer, startServer, type ServerProcess } from '../helpers/server.ts';
-import { TcpProxy } from '../helpers/tcp-proxy.ts';
+import { behindProxy, TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef0123456789';
 const running: ServerProcess[] = [];
@@ -110,6 +110,22 @@ describe('the server process', () => {
     try {
       await server.waitForLog((record) => record.message.startsWith('listening on'));
       expect(server.stderr.join('\n')).not.toMatch(/\n\s+at /);
+      expect(await server.stop()).toBe(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('retries a database that takes the connection but does not answer within the connection timeout, then serves once it answers', async () => {
+    const { proxy, url } = await behindProxy(await createTestDatabase());
+    proxy.stall();
+    try {
+      const server = track(spawnServer({ DATABASE_URL: url }));
+      const warning = await server.waitForLog((record) => record.level === 'warning' && record.category === 'control.db');
+      expect(warning.message).toBe('database not reachable (ETIMEDOUT), retrying');
+      proxy.restore();
+      await server.waitForLog((record) => record.message.startsWith('listening on'));
+      expect(server.records.filter((record) => record.level === 'fatal')).toEqual([]);
       expect(await server.stop()).toBe(0);
     } finally {
       await proxy.close();
