@@ -13,7 +13,7 @@ import { isNavigation } from './host.ts';
 import { responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
 import { UpstreamError } from '../../src/errors.ts';
 
-// undici's Pool module alone (22 modules, not the package's index of 110: 30-40 ms of every start); undici has no exports map.
+// undici's Pool module alone (22 modules, not the package's index of 110; about 75 ms less, loaded alone); undici has no exports map.
 const Pool = createRequire(import.meta.url)('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
 type Pool = UndiciPool;
 
