@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, quickOpen, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, withPage } from '../helpers/browser.ts';
 import { createHarness, eventually, execIn, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
@@ -92,7 +92,7 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
     expect(allowed).toBe(`/u/${slug}/`);
 
     // A file of the starter project: opened, typed into, saved to the volume.
-    await quickOpen(page, 'Robot.java');
+    await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
     const editor = page.locator('.editor-instance .monaco-editor').first();
     await editor.waitFor();
     await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();

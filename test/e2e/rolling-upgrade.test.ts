@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import type { DataSource } from 'typeorm';
-import { launchBrowser, quickOpen, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, withPage } from '../helpers/browser.ts';
 import { TEST_SESSION_SECRET } from '../helpers/app.ts';
 import { ROOT } from '../helpers/compose.ts';
 import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
@@ -132,7 +132,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     const editorBefore = await started(await editorContainer());
 
     // Typed, not saved.
-    await quickOpen(page, 'Robot.java');
+    await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
     const editor = page.locator('.editor-instance .monaco-editor').first();
     await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
     await editor.click();

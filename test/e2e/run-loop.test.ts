@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { RunController } from '../../controllers/runs.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, quickOpen, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, withPage } from '../helpers/browser.ts';
 import { captureLogger, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -106,9 +106,10 @@ async function editorLog(): Promise<string> {
 
 const runButton = (page: Page, text: 'Run' | 'Stop') => page.locator('.statusbar-item', { hasText: new RegExp(`^\\s*${text}\\s*$`) }).first();
 
-/** Opens a file of the project by name through Quick Open, and waits for its tab. */
-async function openFile(page: Page, name: string): Promise<void> {
-  await quickOpen(page, name);
+/** Opens a file of the project from the explorer, and waits for its tab. */
+async function openFile(page: Page, file: string): Promise<void> {
+  await openFromExplorer(page, file);
+  const name = file.split('/').at(-1)!;
   await page.getByRole('tab', { name: new RegExp(name.replace('.', '\\.')) }).waitFor();
 }
 
@@ -150,7 +151,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await editor(page);
 
     // Break the robot: a line that is no Java at the end of Robot.java.
-    await openFile(page, 'Robot.java');
+    await openFile(page, 'src/main/java/frc/robot/Robot.java');
     const code = page.locator('.editor-instance .monaco-editor').first();
     await code.click();
     await page.keyboard.press('Control+End');
