@@ -31,7 +31,7 @@ export const ONE_COMMAND: Readonly<Record<string, string>> = { shared_buffers: '
 /**
  * The PostgreSQL settings of the server's embedded database (bin/server.ts): a 32 MB buffer pool,
  * where the cluster's own is 128 MB. Zeroing 128 MB took 0.8 s of every start on this project's
- * machine (bench/startup.sh), and 32 MB (4,000 pages) holds the whole database of a classroom; a
+ * machine (measured with the earlier start-up benchmark, bench/startup.sh), and 32 MB (4,000 pages) holds the whole database of a classroom; a
  * deployment with more data than that runs on PostgreSQL (`DATABASE_URL`) anyway.
  */
 export const SERVER_SETTINGS: Readonly<Record<string, string>> = { shared_buffers: '32MB' };
