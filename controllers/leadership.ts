@@ -199,18 +199,27 @@ export class Leadership {
     });
   }
 
-  /** Refuses every write under `current` at once, then stops the leader-only parts. */
+  /**
+   * Lost: refuses every write under `current` at once, then stops the leader-only parts. Released
+   * (this replica stops): stops the parts first, under a fence that still holds (its renew deadline
+   * still bounds it), so that what they are doing finishes rather than failing as fenced out; then
+   * refuses every write.
+   */
   private async leave(current: { term: number }, transition: 'lost' | 'released'): Promise<void> {
     const { metrics, log } = this.options;
-    if (this.current === current) this.current = undefined;
-    metrics.leader.set(0);
-    metrics.leaderRenewal.at = undefined;
-    metrics.leaderTransitions.inc({ transition });
+    const refuse = () => {
+      if (this.current === current) this.current = undefined;
+      metrics.leader.set(0);
+      metrics.leaderRenewal.at = undefined;
+      metrics.leaderTransitions.inc({ transition });
+    };
+    if (transition === 'lost') refuse();
     try {
       await this.options.follow();
     } catch (error) {
       log.error({ term: current.term, error }, 'stopping the reconciler failed');
     }
+    if (transition === 'released') refuse();
   }
 }
 

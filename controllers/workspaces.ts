@@ -152,9 +152,9 @@ export class WorkspaceController extends Controller {
       runtime,
       keyOfEvent: (event) => event.workspaceId,
       allKeys: async () => {
-        void this.sweepVolumes().catch((error: unknown) =>
-          log.warning({ error: (error as Error).message }, 'looking for orphan volumes failed; the next resync looks again'),
-        );
+        void this.sweepVolumes().catch((error: unknown) => {
+          if (!this.queue.signal.aborted) log.warning({ error: (error as Error).message }, 'looking for orphan volumes failed; the next resync looks again');
+        });
         const [ids, containers] = await Promise.all([store.workspaces.ids(), runtime.listContainers()]);
         return [...new Set([...ids, ...containers.map((container) => container.workspaceId)])];
       },

@@ -188,6 +188,24 @@ describe('the elector', () => {
     expect(() => a.led[0]!.assertCurrent()).toThrow(FencedOutError);
   });
 
+  it('stopping, stops its leader-only parts while its fence still holds, then refuses writes', async () => {
+    let fencedAtStop: unknown;
+    const a = newElector('a', {
+      follow: async () => {
+        try {
+          a.led[0]!.assertCurrent();
+        } catch (error) {
+          fencedAtStop = error;
+        }
+      },
+    });
+    await a.leadership.start();
+    await a.leadership.stop();
+    // The parts' last writes on the way down were allowed; after the stop, none is.
+    expect(fencedAtStop).toBeUndefined();
+    expect(() => a.led[0]!.assertCurrent()).toThrow(FencedOutError);
+  });
+
   it('steps down by its renew deadline when renewals hang, before the lease expires', async () => {
     let hang = false;
     const a = newElector('a', {

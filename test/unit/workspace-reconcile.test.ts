@@ -15,7 +15,7 @@ import type { Probe } from '../../src/probe.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { captureLogger } from '../helpers/controllers.ts';
+import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { MemoryRuntime } from '../helpers/memory-runtime.ts';
 import { testStore } from '../helpers/store.ts';
@@ -422,6 +422,31 @@ describe('the workspace network and image', () => {
 });
 
 describe('WorkspaceController.start', () => {
+  it('says when a resync or its look for orphan volumes fails, and says nothing when a stop aborted them', async () => {
+    const subject = controller();
+    await subject.start();
+    const warnings = () => records.filter((record) => record.level === 'warning').map((record) => String(record.message));
+    runtime.failures.set('listContainers', new Error('engine down'));
+    runtime.failures.set('listVolumes', new Error('engine down'));
+    await subject.resyncAll();
+    await eventually('both failures said', async () => warnings().length === 2);
+    expect(warnings()).toEqual(
+      expect.arrayContaining(['looking for orphan volumes failed; the next resync looks again', 'workspaces resync failed; the next one will retry']),
+    );
+    // A resync under way when the controller stops: the engine calls end with the stop (aborted).
+    const aborted: ((error: Error) => void)[] = [];
+    const pending = () => new Promise<never>((_, reject) => aborted.push(reject));
+    runtime.listContainers = pending;
+    runtime.listVolumes = pending;
+    const resync = subject.resyncAll();
+    await eventually('both engine calls under way', async () => aborted.length === 2);
+    await subject.stop();
+    for (const reject of aborted) reject(new DOMException('The operation was aborted', 'AbortError'));
+    await resync;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(warnings()).toHaveLength(2);
+  });
+
   it('logs instead of starting its cap count at zero when the engine does not answer, and follows its triggers anyway', async () => {
     runtime.failures.set('listContainers', new Error('engine down'));
     const subject = controller();
