@@ -773,6 +773,20 @@ end
 const wrkScripts = new Map<number, string>();
 
 /** One wrk run against `target`: saturating (no rate), or at about `rate` requests/s over the same connections. */
+/** What one GET of `target` gets now, within 10 s: its status and time, or its error (said when wrk got nothing). */
+function oneRequest(target: HttpTarget): Promise<string> {
+  const started = performance.now();
+  const took = () => `${(performance.now() - started).toFixed(0)} ms`;
+  return new Promise((resolve) => {
+    const request = http.get(target.url, { headers: target.headers, timeout: 10_000 }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(`${response.statusCode} in ${took()}`));
+    });
+    request.on('timeout', () => request.destroy(new Error('no answer')));
+    request.on('error', (error) => resolve(`${error.message} after ${took()}`));
+  });
+}
+
 async function runWrk(target: HttpTarget, seconds: number, editorPid: number, rate?: number): Promise<WrkRun> {
   const connections = rate ? PACED_CONNECTIONS : HTTP_CONNECTIONS;
   const thinkMs = rate ? (1000 * connections) / rate : 0;
@@ -806,7 +820,7 @@ async function runWrk(target: HttpTarget, seconds: number, editorPid: number, ra
   if (!line) throw new Error(`no result from wrk: ${output}`);
   const result = JSON.parse(line) as { requests: number; duration_us: number; p50_us: number; p99_us: number; errors: number };
   // No figure at all is not a fast target: say so rather than print zeros that meet every target.
-  if (result.requests === 0) throw new Error(`wrk made no request to ${target.url}: ${output}`);
+  if (result.requests === 0) throw new Error(`wrk made no request to ${target.url} (one request now: ${await oneRequest(target)}): ${output}`);
   return {
     rps: result.requests / (result.duration_us / 1e6),
     p50Ms: result.p50_us / 1000,
