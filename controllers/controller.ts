@@ -91,7 +91,8 @@ function wireTriggers(spec: TriggerSpec): Triggers {
       enqueue(await spec.allKeys());
     } catch (error) {
       // Stopping aborts the resync under way: nothing to say.
-      if (!queue.signal.aborted) log.warning({ controller: queue.name, error: (error as Error).message }, `${queue.name} resync failed; the next one will retry`);
+      if (!queue.signal.aborted)
+        log.warning({ controller: queue.name, error: (error as Error).message }, `${queue.name} resync failed; the next one will retry`);
     }
   };
   const unsubscribe = spec.changes.subscribe((change) => {
