@@ -26,9 +26,10 @@
  *   Targets (issue 22): paced p99 ≤ 1.3× the floor's; CPU per request ≤ 1.2× the floor's;
  *   saturated requests/s ≥ Caddy's. Then the same three ratios side by side (sideBySide): SETS (8)
  *   sets of the control plane, the floor and Caddy one after another, SET_SECONDS (4) s saturated
- *   and paced each, the median of the sets' ratios. PAIR=1 (PostgreSQL): the control plane's target is two server
- *   processes on its one port (REUSE_PORT: the leader and a follower, the kernel spreading the
- *   connections), its CPU both processes' together: the proxy on both cores, no balancer between.
+ *   and paced each, the median of the sets' ratios. PAIR=1 (PostgreSQL): the control plane's
+ *   target is two server processes on its one port (REUSE_PORT: the leader and a follower, the
+ *   kernel spreading the connections), its CPU both processes' together: the proxy on both cores,
+ *   no balancer between.
  * - WebSocket: echo of 64-byte binary messages over WS_CONNECTIONS (4) connections, each keeping
  *   WS_WINDOW (64) messages outstanding, 5 s per run after 1 s, direct vs through the control plane,
  *   ROUNDS rounds interleaved; median messages/s. Target ≥ 0.8×.
