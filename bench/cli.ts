@@ -12,11 +12,9 @@
  * removes both at the end; aborts after 10 minutes.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/config.ts';
-import { benchDatabase, benchDatabaseUrl, deadline, median } from './lib.ts';
+import { benchDatabaseUrl, median, scratchBench } from './lib.ts';
 import { freePort } from '../test/helpers/server.ts';
 
 const REPS = Math.max(3, Number(process.env.REPS ?? 7));
@@ -37,13 +35,7 @@ function timed(command: string, args: string[], env: Record<string, string>): nu
   return median(Array.from({ length: REPS }, () => seconds(command, args, env)));
 }
 
-const { drop } = await benchDatabase('cp_bench_cli');
-const scratch = mkdtempSync(path.join(tmpdir(), 'cp-bench-cli-'));
-const cleanup = async () => {
-  rmSync(scratch, { recursive: true, force: true });
-  await drop();
-};
-deadline(10 * 60_000, cleanup);
+const { scratch, cleanup } = await scratchBench('cp_bench_cli');
 let server: ReturnType<typeof spawn> | undefined;
 try {
   const floor = timed(process.execPath, ['-e', '0'], {});

@@ -215,6 +215,21 @@ export function deadline(ms: number, cleanup?: () => Promise<void>): void {
 }
 
 /**
+ * A scratch directory and bench database `database` (migrated: benchDatabase) for a benchmark that
+ * runs the programs themselves, both removed by `cleanup()`, or when it runs past `minutes` (deadline).
+ */
+export async function scratchBench(database: string, minutes = 10): Promise<{ scratch: string; cleanup: () => Promise<void> }> {
+  const { drop } = await benchDatabase(database);
+  const scratch = mkdtempSync(path.join(os.tmpdir(), `${database.replaceAll('_', '-')}-`));
+  const cleanup = async () => {
+    rmSync(scratch, { recursive: true, force: true });
+    await drop();
+  };
+  deadline(minutes * 60_000, cleanup);
+  return { scratch, cleanup };
+}
+
+/**
  * What a benchmark of replicas stands on: a fresh bench database, a data directory, a control-plane
  * id of its own, and its cleanup steps (added by the benchmark as it goes), run in reverse order at
  * `cleanup()` or when it runs past `minutes` (deadline). Undone: the database, the directory, and

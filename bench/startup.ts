@@ -15,12 +15,11 @@
  * removes both at the end; aborts after 10 minutes.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/config.ts';
-import { benchDatabase, benchDatabaseUrl, deadline, median } from './lib.ts';
+import { benchDatabaseUrl, median, scratchBench } from './lib.ts';
 import { freePort } from '../test/helpers/server.ts';
 
 const N = Math.max(3, Number(process.env.N ?? 7));
@@ -58,13 +57,7 @@ async function startToHealthy(command: string, args: string[], env: Record<strin
   }
 }
 
-const { drop } = await benchDatabase('cp_bench_startup');
-const scratch = mkdtempSync(path.join(tmpdir(), 'cp-bench-startup-'));
-const cleanup = async () => {
-  rmSync(scratch, { recursive: true, force: true });
-  await drop();
-};
-deadline(10 * 60_000, cleanup);
+const { scratch, cleanup } = await scratchBench('cp_bench_startup');
 try {
   const fresh = path.join(scratch, 'fresh');
   const existing = path.join(scratch, 'existing');
