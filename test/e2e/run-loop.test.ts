@@ -4,7 +4,7 @@
  * NetworkTables 4), started by the real controllers on real Docker, through the real proxy.
  *
  * A student breaks Robot.java, presses Run in the status bar and sees the build's output appear in
- * the "Robot run" output as it is written and the compile error marked on its line; fixes it, runs
+ * the "Robot run" terminal as it is written and the compile error marked on its line; fixes it, runs
  * again (Ctrl+Alt+R), sees the Simulator view show the robot's pose change, and stops the run. Then,
  * with a short idle limit, the idle warning appears in the editor and "Keep working" keeps the
  * workspace. The workspace page at /u/<slug>/.cp/ shows the runs too.
@@ -29,6 +29,8 @@ let runs: RunController;
 const runLog = captureLogger();
 let browser: Browser;
 let ada: Student;
+/** code-server's user settings in the workspace (its default user data directory). */
+const USER_SETTINGS = '/home/student/.local/share/code-server/User/settings.json';
 /** Kept after the run for a look (docs/students.md's screenshot is made the same way). */
 const SCREENSHOT = path.join(os.tmpdir(), 'editor-run-in-progress.png');
 
@@ -49,6 +51,15 @@ beforeAll(async () => {
   await runs.start();
   ada = await newStudent(harness.store, 'ada', tag);
   ada.workspace = await openAndWait(harness.store, ada.workspace);
+  // The terminal drawn in the page's DOM, which the test reads, rather than on a canvas (a user
+  // setting of Ada's editor, as a student could choose it; read when the window opens).
+  const [code] = (await harness.runtime.listContainers({ workspaceId: ada.workspace.id })).filter((each) => each.role === 'code');
+  const settings = await execIn(code!.id, [
+    'sh',
+    '-c',
+    `mkdir -p ${USER_SETTINGS.replace(/\/[^/]+$/, '')} && echo '{"terminal.integrated.gpuAcceleration": "off"}' > ${USER_SETTINGS}`,
+  ]);
+  if (settings.code !== 0) throw new Error(`writing Ada's editor settings failed: ${settings.output}`);
   browser = await launchBrowser();
 }, 120_000);
 
@@ -122,28 +133,32 @@ async function robotJava(): Promise<string> {
   return output;
 }
 
+/** The rows of the "Robot run" terminal, as xterm.js draws them (its DOM renderer: USER_SETTINGS). */
+const terminalRows = (page: Page) => page.locator('.part.panel .terminal-wrapper.active .xterm-rows');
+
 /**
- * Waits for `text` in the Output panel; when it does not come, fails with what the panel shows, what
- * was kept of the latest run and what the run controller logged (a failure on a busy machine says why).
+ * Waits for `text` in the Robot run terminal; when it does not come, fails with what the terminal
+ * shows, what was kept of the latest run and what the run controller logged (a failure on a busy
+ * machine says why).
  */
 async function panelShows(page: Page, text: string | RegExp, timeout: number): Promise<void> {
   try {
-    // The first line that matches: a pattern may match several (one line per second of a run).
-    await page.locator('.part.panel').getByText(text).first().waitFor({ timeout });
+    // The first row that matches: a pattern may match several (one line per second of a run).
+    await terminalRows(page).getByText(text).first().waitFor({ timeout });
   } catch (error) {
     const [run] = await harness.store.runs.recent(ada.workspace.id, 1);
     const kept = run ? await harness.store.runs.outputText(run.id) : '';
     const panel = await outputText(page).catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`);
     await page.screenshot({ path: path.join(os.tmpdir(), 'run-loop-failure.png') });
     throw new Error(
-      `${(error as Error).message}\n--- the Output panel:\n${panel}\n--- the run: ${JSON.stringify({ ...run, output: undefined })}\n--- its kept output (end):\n${kept.slice(-2000)}\n--- the run controller:\n${runLog.records.map((record) => JSON.stringify(record)).join('\n')}`,
+      `${(error as Error).message}\n--- the Robot run terminal:\n${panel}\n--- the run: ${JSON.stringify({ ...run, output: undefined })}\n--- its kept output (end):\n${kept.slice(-2000)}\n--- the run controller:\n${runLog.records.map((record) => JSON.stringify(record)).join('\n')}`,
       { cause: error },
     );
   }
 }
 
-/** What the Output panel shows now (its visible lines). */
-const outputText = async (page: Page) => (await page.locator('.part.panel .monaco-editor .view-lines').innerText()).replaceAll('\u00a0', ' ');
+/** What the Robot run terminal shows now (its visible rows). */
+const outputText = async (page: Page) => (await terminalRows(page).innerText()).replaceAll('\u00a0', ' ');
 
 it('runs the code from the editor: live output, a compile error marked on its line, fixed, run again, the pose in the Simulator view, stopped', async () => {
   await withPage(browser, async (page) => {
@@ -165,8 +180,10 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await page.locator('.statusbar-item', { hasText: 'Run failed' }).waitFor({ timeout: 120_000 });
     // The error's line (the panel shows a few lines, and the channel may rest at its top or its end).
     await panelShows(page, /Robot\.java:\d+:\serror:\sclass,\sinterface,\senum,\sor\srecord\sexpected/, 30_000);
-    // (The Output panel wraps long lines: a line break may stand for any space.)
+    // (The terminal wraps long lines: a row's end may stand for any space.)
     expect(await outputText(page)).toMatch(/Robot\.java:\d+:\serror:\sclass,\sinterface,\senum,\sor\srecord\sexpected/);
+    // How it ended, the exit code said once (the reason has it).
+    await panelShows(page, '■ Run failed: compile or boot failed (exit code 1).', 30_000);
     // In Problems, on its file and line; chosen there, the line in the editor is marked.
     await page.keyboard.press('Control+Shift+M');
     const problem = page
@@ -205,8 +222,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     // Stop.
     await runButton(page, 'Stop').click();
     await page.locator('.statusbar-item', { hasText: 'Run stopped' }).waitFor({ timeout: 60_000 });
-    await page
-      .locator('.part.panel')
+    await terminalRows(page)
       .getByText(/■\sRun\sstopped/)
       .waitFor({ timeout: 30_000 });
 

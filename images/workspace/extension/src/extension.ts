@@ -7,8 +7,8 @@
  *
  * - Run and Stop: the status bar (the run's state at a glance: building, running, how it ended and
  *   why), the command palette, and Ctrl+Alt+R (Cmd+Alt+R on a Mac);
- * - the run's output, live, in the "Robot run" output channel (resumed where it was after a lost
- *   connection or a restarted control plane), and its compile errors as Problems on their files;
+ * - the run's output, live, in the "Robot run" terminal (run-terminal.ts; resumed where it was after
+ *   a lost connection or a restarted control plane), and its compile errors as Problems on their files;
  * - the Simulator view (simulator.ts): the simulator's NetworkTables topics and live values;
  * - the idle warning: a few minutes before the idle sweep would stop the workspace, a notice with
  *   "Keep working"; and what the student does in the editor (editing, moving around, typing in a
@@ -22,6 +22,7 @@ import * as vscode from 'vscode';
 import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
 import { setNt4Base } from './nt4-socket.ts';
 import { parseProblems, projectPath } from './problems.ts';
+import { RunTerminal } from './run-terminal.ts';
 import { SimulatorView } from './simulator.ts';
 
 /** How often the workspace and its run are looked at (reads do not count as activity). */
@@ -54,7 +55,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const base = await editorBase();
   setNt4Base(base);
   const classroom = new Classroom(base);
-  const output = vscode.window.createOutputChannel('Robot run');
+  const output = new RunTerminal('Robot run');
   const problems = vscode.languages.createDiagnosticCollection('robot-run');
   const simulator = new SimulatorView();
   const actionItem = vscode.window.createStatusBarItem('classroom.run', vscode.StatusBarAlignment.Left, 1000);
@@ -91,7 +92,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     for (const [file, diagnostics] of byFile) problems.set(vscode.Uri.joinPath(root, file), diagnostics);
   };
 
-  /** Shows a run's output in the channel: from its start when it is a new one, live until it ends (reconnecting as needed). */
+  /** Shows a run's output in the terminal: from its start when it is a new one, live until it ends (reconnecting as needed). */
   const follow = (run: RunView) => {
     if (shown?.id === run.id) return;
     shown?.stop.abort();
@@ -124,7 +125,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
             current.stop.signal,
           );
           showProblems(current.text);
-          output.appendLine(`\n■ Run ${end.status}${end.reason ? `: ${end.reason}` : ''}${end.exitCode !== null ? ` (exit code ${end.exitCode})` : ''}.`);
+          // The exit code, unless the reason says it already ("compile or boot failed (exit code 1)").
+          const code = end.exitCode !== null && !end.reason?.includes(`exit code ${end.exitCode}`) ? ` (exit code ${end.exitCode})` : '';
+          output.appendLine(`\n■ Run ${end.status}${end.reason ? `: ${end.reason}` : ''}${code}.`);
           void refresh();
           return;
         } catch {
@@ -145,7 +148,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       actionItem.command = 'classroom.stop';
       stateItem.text = run.status === 'queued' ? '$(sync~spin) Building…' : '$(pulse) Running';
       stateItem.tooltip =
-        run.status === 'queued' ? 'Compiling and starting your robot code: see the Robot run output' : 'Your robot code is running in the simulator';
+        run.status === 'queued' ? 'Compiling and starting your robot code: see the Robot run terminal' : 'Your robot code is running in the simulator';
     } else {
       actionItem.text = '$(play) Run';
       actionItem.tooltip = 'Run your robot code (Ctrl+Alt+R)';
@@ -228,7 +231,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('classroom.run', async () => {
       try {
         const run = await classroom.run();
-        // (A poll during the request may already follow this run: one follower per channel.)
+        // (A poll during the request may already follow this run: one follower at a time.)
         follow(run);
         output.show(true);
       } catch (error) {
