@@ -127,7 +127,16 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
     expect(stopped.status).toBeLessThan(300);
     await eventually('the editor tunnels closed', async () => open.every((socket) => socket.isClosed()), 5000);
     const dialog = page.locator('.monaco-dialog-box');
-    await dialog.getByText(/^Your coach stopped your workspace at \d{1,2}:\d{2}(\s?[AP]M)?\.$/).waitFor({ timeout: 15_000 });
+    await dialog
+      .getByText(/^Your coach stopped your workspace at \d{1,2}:\d{2}(\s?[AP]M)?\.$/)
+      .waitFor({ timeout: 15_000 })
+      .catch(async (error: unknown) => {
+        // What the window showed instead (seen once on a busy machine), for the next look.
+        const shot = path.join(os.tmpdir(), 'editor-no-stop-dialog.png');
+        await page.screenshot({ path: shot });
+        const shown = await page.locator('.monaco-dialog-box, .notification-list-item').allInnerTexts();
+        throw new Error(`${(error as Error).message}\n--- dialogs and notifications: ${JSON.stringify(shown)}\n--- screenshot: ${shot}`, { cause: error });
+      });
     expect(await dialog.textContent()).toContain('Your files are kept.');
     // VS Code retries its connection quietly meanwhile: it did not give up (its dialog would be first).
     expect(await page.getByText('Cannot reconnect').count()).toBe(0);

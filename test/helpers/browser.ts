@@ -7,6 +7,8 @@
  * request (HTTP or WebSocket) is aborted in the browser before it is sent, so a test can never send
  * traffic elsewhere.
  */
+import os from 'node:os';
+import path from 'node:path';
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page, Route, WebSocketRoute } from 'playwright-core';
 import { eventually } from './controllers.ts';
@@ -82,10 +84,18 @@ export async function withPage<T>(browser: Browser, fn: (page: Page) => Promise<
   }
 }
 
+/** How long a click on a collapsed folder is given to show it expanded before the next click. */
+const EXPAND_PATIENCE_MS = 15_000;
+
 /**
  * Opens a file of the workspace from the explorer, as a student does: expands its top-level folder
  * and clicks the file. VS Code shows a chain of folders that each hold one folder as one row
  * (`src/main/java/frc/robot`), so one expansion reaches the file in the starter project.
+ *
+ * The folder is clicked only while it shows collapsed, and again only after EXPAND_PATIENCE_MS: a
+ * click toggles, so clicking at every look would fold back up a folder whose files a busy editor
+ * is still fetching. When the file does not show, the error lists the explorer's rows (name,
+ * level, expanded) and a screenshot is left in the temporary directory.
  *
  * Not Quick Open: its palette lists a file only once code-server's file search has indexed the
  * folder, which on a busy machine came later than 90 s (twice in CI), while the explorer lists a
@@ -97,17 +107,34 @@ export async function openFromExplorer(page: Page, file: string): Promise<void> 
   const rows = page.locator('.explorer-folders-view .monaco-list-row');
   const folder = rows.and(page.locator('[aria-level="1"]')).filter({ hasText: new RegExp(`^${escapeRegExp(segments[0]!)}(/|$)`) });
   const row = rows.and(page.getByRole('treeitem', { name, exact: true }));
-  await eventually(
-    `the explorer to list ${file}`,
-    async () => {
-      if (segments.length > 1 && (await folder.getAttribute('aria-expanded', { timeout: 5000 })) === 'false') await folder.click();
-      return row.waitFor({ timeout: 5000 }).then(
-        () => true,
-        () => false,
-      );
-    },
-    60_000,
-  );
+  let clickedAt = -Infinity;
+  try {
+    await eventually(
+      `the explorer to list ${file}`,
+      async () => {
+        if (segments.length > 1 && Date.now() - clickedAt > EXPAND_PATIENCE_MS && (await folder.getAttribute('aria-expanded', { timeout: 5000 })) === 'false') {
+          await folder.click();
+          clickedAt = Date.now();
+        }
+        return row.waitFor({ timeout: 5000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      90_000,
+    );
+  } catch (error) {
+    const shot = path.join(os.tmpdir(), `explorer-without-${name}.png`);
+    await page.screenshot({ path: shot }).catch(() => undefined);
+    const listed = await rows
+      .evaluateAll((each) =>
+        each.map((element) => `${element.getAttribute('aria-level')} ${element.getAttribute('aria-expanded') ?? '-'} ${element.textContent}`),
+      )
+      .catch((failure: unknown) => [`(unreadable: ${(failure as Error).message})`]);
+    throw new Error(`${(error as Error).message}\n--- the explorer's rows (level, expanded, text):\n${listed.join('\n')}\n--- screenshot: ${shot}`, {
+      cause: error,
+    });
+  }
   await row.click();
 }
 
