@@ -17,7 +17,10 @@
  *   Saturated: 50 connections, HTTP_SECONDS (10) per run after 1 s: requests/s, p99, and the
  *   proxy's CPU time per request. Paced: about PACED_RATE (500) requests/s over PACED_CONNECTIONS
  *   (10) keep-alive connections, PACED_SECONDS (10) per run, where no target queues: p99 is what
- *   one hop adds. The control plane's event-loop delay is reported for its paced runs. A round's
+ *   one hop adds. The control plane's event-loop delay is reported for its paced runs. Before
+ *   the runs, each proxy's CPU with no load for IDLE_SECONDS (10): the share of a paced run's CPU
+ *   per request that is the process's own background work (the control plane's controllers,
+ *   sampler, change feed), not the request's. A round's
  *   line marks a target whose slowest request took a second or more (stalled: on this machine kind
  *   every target has stalled at once for seconds, now and then); a warm-up that gets no answer is
  *   said, and the run goes on. On PostgreSQL a second replica runs too (FOLLOWER=0: not): the same
@@ -84,6 +87,8 @@ const PACED_RATE = Number(process.env.PACED_RATE ?? 500);
 const PACED_CONNECTIONS = Number(process.env.PACED_CONNECTIONS ?? 10);
 const PACED_SECONDS = Number(process.env.PACED_SECONDS ?? 10);
 /** Side-by-side sets of the control plane, the floor and Caddy (0: none), and each run's seconds. */
+/** How long each proxy's CPU is measured with no load, before the runs (idleCpu). */
+const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 10);
 const SETS = Number(process.env.SETS ?? 8);
 const SET_SECONDS = Number(process.env.SET_SECONDS ?? 4);
 /** Which database the control plane runs on: DB=postgres (the provisioned server) or DB=embedded (PGlite). */
@@ -312,6 +317,15 @@ async function bare(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The benchmark.
 
+/** Each measured target's proxy CPU over `seconds` with no request sent to any: milliseconds per second. */
+async function idleCpu(targets: HttpTarget[], seconds: number): Promise<{ name: string; msPerSecond: number }[]> {
+  const measured = targets.filter((target) => target.proxyPid !== undefined);
+  const cpu = (target: HttpTarget) => [target.proxyPid!, ...(target.alsoPids ?? [])].reduce((sum, pid) => sum + processCpuSeconds(pid), 0);
+  const before = measured.map(cpu);
+  await sleep(seconds * 1000);
+  return measured.map((target, index) => ({ name: target.name, msPerSecond: ((cpu(target) - before[index]!) * 1000) / seconds }));
+}
+
 async function main(): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
   let cleaning: Promise<void> | undefined;
@@ -448,6 +462,13 @@ async function main(): Promise<void> {
     console.log(
       `machine busy before the runs (other processes): ${busy.toFixed(0)} % of ${cpus.length} CPUs${busy > 10 ? ' — figures are skewed, rerun on an idle machine' : ''}`,
     );
+    // What each proxy spends with no request at all: a paced run's CPU per request includes it.
+    const idle = await idleCpu(targets, IDLE_SECONDS);
+    console.log(
+      `with no load (${IDLE_SECONDS} s), CPU per second (and what it adds to each request at ${PACED_RATE} req/s): ${idle
+        .map(({ name, msPerSecond }) => `${name} ${msPerSecond.toFixed(1)} ms (${((msPerSecond * 1000) / PACED_RATE).toFixed(0)} µs)`)
+        .join(', ')}`,
+    );
     if (editorNofile < WS_IDLE + 100 || ownNofile < WS_IDLE + 100) throw new Error(`nofile too low for ${WS_IDLE} WebSockets: raise it (ulimit -n 4096)`);
     const coldRss = processRssBytes(cpPid);
 
@@ -557,7 +578,7 @@ async function main(): Promise<void> {
       );
       const loop = { p99: median(loops.map((each) => each.p99)), max: median(loops.map((each) => each.max)), mean: median(loops.map((each) => each.mean)) };
       console.log(
-        `  the control plane's event loop during its paced runs (monitorEventLoopDelay, medians of rounds): mean ${loop.mean.toFixed(2)} ms, p99 ${loop.p99.toFixed(2)} ms, max ${loop.max.toFixed(2)} ms`,
+        `  the control plane's event loop during its paced runs (monitorEventLoopDelay every 10 ms, medians of rounds): mean ${loop.mean.toFixed(2)} ms, p99 ${loop.p99.toFixed(2)} ms, max ${loop.max.toFixed(2)} ms`,
       );
       /**
        * The lowest and highest of a ratio taken round by round (the two runs of a round are minutes
