@@ -463,9 +463,9 @@ async function main(): Promise<void> {
       `machine busy before the runs (other processes): ${busy.toFixed(0)} % of ${cpus.length} CPUs${busy > 10 ? ' — figures are skewed, rerun on an idle machine' : ''}`,
     );
     // What each proxy spends with no request at all: a paced run's CPU per request includes it.
-    const idle = await idleCpu(targets, IDLE_SECONDS);
+    const unloaded = await idleCpu(targets, IDLE_SECONDS);
     console.log(
-      `with no load (${IDLE_SECONDS} s), CPU per second (and what it adds to each request at ${PACED_RATE} req/s): ${idle
+      `with no load (${IDLE_SECONDS} s), CPU per second (and what it adds to each request at ${PACED_RATE} req/s): ${unloaded
         .map(({ name, msPerSecond }) => `${name} ${msPerSecond.toFixed(1)} ms (${((msPerSecond * 1000) / PACED_RATE).toFixed(0)} µs)`)
         .join(', ')}`,
     );
