@@ -208,6 +208,15 @@ it('runs the code from the editor: live output, a compile error marked on its li
     // The robot's own prints, live (the panel shows its last lines: on a busy machine the boot's
     // lines may already have scrolled by, and the channel was cleared for this run).
     await panelShows(page, /t=\s*\d+\.\d\ss\s+speed=/, 120_000);
+    // Closed by the student, the terminal opens again from the run's state in the status bar, with
+    // what the run printed meanwhile.
+    await page.keyboard.press('F1');
+    await page.keyboard.type('Terminal: Kill the Active Terminal Instance');
+    await page.locator('.quick-input-list').getByText('Kill the Active Terminal Instance').first().waitFor();
+    await page.keyboard.press('Enter');
+    await terminalRows(page).waitFor({ state: 'detached', timeout: 30_000 });
+    await page.locator('.statusbar-item', { hasText: 'Running' }).click();
+    await panelShows(page, /t=\s*\d+\.\d\ss\s+speed=/, 30_000);
     await eventually('the compile error gone', async () => (await code.locator('.squiggly-error').count()) === 0, 30_000);
 
     // The Simulator view: the robot's pose, live, and it moves.

@@ -23,17 +23,20 @@ export class RunTerminal implements vscode.Disposable {
   private open = false;
   /** What was written since the last clear, to fill a terminal that opens (again) later. */
   private shown = '';
+  /** The student closed it: it opens again on show or on the next run (clear), not on every write. */
+  private dismissed = false;
   private readonly subscriptions: vscode.Disposable[];
 
   constructor(name: string) {
     this.name = name;
     this.subscriptions = [
       this.writes,
-      // Closed by the student: the next write or show opens a new one with what the run printed so far.
+      // Closed by the student: show or the next run opens a new one, with what the run printed so far.
       vscode.window.onDidCloseTerminal((closed) => {
         if (closed !== this.terminal) return;
         this.terminal = undefined;
         this.open = false;
+        this.dismissed = true;
       }),
     ];
   }
@@ -42,7 +45,7 @@ export class RunTerminal implements vscode.Disposable {
   append(text: string): void {
     const shown = terminalText(text);
     this.shown += shown;
-    this.ensure();
+    if (!this.dismissed) this.ensure();
     if (this.open) this.writes.fire(shown);
   }
 
@@ -53,12 +56,14 @@ export class RunTerminal implements vscode.Disposable {
   /** Empties it: what a new run writes starts on a blank terminal, its scrollback gone too. */
   clear(): void {
     this.shown = '';
+    this.dismissed = false;
     // Clear the screen and the scrollback, cursor home.
     if (this.open) this.writes.fire('\u001b[2J\u001b[3J\u001b[H');
   }
 
   /** Shows it in the Terminal panel (opening one when the student closed it). */
   show(preserveFocus: boolean): void {
+    this.dismissed = false;
     this.ensure().show(preserveFocus);
   }
 
