@@ -20,13 +20,12 @@
  *   one hop adds. The control plane's event-loop delay is reported for its paced runs. Before
  *   the runs, each proxy's CPU with no load for IDLE_SECONDS (10): the share of a paced run's CPU
  *   per request that is the process's own background work (the control plane's controllers,
- *   sampler, change feed), not the request's. A round's
- *   line marks a target whose slowest request took a second or more (stalled: on this machine kind
- *   every target has stalled at once for seconds, now and then); a warm-up that gets no answer is
- *   said, and the run goes on. On PostgreSQL a second replica runs too (FOLLOWER=0: not): the same
- *   server on the same database, following, so its process serves the proxy with no controllers,
- *   sampler or idle sweep beside it.
- *   Targets (issue 22): paced p99 ≤ 1.3× the floor's; CPU per request ≤ 1.2× the floor's;
+ *   sampler, change feed), not the request's. A round's line marks a target whose slowest
+ *   request took a second or more (stalled: on this machine kind every target has stalled at once
+ *   for seconds, now and then); a warm-up that gets no answer is said, and the run goes on. On
+ *   PostgreSQL a second replica runs too (FOLLOWER=0: not): the same server on the same database,
+ *   following, so its process serves the proxy with no controllers, sampler or idle sweep beside
+ *   it. Targets (issue 22): paced p99 ≤ 1.3× the floor's; CPU per request ≤ 1.2× the floor's;
  *   saturated requests/s ≥ Caddy's. Then the same three ratios side by side (sideBySide): SETS (8)
  *   sets of the control plane, the floor and Caddy one after another, SET_SECONDS (4) s saturated
  *   and paced each, the median of the sets' ratios. PAIR=1 (PostgreSQL): the control plane's
@@ -86,9 +85,9 @@ const HTTP_CONNECTIONS = 50;
 const PACED_RATE = Number(process.env.PACED_RATE ?? 500);
 const PACED_CONNECTIONS = Number(process.env.PACED_CONNECTIONS ?? 10);
 const PACED_SECONDS = Number(process.env.PACED_SECONDS ?? 10);
-/** Side-by-side sets of the control plane, the floor and Caddy (0: none), and each run's seconds. */
 /** How long each proxy's CPU is measured with no load, before the runs (idleCpu). */
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 10);
+/** Side-by-side sets of the control plane, the floor and Caddy (0: none), and each run's seconds. */
 const SETS = Number(process.env.SETS ?? 8);
 const SET_SECONDS = Number(process.env.SET_SECONDS ?? 4);
 /** Which database the control plane runs on: DB=postgres (the provisioned server) or DB=embedded (PGlite). */
