@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openFromExplorer, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { createHarness, eventually, execIn, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
@@ -66,10 +66,14 @@ async function readInWorkspace(workspaceId: string, file: string): Promise<strin
   return output;
 }
 
-/** Waits for the VS Code workbench, rendered and with its explorer showing the starter project. */
-async function workbench(page: Page): Promise<void> {
-  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
-  await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+/** Waits for the VS Code workbench with the starter project; when it does not come, says why, with code-server's log. */
+async function workbench(page: Page, workspaceId: string): Promise<void> {
+  await waitForWorkbench(page, {
+    more: async () => {
+      const [container] = (await harness.runtime.listContainers({ workspaceId })).filter((each) => each.role === 'code');
+      return container ? `code-server (${container.state}):\n${await harness.runtime.logsTail(container.id, 60)}` : '(no code container)';
+    },
+  });
 }
 
 it('signs in, opens the real editor through the proxy, edits and saves a file, runs a terminal command, and survives a stop by an admin', async () => {
@@ -84,8 +88,8 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
     await page.waitForURL(`${app.url}/u/${slug}/`);
     expect(await page.locator('#state').textContent()).toBe('Stopped');
     await page.getByRole('button', { name: 'Open' }).click();
-    await workbench(page);
     const user = (await app.store.users.getByEmail(email))!;
+    await workbench(page, user.workspaceId!);
     expect(page.url()).toBe(`${app.url}/u/${slug}/?folder=${HOME}`);
     // The editor's own service worker may claim its workspace's path (code-server allows `/`), and no wider.
     const allowed = await page.evaluate(async () => (await fetch('_static/out/browser/serviceWorker.js')).headers.get('service-worker-allowed'));
@@ -152,7 +156,7 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
       .getByText(/^Your coach stopped your workspace at /)
       .waitFor({ timeout: 30_000 });
     await page.getByRole('button', { name: 'Open' }).click();
-    await workbench(page);
+    await workbench(page, user.workspaceId!);
     expect(await readInWorkspace(user.workspaceId!, robot)).toContain(line);
   });
 }, 300_000);

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import type { DataSource } from 'typeorm';
-import { launchBrowser, openFromExplorer, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { TEST_SESSION_SECRET } from '../helpers/app.ts';
 import { ROOT } from '../helpers/compose.ts';
 import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
@@ -127,8 +127,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     // The workspace page through the balancer; Open; the editor.
     await page.goto(`${lbUrl}/u/${ada.workspace.slug}/`);
     await page.getByRole('button', { name: 'Open' }).click();
-    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 120_000 });
-    await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+    await waitForWorkbench(page, { timeout: 120_000 });
     const editorBefore = await started(await editorContainer());
 
     // Typed, not saved.

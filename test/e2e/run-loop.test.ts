@@ -15,7 +15,7 @@ import type { Browser, Page } from 'playwright-core';
 import { RunController } from '../../controllers/runs.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openFromExplorer, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { captureLogger, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -93,8 +93,7 @@ async function editor(page: Page): Promise<void> {
   // The answer committed is enough: the workbench below is the event waited on ('load' waits on every asset of the editor).
   await page.goto(`${app.url}/u/${ada.workspace.slug}/?folder=/home/student`, { waitUntil: 'commit' });
   for (let attempt = 1; ; attempt++) {
-    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 90_000 });
-    await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+    await waitForWorkbench(page, { more: editorLog });
     try {
       await runButton(page, 'Run').waitFor({ timeout: 60_000 });
       return;

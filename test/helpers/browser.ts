@@ -10,7 +10,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import type { Browser, BrowserContext, Page, Route, WebSocketRoute } from 'playwright-core';
+import type { Browser, BrowserContext, ConsoleMessage, Page, Request, Route, WebSocket, WebSocketRoute } from 'playwright-core';
 import { eventually } from './controllers.ts';
 
 /** Debian's Chromium (package `chromium`). */
@@ -94,8 +94,8 @@ const EXPAND_PATIENCE_MS = 15_000;
  *
  * The folder is clicked only while it shows collapsed, and again only after EXPAND_PATIENCE_MS: a
  * click toggles, so clicking at every look would fold back up a folder whose files a busy editor
- * is still fetching. When the file does not show, the error lists the explorer's rows (name,
- * level, expanded) and a screenshot is left in the temporary directory.
+ * is still fetching. When the file does not show, the error says what the window showed
+ * (windowEvidence).
  *
  * Not Quick Open: its palette lists a file only once code-server's file search has indexed the
  * folder, which on a busy machine came later than 90 s (twice in CI), while the explorer lists a
@@ -124,18 +124,69 @@ export async function openFromExplorer(page: Page, file: string): Promise<void> 
       90_000,
     );
   } catch (error) {
-    const shot = path.join(os.tmpdir(), `explorer-without-${name}.png`);
-    await page.screenshot({ path: shot }).catch(() => undefined);
-    const listed = await rows
-      .evaluateAll((each) =>
-        each.map((element) => `${element.getAttribute('aria-level')} ${element.getAttribute('aria-expanded') ?? '-'} ${element.textContent}`),
-      )
-      .catch((failure: unknown) => [`(unreadable: ${(failure as Error).message})`]);
-    throw new Error(`${(error as Error).message}\n--- the explorer's rows (level, expanded, text):\n${listed.join('\n')}\n--- screenshot: ${shot}`, {
-      cause: error,
-    });
+    throw new Error(`${(error as Error).message}\n${await windowEvidence(page, `explorer-without-${name}`)}`, { cause: error });
   }
   await row.click();
+}
+
+/**
+ * Waits for the VS Code workbench to render and its explorer to list the starter project
+ * (`build.gradle`, at the folder's top). When it does not, the error says what the window showed
+ * (windowEvidence), what the page logged meanwhile (its WebSockets too), and what `more` adds (the editor's own log).
+ */
+export async function waitForWorkbench(page: Page, options: { timeout?: number; more?: () => Promise<string> } = {}): Promise<void> {
+  const logged: string[] = [];
+  const onConsole = (message: ConsoleMessage) => logged.push(`console.${message.type()}: ${message.text()}`);
+  const onError = (error: Error) => logged.push(`pageerror: ${error.message}`);
+  const onFailed = (request: Request) => logged.push(`requestfailed: ${request.url()} ${request.failure()?.errorText ?? ''}`);
+  const onSocket = (socket: WebSocket) => {
+    logged.push(`websocket opened: ${socket.url()}`);
+    socket.on('close', () => logged.push(`websocket closed: ${socket.url()}`));
+  };
+  page.on('console', onConsole);
+  page.on('pageerror', onError);
+  page.on('requestfailed', onFailed);
+  page.on('websocket', onSocket);
+  try {
+    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: options.timeout ?? 90_000 });
+    await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+  } catch (error) {
+    const more = options.more ? await options.more().catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`) : '';
+    throw new Error(
+      `${(error as Error).message}\n${await windowEvidence(page, 'workbench-without-project')}\n--- the page logged:\n${logged.slice(-80).join('\n')}${more ? `\n--- more:\n${more}` : ''}`,
+      { cause: error },
+    );
+  } finally {
+    page.off('console', onConsole);
+    page.off('pageerror', onError);
+    page.off('requestfailed', onFailed);
+    page.off('websocket', onSocket);
+  }
+}
+
+/**
+ * What a VS Code window shows, for a failure's message: the explorer's rows (level, expanded, text),
+ * its dialogs and notifications, its status bar; and a screenshot `<tmpdir>/<name>.png`.
+ */
+async function windowEvidence(page: Page, name: string): Promise<string> {
+  const shot = path.join(os.tmpdir(), `${name}.png`);
+  await page.screenshot({ path: shot }).catch(() => undefined);
+  const unreadable = (failure: unknown) => [`(unreadable: ${(failure as Error).message})`];
+  const rows = await page
+    .locator('.explorer-folders-view .monaco-list-row')
+    .evaluateAll((each) =>
+      each.map((element) => `${element.getAttribute('aria-level')} ${element.getAttribute('aria-expanded') ?? '-'} ${element.textContent}`),
+    )
+    .catch(unreadable);
+  const said = await page.locator('.monaco-dialog-box, .notification-list-item').allInnerTexts().catch(unreadable);
+  const status = await page.locator('.statusbar').allInnerTexts().catch(unreadable);
+  return [
+    `--- the explorer's rows (level, expanded, text):\n${rows.join('\n')}`,
+    `--- dialogs and notifications: ${JSON.stringify(said)}`,
+    `--- the status bar: ${JSON.stringify(status.join(' ').replace(/\s+/g, ' '))}`,
+    `--- url: ${page.url()}`,
+    `--- screenshot: ${shot}`,
+  ].join('\n');
 }
 
 function escapeRegExp(text: string): string {
