@@ -60,9 +60,19 @@ export function isLoopback(url: string): boolean {
 }
 
 /**
+ * A WebSocket address whose host is not 127.0.0.1 or a `localhost` name (isLoopback's rule, as a
+ * pattern Playwright matches in the browser's process). Only these are routed, and closed:
+ * Playwright's relay of a routed socket (`connectToServer`) reads each binary message as a Blob and
+ * hands it on when the read ends, so a large message came to the page after a small one sent after
+ * it (the editor's protocol then failed to parse them; test/integration/browser-harness.test.ts). A
+ * socket no pattern matches passes straight through, in order.
+ */
+const notLoopbackWebSocket = /^(?!wss?:\/\/(?:127\.0\.0\.1|localhost|[^/?#@:]*\.localhost)(?::\d+)?(?:[/?#]|$))/;
+
+/**
  * Runs `fn` with a page in a fresh browser context (no cookies or storage shared with other
  * tests), and always closes the context afterwards. Requests not to 127.0.0.1 or a `localhost`
- * name are aborted.
+ * name are aborted; WebSockets to them are closed (code 1008) before they connect.
  */
 export async function withPage<T>(browser: Browser, fn: (page: Page) => Promise<T>, options: { baseURL?: string } = {}): Promise<T> {
   const context: BrowserContext = await browser.newContext({
@@ -73,10 +83,7 @@ export async function withPage<T>(browser: Browser, fn: (page: Page) => Promise<
   try {
     context.setDefaultTimeout(10_000);
     await context.route('**/*', (route: Route) => (isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient')));
-    await context.routeWebSocket(/.*/, (ws: WebSocketRoute) => {
-      if (isLoopback(ws.url())) ws.connectToServer();
-      else void ws.close({ code: 1008, reason: 'blocked by the test browser' });
-    });
+    await context.routeWebSocket(notLoopbackWebSocket, (ws: WebSocketRoute) => void ws.close({ code: 1008, reason: 'blocked by the test browser' }));
     const page = await context.newPage();
     return await fn(page);
   } finally {
