@@ -61,7 +61,8 @@ export function isLoopback(url: string): boolean {
 
 /**
  * A WebSocket address whose host is not 127.0.0.1 or a `localhost` name (isLoopback's rule, as a
- * pattern Playwright matches in the browser's process). Only these are routed, and closed:
+ * pattern, which Playwright's driver matches itself: a function would have every socket routed to
+ * it). Only these are routed, and closed:
  * Playwright's relay of a routed socket (`connectToServer`) reads each binary message as a Blob and
  * hands it on when the read ends, so a large message came to the page after a small one sent after
  * it (the editor's protocol then failed to parse them; test/integration/browser-harness.test.ts). A
