@@ -81,9 +81,9 @@ const cookiesOf = (student: Student) =>
  * does not come, the error says what the page and the editor logged, and a screenshot is left.
  *
  * This window was reloaded once when Run did not come, after one CI run whose window had no
- * extension's contributions for over a minute. The cause was the test browser's, not the editor's:
- * Playwright's WebSocket relay reordered large and small binary messages (test/helpers/browser.ts,
- * notLoopbackWebSocket), so the reload went.
+ * extension's contributions for over a minute. The likely cause, found later in the editor test's
+ * evidence, was the test browser's: Playwright's WebSocket relay reordered large and small binary
+ * messages (test/helpers/browser.ts, notLoopbackWebSocket). It is gone, and so is the reload.
  */
 async function editor(page: Page): Promise<void> {
   const logged: string[] = [];
