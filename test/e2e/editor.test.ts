@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
-import { createHarness, eventually, execIn, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { codeServerLog, createHarness, eventually, execIn, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
 import { freePort } from '../helpers/server.ts';
@@ -68,12 +68,7 @@ async function readInWorkspace(workspaceId: string, file: string): Promise<strin
 
 /** Waits for the VS Code workbench with the starter project; when it does not come, says why, with code-server's log. */
 async function workbench(page: Page, workspaceId: string): Promise<void> {
-  await waitForWorkbench(page, {
-    more: async () => {
-      const [container] = (await harness.runtime.listContainers({ workspaceId })).filter((each) => each.role === 'code');
-      return container ? `code-server (${container.state}):\n${await harness.runtime.logsTail(container.id, 60)}` : '(no code container)';
-    },
-  });
+  await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, workspaceId) });
 }
 
 it('signs in, opens the real editor through the proxy, edits and saves a file, runs a terminal command, and survives a stop by an admin', async () => {

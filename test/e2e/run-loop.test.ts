@@ -16,7 +16,7 @@ import { RunController } from '../../controllers/runs.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
-import { captureLogger, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { captureLogger, codeServerLog, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
@@ -107,10 +107,7 @@ async function editor(page: Page): Promise<void> {
 }
 
 /** The last lines that the workspace's code-server wrote. */
-async function editorLog(): Promise<string> {
-  const [container] = (await harness.runtime.listContainers({ workspaceId: ada.workspace.id })).filter((each) => each.role === 'code');
-  return container ? await harness.runtime.logsTail(container.id, 60) : '(no code container)';
-}
+const editorLog = () => codeServerLog(harness.runtime, ada.workspace.id);
 
 const runButton = (page: Page, text: 'Run' | 'Stop') => page.locator('.statusbar-item', { hasText: new RegExp(`^\\s*${text}\\s*$`) }).first();
 

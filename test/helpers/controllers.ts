@@ -143,6 +143,12 @@ export async function inspectByName(name: string): Promise<Docker.ContainerInspe
   }
 }
 
+/** The last 60 lines that a workspace's code-server wrote (its code container's log), for a failure's message. */
+export async function codeServerLog(runtime: WorkspaceRuntime, workspaceId: string): Promise<string> {
+  const [container] = (await runtime.listContainers({ workspaceId })).filter((each) => each.role === 'code');
+  return container ? `code-server (${container.state}):\n${await runtime.logsTail(container.id, 60)}` : '(no code container)';
+}
+
 /**
  * Runs `command` in a running container through the docker CLI (`docker exec`) and returns its exit
  * code and output (stdout and stderr together): the engine's own client, with no stream to demultiplex.
