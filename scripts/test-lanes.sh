@@ -8,6 +8,9 @@
 #           after both, by themselves.
 # Each lane is one jest run (its own template database). Exits 1 when any lane failed.
 # With arguments, jest runs them as given, in one run: `npm test -- test/unit`.
+# TEST_LANES_ONE_AT_A_TIME=1 runs the local lane after the engine lane instead of beside it, and
+# TEST_LANES_REPORTER=<file> adds a jest reporter to every lane (SUITE_CPU_LANE names the lane for
+# it): bench/suite-cpu.ts uses both to count each file's CPU with nothing beside it.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,6 +19,16 @@ SCRIPT=test-lanes
 . "$ROOT/scripts/lib.sh"
 cd "$ROOT"
 jest() { node --no-warnings=ExperimentalWarning --experimental-vm-modules node_modules/jest/bin/jest.js "$@"; }
+# A lane's jest run: `lane <name> <files>...`.
+lane() {
+  local name=$1
+  shift
+  if [ -n "${TEST_LANES_REPORTER:-}" ]; then
+    SUITE_CPU_LANE="$name" jest --reporters=default --reporters="$TEST_LANES_REPORTER" --runTestsByPath "$@"
+  else
+    jest --runTestsByPath "$@"
+  fi
+}
 if [ "$#" -gt 0 ]; then
   jest "$@"
   exit
@@ -34,16 +47,24 @@ say "${#engine[@]} files in the engine lane, ${#local_files[@]} beside it, ${#al
 started=$(now_ms)
 local_log="$(mktemp "${TMPDIR:-/tmp}/test-lanes-local.XXXXXX")"
 trap 'rm -f "$local_log"' EXIT
-jest --runTestsByPath "${local_files[@]}" >"$local_log" 2>&1 &
-local_pid=$!
-jest --runTestsByPath "${engine[@]}"
-engine_status=$?
-wait "$local_pid"
-local_status=$?
-say "the local lane (it ran beside the engine lane):"
-cat "$local_log"
-say "engine and local lanes done in $(since "$started")"
-jest --runTestsByPath "${alone[@]}"
+if [ "${TEST_LANES_ONE_AT_A_TIME:-}" = 1 ]; then
+  lane engine "${engine[@]}"
+  engine_status=$?
+  lane local "${local_files[@]}"
+  local_status=$?
+  say "engine and local lanes done, one after the other, in $(since "$started")"
+else
+  lane local "${local_files[@]}" >"$local_log" 2>&1 &
+  local_pid=$!
+  lane engine "${engine[@]}"
+  engine_status=$?
+  wait "$local_pid"
+  local_status=$?
+  say "the local lane (it ran beside the engine lane):"
+  cat "$local_log"
+  say "engine and local lanes done in $(since "$started")"
+fi
+lane alone "${alone[@]}"
 alone_status=$?
 
 say "exit status: engine $engine_status, local $local_status, alone $alone_status; all lanes in $(since "$started")"
