@@ -69,10 +69,12 @@ export default class SuiteCpuReporter {
 /** The table: every file, most CPU first, then each lane's totals and the whole suite's. */
 function report(rows: FileCpu[]): string {
   const cores = os.availableParallelism();
+  const named = rows.toSorted((a, b) => b.cpuSeconds - a.cpuSeconds).map((row) => ({ ...row, name: `${row.file} (${row.lane})` }));
+  const width = Math.max(48, ...named.map((row) => row.name.length));
   const line = (name: string, wall: number, cpu: number) =>
-    `${name.padEnd(48)} ${wall.toFixed(1).padStart(8)} ${cpu.toFixed(1).padStart(8)} ${(cpu / wall).toFixed(2).padStart(6)}`;
-  const out = [`${'file'.padEnd(48)} ${'wall s'.padStart(8)} ${'CPU s'.padStart(8)} ${'cores'.padStart(6)}`];
-  for (const row of rows.toSorted((a, b) => b.cpuSeconds - a.cpuSeconds)) out.push(line(`${row.file} (${row.lane})`, row.wallSeconds, row.cpuSeconds));
+    `${name.padEnd(width)} ${wall.toFixed(1).padStart(8)} ${cpu.toFixed(1).padStart(8)} ${(cpu / wall).toFixed(2).padStart(6)}`;
+  const out = [`${'file'.padEnd(width)} ${'wall s'.padStart(8)} ${'CPU s'.padStart(8)} ${'cores'.padStart(6)}`];
+  for (const row of named) out.push(line(row.name, row.wallSeconds, row.cpuSeconds));
   const sum = (of: FileCpu[], key: 'wallSeconds' | 'cpuSeconds') => of.reduce((total, row) => total + row[key], 0);
   out.push('');
   for (const lane of [...new Set(rows.map((row) => row.lane))]) {
