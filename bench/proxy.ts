@@ -31,10 +31,10 @@
  *   and paced each, the median of the sets' ratios; and in each set the control plane and the floor
  *   loaded at the same time, each by its own wrk (saturated, then paced): a change in the machine's
  *   speed during a set falls on both (run after run on this project's VMs, the one-after-another
- *   ratio of the same code moved 0.9–1.5×; at the same time, medians 1.14–1.19× in three runs). PAIR=1
- *   (PostgreSQL): the control plane's target is two server processes on its one port (REUSE_PORT:
- *   the leader and a follower, the kernel spreading the connections), its CPU both processes'
- *   together: the proxy on both cores, no balancer between.
+ *   ratio of the same code moved 0.9–1.5×; at the same time, medians 1.14–1.19× in three runs).
+ *   PAIR=1 (PostgreSQL): the control plane's target is two server processes on its one port
+ *   (REUSE_PORT: the leader and a follower, the kernel spreading the connections), its CPU both
+ *   processes' together: the proxy on both cores, no balancer between.
  * - WebSocket: echo of 64-byte binary messages over WS_CONNECTIONS (4) connections, each keeping
  *   WS_WINDOW (64) messages outstanding, 5 s per run after 1 s, direct vs through the control plane,
  *   ROUNDS rounds interleaved; median messages/s. Target ≥ 0.8×.
