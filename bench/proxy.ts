@@ -31,7 +31,10 @@
  *   and paced each, the median of the sets' ratios; and in each set the control plane and the floor
  *   loaded at the same time, each by its own wrk (saturated, then paced): a change in the machine's
  *   speed during a set falls on both (run after run on this project's VMs, the one-after-another
- *   ratio of the same code moved 0.9–1.5×; at the same time, medians 1.14–1.19× in three runs).
+ *   ratio of the same code moved 0.9–1.5×; at the same time, medians 1.14–1.19× in three runs); which
+ *   wrk starts first alternates from set to set. CALIBRATE=1: in each set a second floor is loaded
+ *   against the floor in the same way, and its ratios printed: what the measure gives for two
+ *   identical proxies (its own spread and bias), to hold the control plane's ratios against.
  *   PAIR=1 (PostgreSQL): the control plane's target is two server processes on its one port
  *   (REUSE_PORT: the leader and a follower, the kernel spreading the connections), its CPU both
  *   processes' together: the proxy on both cores, no balancer between.
@@ -93,6 +96,8 @@ const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 10);
 /** Side-by-side sets of the control plane, the floor and Caddy (0: none), and each run's seconds. */
 const SETS = Number(process.env.SETS ?? 8);
 const SET_SECONDS = Number(process.env.SET_SECONDS ?? 4);
+/** CALIBRATE=1: in each set a second floor is loaded at the same time as the floor, the way the control plane is: the measure's own spread. */
+const CALIBRATE = process.env.CALIBRATE === '1';
 /** Which database the control plane runs on: DB=postgres (the provisioned server) or DB=embedded (PGlite). */
 const DB_KIND = process.env.DB === 'embedded' ? 'embedded' : 'postgres';
 /** PAIR=1: a follower shares the control plane's port (REUSE_PORT), and the control plane's target is the two of them. */
@@ -267,8 +272,13 @@ async function startDeployed(kind: 'postgres' | 'embedded', controlPlaneId: stri
     await sleep(100);
   }
   // Where the editor listens on the workspace network: what the control plane proxies to.
-  const [container] = await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] } });
-  const networks = (await docker.getContainer(container!.Id).inspect()).NetworkSettings.Networks;
+  const ours = { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] };
+  const [container] = await docker.listContainers({ filters: ours });
+  if (!container) {
+    const all = await docker.listContainers({ all: true, filters: ours });
+    throw new Error(`the workspace is running, but no container of it runs: ${JSON.stringify(all.map((each) => [each.Names, each.State, each.Status]))}`);
+  }
+  const networks = (await docker.getContainer(container.Id).inspect()).NetworkSettings.Networks;
   const editorEndpoint = `${networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress}:${TEST_ENV.EDITOR_PORT}`;
   const cookie = `cp_session=${browser.cookie(origin, 'cp_session')}; cp_session.sig=${browser.cookie(origin, 'cp_session.sig')}`;
   const ask = <T>(type: 'memory' | 'loop' | 'loop-reset') =>
@@ -394,19 +404,24 @@ async function main(): Promise<void> {
       throw new Error(`configurable-http-proxy did not take the route: ${String(error)}\n${chpOutput}`);
     });
 
-    // The bare Node proxy (the floor), its own process too.
-    const bareChild = fork(import.meta.filename, ['bare'], {
-      // BENCH_BARE_NODE_ARGS: extra Node flags for it, e.g. to profile it beside the control plane.
-      execArgv: ['--no-warnings=ExperimentalWarning', ...(process.env.BENCH_BARE_NODE_ARGS ?? '').split(' ').filter(Boolean)],
-      env: { ...process.env, BENCH_UPSTREAM: ready.editorEndpoint, BENCH_PREFIX: `/u/${ready.slug}` },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
-    cleanups.push(() => stopChild(bareChild, true));
-    const barePort = await new Promise<number>((resolve, reject) => {
-      bareChild.once('exit', (code) => reject(new Error(`the bare proxy exited (${code}) before it listened`)));
-      bareChild.once('message', (message: { port: number }) => resolve(message.port));
-    });
-    bareChild.removeAllListeners('exit');
+    // The bare Node proxy (the floor), its own process too; with CALIBRATE=1 a second one (sideBySide).
+    const startBare = async () => {
+      const bareProcess = fork(import.meta.filename, ['bare'], {
+        // BENCH_BARE_NODE_ARGS: extra Node flags for it, e.g. to profile it beside the control plane.
+        execArgv: ['--no-warnings=ExperimentalWarning', ...(process.env.BENCH_BARE_NODE_ARGS ?? '').split(' ').filter(Boolean)],
+        env: { ...process.env, BENCH_UPSTREAM: ready.editorEndpoint, BENCH_PREFIX: `/u/${ready.slug}` },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      cleanups.push(() => stopChild(bareProcess, true));
+      const port = await new Promise<number>((resolve, reject) => {
+        bareProcess.once('exit', (code) => reject(new Error(`the bare proxy exited (${code}) before it listened`)));
+        bareProcess.once('message', (message: { port: number }) => resolve(message.port));
+      });
+      bareProcess.removeAllListeners('exit');
+      return { child: bareProcess, url: `http://127.0.0.1:${port}/u/${ready.slug}/healthz` };
+    };
+    const { child: bareChild, url: bareUrl } = await startBare();
+    const secondFloor = CALIBRATE ? await startBare() : undefined;
 
     // Caddy (Debian's), reverse-proxying the same prefix to the editor with its keep-alive pool.
     const caddyVersion = ensureDebianTool('caddy', ['version']);
@@ -434,7 +449,7 @@ async function main(): Promise<void> {
         alsoPids: mate ? [mate.pid!] : [],
       },
       { name: 'configurable-http-proxy', url: `http://127.0.0.1:${chpPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: chp.pid! },
-      { name: 'bare Node proxy (floor)', url: `http://127.0.0.1:${barePort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: bareChild.pid! },
+      { name: 'bare Node proxy (floor)', url: bareUrl, headers: {}, proxyPid: bareChild.pid! },
       { name: 'Caddy', url: `http://127.0.0.1:${caddyPort}/u/${ready.slug}/healthz`, headers: {}, proxyPid: caddy.pid! },
     ];
     // FOLLOWER=0 leaves it out; the embedded database has no second replica.
@@ -623,7 +638,10 @@ async function main(): Promise<void> {
       console.log(
         `    added paced p99 (control plane − direct) ${pacedAdded.toFixed(2)} ms (target < 2 ms): ${verdict(pacedAdded < 2)}; configurable-http-proxy's ${(pacedChp.p99Ms - pacedDirect.p99Ms).toFixed(2)} ms, Caddy's ${(pacedCaddy.p99Ms - pacedDirect.p99Ms).toFixed(2)} ms`,
       );
-      if (SETS > 0) await sideBySide([targets[1]!, targets[3]!, targets[4]!], editorPid, caddyVersion);
+      if (SETS > 0) {
+        const calibration = secondFloor && { name: 'second bare Node proxy', url: secondFloor.url, headers: {}, proxyPid: secondFloor.child.pid! };
+        await sideBySide([targets[1]!, targets[3]!, targets[4]!], editorPid, caddyVersion, calibration);
+      }
     }
 
     if (parts.has('ws')) {
@@ -836,10 +854,31 @@ interface SetRuns {
  * minute, so the machine's slower swings (a round's ratio moved 0.8–1.9× in this project's runs,
  * the same code each time) fall on all three.
  */
-async function sideBySide([control, floor, caddy]: [HttpTarget, HttpTarget, HttpTarget], editorPid: number, caddyVersion: string): Promise<void> {
+async function sideBySide(
+  [control, floor, caddy]: [HttpTarget, HttpTarget, HttpTarget],
+  editorPid: number,
+  caddyVersion: string,
+  secondFloor?: HttpTarget,
+): Promise<void> {
   const trio = [control, floor, caddy];
   const ratios = { p99: [] as number[], cpu: [] as number[], rps: [] as number[] };
   const together = { p99: [] as number[], cpu: [] as number[] };
+  const calibration = { p99: [] as number[], cpu: [] as number[] };
+  /**
+   * `of` and `against` loaded at the same time, each by its own wrk, saturated and then paced; their
+   * ratios pushed to `into`. Which wrk starts first alternates from set to set.
+   */
+  const atOnce = async (of: HttpTarget, against: HttpTarget, into: { p99: number[]; cpu: number[] }, set: number) => {
+    const both = async (rate?: number): Promise<[WrkRun, WrkRun]> => {
+      const flip = set % 2 === 1;
+      const [first, second] = await Promise.all((flip ? [against, of] : [of, against]).map((target) => runWrk(target, SET_SECONDS, editorPid, rate)));
+      return flip ? [second!, first!] : [first!, second!];
+    };
+    const [saturatedOf, saturatedAgainst] = await both();
+    into.cpu.push(saturatedOf.proxyCpuUs / saturatedAgainst.proxyCpuUs);
+    const [pacedOf, pacedAgainst] = await both(PACED_RATE);
+    into.p99.push(pacedOf.p99Ms / pacedAgainst.p99Ms);
+  };
   for (let set = 0; set < SETS; set++) {
     const runs = new Map<HttpTarget, SetRuns>();
     for (const target of trio.map((_, i) => trio[(i + set) % trio.length]!)) {
@@ -851,10 +890,9 @@ async function sideBySide([control, floor, caddy]: [HttpTarget, HttpTarget, Http
     ratios.cpu.push(ours.saturated.proxyCpuUs / floorRuns.saturated.proxyCpuUs);
     ratios.rps.push(ours.saturated.rps / theirs.saturated.rps);
     // The control plane and the floor loaded at the same time, each by its own wrk: whatever the machine does then falls on both.
-    const [bothOurs, bothFloor] = await Promise.all([control, floor].map((target) => runWrk(target, SET_SECONDS, editorPid)));
-    together.cpu.push(bothOurs!.proxyCpuUs / bothFloor!.proxyCpuUs);
-    const [pacedOurs, pacedFloor] = await Promise.all([control, floor].map((target) => runWrk(target, SET_SECONDS, editorPid, PACED_RATE)));
-    together.p99.push(pacedOurs!.p99Ms / pacedFloor!.p99Ms);
+    await atOnce(control, floor, together, set);
+    // Two floors the same way: how far apart the measure puts two identical proxies.
+    if (secondFloor) await atOnce(secondFloor, floor, calibration, set);
   }
   const line = (name: string, values: number[], target: string, met: (ratio: number) => boolean) => {
     const ratio = median(values);
@@ -873,6 +911,13 @@ async function sideBySide([control, floor, caddy]: [HttpTarget, HttpTarget, Http
   );
   line('paced p99 against the floor', together.p99, '≤ 1.3x', (ratio) => ratio <= 1.3);
   line('CPU per request (saturated) against the floor', together.cpu, '≤ 1.2x', (ratio) => ratio <= 1.2);
+  if (secondFloor) {
+    const spread = (name: string, values: number[]) =>
+      console.log(`    ${name} ${median(values).toFixed(2)}x; sets ${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}x`);
+    console.log('  calibration: a second floor against the floor, loaded at the same time in the same way (the same code: any ratio but 1 is the measure):');
+    spread('paced p99 against the floor', calibration.p99);
+    spread('CPU per request (saturated) against the floor', calibration.cpu);
+  }
 }
 
 /** wrk got no answer at all from a target in a run. */
