@@ -170,6 +170,7 @@ export class Leadership {
       const fence: Fence = {
         holder,
         term,
+        holdMs: this.options.lease.renewDeadlineMs,
         assertCurrent: () => {
           if (this.current !== current) throw new FencedOutError(term, 'this replica stepped down');
           if (!this.withinDeadline(current)) throw new FencedOutError(term, 'no renewal of the lease within the renew deadline');

@@ -40,6 +40,13 @@ export interface Fence {
   readonly holder: string;
   readonly term: number;
   /**
+   * How long a write's transaction may sit idle in the database before the database ends it
+   * (`idle_in_transaction_session_timeout`): a leader paused in the middle of a write (SIGSTOP, a
+   * frozen VM) would otherwise hold the lease row, and with it every takeover, for as long as its
+   * connection lives. A leader's renew deadline: past it, it may not write anyway.
+   */
+  readonly holdMs: number;
+  /**
    * Throws FencedOutError when this process's own clock says the lease may have passed to another
    * (no renewal for the renew deadline: a process paused, or cut off from the database). Checked
    * before every write and every reconcile, with no database round trip.
@@ -64,15 +71,17 @@ export class FencedOutError extends Error {
  * Checks the fence inside a write's transaction: the lease row must still name this holder and
  * term. `FOR SHARE` keeps the row as it is until the transaction ends, so another process cannot
  * take the lease between this check and the write's commit (its UPDATE waits); a lease taken
- * before finds no row here, and the write is refused.
+ * before finds no row here, and the write is refused. The same statement bounds how long the
+ * transaction may then sit idle (the fence's holdMs), so a paused writer cannot hold a takeover.
  */
 export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
   fence.assertCurrent();
-  const rows = await queryRows<{ term: string }>(tx, 'SELECT term FROM leader_lease WHERE name = $1 AND holder = $2 AND term = $3 FOR SHARE', [
-    RECONCILER_LEASE,
-    fence.holder,
-    fence.term,
-  ]);
+  const rows = await queryRows<{ term: string }>(
+    tx,
+    `SELECT term, set_config('idle_in_transaction_session_timeout', $4, true)
+       FROM leader_lease WHERE name = $1 AND holder = $2 AND term = $3 FOR SHARE`,
+    [RECONCILER_LEASE, fence.holder, fence.term, String(Math.max(1, Math.ceil(fence.holdMs)))],
+  );
   if (rows.length === 0) {
     fence.refused();
     throw new FencedOutError(fence.term, 'the lease is held under a later term');

@@ -32,7 +32,7 @@ const expire = () => db.dataSource.query("UPDATE leader_lease SET expires_at = n
 
 /** A fence that is current by its own clock, recording whether the database refused it. */
 function fenceOf(holder: string, term: number): Fence & { wasRefused: boolean } {
-  const fence = { holder, term, wasRefused: false, assertCurrent: () => undefined, refused: () => void (fence.wasRefused = true) };
+  const fence = { holder, term, holdMs: MINUTE, wasRefused: false, assertCurrent: () => undefined, refused: () => void (fence.wasRefused = true) };
   return fence;
 }
 
@@ -139,6 +139,32 @@ describe('the fence', () => {
       });
     });
     expect(await takeover).toEqual(expect.objectContaining({ holder: 'b', term: 2 }));
+  });
+
+  it('ends a fenced write left open by a paused leader after its hold time: the takeover goes on, the write is not made', async () => {
+    await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
+    await expire();
+    let wake = () => undefined as void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    let pid = 0;
+    // The leader checks its fence and then stops (paused) with its transaction open.
+    const write = db.dataSource.transaction(async (tx) => {
+      await checkFence(tx, { ...fenceOf('a', 1), holdMs: 300 });
+      pid = ((await tx.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[])[0]!.pid;
+      await woken;
+      await tx.query("UPDATE leader_lease SET holder = 'a' WHERE name = $1", [RECONCILER_LEASE]);
+    });
+    const settled = write.then(
+      () => 'made',
+      () => 'refused',
+    );
+    await eventually('the write to hold the lease row', async () => pid !== 0);
+    // Without the bound the takeover waits for as long as the paused leader's connection lives.
+    expect(await leases.acquire(RECONCILER_LEASE, 'b', MINUTE)).toEqual(expect.objectContaining({ holder: 'b', term: 2 }));
+    // Woken, the old leader's write finds its transaction ended by the database.
+    wake();
+    expect(await settled).toBe('refused');
+    expect(await leases.get(RECONCILER_LEASE)).toEqual(expect.objectContaining({ holder: 'b', term: 2 }));
   });
 });
 
