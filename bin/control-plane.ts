@@ -261,6 +261,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         leases: store.leases,
         holder: self.id,
         lease: config.lease,
+        boundWrites: !database.embedded,
         metrics,
         log: leadershipLog,
         lead: async (fence) => {

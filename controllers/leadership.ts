@@ -20,6 +20,12 @@ export interface LeadershipOptions {
    * server restarted after a crash does not wait a whole lease to act again.
    */
   holderGone?(): Promise<string | undefined>;
+  /**
+   * Whether a leader's write transaction is ended by the database once idle past the renew
+   * deadline (Fence's holdMs): on PostgreSQL, where other replicas wait on it; not on the embedded
+   * database, one process, whose own backend the timeout would end.
+   */
+  boundWrites: boolean;
 }
 
 /**
@@ -170,7 +176,7 @@ export class Leadership {
       const fence: Fence = {
         holder,
         term,
-        holdMs: this.options.lease.renewDeadlineMs,
+        holdMs: this.options.boundWrites ? this.options.lease.renewDeadlineMs : undefined,
         assertCurrent: () => {
           if (this.current !== current) throw new FencedOutError(term, 'this replica stepped down');
           if (!this.withinDeadline(current)) throw new FencedOutError(term, 'no renewal of the lease within the renew deadline');

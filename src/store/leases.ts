@@ -43,9 +43,10 @@ export interface Fence {
    * How long a write's transaction may sit idle in the database before the database ends it
    * (`idle_in_transaction_session_timeout`): a leader paused in the middle of a write (SIGSTOP, a
    * frozen VM) would otherwise hold the lease row, and with it every takeover, for as long as its
-   * connection lives. A leader's renew deadline: past it, it may not write anyway.
+   * connection lives. A leader's renew deadline: past it, it may not write anyway. Undefined: no
+   * bound (the embedded database, one process, whose own backend the timeout would end).
    */
-  readonly holdMs: number;
+  readonly holdMs: number | undefined;
   /**
    * Throws FencedOutError when this process's own clock says the lease may have passed to another
    * (no renewal for the renew deadline: a process paused, or cut off from the database). Checked
@@ -76,11 +77,12 @@ export class FencedOutError extends Error {
  */
 export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
   fence.assertCurrent();
+  const bound = fence.holdMs === undefined ? [] : [String(Math.max(1, Math.ceil(fence.holdMs)))];
   const rows = await queryRows<{ term: string }>(
     tx,
-    `SELECT term, set_config('idle_in_transaction_session_timeout', $4, true)
+    `SELECT term${bound.length ? ", set_config('idle_in_transaction_session_timeout', $4, true)" : ''}
        FROM leader_lease WHERE name = $1 AND holder = $2 AND term = $3 FOR SHARE`,
-    [RECONCILER_LEASE, fence.holder, fence.term, String(Math.max(1, Math.ceil(fence.holdMs)))],
+    [RECONCILER_LEASE, fence.holder, fence.term, ...bound],
   );
   if (rows.length === 0) {
     fence.refused();

@@ -32,7 +32,7 @@ const expire = () => db.dataSource.query("UPDATE leader_lease SET expires_at = n
 
 /** A fence that is current by its own clock, recording whether the database refused it. */
 function fenceOf(holder: string, term: number): Fence & { wasRefused: boolean } {
-  const fence = { holder, term, holdMs: MINUTE, wasRefused: false, assertCurrent: () => undefined, refused: () => void (fence.wasRefused = true) };
+  const fence = { holder, term, holdMs: undefined, wasRefused: false, assertCurrent: () => undefined, refused: () => void (fence.wasRefused = true) };
   return fence;
 }
 
@@ -189,6 +189,7 @@ describe('the elector', () => {
       log: categoryLogger(log.root, 'leader'),
       lead: async (fence) => void led.push(fence),
       follow: async () => void followed++,
+      boundWrites: true,
       ...overrides,
     });
     electors.push(leadership);
@@ -212,6 +213,16 @@ describe('the elector', () => {
     expect(b.led.map((fence) => fence.term)).toEqual([2]);
     // a's fence is void now: by its own clock at once, and in the database.
     expect(() => a.led[0]!.assertCurrent()).toThrow(FencedOutError);
+  });
+
+  it("bounds its writes' idle time by the renew deadline on PostgreSQL, not on the embedded database", async () => {
+    const a = newElector('a');
+    await a.leadership.start();
+    expect(a.led[0]!.holdMs).toBe(LEASE.renewDeadlineMs);
+    await a.leadership.stop();
+    const b = newElector('b', { boundWrites: false });
+    await b.leadership.start();
+    expect(b.led[0]!.holdMs).toBeUndefined();
   });
 
   it('stopping, stops its leader-only parts while its fence still holds, then refuses writes', async () => {
