@@ -14,7 +14,7 @@ import { request } from 'undici';
 import { PROJECT_ROOT } from '../../src/config.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
 import { createHarness, eventually, newControlPlaneId, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
@@ -70,9 +70,8 @@ async function signIn(page: Page, who: Student): Promise<void> {
 async function open(page: Page, to: string): Promise<void> {
   await page.setViewportSize({ width: 1280, height: 800 });
   await signIn(page, coach);
-  await page.goto(`${app.url}${to}`);
   // The first page of a cold browser on a busy 2-core CI machine has taken over 10 s.
-  await page.locator('main h1').waitFor({ timeout: 30_000 });
+  await gotoAndWait(page, `${app.url}${to}`, page.locator('main h1'), 'panel-open-failure');
 }
 
 /** axe-core's serious and critical violations of the page (run inside it; the page's CSP is not bypassed for its own scripts). */
@@ -176,6 +175,24 @@ describe('overview', () => {
       expect(await app.store.settings.cap()).toEqual({ value: 2, source: 'override' });
       expect((await auditActions()).at(-1)).toBe(`${coach.email} config.max-active-containers`);
       await app.store.settings.setCap(SYSTEM_ACTOR, 1);
+    });
+  });
+
+  it('reads the overview again by itself after a failed read (a 503, as in a restart), saying so meanwhile', async () => {
+    await withPage(browser, async (page) => {
+      let answered = 0;
+      await page.route('**/admin/overview', (route) =>
+        answered++ === 0
+          ? route.fulfill({ status: 503, json: { error: { code: 'unavailable', message: 'The database is not answering.' } } })
+          : route.continue(),
+      );
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await signIn(page, coach);
+      await page.goto(`${app.url}/panel/`);
+      await page.getByText('The database is not answering. Trying again in 2 s.').waitFor({ timeout: 30_000 });
+      await page.locator('main h1').filter({ hasText: 'Overview' }).waitFor({ timeout: 30_000 });
+      expect(await page.getByText('Trying again').count()).toBe(0);
+      expect(answered).toBe(2);
     });
   });
 

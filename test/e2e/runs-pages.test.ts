@@ -15,7 +15,7 @@ import { RunController } from '../../controllers/runs.ts';
 import { PROJECT_ROOT } from '../../src/config.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
 import { captureLogger, createHarness, eventually, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -167,8 +167,7 @@ it("lists the class's runs in the panel, filtered through the URL, shows one liv
   const { run } = (await started.json()) as { run: { id: string } };
   await withPage(browser, async (page) => {
     await signIn(page, coach);
-    await page.goto(`${app.url}/panel/runs`);
-    await page.locator('main h1').filter({ hasText: 'Runs' }).waitFor({ timeout: 30_000 });
+    await gotoAndWait(page, `${app.url}/panel/runs`, page.locator('main h1').filter({ hasText: 'Runs' }), 'panel-runs-failure');
     // Every run of the class, newest first, with whose it is.
     const table = page.locator('table.runs tbody tr');
     await table.nth(2).waitFor();
@@ -183,16 +182,12 @@ it("lists the class's runs in the panel, filtered through the URL, shows one liv
     expect(await table.first().innerText()).toContain('failed: compile or boot failed (exit code 1)');
 
     // The running one, at its own address (as a link or a reload opens it), its output as it is written.
-    await page.goto(`${app.url}/panel/runs/${run.id}`);
-    await page
-      .locator('main h1')
-      .filter({ hasText: `Run of ${ada.workspace.slug}` })
-      .waitFor({ timeout: 30_000 })
-      .catch(async (error: unknown) => {
-        // What the page shows instead, for a failure on a busy machine to say why.
-        await page.screenshot({ path: path.join(SHOTS, 'panel-run-failure.png') });
-        throw new Error(`${(error as Error).message}\n--- the page (${page.url()}):\n${await page.locator('body').innerText()}`, { cause: error });
-      });
+    await gotoAndWait(
+      page,
+      `${app.url}/panel/runs/${run.id}`,
+      page.locator('main h1').filter({ hasText: `Run of ${ada.workspace.slug}` }),
+      'panel-run-failure',
+    );
     const output = page.getByLabel('Output of the run');
     await output.filter({ hasText: /tick 2 / }).waitFor({ timeout: 30_000 });
     await output.filter({ hasText: /tick 4 / }).waitFor({ timeout: 30_000 });

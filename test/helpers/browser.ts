@@ -10,7 +10,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import type { Browser, BrowserContext, ConsoleMessage, Page, Request, Route, WebSocket, WebSocketRoute } from 'playwright-core';
+import type { Browser, BrowserContext, ConsoleMessage, Locator, Page, Request, Response, Route, WebSocket, WebSocketRoute } from 'playwright-core';
 import { eventually } from './controllers.ts';
 
 /** Debian's Chromium (package `chromium`). */
@@ -138,15 +138,17 @@ export async function openFromExplorer(page: Page, file: string): Promise<void> 
 }
 
 /**
- * Waits for the VS Code workbench to render and its explorer to list the starter project
- * (`build.gradle`, at the folder's top). When it does not, the error says what the window showed
- * (windowEvidence), what the page logged meanwhile (its WebSockets too), and what `more` adds (the editor's own log).
+ * Records what a page logs from now on (its console, its uncaught errors, its failed requests and
+ * its HTTP errors, its WebSockets), for a failure's message; `stop` ends the recording.
  */
-export async function waitForWorkbench(page: Page, options: { timeout?: number; more?: () => Promise<string> } = {}): Promise<void> {
+export function recordPage(page: Page): { logged: string[]; stop: () => void } {
   const logged: string[] = [];
   const onConsole = (message: ConsoleMessage) => logged.push(`console.${message.type()}: ${message.text()}`);
   const onError = (error: Error) => logged.push(`pageerror: ${error.message}`);
   const onFailed = (request: Request) => logged.push(`requestfailed: ${request.url()} ${request.failure()?.errorText ?? ''}`);
+  const onResponse = (response: Response) => {
+    if (response.status() >= 400) logged.push(`response ${response.status()}: ${response.request().method()} ${response.url()}`);
+  };
   const onSocket = (socket: WebSocket) => {
     logged.push(`websocket opened: ${socket.url()}`);
     socket.on('close', () => logged.push(`websocket closed: ${socket.url()}`));
@@ -154,21 +156,62 @@ export async function waitForWorkbench(page: Page, options: { timeout?: number; 
   page.on('console', onConsole);
   page.on('pageerror', onError);
   page.on('requestfailed', onFailed);
+  page.on('response', onResponse);
   page.on('websocket', onSocket);
+  const stop = () => {
+    page.off('console', onConsole);
+    page.off('pageerror', onError);
+    page.off('requestfailed', onFailed);
+    page.off('response', onResponse);
+    page.off('websocket', onSocket);
+  };
+  return { logged, stop };
+}
+
+/**
+ * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say). When it does not show,
+ * the error says what the page showed instead, what it logged meanwhile (recordPage), and where its
+ * screenshot `<tmpdir>/<name>.png` is: a failure on a busy machine says why.
+ */
+export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
+  const record = recordPage(page);
+  try {
+    await page.goto(url);
+    await shown.waitFor({ timeout });
+  } catch (error) {
+    const shot = path.join(os.tmpdir(), `${name}.png`);
+    await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
+    const text = await page
+      .locator('body')
+      .innerText({ timeout: 5000 })
+      .catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`);
+    throw new Error(
+      `${(error as Error).message}\n--- the page (${page.url()}):\n${text}\n--- the page logged:\n${record.logged.slice(-80).join('\n')}\n--- screenshot: ${shot}`,
+      { cause: error },
+    );
+  } finally {
+    record.stop();
+  }
+}
+
+/**
+ * Waits for the VS Code workbench to render and its explorer to list the starter project
+ * (`build.gradle`, at the folder's top). When it does not, the error says what the window showed
+ * (windowEvidence), what the page logged meanwhile (recordPage), and what `more` adds (the editor's own log).
+ */
+export async function waitForWorkbench(page: Page, options: { timeout?: number; more?: () => Promise<string> } = {}): Promise<void> {
+  const record = recordPage(page);
   try {
     await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: options.timeout ?? 90_000 });
     await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
   } catch (error) {
     const more = options.more ? await options.more().catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`) : '';
     throw new Error(
-      `${(error as Error).message}\n${await windowEvidence(page, 'workbench-without-project')}\n--- the page logged:\n${logged.slice(-80).join('\n')}${more ? `\n--- more:\n${more}` : ''}`,
+      `${(error as Error).message}\n${await windowEvidence(page, 'workbench-without-project')}\n--- the page logged:\n${record.logged.slice(-80).join('\n')}${more ? `\n--- more:\n${more}` : ''}`,
       { cause: error },
     );
   } finally {
-    page.off('console', onConsole);
-    page.off('pageerror', onError);
-    page.off('requestfailed', onFailed);
-    page.off('websocket', onSocket);
+    record.stop();
   }
 }
 

@@ -1,7 +1,7 @@
 /** What the panel's pages share: reading with live refresh, navigation, times, notices, confirmations. */
 import type { ComponentChildren, VNode } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { onLive, messageOf } from './api.ts';
+import { ApiError, onLive, messageOf } from './api.ts';
 import { html } from './html.ts';
 
 /** The state of something read from the API. */
@@ -11,29 +11,48 @@ export interface Resource<T> {
   reload: () => void;
 }
 
+/** The first wait before a failed read is tried again, and the longest (the wait doubles between). */
+const RETRY_FIRST_MS = 2000;
+const RETRY_MAX_MS = 30_000;
+
+/** A failure that may pass by itself: the control plane not reached, or a server error (a restart, a failover, the database away). */
+const passing = (failure: unknown): boolean => failure instanceof ApiError && (failure.status === 0 || failure.status >= 500);
+
 /**
  * Reads with `load` now, again when `key` changes, and again (at most every 300 ms) whenever the
  * live stream says one of `kinds` changed. The last data stays on screen while the next arrives,
- * so a refresh never flickers.
+ * so a refresh never flickers. A read that failed in a way that may pass by itself (`passing`) is
+ * tried again after 2 s, then after twice as long each time up to 30 s, and the error says so: an
+ * open page comes back by itself after a restart, without a reload.
  */
 export function useResource<T>(load: () => Promise<T>, key: string, kinds: readonly string[] = []): Resource<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const latest = useRef(0);
+  const retry = useRef<{ timer?: number; waitMs: number }>({ waitMs: RETRY_FIRST_MS });
   const reload = useCallback(() => {
     const call = ++latest.current;
+    clearTimeout(retry.current.timer);
     void (async () => {
       try {
         const value = await load();
         if (call !== latest.current) return;
+        retry.current.waitMs = RETRY_FIRST_MS;
         setData(value);
         setError(undefined);
       } catch (failure) {
-        if (call === latest.current) setError(messageOf(failure));
+        if (call !== latest.current) return;
+        if (!passing(failure)) return setError(messageOf(failure));
+        const waitMs = retry.current.waitMs;
+        retry.current = { timer: setTimeout(reload, waitMs), waitMs: Math.min(waitMs * 2, RETRY_MAX_MS) };
+        setError(`${messageOf(failure)} Trying again in ${waitMs / 1000} s.`);
       }
     })();
   }, [key]);
-  useEffect(reload, [reload]);
+  useEffect(() => {
+    reload();
+    return () => clearTimeout(retry.current.timer);
+  }, [reload]);
   useEffect(() => {
     if (kinds.length === 0) return undefined;
     let timer: number | undefined;
