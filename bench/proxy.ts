@@ -27,8 +27,9 @@
  *   following, so its process serves the proxy with no controllers, sampler or idle sweep beside
  *   it. Targets (issue 22): paced p99 ≤ 1.3× the floor's; CPU per request ≤ 1.2× the floor's;
  *   saturated requests/s ≥ Caddy's. Then the same three ratios side by side (sideBySide): SETS (8)
- *   sets of the control plane, the floor and Caddy one after another, SET_SECONDS (4) s saturated
- *   and paced each, the median of the sets' ratios; and in each set the control plane and the floor
+ *   sets of the control plane, the floor and Caddy one after another, SET_SECONDS (8) s saturated
+ *   and paced each (a paced run's p99 is its 40th slowest request of about 4,000; at 4 s, two
+ *   identical floors measured 1.04–1.17× each other, at 8 s 1.00× and 1.07×), the median of the sets' ratios; and in each set the control plane and the floor
  *   loaded at the same time, each by its own wrk (saturated, then paced): a change in the machine's
  *   speed during a set falls on both (run after run on this project's VMs, the one-after-another
  *   ratio of the same code moved 0.9–1.5×; at the same time, medians 1.14–1.19× in three runs); which
@@ -51,8 +52,8 @@
  * above ~2,100 (Node raises its soft limit to the hard one at start; if the hard limit is lower, run
  * `ulimit -n 4096` first). The editor container's limit is checked and printed. Everything it
  * creates (containers and volumes of its control-plane id, the child processes, the data
- * directory, the database cp_bench_proxy) is removed at the end; it aborts (cleaning up) after 15
- * minutes.
+ * directory, the database cp_bench_proxy) is removed at the end; it aborts (cleaning up) when it
+ * runs far longer than configured (DEADLINE_MS).
  *
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/proxy.ts   (DB=embedded, PARTS=http, ROUNDS=…)
  */
@@ -95,7 +96,7 @@ const PACED_SECONDS = Number(process.env.PACED_SECONDS ?? 10);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 10);
 /** Side-by-side sets of the control plane, the floor and Caddy (0: none), and each run's seconds. */
 const SETS = Number(process.env.SETS ?? 8);
-const SET_SECONDS = Number(process.env.SET_SECONDS ?? 4);
+const SET_SECONDS = Number(process.env.SET_SECONDS ?? 8);
 /** CALIBRATE=1: in each set a second floor is loaded at the same time as the floor, the way the control plane is: the measure's own spread. */
 const CALIBRATE = process.env.CALIBRATE === '1';
 /** Which database the control plane runs on: DB=postgres (the provisioned server) or DB=embedded (PGlite). */
@@ -338,6 +339,18 @@ async function idleCpu(targets: HttpTarget[], seconds: number): Promise<{ name: 
   return measured.map((target, index) => ({ name: target.name, msPerSecond: ((cpu(target) - before[index]!) * 1000) / seconds }));
 }
 
+/**
+ * How long the runs take as configured (load runs with their warm-ups, the sets, the WebSocket runs),
+ * in seconds: the deadline is 10 minutes of setup and cleanup on top of twice that, so a longer
+ * configuration is not cut off, and a stuck run still ends.
+ */
+const PLANNED_SECONDS =
+  7 * (HTTP_SECONDS + PACED_SECONDS + 2) * ROUNDS +
+  SETS * SET_SECONDS * 2 * (3 + 1 + (CALIBRATE ? 1 : 0)) +
+  (parts.has('ws') ? 2 * (WS_SECONDS + 1) * ROUNDS : 0) +
+  6 * IDLE_SECONDS;
+const DEADLINE_MS = (10 * 60 + 2 * PLANNED_SECONDS) * 1000;
+
 async function main(): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
   let cleaning: Promise<void> | undefined;
@@ -345,7 +358,7 @@ async function main(): Promise<void> {
     (cleaning ??= (async () => {
       for (const step of cleanups.toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
     })());
-  deadline(15 * 60_000, cleanup);
+  deadline(DEADLINE_MS, cleanup);
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void cleanup().finally(() => process.exit(130)));
 
   const wrkVersion = ensureDebianTool('wrk', ['-v']);
