@@ -7,6 +7,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import type tar from 'tar-stream';
+import { HOME_PATH } from '../docker/runtime.ts';
 import type { PackHeader } from './streams.ts';
 
 /** The format number in every manifest this version writes, and the only one it reads. */
@@ -188,16 +189,34 @@ export class ContentHash {
   }
 }
 
-/** The longest name (one path segment) and path, in bytes, that a volume's file system holds (NAME_MAX; PATH_MAX less the mount point). */
+/** NAME_MAX: the longest name (one path segment), in bytes, a volume's file system holds. */
 const MAX_NAME_BYTES = 255;
-const MAX_PATH_BYTES = 3800;
+
+/**
+ * PATH_MAX less its terminating NUL: the longest path, in bytes, that a workspace container can name
+ * (`/home/student/...`, HOME_PATH), and so the longest the engine's archive API reads and writes
+ * through the same mount point (it leaves deeper files out of an archive without a word); also the
+ * longest target a symbolic link holds.
+ */
+const MAX_PATH_BYTES = 4095;
+
+/** The bytes of backup path `path` (`home/...`) as a workspace container names it (`/home/student/...`). */
+const containerPathBytes = (path: string) => Buffer.byteLength(path) - HOME_DIR.length + Buffer.byteLength(HOME_PATH);
+
+/** A path as a message shows it: quoted (a name may hold any character), its middle left out when it is long. */
+export function shownPath(path: string): string {
+  return JSON.stringify(path.length > 120 ? `${path.slice(0, 60)}…${path.slice(-60)}` : path);
+}
 
 /**
  * What a backup's content entries may build, checked in archive order (the order the engine writes
  * a volume in): `home` first, and a directory; every other entry once, inside a directory that came
  * before it (never under a file or a symbolic link, which the engine would refuse to write into or
- * follow); a hard link only to a regular file that came before it; names and link targets a file
- * system holds. Holds every path seen.
+ * follow); a hard link only to a regular file or a symbolic link that came before it (a hard link to
+ * a symbolic link is one more name of the link itself, never followed); names, paths and link
+ * targets a workspace holds (MAX_NAME_BYTES, MAX_PATH_BYTES as the container names them). Holds
+ * every path seen. Reading a backup checks it, and so does writing one, so that a backup is never
+ * written that its restore would refuse.
  */
 export class TreeCheck {
   private readonly kinds = new Map<string, BackupEntryType>();
@@ -205,17 +224,22 @@ export class TreeCheck {
   /** Why `entry` cannot come next (a phrase for "it is not a workspace backup: ..."), or undefined when it can; records it. */
   problem(entry: BackupEntry): string | undefined {
     if (this.kinds.size === 0 && (entry.path !== HOME_DIR || entry.type !== 'directory')) return `its first entry is not the ${HOME_DIR}/ directory`;
-    const tooLong = Buffer.byteLength(entry.path) > MAX_PATH_BYTES || Buffer.byteLength(entry.linkname) > MAX_PATH_BYTES;
-    if (tooLong || entry.path.split('/').some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES)) {
-      return `${entry.path.length > 80 ? `${entry.path.slice(0, 80)}…` : entry.path} has a name or link longer than a file system holds`;
-    }
-    if (this.kinds.has(entry.path)) return `it holds ${entry.path} twice`;
+    const path = shownPath(entry.path);
+    if (entry.path.split('/').some((name) => Buffer.byteLength(name) > MAX_NAME_BYTES)) return `${path} has a name longer than ${MAX_NAME_BYTES} bytes`;
+    if (containerPathBytes(entry.path) > MAX_PATH_BYTES) return `${path} is longer than ${MAX_PATH_BYTES} bytes as ${HOME_PATH}/…`;
+    if (entry.type === 'symlink' && Buffer.byteLength(entry.linkname) > MAX_PATH_BYTES)
+      return `${path} is a symbolic link to a target longer than ${MAX_PATH_BYTES} bytes`;
+    if (this.kinds.has(entry.path)) return `it holds ${path} twice`;
     if (entry.path !== HOME_DIR && this.kinds.get(entry.path.slice(0, entry.path.lastIndexOf('/'))) !== 'directory') {
-      return `${entry.path} is not inside a directory that comes before it`;
+      return `${path} is not inside a directory that comes before it`;
     }
-    if (entry.type === 'link' && this.kinds.get(entry.linkname) !== 'file')
-      return `${entry.path} is a hard link to ${entry.linkname}, which is not a file before it`;
+    if (entry.type === 'link' && !LINKABLE.has(this.kinds.get(entry.linkname))) {
+      return `${path} is a hard link to ${shownPath(entry.linkname)}, which is not a file or symbolic link before it`;
+    }
     this.kinds.set(entry.path, entry.type);
     return undefined;
   }
 }
+
+/** What a hard link in a backup may name: one more name of a regular file or of a symbolic link (never a directory, never a path through a link). */
+const LINKABLE = new Set<BackupEntryType | undefined>(['file', 'symlink']);

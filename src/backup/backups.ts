@@ -301,8 +301,9 @@ export class Backups {
     try {
       return (await this.create(actor, workspace)).name;
     } catch (error) {
+      // A home that cannot be kept as it is (backup_unrestorable) is refused by a rule; anything else may pass.
       throw new AppError(
-        503,
+        error instanceof AppError && error.status === 409 ? 409 : 503,
         'restore_not_kept',
         `The files of ${workspace.slug} could not be kept as a backup before the restore (${(error as Error).message}); nothing was restored.`,
       );

@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { VOLUME_ARCHIVE_ROOT, type VolumeArchives } from '../docker/runtime.ts';
-import { ValidationError } from '../errors.ts';
+import { ConflictError, ValidationError } from '../errors.ts';
 import {
   BACKUP_FORMAT,
   backupEntry,
@@ -12,7 +12,9 @@ import {
   HOME_DIR,
   MANIFEST_NAME,
   MAX_OWNER_ID,
+  shownPath,
   tarHeader,
+  TreeCheck,
   type BackupEntry,
   type BackupManifest,
 } from './backup-format.ts';
@@ -38,12 +40,16 @@ export interface WriteBackupOptions {
 
 /**
  * Streams a backup of the volume into `out`: the engine's archive of it, repacked as the backup
- * format (entries under `home/`, owners, modes and mtimes kept, FIFOs and devices left out) and
- * hashed as it passes, then the manifest as the last entry, gzip'd. Resolves with the manifest once
- * `out` has finished; rejects with the first failure (engine, volume content, `out`), after which
- * `out` has been destroyed and the helper container is on its way out. Memory stays bounded:
- * nothing waits in it longer than a few chunks. Stopping the workspace first gives a consistent
- * copy; a file changing while it is read fails the export.
+ * format (entries under `home/`, owners, modes and mtimes kept, FIFOs and devices left out with
+ * their hard links) and hashed as it passes, then the manifest as the last entry, gzip'd. Every
+ * entry is checked as a restore checks it (TreeCheck) and for names a backup can carry, so a backup
+ * restores what it took: a home holding what a restore could not bring back is refused with 409
+ * `backup_unrestorable`, naming the file (a name or symbolic link target that is not UTF-8). Resolves
+ * with the manifest once `out` has finished; rejects with the first failure (engine, volume content,
+ * `out`), after which `out` has been destroyed and the helper container is on its way out. Memory
+ * stays bounded: nothing waits in it longer than a few chunks (and the check holds every path).
+ * Stopping the workspace first gives a consistent copy; a file changing while it is read fails the
+ * export.
  */
 export async function writeBackup({ runtime, volume, image, workspace, out, onProgress, signal }: WriteBackupOptions): Promise<BackupManifest> {
   const created = new Date().toISOString();
@@ -58,14 +64,26 @@ export async function writeBackup({ runtime, volume, image, workspace, out, onPr
   const writing = outcome(pipeline(pack, gzip, out));
   try {
     const hash = new ContentHash();
+    const tree = new TreeCheck();
+    // The engine's names of what is left out: a hard link to one of them is another name of it.
+    const leftOut = new Set<string>();
     let files = 0;
     let bytes = 0;
     for await (const tarEntry of extract) {
-      const entry = volumeEntry(volume, tarEntry.header);
+      const { header } = tarEntry;
+      const entry = header.type === 'link' && leftOut.has(header.linkname ?? '') ? undefined : volumeEntry(volume, header);
       if (!entry) {
         // A FIFO or a device: no data to keep.
+        leftOut.add(header.name);
         tarEntry.resume();
         continue;
+      }
+      const problem = tree.problem(entry) ?? unencodable(entry);
+      if (problem) {
+        throw ConflictError(
+          'backup_unrestorable',
+          `The home of ${workspace.slug} was not backed up: ${problem}, which a restore could not bring back as it is. Rename or remove it, then back up again.`,
+        );
       }
       hash.entry(entry);
       const sink = packEntry(pack, tarHeader(entry, HOME_DIR));
@@ -147,4 +165,19 @@ function volumeEntry(volume: string, header: tar.Header): BackupEntry | undefine
     default:
       return entry;
   }
+}
+
+/** U+FFFD, which stands for every byte that is not UTF-8 in a name decoded from the engine's archive. */
+const REPLACEMENT = '\uFFFD';
+
+/**
+ * Why `entry` would not come back as it is, or undefined. The archive's names and link targets reach
+ * us decoded as UTF-8 (tar-stream's only encoding for the PAX records the engine writes them in),
+ * with U+FFFD for every byte that is not: such a file would come back under another name. A name
+ * that holds U+FFFD itself cannot be told apart, and is refused with them.
+ */
+function unencodable(entry: BackupEntry): string | undefined {
+  if (entry.path.includes(REPLACEMENT)) return `${shownPath(entry.path)} has a name that is not UTF-8 text`;
+  if (entry.type === 'symlink' && entry.linkname.includes(REPLACEMENT)) return `${shownPath(entry.path)} is a symbolic link to a target that is not UTF-8 text`;
+  return undefined;
 }

@@ -4,7 +4,10 @@
  * backup endpoints, and the workspace controller moving a restored workspace onto its new home
  * volume (the old one removed, the files there when the editor starts again). Refusals: a running
  * workspace, a corrupted archive (the target's home untouched, no staging volume left), unknown
- * names. The format itself (owners, modes, links, 200 MB, tampering) is test/integration/backup.test.ts's.
+ * names. A home at the limits: its longest paths, names and link targets back up and restore (its
+ * safety copy before a restore too), and a name a backup cannot carry is refused at backup and
+ * before a restore, named. The format itself (owners, modes, links, 200 MB, tampering) is
+ * test/integration/backup.test.ts's.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -358,5 +361,118 @@ describe('the admin API', () => {
     } finally {
       writeFileSync(sidecar, kept);
     }
+  }, 60_000);
+});
+
+describe('a home at the limits of what a workspace holds', () => {
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  /** 20 directories of 200 bytes under deep/: a directory path of 4,024 bytes in the home. */
+  const DEEP_DIR = `deep/${Array.from({ length: 20 }, (_, index) => String(index).padStart(200, 'd')).join('/')}`;
+  /** A file in it whose path, as the container names it (/home/student/...), is 4,095 bytes: PATH_MAX less its NUL. */
+  const DEEP_FILE = `${DEEP_DIR}/${'f'.repeat(4095 - '/home/student/'.length - DEEP_DIR.length - 1)}`;
+  /** A name of 255 bytes (NAME_MAX), and a symbolic link target of 4,095 bytes (the longest one holds). */
+  const LONG_NAME = 'n'.repeat(255);
+  const FAR_TARGET = `../${'t'.repeat(4092)}`;
+  /**
+   * The home (our fixture, busybox in the test image): the deepest file a workspace can name, a
+   * long name, a long link target, a hard link to a symbolic link (one more name of the link), and
+   * a FIFO with a second name (backups leave FIFOs out, with their hard links).
+   */
+  const LIMITS = `set -e
+cd /home/student
+mkdir -p '${DEEP_DIR}'
+printf 'at the bottom\\n' > '${DEEP_FILE}'
+printf 'long name\\n' > '${LONG_NAME}'
+ln -s '${FAR_TARGET}' far-link
+printf 'notes\\n' > notes.txt && ln -s notes.txt notes-link && ln notes-link notes-link-again
+mkfifo pipe && ln pipe pipe-again`;
+  /** What the home holds that a restore brings back: the fixture's listing without its FIFOs. */
+  const withoutFifos = (listing: string) => listing.replaceAll(/^.* fifo .*\n/gm, '');
+  /** The content of the deepest file, the long link's target, and the link count and kind of the hard-linked symbolic link. */
+  const DETAILS = `cd /home/student && cat '${DEEP_FILE}' && readlink far-link && stat -c '%h %F' notes-link-again`;
+  const details = `at the bottom\n${FAR_TARGET}\n2 symbolic link\n`;
+  let cy: Student;
+  let workspace: WorkspaceRecord;
+  /** A stored backup of cy's workspace that holds one small file. */
+  let small: string;
+
+  const backUp = () => fetch(`${app.url}/admin/workspaces/${workspace.id}/backup`, { method: 'POST', headers: admin });
+  const restore = (backup: string) =>
+    fetch(`${app.url}/admin/workspaces/${workspace.id}/restore`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ backup }),
+    });
+
+  beforeAll(async () => {
+    cy = await newStudent(harness.store, 'cy', tag);
+    workspace = cy.workspace;
+    await new DockerRuntime({ controlPlaneId: harness.controlPlaneId }).ensureVolume(
+      { workspaceId: workspace.id, slug: workspace.slug },
+      names.volume(workspace.slug),
+    );
+    await sh(names.volume(workspace.slug), LIMITS);
+    small = `${workspace.slug}-20260101T000000Z.tar.gz`;
+    await craftBackup(
+      path.join(dataDir, 'backups', small),
+      [
+        { path: 'home', type: 'directory', mode: 0o755 },
+        { path: 'home/hello.txt', type: 'file', data: Buffer.from('hello\n') },
+      ],
+      { slug: workspace.slug, workspaceId: workspace.id, image: TEST_IMAGE },
+    );
+  }, 60_000);
+
+  it('backs up (201) and restores (200) the deepest path, the longest name and link target, and a hard link to a symbolic link: each comes back with its content', async () => {
+    expect(Buffer.byteLength(`/home/student/${DEEP_FILE}`)).toBe(4095);
+    const original = await listingOf(cy);
+    expect(original).toContain(' fifo ');
+    expect(await sh(await homeOf(cy), DETAILS)).toBe(details);
+    const made = await backUp();
+    expect(made.status).toBe(201);
+    const { backup } = (await made.json()) as { backup: { name: string } };
+    const restored = await restore(backup.name);
+    expect({ status: restored.status, body: (await restored.json()) as unknown }).toMatchObject({ status: 200, body: { kept: expect.any(String) } });
+    expect(await listingOf(cy)).toBe(asRestored(withoutFifos(original)));
+    expect(await sh(await homeOf(cy), DETAILS)).toBe(details);
+  }, 60_000);
+
+  it('keeps such a home before a restore replaces it, as a backup that brings it back', async () => {
+    const before = await listingOf(cy);
+    const replaced = await restore(small);
+    expect(replaced.status).toBe(200);
+    const { kept } = (await replaced.json()) as { kept: string };
+    expect(await sh(await homeOf(cy), 'ls /home/student')).toBe('hello.txt\n');
+    // The safety copy restores what it kept.
+    const back = await restore(kept);
+    expect({ status: back.status, body: (await back.json()) as unknown }).toMatchObject({ status: 200, body: { from: workspace.slug } });
+    expect(await listingOf(cy)).toBe(before);
+    expect(await sh(await homeOf(cy), DETAILS)).toBe(details);
+  }, 60_000);
+
+  it('refuses to back up a name that is not UTF-8 (409 backup_unrestorable), and a restore over it (409 restore_not_kept), naming the file and touching nothing', async () => {
+    const home = await homeOf(cy);
+    await sh(home, `printf 'latin-1\\n' > "$(printf '/home/student/caf\\351.txt')"`);
+    const before = { backups: await readdir(path.join(dataDir, 'backups')), listing: await listingOf(cy), staging: await stagingVolumes() };
+    const named = expect.stringContaining(`"home/caf\uFFFD.txt" has a name that is not UTF-8 text`);
+
+    const made = await backUp();
+    expect({ status: made.status, body: (await made.json()) as unknown }).toEqual({
+      status: 409,
+      body: { error: { code: 'backup_unrestorable', message: named } },
+    });
+    const restored = await restore(small);
+    expect({ status: restored.status, body: (await restored.json()) as unknown }).toEqual({
+      status: 409,
+      body: { error: { code: 'restore_not_kept', message: named } },
+    });
+    const cliMade = await cli(['backup', workspace.slug], env);
+    expect({ code: cliMade.code, stderr: cliMade.stderr }).toEqual({
+      code: EXIT.refused,
+      stderr: expect.stringMatching(/^Error: The home of .* has a name that is not UTF-8 text/),
+    });
+
+    expect({ backups: await readdir(path.join(dataDir, 'backups')), listing: await listingOf(cy), staging: await stagingVolumes() }).toEqual(before);
+    expect(await homeOf(cy)).toBe(home);
   }, 60_000);
 });

@@ -113,6 +113,14 @@ const VOLUME_ENTRIES: Entry[] = [
   { name: 'student/.gitconfig', data: '[user]\nname = Ada\n' },
   { name: 'student/project/key-copy', type: 'link', mode: 0o600, linkname: 'student/.ssh/id_ed25519' },
 ];
+/** `home` and 20 directories of 200 bytes under home/deep/: a path of 4,024 bytes in the home. */
+const DEEP_DIRS: CraftedEntry[] = [
+  { path: 'home', type: 'directory' },
+  { path: 'home/deep', type: 'directory' },
+];
+for (let index = 0; index < 20; index++) DEEP_DIRS.push({ path: `${DEEP_DIRS.at(-1)!.path}/${String(index).padStart(200, 'd')}`, type: 'directory' });
+/** The longest name of a file in the deepest of DEEP_DIRS: /home/student/<path> of 4,095 bytes, PATH_MAX less its NUL. */
+const DEEP_NAME = 4095 - Buffer.byteLength(`/home/student/${DEEP_DIRS.at(-1)!.path.slice('home/'.length)}/`);
 const FILES = VOLUME_ENTRIES.filter((entry) => (entry.type ?? 'file') === 'file');
 const BYTES = FILES.reduce((sum, entry) => sum + Buffer.from(entry.data ?? '').length, 0);
 
@@ -207,18 +215,36 @@ describe('writing a backup', () => {
     expect(runtime.actions).toEqual(['export volume ws-ada-home']);
   });
 
-  it('leaves FIFOs and devices out', async () => {
+  it('leaves FIFOs and devices out, with their other names (hard links), and the backup restores', async () => {
     const target = file('fifo.tar.gz');
     await backupOf(
       [
         { name: 'student', type: 'directory' },
         { name: 'student/pipe', type: 'fifo' },
+        { name: 'student/pipe-again', type: 'link', linkname: 'student/pipe' },
         { name: 'student/kept', data: 'x' },
       ],
       target,
     );
     const names = (await entriesOf(gunzipSync(readFileSync(target)))).map((entry) => entry.name);
     expect(names).toEqual(['home', 'home/kept', 'manifest.json']);
+    await expect(verifyBackup(target)).resolves.toMatchObject({ files: 1 });
+  });
+
+  it.each<[string, Entry]>([
+    ['a name', { name: 'student/caf\uFFFD.txt', data: 'latin-1\n' }],
+    ['a symbolic link target', { name: 'student/link', type: 'symlink', linkname: 'caf\uFFFD.txt' }],
+  ])('refuses a volume with %s that is not UTF-8 (read as U+FFFD): 409 backup_unrestorable naming it, no file left', async (what, entry) => {
+    const target = file(`not-utf8-${what.length}.tar.gz`);
+    const writing = backupOf([{ name: 'student', type: 'directory' }, entry], target);
+    await expect(writing).rejects.toMatchObject({
+      status: 409,
+      code: 'backup_unrestorable',
+      message: expect.stringContaining(
+        `"${entry.name.replace(/^student/, 'home')}" ${what === 'a name' ? 'has a name' : 'is a symbolic link to a target'} that is not UTF-8 text`,
+      ),
+    });
+    expect(readdirSync(directory).filter((name) => name.startsWith('not-utf8'))).toEqual([]);
   });
 
   it('writes the file readable by its owner only, through a partial file that is gone once it is in place', async () => {
@@ -401,11 +427,12 @@ describe('verifying a backup', () => {
           { path: 'home/h', type: 'link', linkname: 'home/d' },
         ],
       ],
+      ['a path one byte longer than a workspace holds', [...DEEP_DIRS, { path: `${DEEP_DIRS.at(-1)!.path}/${'f'.repeat(DEEP_NAME + 1)}`, type: 'file' }]],
       [
-        'a path longer than a file system holds',
+        'a symbolic link target longer than a link holds',
         [
           { path: 'home', type: 'directory' },
-          { path: `home/${'a/'.repeat(2000)}f`, type: 'file' },
+          { path: 'home/far', type: 'symlink', linkname: 't'.repeat(4096) },
         ],
       ],
     ] as [string, CraftedEntry[]][])('a tree a volume cannot hold, even with a matching manifest: %s', async (_what, entries) => {
@@ -424,11 +451,15 @@ describe('verifying a backup', () => {
           { path: 'home/d', type: 'directory' },
           { path: 'home/d/f', type: 'file', data: Buffer.from('x\n') },
           { path: 'home/h', type: 'link', linkname: 'home/d/f' },
+          { path: 'home/hs', type: 'link', linkname: 'home/etc' },
           { path: `home/${'n'.repeat(255)}`, type: 'file' },
+          { path: 'home/far', type: 'symlink', linkname: 't'.repeat(4095) },
+          ...DEEP_DIRS.slice(1),
+          { path: `${DEEP_DIRS.at(-1)!.path}/${'f'.repeat(DEEP_NAME)}`, type: 'file' },
         ],
         { ...ADA, image: IMAGE },
       );
-      await expect(verifyBackup(fine)).resolves.toMatchObject({ files: 2 });
+      await expect(verifyBackup(fine)).resolves.toMatchObject({ files: 3 });
     });
   });
 });
