@@ -1,5 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ChangeFeed } from '../src/db/changes.ts';
+import { storableText } from '../src/db/text.ts';
 import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import { OUTPUT_LIMIT, type OutputPiece, type RunStore } from '../src/store/runs.ts';
@@ -52,7 +53,8 @@ interface Follower {
  * Keeps the whole output of each run as it is written (its compile, its boot, its simulator), for
  * live views and for later: follows the run's container output on the engine from its start,
  * skips what an earlier follower already kept (`outputSourceBytes`), and appends what every run
- * wrote since the last write in one statement (RunStore.appendOutput), at most one write every
+ * wrote since the last write in one statement (RunStore.appendOutput; any bytes: decoded as UTF-8,
+ * then as storableText makes them, so that no run's output fails the write), at most one write every
  * FLUSH_INTERVAL_MS whatever the number of runs, publishing each piece in this process
  * (ChangeFeed.publishOutput). A follower reads no faster than its output is kept, so memory stays
  * bounded, and stops at OUTPUT_LIMIT with TRUNCATED_MARK. The run controller starts a follower for
@@ -194,6 +196,9 @@ export class RunOutputCollector {
       if (finishing) text += follower.decoder.end();
       const truncated = follower.offset + text.length >= OUTPUT_LIMIT;
       if (truncated) text = `${text.slice(0, OUTPUT_LIMIT - follower.offset)}${TRUNCATED_MARK}`;
+      // Any bytes: invalid UTF-8 is U+FFFD once decoded; NUL, and a surrogate the cut above split, become it here
+      // (one code unit for one), so that what is published is what is kept.
+      text = storableText(text);
       const piece = { runId: follower.runId, offset: follower.offset, text, sourceBytes: follower.sourceBytes + taken.length, truncated };
       if (taken.length > 0 || text !== '') pieces.push({ follower, piece, last: truncated || finishing });
       else if (finishing) follower.settle();

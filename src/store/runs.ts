@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { signalChannel, type Change, type ChangeFeed } from '../db/changes.ts';
 import { queryRows, type Queryable } from '../db/sql.ts';
+import { storableText } from '../db/text.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { isUuid } from './ids.ts';
 import type { Actor } from './audit.ts';
@@ -306,7 +307,8 @@ export class RunStore {
   /**
    * Ends an active run with a terminal status; returns it, or undefined when it had already ended.
    * The end counts as activity of the workspace (the idle sweep spares workspaces with an active
-   * run, and gives them their whole idle time again after it).
+   * run, and gives them their whole idle time again after it). Its reason and output are kept as
+   * storableText makes them, so that an end is recordable whatever the run printed.
    */
   async finish(id: string, outcome: { status: TerminalStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
@@ -319,7 +321,7 @@ export class RunStore {
          UPDATE workspaces SET last_activity_at = greatest(last_activity_at, now()) WHERE id = (SELECT workspace_id FROM ended)
        )
        SELECT * FROM ended`,
-        [id, outcome.status, outcome.reason, outcome.exitCode, outcome.output],
+        [id, outcome.status, storableText(outcome.reason), outcome.exitCode, storableText(outcome.output)],
       );
       if (ended[0]) await this.changes.notify(db, { kind: 'status', id: ended[0].workspace_id });
       return ended;
@@ -331,7 +333,9 @@ export class RunStore {
    * Appends pieces of output to runs' kept output in one statement: each `text` at `offset`, which
    * must be where that run's output ends now (a second writer, or a retry of a write that landed,
    * changes nothing for it), recording how many bytes of the container's output it came from and
-   * whether the output is now cut off. Returns the ids of the runs appended to.
+   * whether the output is now cut off. Each text is kept as storableText makes it (its length
+   * unchanged), so that no run's output can fail the statement for the others. Returns the ids of
+   * the runs appended to.
    */
   async appendOutput(pieces: OutputPiece[]): Promise<Set<string>> {
     if (pieces.length === 0) return new Set();
@@ -353,7 +357,7 @@ export class RunStore {
         [
           pieces.map((piece) => piece.runId),
           pieces.map((piece) => piece.offset),
-          pieces.map((piece) => piece.text),
+          pieces.map((piece) => storableText(piece.text)),
           pieces.map((piece) => piece.sourceBytes),
           pieces.map((piece) => piece.truncated),
           pieces.map((piece) => piece.text.length),

@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { Change, ChangeFeed } from '../db/changes.ts';
 import { queryRows, type Queryable } from '../db/sql.ts';
+import { storableText } from '../db/text.ts';
 import { AtCapacityError, ConflictError, NotFoundError } from '../errors.ts';
 import { normalEmail } from '../identity/email.ts';
 import type { Actor } from './audit.ts';
@@ -444,7 +445,8 @@ export class WorkspaceStore {
    * Writes a workspace's observed status when it differs from what is stored (so a resync of an
    * unchanged fleet writes nothing); `last_transition_at` moves only when the state changes. A
    * status that changed is announced (kind `status`): NOTIFYed to every replica (their proxies'
-   * caches and panels) and published in this process.
+   * caches and panels) and published in this process. The message (often the engine's own words) is
+   * kept as storableText makes it.
    */
   async writeStatus(id: string, status: WorkspaceStatus): Promise<void> {
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
@@ -455,7 +457,7 @@ export class WorkspaceStore {
          observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5, node = coalesce($6, node)
        WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint, node) IS DISTINCT FROM ($2, $3::bigint, $4, $5, coalesce($6, node))
        RETURNING id`,
-        [id, status.observedState, status.observedGeneration, status.statusMessage, status.editorEndpoint ?? null, status.node ?? null],
+        [id, status.observedState, status.observedGeneration, storableText(status.statusMessage), status.editorEndpoint ?? null, status.node ?? null],
       );
       if (updated.length > 0) await this.changes.notify(db, { kind: 'status', id });
       return updated;
