@@ -1,6 +1,7 @@
 /**
  * What an admin's open panel hears without reloading: every change of desired state and of observed
- * status (the change feed), every capacity refusal, and `resync` when this replica's database
+ * status (the change feed), every new capacity refusal (a student's repeats within a minute are
+ * folded into it, not told again), and `resync` when this replica's database
  * listener came back (changes may have been missed), as server-sent events on `GET /admin/events`.
  * Events only say what changed; the panel then reads it through the API it uses for everything else.
  * A stream opened with an admin's session ends as soon as that admin may no longer read it: demoted
@@ -54,9 +55,13 @@ export class LiveEvents {
     this.heartbeat.unref();
   }
 
-  /** Records a refusal at the cap; every replica's open panels are told (see tellRefusal). */
-  async refused(refusal: Omit<RefusalRecord, 'id' | 'at'>): Promise<void> {
-    await this.refusals.record(refusal);
+  /**
+   * Records a refusal at the cap; resolves true when it is a new one, which every replica's open
+   * panels are told (see tellRefusal), false when it was folded into the student's refusal of the
+   * last minute (RefusalStore.record), which no panel is told again.
+   */
+  async refused(refusal: Omit<RefusalRecord, 'id' | 'at' | 'lastAt' | 'count'>): Promise<boolean> {
+    return (await this.refusals.record(refusal)).first;
   }
 
   /** The refusals of the last hour, by any replica, newest first. */

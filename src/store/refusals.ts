@@ -2,17 +2,29 @@ import type { DataSource } from 'typeorm';
 import { signalChannel, type ChangeFeed } from '../db/changes.ts';
 import { queryRows } from '../db/sql.ts';
 
-/** How long refusals are kept for the panel: the last hour. */
+/** How long refusals are kept for the panel: the last hour (since their last repeat). */
 export const REFUSALS_KEPT_MS = 60 * 60_000;
+
+/**
+ * A student's repeats within this long of their refusal's first time fold into that refusal (its
+ * count and last time grow): one row, one panel event and one log line per student a minute at most.
+ */
+export const REFUSAL_FOLD_MS = 60_000;
 
 /** A student refused at the cap: the coach's notification. */
 export interface RefusalRecord {
   id: string;
+  /** The first refusal of this fold. */
   at: Date;
+  /** The latest refusal folded into it (`at` when there was one). */
+  lastAt: Date;
+  /** How many opens were refused in it (1, then one more for each repeat folded in). */
+  count: number;
   workspaceId: string;
   slug: string;
   /** Who was refused (the workspace's owner). */
   email: string | null;
+  /** The cap and the workspaces wanted running at the latest refusal. */
   cap: number;
   running: number;
 }
@@ -21,6 +33,8 @@ interface RefusalRow {
   /** bigserial: a string from node-postgres, perhaps a number or bigint from another driver. */
   id: string | number | bigint;
   at: Date;
+  last_at: Date;
+  count: number;
   workspace_id: string;
   slug: string;
   email: string | null;
@@ -31,6 +45,8 @@ interface RefusalRow {
 const toRefusal = (row: RefusalRow): RefusalRecord => ({
   id: String(row.id),
   at: row.at,
+  lastAt: row.last_at,
+  count: row.count,
   workspaceId: row.workspace_id,
   slug: row.slug,
   email: row.email,
@@ -38,12 +54,14 @@ const toRefusal = (row: RefusalRow): RefusalRecord => ({
   running: row.running,
 });
 
-const COLUMNS = 'id, at, workspace_id, slug, email, cap, running';
+const COLUMNS = 'id, at, last_at, count, workspace_id, slug, email, cap, running';
 
 /**
  * Capacity refusals of the last hour, in the database so that every replica's panel shows those
- * any replica made: each is signalled (`refusal`, its id) to every replica as it is recorded.
- * Observed, not audited (each is also a warning in the log and counted in capacity_rejections_total).
+ * any replica made, and folds a student's repeats whichever replica refused them: each new refusal
+ * is signalled (`refusal`, its id) to every replica as it is recorded; a repeat is not.
+ * Observed, not audited (each new one is also a warning in the log; capacity_rejections_total counts
+ * every refused open, repeats included).
  */
 export class RefusalStore {
   private readonly db: DataSource;
@@ -54,22 +72,38 @@ export class RefusalStore {
     this.changes = changes;
   }
 
-  /** Records a refusal (clearing those older than the hour kept) and signals it to every replica. */
-  async record(refusal: Omit<RefusalRecord, 'id' | 'at'>): Promise<RefusalRecord> {
-    const rows = await queryRows<RefusalRow>(
-      this.db,
-      `WITH fresh AS (
-         INSERT INTO capacity_refusals (workspace_id, slug, email, cap, running) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}
-       ), old AS (
-         DELETE FROM capacity_refusals WHERE at < now() - make_interval(secs => $6)
-       ), told AS (
-         SELECT pg_notify($7, id::text) FROM fresh
-       )
-       SELECT fresh.* FROM fresh, told`,
-      [refusal.workspaceId, refusal.slug, refusal.email, refusal.cap, refusal.running, REFUSALS_KEPT_MS / 1000, signalChannel('refusal')],
-    );
-    const recorded = toRefusal(rows[0]!);
-    this.changes.publishSignal('refusal', recorded.id);
+  /**
+   * Records a refusal: folded into the workspace's refusal whose first time is less than
+   * REFUSAL_FOLD_MS ago (`first` false), else a new one (`first` true: signalled to every replica,
+   * and those older than the hour kept are cleared). Serialised per workspace by a transaction-level
+   * advisory lock, so that concurrent refusals on any replicas fold into one.
+   */
+  async record(refusal: Omit<RefusalRecord, 'id' | 'at' | 'lastAt' | 'count'>): Promise<{ refusal: RefusalRecord; first: boolean }> {
+    const recorded = await this.db.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('capacity_refusals:' || $1))", [refusal.workspaceId]);
+      const folded = await queryRows<RefusalRow>(
+        tx,
+        `UPDATE capacity_refusals SET count = count + 1, last_at = greatest(last_at, now()), cap = $2, running = $3
+         WHERE id = (SELECT id FROM capacity_refusals WHERE workspace_id = $1 AND at > now() - make_interval(secs => $4) ORDER BY at DESC, id DESC LIMIT 1)
+         RETURNING ${COLUMNS}`,
+        [refusal.workspaceId, refusal.cap, refusal.running, REFUSAL_FOLD_MS / 1000],
+      );
+      if (folded[0]) return { refusal: toRefusal(folded[0]), first: false };
+      const fresh = await queryRows<RefusalRow>(
+        tx,
+        `WITH fresh AS (
+           INSERT INTO capacity_refusals (workspace_id, slug, email, cap, running) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}
+         ), old AS (
+           DELETE FROM capacity_refusals WHERE last_at < now() - make_interval(secs => $6)
+         ), told AS (
+           SELECT pg_notify($7, id::text) FROM fresh
+         )
+         SELECT fresh.* FROM fresh, told`,
+        [refusal.workspaceId, refusal.slug, refusal.email, refusal.cap, refusal.running, REFUSALS_KEPT_MS / 1000, signalChannel('refusal')],
+      );
+      return { refusal: toRefusal(fresh[0]!), first: true };
+    });
+    if (recorded.first) this.changes.publishSignal('refusal', recorded.refusal.id);
     return recorded;
   }
 
@@ -80,11 +114,11 @@ export class RefusalStore {
     return rows[0] && toRefusal(rows[0]);
   }
 
-  /** The refusals of the last hour, newest first. */
+  /** The refusals of the last hour (by their latest repeat), newest first. */
   async recent(): Promise<RefusalRecord[]> {
     const rows = await queryRows<RefusalRow>(
       this.db,
-      `SELECT ${COLUMNS} FROM capacity_refusals WHERE at >= now() - make_interval(secs => $1) ORDER BY at DESC, id DESC`,
+      `SELECT ${COLUMNS} FROM capacity_refusals WHERE last_at >= now() - make_interval(secs => $1) ORDER BY last_at DESC, id DESC`,
       [REFUSALS_KEPT_MS / 1000],
     );
     return rows.map(toRefusal);

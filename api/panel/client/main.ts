@@ -114,7 +114,8 @@ function App(): VNode {
               ${refusals.map(
                 (refusal) =>
                   html`<span class="refused" key=${`${refusal.at}-${refusal.workspaceId}`}
-                    >${refusal.email ?? refusal.slug} was refused at the cap (${refusal.running} of ${refusal.cap} running).${' '}</span
+                    >${refusal.email ?? refusal.slug} was refused at the cap${refusal.count > 1 ? ` ${refusal.count} times` : ''} (${refusal.running} of
+                    ${refusal.cap} running).${' '}</span
                   >`,
               )}
               <${Link} to="/panel/">See the overview<//>

@@ -145,6 +145,7 @@ export function OverviewPage(): VNode {
                 <th scope="col">When</th>
                 <th scope="col">Who</th>
                 <th scope="col">Workspace</th>
+                <th scope="col">Refused</th>
                 <th scope="col">Running / cap</th>
               </tr>
             </thead>
@@ -152,9 +153,10 @@ export function OverviewPage(): VNode {
               ${data.refusals.map(
                 (refusal) =>
                   html`<tr key=${`${refusal.at}-${refusal.workspaceId}`}>
-                    <td><${Ago} iso=${refusal.at} /></td>
+                    <td><${Ago} iso=${refusal.lastAt} /></td>
                     <td>${refusal.email ?? '—'}</td>
                     <td>${refusal.slug}</td>
+                    <td>${refusal.count === 1 ? 'once' : `${refusal.count} times`}</td>
                     <td>${refusal.running} / ${refusal.cap}</td>
                   </tr>`,
               )}

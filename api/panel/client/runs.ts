@@ -20,6 +20,9 @@ const PERIODS: [value: string, label: string, ms: number][] = [
 
 const active = (run: Run) => run.status === 'queued' || run.status === 'running';
 
+/** How long a refused output stream waits before it is opened again (the server's Retry-After, which EventSource cannot read). */
+const REFUSED_RETRY_MS = 10_000;
+
 /** How long a run took (or has taken so far), in minutes and seconds. */
 function duration(run: Run): string {
   const seconds = Math.round(((run.endedAt ? Date.parse(run.endedAt) : Date.now()) - Date.parse(run.queuedAt)) / 1000);
@@ -144,20 +147,33 @@ export function RunPage({ id }: { id: string }): VNode {
     if (!pre) return undefined;
     pre.textContent = '';
     let received = 0;
-    // EventSource resumes by itself (Last-Event-ID) after a lost connection.
-    const source = new EventSource(`/admin/runs/${id}/output`);
-    source.addEventListener('output', (event) => {
-      const { offset, text } = JSON.parse((event as MessageEvent<string>).data) as { offset: number; text: string };
-      const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      pre.append(text.slice(Math.max(0, received - offset)));
-      received = offset + text.length;
-      if (atBottom) pre.scrollTop = pre.scrollHeight;
-    });
-    source.addEventListener('end', () => {
-      source.close();
-      reload();
-    });
-    return () => source.close();
+    let source: EventSource | undefined;
+    let again: number | undefined;
+    const follow = () => {
+      // EventSource resumes by itself (Last-Event-ID) after a lost connection, a cut one included. A
+      // refusal (429: too many output streams open) closes it for good: it is opened again, from what was received.
+      const opened = new EventSource(`/admin/runs/${id}/output?from=${received}`);
+      source = opened;
+      opened.addEventListener('output', (event) => {
+        const { offset, text } = JSON.parse((event as MessageEvent<string>).data) as { offset: number; text: string };
+        const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        pre.append(text.slice(Math.max(0, received - offset)));
+        received = Math.max(received, offset + text.length);
+        if (atBottom) pre.scrollTop = pre.scrollHeight;
+      });
+      opened.addEventListener('end', () => {
+        opened.close();
+        reload();
+      });
+      opened.addEventListener('error', () => {
+        if (opened.readyState === EventSource.CLOSED) again = window.setTimeout(follow, REFUSED_RETRY_MS);
+      });
+    };
+    follow();
+    return () => {
+      source?.close();
+      window.clearTimeout(again);
+    };
   }, [id, Boolean(data)]);
   if (data === null)
     return html`<section>
