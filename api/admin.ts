@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { Backups } from '../src/backup/backups.ts';
+import type { HomeDiskLimit } from '../src/home-disk.ts';
 import type { Metrics } from '../src/metrics.ts';
 import type { SurfaceStore } from '../src/store/index.ts';
 import { allowlistRoutes } from './admin/allowlist.ts';
@@ -34,6 +35,8 @@ export interface AdminDeps {
   outputHub: RunOutputHub;
   /** The identity providers' names (none: students sign in by links only, which the Overview says). */
   providers: readonly string[];
+  /** The bound on homes (HOME_DISK_LIMIT), against which each workspace's home is shown. */
+  homeDisk: HomeDiskLimit;
 }
 
 /**

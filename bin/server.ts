@@ -100,6 +100,14 @@ async function main(): Promise<void> {
     await plane.stop();
     process.exit(1);
   }
+  // The control plane's own data where students' homes are: one of them filling the disk fills it too.
+  const { engineRootBeside } = await import('../src/docker/data-root.ts');
+  const dataRoot = await engineRootBeside(config.dataDir, config).catch(() => undefined);
+  if (dataRoot)
+    log.warning(
+      { dataDir: config.dataDir, dockerRootDir: dataRoot },
+      `DATA_DIR (${config.dataDir}) is on the same filesystem as the Docker Engine's data (${dataRoot}), which holds the students' homes: a student who fills the disk fills it for the control plane too; give Docker's data root a filesystem of its own (docs/operations.md, "Disk")`,
+    );
 }
 
 /**

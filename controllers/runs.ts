@@ -1,4 +1,4 @@
-import { endpointOf, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { DEFAULT_PIDS_LIMIT, endpointOf, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp, type Probe } from '../src/probe.ts';
@@ -18,7 +18,12 @@ const OUTPUT_RETRY_MS = 250;
 /** What a run's simulator container is made from (configuration). */
 export interface SimTemplate {
   image: string;
+  /** RUN_MEMORY_LIMIT (by default CODE_MEMORY_LIMIT). */
   memoryBytes: number;
+  /** CPUs a run may use, in billionths (RUN_CPUS, by default CODE_CPUS); 0 or absent: no limit. */
+  nanoCpus?: number;
+  /** The most processes and threads a run may hold at once (CONTAINER_PIDS_LIMIT); absent: DEFAULT_PIDS_LIMIT. */
+  pidsLimit?: number;
   network: string;
   nt4Port: number;
   /** SIM_COMMAND: compile, then boot the simulator. */
@@ -57,7 +62,7 @@ export interface RunControllerOptions {
  * a periodic resync; a compiling run is re-examined every probe interval.
  */
 export class RunController extends Controller {
-  private readonly options: Required<Omit<RunControllerOptions, 'concurrency' | 'fence'>>;
+  private readonly options: Required<Omit<RunControllerOptions, 'concurrency' | 'fence' | 'template'>> & { template: Required<SimTemplate> };
   /** Keeps each run's whole output as it is written. */
   private readonly output: RunOutputCollector;
 
@@ -71,6 +76,7 @@ export class RunController extends Controller {
       probe: probeHttp,
       maxRunMs: 60 * 60_000,
       ...options,
+      template: { nanoCpus: 0, pidsLimit: DEFAULT_PIDS_LIMIT, ...options.template },
       // Reconciles' engine calls end when the queue shuts down (the output followers stop on their own).
       runtime: options.runtime.withSignal(this.queue.signal),
     };

@@ -38,7 +38,7 @@ export const bulkStopSchema: JSONSchemaType<BulkStopBody> = {
  * filters, sorting and paging done by PostgreSQL (store.workspaceList), a bulk stop, the capacity refusals of the last hour, and
  * the live event stream.
  */
-export function liveRoutes(router: Router<AuthState>, { store, live, providers }: AdminDeps): void {
+export function liveRoutes(router: Router<AuthState>, { store, live, providers, homeDisk }: AdminDeps): void {
   router.get('/overview', async (ctx) => {
     // The orphans are the leader's finds (it alone looks at the engine), whichever replica serves this.
     const [summary, found, refusals, nodes] = await Promise.all([
@@ -61,7 +61,7 @@ export function liveRoutes(router: Router<AuthState>, { store, live, providers }
   router.get('/workspaces', validateQuery<WorkspaceQuery>(workspacesQuerySchema), async (ctx) => {
     const query = (ctx.state as QueryState<WorkspaceQuery>).query;
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = presentWorkspacePage(await store.workspaceList.page(query)) satisfies WorkspacePage;
+    ctx.body = presentWorkspacePage(await store.workspaceList.page(query), homeDisk) satisfies WorkspacePage;
   });
 
   router.post('/workspaces/stop', jsonBody(), validateBody(bulkStopSchema), async (ctx) => {

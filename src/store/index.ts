@@ -73,7 +73,7 @@ export interface Store {
 /** The writes only controllers make: the observed half of workspaces and runs, and the finalizer. */
 interface ControllerWrites {
   workspaces: 'writeStatus' | 'finalizeDeleted' | 'forgetRetired' | 'moveHome';
-  workspaceList: 'recordStats';
+  workspaceList: 'recordStats' | 'recordHomeDisk';
   runs: 'recordSimEndpoint' | 'markReady' | 'finish' | 'appendOutput';
   nodes: 'record';
 }

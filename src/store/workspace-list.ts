@@ -5,6 +5,7 @@
  * loads the class into memory, so the panel's pages cost the same at 5,000 workspaces as at 50.
  */
 import type { DataSource } from 'typeorm';
+import type { HomeDiskUsage } from '../home-disk.ts';
 import { readCap, type EffectiveCap } from './settings.ts';
 import type { DesiredState, ObservedState } from './workspaces.ts';
 import { fencedWrite, type Fence } from './leases.ts';
@@ -14,7 +15,7 @@ export const OBSERVED_STATES: readonly ObservedState[] = ['unknown', 'starting',
 export const DESIRED_STATES: readonly DesiredState[] = ['running', 'stopped', 'deleted'];
 
 /** What a page of workspaces can be sorted by. */
-export const WORKSPACE_SORTS = ['slug', 'owner', 'desired', 'observed', 'lastActivity', 'cpu', 'memory'] as const;
+export const WORKSPACE_SORTS = ['slug', 'owner', 'desired', 'observed', 'lastActivity', 'cpu', 'memory', 'disk'] as const;
 export type WorkspaceSort = (typeof WORKSPACE_SORTS)[number];
 
 /** Which workspaces a page holds: a search of slug and owner email, filters, the order, and the slice. */
@@ -40,6 +41,8 @@ export interface WorkspaceListRow {
   lastTransitionAt: Date | null;
   cpuPercent: number | null;
   memoryPercent: number | null;
+  /** Its home's last measure (kept while it is stopped); null until one. */
+  disk: HomeDiskUsage | null;
   activeRun: { id: string; status: 'queued' | 'running' } | null;
 }
 
@@ -67,6 +70,13 @@ export interface StatsRecord {
   memoryPercent: number;
 }
 
+/** A home's measure by the stats sampler: the space it takes, and why part of it could not be measured (null: all was). */
+export interface HomeDiskRecord {
+  workspaceId: string;
+  usedBytes: number;
+  problem: string | null;
+}
+
 /** The column each sort key orders by (an expression of the page's select). */
 const SORT_COLUMNS: Record<WorkspaceSort, string> = {
   slug: 'slug',
@@ -76,6 +86,7 @@ const SORT_COLUMNS: Record<WorkspaceSort, string> = {
   lastActivity: 'last_activity_at',
   cpu: 'cpu_percent',
   memory: 'memory_percent',
+  disk: 'disk_used_bytes',
 };
 
 interface ListRow {
@@ -89,6 +100,10 @@ interface ListRow {
   last_transition_at: Date | null;
   cpu_percent: number | null;
   memory_percent: number | null;
+  /** bigint: pg returns it as text. */
+  disk_used_bytes: string | null;
+  disk_problem: string | null;
+  disk_measured_at: Date | null;
   run_id: string | null;
   run_status: 'queued' | 'running' | null;
 }
@@ -98,10 +113,12 @@ const ROWS = `SELECT w.id, w.slug, u.email AS owner, w.desired_state, w.observed
     w.last_activity_at, w.last_transition_at,
     CASE WHEN w.observed_state = 'running' THEN s.cpu_percent END AS cpu_percent,
     CASE WHEN w.observed_state = 'running' THEN s.memory_percent END AS memory_percent,
+    d.used_bytes AS disk_used_bytes, d.problem AS disk_problem, d.measured_at AS disk_measured_at,
     r.id AS run_id, r.status AS run_status
   FROM workspaces w
   LEFT JOIN users u ON u.id = w.user_id
   LEFT JOIN workspace_stats s ON s.workspace_id = w.id
+  LEFT JOIN home_disk_usage d ON d.workspace_id = w.id
   LEFT JOIN runs r ON r.workspace_id = w.id AND r.status IN ('queued', 'running')`;
 
 /** The admin's views (see the file comment). */
@@ -216,6 +233,34 @@ export class WorkspaceListStore {
       ),
     );
   }
+
+  /**
+   * Records the homes measured in one pass (the stats sampler's write, as a controller's): each
+   * measure replaces its home's last one; homes not measured (stopped) keep theirs. One statement;
+   * measures of workspaces deleted meanwhile are dropped.
+   */
+  async recordHomeDisk(measures: readonly HomeDiskRecord[]): Promise<void> {
+    if (measures.length === 0) return;
+    await fencedWrite(this.db, this.fence, (db) =>
+      db.query(
+        `INSERT INTO home_disk_usage (workspace_id, used_bytes, problem, measured_at)
+         SELECT m.workspace_id, m.used_bytes, m.problem, now()
+           FROM unnest($1::uuid[], $2::bigint[], $3::text[]) AS m (workspace_id, used_bytes, problem)
+          WHERE m.workspace_id IN (SELECT id FROM workspaces)
+         ON CONFLICT (workspace_id) DO UPDATE SET used_bytes = EXCLUDED.used_bytes, problem = EXCLUDED.problem, measured_at = now()`,
+        [measures.map((measure) => measure.workspaceId), measures.map((measure) => measure.usedBytes), measures.map((measure) => measure.problem)],
+      ),
+    );
+  }
+
+  /** A workspace's home's last measure; undefined until one. */
+  async homeDisk(workspaceId: string): Promise<HomeDiskUsage | undefined> {
+    const [row] = await this.db.query<{ used_bytes: string; problem: string | null; measured_at: Date }[]>(
+      'SELECT used_bytes, problem, measured_at FROM home_disk_usage WHERE workspace_id = $1',
+      [workspaceId],
+    );
+    return row ? { usedBytes: Number(row.used_bytes), problem: row.problem, measuredAt: row.measured_at } : undefined;
+  }
 }
 
 function toListRow(row: ListRow): WorkspaceListRow {
@@ -230,6 +275,7 @@ function toListRow(row: ListRow): WorkspaceListRow {
     lastTransitionAt: row.last_transition_at,
     cpuPercent: row.cpu_percent,
     memoryPercent: row.memory_percent,
+    disk: row.disk_used_bytes === null ? null : { usedBytes: Number(row.disk_used_bytes), problem: row.disk_problem, measuredAt: row.disk_measured_at! },
     activeRun: row.run_id && row.run_status ? { id: row.run_id, status: row.run_status } : null,
   };
 }

@@ -212,6 +212,8 @@ describe('a run', () => {
       runId: orphanRun,
       image: TEST_IMAGE,
       memoryBytes: 64 * 1024 * 1024,
+      nanoCpus: 0,
+      pidsLimit: 1024,
       network: 'bridge',
       command: 'sleep 60',
       nt4Port: 5810,

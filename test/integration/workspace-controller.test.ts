@@ -185,6 +185,7 @@ describe('the workspace controller', () => {
       network: 'bridge',
       editorPort: 8080,
       nanoCpus: 0,
+      pidsLimit: 1024,
       restartGeneration: 0,
       specHash: 'x',
     });
@@ -214,6 +215,7 @@ describe('the workspace controller', () => {
       network: 'bridge',
       editorPort: 8080,
       nanoCpus: 0,
+      pidsLimit: 1024,
       restartGeneration: 0,
       specHash: 'x',
     });

@@ -92,6 +92,7 @@ describe('observed state from a cache (InformedRuntime)', () => {
       network: 'n',
       editorPort: 8080,
       nanoCpus: 0,
+      pidsLimit: 1024,
       restartGeneration: 0,
       homeVolume: 'v',
       specHash: 'h',

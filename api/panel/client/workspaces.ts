@@ -1,6 +1,6 @@
 /**
- * Workspaces: every workspace with its owner, wanted and observed state, activity, CPU and memory
- * and active run; search, filters, sorting and paging done by the server and kept in the URL; stop
+ * Workspaces: every workspace with its owner, wanted and observed state, activity, CPU and memory,
+ * its home's disk use against its bound (marked from 90 %, its student's notice on hover) and active run; search, filters, sorting and paging done by the server and kept in the URL; stop
  * and restart with a confirmation; a bulk stop of a selection. Updates live.
  */
 import type { VNode } from 'preact';
@@ -21,9 +21,18 @@ const COLUMNS: [key: string, label: string][] = [
   ['lastActivity', 'Last activity'],
   ['cpu', 'CPU'],
   ['memory', 'Memory'],
+  ['disk', 'Disk'],
 ];
 
 const percent = (value: number | null) => (value === null ? '—' : `${value.toFixed(value < 10 ? 1 : 0)} %`);
+const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+
+/** A home's last measure against its bound (HOME_DISK_LIMIT): `1.2 / 5.0 GiB`, marked and explained past 90 %. */
+function disk(row: Row): VNode | string {
+  if (!row.disk) return '—';
+  const text = `${(row.disk.usedBytes / 1024 ** 3).toFixed(1)} / ${gib(row.disk.limitBytes)}`;
+  return row.disk.message ? html`<span class="state waiting" title=${row.disk.message}>${text}</span>` : text;
+}
 
 export function WorkspacesPage({ url }: { url: URL }): VNode {
   const query = url.searchParams;
@@ -204,6 +213,7 @@ export function WorkspacesPage({ url }: { url: URL }): VNode {
                           <td role="cell"><${Ago} iso=${row.lastActivityAt} /></td>
                           <td role="cell" class="number">${percent(row.cpuPercent)}</td>
                           <td role="cell" class="number">${percent(row.memoryPercent)}</td>
+                          <td role="cell" class="number">${disk(row)}</td>
                           <td role="cell">
                             <${Link} to=${`/panel/runs?workspace=${row.id}`}
                               >${row.activeRun ? (row.activeRun.status === 'queued' ? 'building' : row.activeRun.status) : html`<span class="muted">runs</span>`}<//

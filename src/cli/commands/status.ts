@@ -21,7 +21,7 @@ export default class Status extends CliCommand {
 
   async run(): Promise<CliStatus> {
     await this.parse(Status);
-    const { store } = await this.controlPlane();
+    const { store, config } = await this.controlPlane();
     const [summary, page, servers, lease] = await Promise.all([
       store.workspaceList.summary(),
       store.workspaceList.page({ sort: 'slug', order: 'asc', offset: 0, limit: Number.MAX_SAFE_INTEGER }),
@@ -52,7 +52,7 @@ export default class Status extends CliCommand {
     );
     return {
       capacity: { cap: capacity.cap, source: capacity.source, wantedRunning: capacity.wantedRunning, running: capacity.running, activeBuilds },
-      workspaces: page.rows.map(presentWorkspaceRow),
+      workspaces: page.rows.map((row) => presentWorkspaceRow(row, config.homeDisk)),
       servers: servers.map((server) => ({
         publicUrl: server.publicUrl,
         hostname: server.hostname,

@@ -31,20 +31,24 @@ export interface WorkspaceView {
   ready: boolean;
   idle?: { stopsAt: string | null; warnFrom: string | null };
   run?: RunView | null;
+  /** How full the home is against its bound; `message` (null when ok) says how much is used and how to free it. */
+  disk?: { usedBytes: number; limitBytes: number; level: 'ok' | 'near' | 'full' | 'unmeasured'; message: string | null } | null;
   /** The workspace page on the control plane. */
   pageUrl?: string;
   /** Who stopped it and when (null while it is wanted running); `afterIdleMinutes` for the idle sweep. */
   stopped?: { by: 'student' | 'coach' | 'operator' | 'idle'; at: string; afterIdleMinutes?: number } | null;
 }
 
-/** An error answer of the API: its status, code and message (safe to show). */
+/** An error answer of the API: its status, code and message (safe to show), and its Retry-After in seconds when it said one. */
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  readonly retryAfterSeconds: number | undefined;
+  constructor(status: number, code: string, message: string, retryAfterSeconds?: number) {
     super(message);
     this.status = status;
     this.code = code;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -101,8 +105,9 @@ export class Classroom {
 
   /**
    * Follows a run's output from character `from`: `onOutput(offset, text)` for each piece as it is
-   * kept, then resolves with the run's end. Rejects when the connection breaks or `onOutput` throws (the caller resumes
-   * from the last offset it got); `signal` stops it.
+   * kept, then resolves with the run's end. Rejects when the connection breaks (a cut included) or
+   * `onOutput` throws (the caller resumes from the last offset it got), or when the stream is refused
+   * (an ApiError, with Retry-After when one was said); `signal` stops it.
    */
   async follow(runId: string, from: number, onOutput: (offset: number, text: string) => void, signal: AbortSignal): Promise<RunEnd> {
     const response = await fetch(this.url(`runs/${encodeURIComponent(runId)}/output?from=${from}`), {
@@ -110,7 +115,17 @@ export class Classroom {
       headers: { accept: 'text/event-stream' },
       signal,
     });
-    if (!response.ok || !response.body) throw new ApiError(response.status, 'stream_refused', `The run's output could not be followed (${response.status}).`);
+    if (!response.ok || !response.body) {
+      // Refused (429: too many output streams open): the caller tries again after Retry-After.
+      const body = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+      const retryAfter = Number(response.headers.get('retry-after'));
+      throw new ApiError(
+        response.status,
+        body.error?.code ?? 'stream_refused',
+        body.error?.message ?? `The run's output could not be followed (${response.status}).`,
+        Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+      );
+    }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = '';
     // However it ends (the run's end, a lost connection, a piece that does not follow on), it ends here.

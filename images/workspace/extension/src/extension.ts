@@ -14,6 +14,8 @@
  *   "Keep working"; and what the student does in the editor (editing, moving around, typing in a
  *   terminal: VS Code's "the window was interacted with recently") counts as activity, told to the
  *   control plane at most once a minute;
+ * - a home nearly full (90 % of its bound), full (Run refused) or not measurable in full: a notice,
+ *   once each time it becomes so, saying how much is used and how to free space;
  * - a stop, told at once: when a coach, the idle sweep, the operator or the student's own page stops
  *   the workspace, a dialog says who and when (the editor's connection is gone), that the files are
  *   kept, and leads to the workspace page, where Open starts it again.
@@ -71,6 +73,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let warnedFor: string | null = null;
   /** The stop already told (its time), so that it is told once. */
   let toldStop: string | null = null;
+  /** How full the home was last told (nearly full, full, not measurable), so that each is told once. */
+  let toldDisk = 'ok';
 
   const root = vscode.workspace.workspaceFolders?.[0]?.uri;
   const showProblems = (text: string) => {
@@ -130,10 +134,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           output.appendLine(`\n■ Run ${end.status}${end.reason ? `: ${end.reason}` : ''}${code}.`);
           void refresh();
           return;
-        } catch {
+        } catch (error) {
           if (current.stop.signal.aborted) return;
-          // Connection lost (a restarting control plane, say): go on from what was received.
-          await new Promise((resolve) => setTimeout(resolve, 1000));
+          // Connection lost (a restarting control plane, a slow reader cut): go on from what was received;
+          // refused (too many output streams open), after the wait it was told.
+          const wait = error instanceof ApiError && error.retryAfterSeconds !== undefined ? error.retryAfterSeconds * 1000 : 1000;
+          await new Promise((resolve) => setTimeout(resolve, wait));
         }
       }
     })();
@@ -181,6 +187,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void vscode.window.showInformationMessage('Your workspace keeps running.');
   };
 
+  // The home nearly full, full or not measurable in full: said once each time it becomes so (Run is refused at full).
+  const tellDisk = () => {
+    const disk = workspace?.disk;
+    const level = disk?.message ? disk.level : 'ok';
+    if (level === toldDisk) return;
+    toldDisk = level;
+    if (disk?.message) void vscode.window.showWarningMessage(disk.message);
+  };
+
   // The editor stops with the workspace: say so at once, with why, before VS Code's own "trying to
   // reconnect"; the way on is the workspace page (a reload of this window shows it, in both modes).
   const tellStopped = async () => {
@@ -208,6 +223,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     else simulator.disconnected(isActive(run) ? 'The simulator is starting…' : 'No simulator: press Run.');
     render();
     void warnIfIdle();
+    tellDisk();
     void tellStopped();
   };
 
