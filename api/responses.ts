@@ -38,8 +38,18 @@ export function redirect(res: http.ServerResponse, location: string, status = 30
   res.end();
 }
 
-/** Refuses a WebSocket upgrade: a whole HTTP/1.1 response with the JSON error, then the socket ends. */
+/** How long a refused upgrade's client has to read the answer and close before its socket is destroyed (a client may never close its side). */
+const REFUSED_GRACE_MS = 2000;
+
+/**
+ * Refuses a WebSocket upgrade: a whole HTTP/1.1 response with the JSON error, then the socket ends,
+ * and is destroyed REFUSED_GRACE_MS after the answer is written, whether or not the client closed.
+ */
 export function refuseUpgrade(socket: Duplex, error: AppError): void {
+  socket.once('finish', () => {
+    const grace = setTimeout(() => socket.destroy(), REFUSED_GRACE_MS);
+    socket.once('close', () => clearTimeout(grace));
+  });
   const body = JSON.stringify(errorBody(error.code, error.message));
   const headers = Object.entries(error.headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)

@@ -59,7 +59,7 @@
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -67,8 +67,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
 import {
-  benchDatabase,
-  benchDatabaseUrl,
   cgroupCpuSeconds,
   CONTROL_PLANE_LABEL,
   deadline,
@@ -81,8 +79,7 @@ import {
   processRssBytes,
   removeLabelled,
 } from './lib.ts';
-import { TEST_ENV } from '../test/helpers/controllers.ts';
-import { Browser, startOidcProvider } from '../test/helpers/oidc.ts';
+import { startDeployed, stopChild, type Deployed } from './deployed.ts';
 
 const DATABASE = 'cp_bench_proxy';
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -125,20 +122,6 @@ type Memory = NodeJS.MemoryUsage & { type: 'memory'; gc: boolean };
 
 // ---------------------------------------------------------------------------------------------
 // The control plane as deployed, in its own process.
-
-/** The control plane under test: the server process, the student's session and workspace, and how to ask it about itself. */
-interface Deployed {
-  child: ChildProcess;
-  origin: string;
-  port: number;
-  slug: string;
-  cookie: string;
-  editorEndpoint: string;
-  /** Asks the server's probe (bench/proxy-probe.ts) a question and waits for the answer of the same type. */
-  ask<T>(type: 'memory' | 'loop' | 'loop-reset'): Promise<T>;
-  /** How the server was started (a follower replica is started the same way, on another port). */
-  start: { execArgv: string[]; env: NodeJS.ProcessEnv };
-}
 
 /**
  * A second replica of the deployed control plane on the same PostgreSQL database, data directory
@@ -190,109 +173,6 @@ async function startFollower(leader: Deployed, cleanups: (() => Promise<unknown>
     if (Date.now() > until) throw new Error(`the follower replica on ${origin} did not come up following within 60 s`);
     await sleep(100);
   }
-}
-
-/**
- * Starts the server as a deployment runs it (bin/server.ts, every part: controllers, stats
- * sampler, activity writer, session cache, change feed; LOG_LEVEL info) on PostgreSQL or the
- * embedded database, with an OpenID Connect provider on loopback; signs a student in through it as
- * a browser does, opens their workspace through the student API and waits until its editor runs.
- */
-async function startDeployed(kind: 'postgres' | 'embedded', controlPlaneId: string, cleanups: (() => Promise<unknown>)[]): Promise<Deployed> {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const provider = await startOidcProvider({
-    clients: [{ client_id: 'control-plane', client_secret: 'control-plane-secret', redirect_uris: [`${origin}/connect/oidc/callback`] }],
-  });
-  cleanups.push(() => provider.close());
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-proxy-'));
-  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-  const email = `student-${randomBytes(3).toString('hex')}@school.test`;
-  writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: [email] }));
-  let database = {};
-  if (kind === 'postgres') {
-    const { drop } = await benchDatabase(DATABASE);
-    cleanups.push(drop);
-    database = { DATABASE_URL: benchDatabaseUrl(DATABASE) };
-  }
-  const start = {
-    // BENCH_CP_NODE_ARGS: extra Node flags for the control plane, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
-    execArgv: [
-      '--expose-gc',
-      '--no-warnings=ExperimentalWarning',
-      '--import',
-      path.join(import.meta.dirname, 'proxy-probe.ts'),
-      ...(process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Boolean),
-    ],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      ...database,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      ...(PAIR ? { REUSE_PORT: 'true' } : {}),
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-      ADMIN_TOKEN,
-      CONTROL_PLANE_ID: controlPlaneId,
-      OIDC_ISSUER: provider.issuer,
-      OIDC_CLIENT_ID: 'control-plane',
-      OIDC_CLIENT_SECRET: 'control-plane-secret',
-      ...TEST_ENV,
-    },
-  };
-  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], { ...start, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  cleanups.push(() => stopChild(child, false));
-  const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code) => reject(new Error(`the control plane exited (${code}) before its workspace ran`))),
-  );
-  const until = Date.now() + 120_000;
-  const answer = async (url: string, init: RequestInit = {}) => {
-    for (;;) {
-      const response = await Promise.race([browser.fetch(url, init).catch(() => undefined), exited]);
-      if (response) return response;
-      if (Date.now() > until) throw new Error(`${url}: no answer from the control plane`);
-      await sleep(100);
-    }
-  };
-  const browser = new Browser();
-  await answer(`${origin}/healthz`);
-  provider.nextLogin({ id: email, email, email_verified: true, name: 'Ada Bench' });
-  const signedIn = await browser.follow(`${origin}/auth/start/oidc`);
-  await signedIn.response.arrayBuffer();
-  const me = (await (await answer(`${origin}/auth/me`)).json()) as { user?: { workspaceSlug: string | null } };
-  const slug = me.user?.workspaceSlug;
-  if (!slug) throw new Error(`the sign-in did not make a workspace: ${JSON.stringify(me)} (${signedIn.chain.join(' -> ')})`);
-  const opened = await answer(`${origin}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { origin } });
-  if (opened.status >= 300) throw new Error(`opening the workspace answered ${opened.status} ${await opened.text()}`);
-  for (;;) {
-    const { workspace } = (await (await answer(`${origin}/u/${slug}/api/workspace`)).json()) as {
-      workspace: { observedState: string; statusMessage?: string };
-    };
-    if (workspace.observedState === 'running') break;
-    if (Date.now() > until) throw new Error(`workspace not running after 120 s: ${JSON.stringify(workspace)}`);
-    await sleep(100);
-  }
-  // Where the editor listens on the workspace network: what the control plane proxies to.
-  const ours = { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] };
-  const [container] = await docker.listContainers({ filters: ours });
-  if (!container) {
-    const all = await docker.listContainers({ all: true, filters: ours });
-    throw new Error(`the workspace is running, but no container of it runs: ${JSON.stringify(all.map((each) => [each.Names, each.State, each.Status]))}`);
-  }
-  const networks = (await docker.getContainer(container.Id).inspect()).NetworkSettings.Networks;
-  const editorEndpoint = `${networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress}:${TEST_ENV.EDITOR_PORT}`;
-  const cookie = `cp_session=${browser.cookie(origin, 'cp_session')}; cp_session.sig=${browser.cookie(origin, 'cp_session.sig')}`;
-  const ask = <T>(type: 'memory' | 'loop' | 'loop-reset') =>
-    new Promise<T>((resolve) => {
-      const listener = (message: { type: string }) => {
-        if (message.type !== type) return;
-        child.off('message', listener);
-        resolve(message as T);
-      };
-      child.on('message', listener);
-      child.send({ type });
-    });
-  return { child, origin, port, slug, cookie, editorEndpoint, ask, start };
 }
 
 /**
@@ -380,7 +260,21 @@ async function main(): Promise<void> {
       }
     });
 
-    const ready = await startDeployed(DB_KIND, controlPlaneId, cleanups);
+    const ready = await startDeployed(
+      {
+        database: DB_KIND === 'postgres' ? { kind: 'postgres', name: DATABASE } : { kind: 'embedded' },
+        controlPlaneId,
+        // BENCH_CP_NODE_ARGS: extra Node flags for the control plane, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+        execArgv: [
+          '--expose-gc',
+          '--import',
+          path.join(import.meta.dirname, 'proxy-probe.ts'),
+          ...(process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Boolean),
+        ],
+        env: { ...(PAIR ? { REUSE_PORT: 'true' } : {}), LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ADMIN_TOKEN },
+      },
+      cleanups,
+    );
     const child = ready.child;
     const cpPid = child.pid!;
     const [container] = await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] } });
@@ -755,19 +649,6 @@ function caddyJson(port: number, prefix: string, upstream: string): object {
 function softNofile(pid: number): number {
   const match = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync(`/proc/${pid}/limits`, 'utf8'));
   return match?.[1] === 'unlimited' ? Infinity : Number(match?.[1]);
-}
-
-/** Asks a child to stop (IPC `stop`, else SIGTERM), then SIGKILL by pid after 10 s. */
-async function stopChild(child: ChildProcess, ipc: boolean): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  // A child that died just now may still look connected: sending to it then fails with EPIPE.
-  child.on('error', () => undefined);
-  if (ipc && child.connected) child.send({ type: 'stop' });
-  else child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 async function addChpRoute(apiPort: number, token: string, prefix: string, target: string): Promise<void> {

@@ -27,6 +27,8 @@ import { ChangeFeed } from '../src/db/changes.ts';
 import { openMigrated, type Database, type OpenOptions } from '../src/db/database.ts';
 import { InformedRuntime } from '../src/docker/informer.ts';
 import { runtimeFor } from '../src/docker/runtimes.ts';
+import { descriptorBudget, descriptorLimit } from '../src/descriptors.ts';
+import { Fold } from '../src/fold.ts';
 import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { categoryLogger, type Logger } from '../src/log.ts';
 import { createMetrics, type Metrics } from '../src/metrics.ts';
@@ -191,7 +193,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const watcher = options.allowlist ? undefined : new AllowlistWatcher({ file: allowlistFile, log: authLog, implicit: config.serviceAdminEmails, changes });
   const allowlist: AllowlistView = options.allowlist ?? watcher!;
   const backups = new Backups({ store, runtime, dataDir: config.dataDir, image: config.workspaceImage });
-  const volumeTemplate = { image: config.workspaceImage, memoryBytes: config.codeMemoryLimitBytes, network: config.workspaceNetwork };
+  const volumeTemplate = { image: config.workspaceImage, network: config.workspaceNetwork, pidsLimit: config.containerPidsLimit };
   // Every minute, or more often when the idle limit is short (a demo), so a workspace never overstays by much.
   const sweepEveryMs = options.tuning?.idleIntervalMs ?? Math.min(60_000, Math.max(1000, (config.idleStopMinutes * 60_000) / 4));
 
@@ -204,7 +206,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           runtime,
           metrics,
           log: containersLog,
-          template: { ...volumeTemplate, editorPort: config.editorPort, nanoCpus: config.codeNanoCpus },
+          template: { ...volumeTemplate, memoryBytes: config.codeMemoryLimitBytes, nanoCpus: config.codeNanoCpus, editorPort: config.editorPort },
           // Homes move off drained and lost nodes through the leader's backups (a fenced store audits them).
           homes: new Backups({ store: partStore, runtime, dataDir: config.dataDir, image: config.workspaceImage }),
           nodeLostMs: config.nodeLostMs,
@@ -220,7 +222,13 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           log: categoryLogger(log, 'runs'),
           buildTimeoutMs: config.runBuildTimeoutMs,
           maxRunMs: config.runMaxMs,
-          template: { ...volumeTemplate, nt4Port: config.nt4Port, command: config.simCommand },
+          template: {
+            ...volumeTemplate,
+            memoryBytes: config.runMemoryLimitBytes,
+            nanoCpus: config.runNanoCpus,
+            nt4Port: config.nt4Port,
+            command: config.simCommand,
+          },
           ...options.tuning?.runs,
         })
       : undefined,
@@ -234,7 +242,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           intervalMs: sweepEveryMs,
         })
       : undefined,
-    stats: chosen.has('stats') ? new StatsSampler({ runtime, store: partStore, metrics, log: containersLog }) : undefined,
+    stats: chosen.has('stats') ? new StatsSampler({ runtime, store: partStore, metrics, log: containersLog, homeDisk: config.homeDisk }) : undefined,
     backups:
       chosen.has('backups') && config.backupSchedule
         ? new BackupSchedule({
@@ -336,16 +344,52 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         );
       }
       const server = http.createServer();
+      // Clients never take the descriptors the control plane needs for itself (src/descriptors.ts).
+      const budget = descriptorBudget(descriptorLimit(), config.proxyTunnels.total);
+      server.maxConnections = budget.maxConnections;
+      const dropped = new Fold();
+      server.on('drop', () => {
+        metrics.httpConnectionsDropped.inc();
+        const repeats = dropped.take('drop');
+        if (repeats !== undefined)
+          serverLog.warning(
+            { maxConnections: budget.maxConnections, reserve: budget.reserve, repeats },
+            `closed a new connection on arrival: ${budget.maxConnections} client connections are open, the most this server holds (descriptors kept in reserve: ${budget.reserve})`,
+          );
+      });
       await listen(server, port, host, config.reusePort);
       const bound = (server.address() as AddressInfo).port;
       const url = `http://${urlHost(host)}:${bound}`;
       const origin = config.publicUrl ?? url;
+      const tunnelLimits = { perWorkspace: config.proxyTunnels.perWorkspace, total: budget.maxTunnels };
       // Attached before this tick ends, so before any connection is handled.
-      const handlers = createApp({ config, store, metrics, log, publicOrigin: origin, sessionSecret: secret, allowlist, activity, backups });
+      const handlers = createApp({
+        config,
+        store,
+        metrics,
+        log,
+        publicOrigin: origin,
+        sessionSecret: secret,
+        allowlist,
+        activity,
+        backups,
+        runtime,
+        tunnelLimits,
+      });
       server.on('request', handlers.request);
       server.on('upgrade', handlers.upgrade);
       server.on('clientError', handlers.clientError);
       plane.http = { url, origin, server, handlers };
+      serverLog.info(
+        {
+          descriptors: budget.limit,
+          descriptorReserve: budget.reserve,
+          maxConnections: budget.maxConnections,
+          maxTunnels: tunnelLimits.total,
+          maxTunnelsPerWorkspace: tunnelLimits.perWorkspace,
+        },
+        `descriptors: ${budget.limit ?? 'no limit known'}, of which ${budget.reserve} kept for the control plane's own use; at most ${budget.maxConnections} client connections and ${tunnelLimits.total} WebSocket tunnels (${tunnelLimits.perWorkspace} per workspace)`,
+      );
       serverLog.info(
         { host, port: bound, publicUrl: origin, version: SERVICE.version, startupMs: Math.round(performance.now() - startedAt) },
         `listening on http://${host}:${bound}`,

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type net from 'node:net';
 
 /** The nt4 alive probe's timeout (spec: 500 ms); the editor's readiness probe uses the same. */
 export const PROBE_TIMEOUT_MS = 500;
@@ -14,21 +15,40 @@ export interface Probe {
 /**
  * Probes a server at `host:port` with an HTTP GET of `/` and a 500 ms timeout: the simulator's nt4
  * port, or the editor. Any HTTP answer means the server is up (a NetworkTables server answers
- * plain GETs too, with an error status); a hang is `timeout`, a refused or broken connection `error`.
+ * plain GETs too, with an error status); a hang is `timeout`, a refused or broken connection `error`
+ * (as is one `connect` refuses to make).
  */
-export function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<Probe> {
+export function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS, connect?: () => Promise<net.Socket>): Promise<Probe> {
   const started = performance.now();
   const at = endpoint.lastIndexOf(':');
   const seconds = () => (performance.now() - started) / 1000;
   return new Promise((resolve) => {
     // A fresh connection each time (no agent): containers come and go and their addresses are
     // reused, so a pooled keep-alive socket could belong to one that is gone.
-    const request = http.get({ host: endpoint.slice(0, at), port: Number(endpoint.slice(at + 1)), path: '/', agent: false }, (answer) => {
-      clearTimeout(timer);
-      answer.resume();
-      request.destroy();
-      resolve({ outcome: 'ok', status: answer.statusCode, seconds: seconds() });
-    });
+    // `connect`, when given, makes the connection (a verified one: the proxy's Upstreams).
+    const createConnection: http.ClientRequestArgs['createConnection'] =
+      connect &&
+      ((_options, done) => {
+        void (async () => {
+          let socket: net.Socket;
+          try {
+            socket = await connect();
+          } catch (error) {
+            return done(error as Error, undefined as never);
+          }
+          done(null, socket);
+        })();
+        return undefined;
+      });
+    const request = http.get(
+      { host: endpoint.slice(0, at), port: Number(endpoint.slice(at + 1)), path: '/', agent: connect ? undefined : false, createConnection },
+      (answer) => {
+        clearTimeout(timer);
+        answer.resume();
+        request.destroy();
+        resolve({ outcome: 'ok', status: answer.statusCode, seconds: seconds() });
+      },
+    );
     const timer = setTimeout(() => {
       request.destroy();
       resolve({ outcome: 'timeout', seconds: seconds() });

@@ -3,8 +3,9 @@
  * request streamed both ways through undici's raw dispatch.
  */
 import type http from 'node:http';
+import type { Socket } from 'node:net';
 import { createRequire } from 'node:module';
-import type { Dispatcher, Pool as UndiciPool } from 'undici';
+import type { buildConnector, Dispatcher, Pool as UndiciPool } from 'undici';
 import type { Metrics } from '../../src/metrics.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { escapeHtml, page } from '../pages.ts';
@@ -12,6 +13,7 @@ import { sendError, sendHtml } from '../responses.ts';
 import { isNavigation } from './host.ts';
 import { responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
 import { UpstreamError } from '../../src/errors.ts';
+import type { Upstreams } from './upstreams.ts';
 
 // undici's Pool module alone (22 modules, not the package's index of 110; about 75 ms less, loaded alone); undici has no exports map.
 const Pool = createRequire(import.meta.url)('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
@@ -41,6 +43,8 @@ export function observeEditor(metrics: Metrics, outcome: 'ok' | 'error' | 'timeo
 
 export interface ForwarderDeps {
   metrics: Metrics;
+  /** How connections to editors are made: each to a verified address only. */
+  upstreams: Upstreams;
   /** How long to wait for the editor's response headers. */
   timeoutMs: number;
   forwarding: ForwardingContext;
@@ -108,6 +112,17 @@ export class HttpForwarder {
       : responseHeaders(raw, this.deps.ownCookies, false, false, `/u/${path.slug}/`);
   }
 
+  /** A verified connection to a workspace's editor, handed to undici's callback (its connector's contract). */
+  private async connectEditor(workspaceId: string, endpoint: string, callback: buildConnector.Callback): Promise<void> {
+    let socket: Socket;
+    try {
+      socket = await this.deps.upstreams.connect({ workspaceId }, 'vscode', endpoint);
+    } catch (error) {
+      return callback(error as Error, null);
+    }
+    callback(null, socket);
+  }
+
   /**
    * The connection pool to a workspace's editor. One per running container: a container that
    * replaces another (a restart, or an address another workspace's container had) gets a fresh
@@ -127,7 +142,8 @@ export class HttpForwarder {
       headersTimeout: timeoutMs,
       // Server-sent events and long polls may be quiet for long: no timeout between body chunks.
       bodyTimeout: 0,
-      connect: { timeout: Math.min(timeoutMs, 10_000) },
+      // Each connection only to the workspace's live editor (Upstreams verifies the address before and after the handshake).
+      connect: (_options, callback) => void this.connectEditor(workspace.id, endpoint, callback),
     });
     this.pools.set(workspace.id, { endpoint, since, pool });
     return pool;
@@ -213,11 +229,13 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (this.answered) return void res.destroy();
     const code = (error as NodeJS.ErrnoException).code ?? '';
     if (this.retry && RETRIED_CODES.has(code)) return this.forwarder.forward(this.req, res, this.workspace, this.path, this.cookie, true);
-    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'ETIMEDOUT') {
       this.forwarder.observe('timeout', this.started);
       return sendError(res, UpstreamError(504, 'upstream_timeout', 'The editor did not answer in time.'));
     }
     this.forwarder.observe('error', this.started);
+    if (code === 'UPSTREAM_UNVERIFIED' && !isNavigation(this.req))
+      return sendError(res, UpstreamError(502, 'editor_gone', 'The editor is not running here any more; it may be restarting: try again in a moment.'));
     // A student's page load: a page that says so and tries again (by then the workspace page, if it was stopped).
     if (isNavigation(this.req)) return sendHtml(res, 502, editorNotAnswering(this.workspace.slug));
     sendError(res, UpstreamError(502, 'upstream_error', 'The editor could not be reached.'));

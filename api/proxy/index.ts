@@ -22,7 +22,8 @@ import { Admission, sessionCookies, type Verdict } from './admission.ts';
 import type { GrantSigner } from './handoff.ts';
 import { acceptsHtml, isNavigation, RESERVED_PREFIX } from './host.ts';
 import { HttpForwarder, type ProxiedPath } from './http.ts';
-import { Tunnels, type Tunnel, type TunnelOwner, type TunnelTarget } from './websocket.ts';
+import { Tunnels, type Tunnel, type TunnelLimits, type TunnelOwner, type TunnelTarget } from './websocket.ts';
+import type { Upstreams } from './upstreams.ts';
 
 export { parseWorkspacePath, SLUG, type WorkspacePath } from './path.ts';
 export { WorkspaceHosts } from './host.ts';
@@ -73,8 +74,12 @@ export interface ProxyDeps {
   sessionCookie: string;
   sessionSecret: string;
   trustProxy: boolean;
-  /** How long to wait for the editor's response headers. */
+  /** How long to wait for the editor's response headers (and for an upstream's answer to a WebSocket upgrade). */
   timeoutMs: number;
+  /** Connections to editors and simulators, each verified to reach the container it is for. */
+  upstreams: Upstreams;
+  /** How many WebSocket tunnels may be open at once, per workspace and in all. */
+  tunnelLimits: TunnelLimits;
   /** Whether an email may still sign in (allowlist and SERVICE_ADMIN_EMAIL). */
   isAllowed: (email: string) => boolean;
 }
@@ -118,13 +123,25 @@ export class WorkspaceProxy {
       publicHost: new URL(deps.publicOrigin).host,
     };
     const cookieRules = { ownCookies: this.admission.cookieNames, hostCookies: host?.reservedCookies };
-    this.forwarder = new HttpForwarder({ metrics: deps.metrics, timeoutMs: deps.timeoutMs, forwarding, ...cookieRules });
-    this.tunnels = new Tunnels({ metrics: deps.metrics, activity: deps.activity, forwarding, ...cookieRules });
+    this.forwarder = new HttpForwarder({ metrics: deps.metrics, timeoutMs: deps.timeoutMs, upstreams: deps.upstreams, forwarding, ...cookieRules });
+    this.tunnels = new Tunnels({
+      metrics: deps.metrics,
+      log: deps.log,
+      activity: deps.activity,
+      upstreams: deps.upstreams,
+      forwarding,
+      limits: deps.tunnelLimits,
+      answerTimeoutMs: deps.timeoutMs,
+      ...cookieRules,
+    });
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
     this.unsubscribe = deps.changes.subscribe((change) => {
       this.admission.changed(change);
       // Stopped, restarted or deleted: the editor it reached is going, and its idle connections go now.
-      if (change.kind === 'workspaces') this.forwarder.drop(change.id);
+      if (change.kind === 'workspaces') {
+        this.forwarder.drop(change.id);
+        this.deps.upstreams.forget(change.id);
+      }
       this.revoke(change);
     });
     this.unsubscribeReconnect = deps.changes.onReconnect(() => this.resync());
@@ -248,23 +265,19 @@ export class WorkspaceProxy {
     if ('status' in verdict) return refuseUpgrade(socket, verdict);
     const { workspace } = verdict;
     if (workspace.desiredState !== 'running' || !running(workspace)) return tryAgainLater(req, socket, head, `Workspace ${workspace.slug} is not running.`);
-    let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.editorEndpoint!, rest: path.rest };
+    let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.editorEndpoint!, serving: { workspaceId: workspace.id }, rest: path.rest };
     const nt4 = nt4Path(path.rest);
     if (nt4 !== undefined) {
       // The workspace's simulator (NetworkTables), while a run has one: no cookie of the browser goes there.
       const run = await this.deps.store.runs.active(workspace.id).catch(() => undefined);
       if (socket.destroyed) return;
       if (!run?.simEndpoint) return refuseUpgrade(socket, UnavailableError('no_simulator', 'No simulator is running in this workspace: press Run first.', 5));
-      target = { upstream: 'nt4', endpoint: run.simEndpoint, rest: nt4 };
+      target = { upstream: 'nt4', endpoint: run.simEndpoint, serving: { workspaceId: workspace.id, runId: run.id }, rest: nt4 };
       cookie = undefined;
     }
-    try {
-      this.tunnels.open(req, socket, head, workspace, path, cookie, { user: verdict.user, sessionId: verdict.sessionId, admit }, target);
-    } catch (error) {
-      // E.g. an editor address net.connect refuses outright: the client still gets an answer.
-      this.deps.log.error({ error }, 'opening a WebSocket tunnel failed');
-      if (!socket.destroyed) refuseUpgrade(socket, InternalError());
-    }
+    const refused = this.tunnels.refusal(workspace.id, workspace.slug);
+    if (refused) return refuseUpgrade(socket, refused);
+    this.tunnels.openTunnel(req, socket, head, workspace, path, cookie, { user: verdict.user, sessionId: verdict.sessionId, admit }, target);
   }
 
   /** An admission verdict, a failure of the lookup being a logged 500. */

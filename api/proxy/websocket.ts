@@ -1,15 +1,26 @@
 /**
- * WebSocket tunnels to the editors: the upgrade request is written on to the editor as it came
- * (its headers filtered like any request's), the editor's answer head is read up to its blank line
- * and filtered like any response's (a 101 keeps Connection and Upgrade), and then the two byte
+ * WebSocket tunnels to the editors and simulators: the upgrade request is written on to the
+ * upstream as it came (its headers filtered like any request's), over a connection made only to the
+ * live container it is meant for (Upstreams), the upstream's answer head is read up to its blank
+ * line and filtered like any response's (a 101 keeps Connection and Upgrade), and then the two byte
  * streams are joined. Opening a tunnel to the editor marks the workspace active; what flows through
- * it does not (see ActivityRecorder). Each tunnel remembers whose
- * it is, so that a revocation (see WorkspaceProxy) can find and end it.
+ * it does not (see ActivityRecorder). Each tunnel remembers whose it is, so that a revocation (see
+ * WorkspaceProxy) can find and end it.
+ *
+ * A tunnel holds two descriptors for as long as it lasts, and a student's program can keep its side
+ * open for ever, so: when the client ends (closes, or only sends its FIN), both sides are destroyed
+ * at once; when the upstream ends, what it sent is passed on, the client's side is ended, and both
+ * are destroyed END_GRACE_MS later at most (the client may never close either); an upstream that does not answer the
+ * upgrade within the proxy's timeout is given up (504); and the tunnels open at once are bounded per
+ * workspace and in all (TunnelLimits), past which an upgrade is refused with a clear error, counted
+ * and logged (once a minute per workspace).
  */
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
+import type { ServingTarget } from '../../src/docker/runtime.ts';
 import type { ActivityRecorder } from '../../src/store/activity.ts';
 import type { SessionUser } from '../../src/store/sessions.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
@@ -17,18 +28,37 @@ import { refuseUpgrade } from '../responses.ts';
 import type { Verdict } from './admission.ts';
 import { parseResponseHead, responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
 import { observeEditor, type ProxiedPath } from './http.ts';
-import { UpstreamError } from '../../src/errors.ts';
+import { UnverifiedUpstreamError, type Upstreams } from './upstreams.ts';
+import { TooManyError, UnavailableError, UpstreamError, type AppError } from '../../src/errors.ts';
+import { Fold } from '../../src/fold.ts';
 import { sessionDigest } from '../../src/store/sessions.ts';
 
-/** The longest answer head an editor may send before its WebSocket starts (a 101 is a few hundred bytes). */
+/** The longest answer head an upstream may send before its WebSocket starts (a 101 is a few hundred bytes). */
 const MAX_HEAD_BYTES = 64 * 1024;
+
+/** How long a client may take to close its side after its upstream closed (what the upstream sent is passed on meanwhile). */
+export const END_GRACE_MS = 2000;
+
+/** TCP keep-alive on both sides of a tunnel: a peer that vanished without a word is found and its tunnel ended. */
+const KEEPALIVE_MS = 30_000;
 
 const HEAD_END = Buffer.from('\r\n\r\n');
 
+/** How many tunnels may be open at once: to one workspace (its editor and simulator together), and in all. */
+export interface TunnelLimits {
+  perWorkspace: number;
+  total: number;
+}
+
 export interface TunnelDeps {
   metrics: Metrics;
+  log: Logger;
   activity: ActivityRecorder;
+  upstreams: Upstreams;
   forwarding: ForwardingContext;
+  limits: TunnelLimits;
+  /** How long an upstream may take to answer the upgrade. */
+  answerTimeoutMs: number;
   /** The control plane's session cookies: an editor's Set-Cookie for them is dropped from its answer. */
   ownCookies: readonly string[];
   /** On a workspace's own host (host mode), the cookies an editor's Set-Cookie may not name; one with a Domain attribute is dropped there too. */
@@ -50,8 +80,10 @@ export interface TunnelOwner {
  */
 export interface TunnelTarget {
   upstream: 'vscode' | 'nt4';
-  /** `host:port`. */
+  /** `host:port`, as recorded. */
   endpoint: string;
+  /** Whose container the endpoint must be (the workspace's editor, or its run's simulator). */
+  serving: ServingTarget;
   /** The request target the upstream gets. */
   rest: string;
 }
@@ -74,6 +106,10 @@ export class Tunnels {
   /** Open sockets (both ends), closed on shutdown: an HTTP server's close does not end them. */
   private readonly sockets = new Set<Duplex>();
   private readonly tunnels = new Set<Tunnel>();
+  /** Open tunnels by workspace id. */
+  private readonly open = new Map<string, number>();
+  /** One log line a minute per bound hit (per workspace, and the server's). */
+  private readonly fold = new Fold();
   private closed = false;
 
   constructor(deps: TunnelDeps) {
@@ -112,11 +148,39 @@ export class Tunnels {
   }
 
   /**
+   * Whether a new tunnel to `workspaceId` would pass the bounds (TunnelLimits): undefined when it
+   * would, else the refusal to answer with (counted, and logged once a minute per workspace).
+   */
+  refusal(workspaceId: string, slug: string): AppError | undefined {
+    const { limits, metrics, log } = this.deps;
+    const bound = this.tunnels.size >= limits.total ? 'server' : (this.open.get(workspaceId) ?? 0) >= limits.perWorkspace ? 'workspace' : undefined;
+    if (bound === undefined) return undefined;
+    metrics.proxyTunnelRefusals.inc({ bound });
+    const repeats = this.fold.take(bound === 'server' ? 'server' : workspaceId);
+    if (repeats !== undefined) {
+      const line =
+        bound === 'server'
+          ? `refused a WebSocket: the server has ${limits.total} open (PROXY_MAX_TUNNELS), the most it keeps descriptors for`
+          : `refused a WebSocket to workspace ${slug}: it has ${limits.perWorkspace} open (PROXY_MAX_TUNNELS_PER_WORKSPACE)`;
+      log.warning({ workspaceId, bound, repeats }, line);
+    }
+    return bound === 'server'
+      ? UnavailableError('server_busy', 'The server has as many connections open as it can hold; try again in a moment.', 5)
+      : TooManyError(
+          'too_many_connections',
+          `This workspace has ${limits.perWorkspace} connections open, the most one workspace may have: close some of its tabs and try again.`,
+          5,
+        );
+  }
+
+  /**
    * Opens a tunnel from an admitted client's socket to `target` of `workspace` (its running editor,
    * or its simulator), for `owner`, with `cookie` (the client's cookies without ours) as the Cookie
-   * header the upstream gets. It counts as open, and can be found and ended, from now on.
+   * header the upstream gets. It counts as open (against the bounds too), and can be found and
+   * ended, from now on; the connection to the upstream is made once Upstreams has verified whose
+   * address it is.
    */
-  open(
+  openTunnel(
     req: http.IncomingMessage,
     socket: Duplex,
     head: Buffer,
@@ -126,11 +190,7 @@ export class Tunnels {
     owner: TunnelOwner,
     target: TunnelTarget,
   ): Tunnel {
-    const { metrics, activity } = this.deps;
-    const at = target.endpoint.lastIndexOf(':');
-    const started = performance.now();
-    const upstream = net.connect({ port: Number(target.endpoint.slice(at + 1)), host: target.endpoint.slice(0, at), noDelay: true });
-    this.track(upstream);
+    let upstream: net.Socket | undefined;
     const tunnel: Tunnel = {
       user: owner.user,
       workspaceId: workspace.id,
@@ -139,45 +199,112 @@ export class Tunnels {
       admit: owner.admit,
       close: () => {
         socket.destroy();
-        upstream.destroy();
+        upstream?.destroy();
       },
     };
-    this.tunnels.add(tunnel);
-    socket.once('close', () => this.tunnels.delete(tunnel));
+    this.add(tunnel);
+    socket.once('close', () => this.remove(tunnel));
+    void (async () => {
+      const started = performance.now();
+      try {
+        upstream = await this.deps.upstreams.connect(target.serving, target.upstream, target.endpoint);
+      } catch (error) {
+        if (socket.destroyed) return;
+        const timedOut = (error as NodeJS.ErrnoException).code === 'ETIMEDOUT';
+        observeEditor(this.deps.metrics, timedOut ? 'timeout' : 'error', started, target.upstream);
+        return refuseUpgrade(socket, upstreamFailure(error, target.upstream));
+      }
+      this.track(upstream);
+      if (socket.destroyed) return void upstream.destroy();
+      observeEditor(this.deps.metrics, 'ok', started, target.upstream);
+      this.join(req, socket, head, upstream, workspace, path, cookie, target);
+    })();
+    return tunnel;
+  }
 
-    let connected = false;
+  /**
+   * Writes the upgrade request to the connected upstream and joins the two sides: the answer head is
+   * relayed (relayAnswer), or a 504 sent when it does not come within answerTimeoutMs; from then on,
+   * the client's end ends both at once, the upstream's ends the client's side, and both are
+   * destroyed END_GRACE_MS later at most.
+   */
+  private join(
+    req: http.IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    upstream: net.Socket,
+    workspace: WorkspaceRecord,
+    path: ProxiedPath,
+    cookie: string | undefined,
+    target: TunnelTarget,
+  ): void {
     let answered = false;
-    /** The editor failed before its answer was passed on: the client gets a 502, not a cut connection. */
-    const broken = () => {
+    /** The upstream failed before its answer was passed on: the client gets a 502 (or `failure`), not a cut connection. */
+    const broken = (failure = UpstreamError(502, 'upstream_error', `The ${UPSTREAM_NAMES[target.upstream]} could not be reached.`)) => {
+      upstream.destroy();
       if (answered || socket.destroyed) return socket.destroy();
       answered = true;
-      refuseUpgrade(socket, UpstreamError(502, 'upstream_error', 'The editor could not be reached.'));
+      refuseUpgrade(socket, failure);
     };
-    upstream.once('connect', () => {
-      connected = true;
-      observeEditor(metrics, 'ok', started, target.upstream);
-      const headers = upstreamHeaders(req, path.host ? undefined : path.slug, cookie, this.deps.forwarding, true);
-      const lines = [`${req.method} ${target.rest} HTTP/1.1`];
-      for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
-      upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-      if (head.length > 0) upstream.write(head);
-      // Opening the editor is the student's doing; what flows after is not (VS Code's own keep-alives
-      // go every few seconds, whoever is there): the editor's extension says when the student is.
-      if (target.upstream === 'vscode') activity.touch(workspace.id);
-      socket.pipe(upstream);
-      this.relayAnswer(upstream, socket, path, () => (answered = true), broken);
+    const waiting = setTimeout(
+      () => broken(UpstreamError(504, 'upstream_timeout', `The ${UPSTREAM_NAMES[target.upstream]} did not answer in time.`)),
+      this.deps.answerTimeoutMs,
+    );
+    // The client's FIN (a tab closed, a program that dropped it): nothing more is for it, and the upstream may never close its side.
+    socket.once('end', () => {
+      socket.destroy();
+      upstream.destroy();
     });
-    upstream.once('error', () => {
-      if (!connected) {
-        observeEditor(metrics, 'error', started, target.upstream);
-        answered = true;
-        return refuseUpgrade(socket, UpstreamError(502, 'upstream_error', 'The editor could not be reached.'));
-      }
-      broken();
+    // The upstream's FIN: what it sent is passed on (the pipe ends the client's side after it), then both go, whether or not the client closes.
+    let grace: NodeJS.Timeout | undefined;
+    upstream.once('end', () => {
+      if (!answered) return broken();
+      grace = setTimeout(() => socket.destroy(), END_GRACE_MS);
     });
+    for (const side of [socket, upstream] as Duplex[]) {
+      (side as Partial<net.Socket>).setKeepAlive?.(true, KEEPALIVE_MS);
+      side.once('close', () => {
+        clearTimeout(waiting);
+        clearTimeout(grace);
+      });
+    }
+    upstream.on('error', () => broken());
     upstream.on('close', () => (answered ? socket.destroy() : broken()));
     socket.on('close', () => upstream.destroy());
-    return tunnel;
+
+    const headers = upstreamHeaders(req, path.host ? undefined : path.slug, cookie, this.deps.forwarding, true);
+    const lines = [`${req.method} ${target.rest} HTTP/1.1`];
+    for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
+    upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+    if (head.length > 0) upstream.write(head);
+    // Opening the editor is the student's doing; what flows after is not (VS Code's own keep-alives
+    // go every few seconds, whoever is there): the editor's extension says when the student is.
+    if (target.upstream === 'vscode') this.deps.activity.touch(workspace.id);
+    socket.pipe(upstream);
+    this.relayAnswer(
+      upstream,
+      socket,
+      path,
+      () => {
+        answered = true;
+        clearTimeout(waiting);
+      },
+      () => broken(),
+    );
+  }
+
+  private add(tunnel: Tunnel): void {
+    this.tunnels.add(tunnel);
+    this.open.set(tunnel.workspaceId, (this.open.get(tunnel.workspaceId) ?? 0) + 1);
+    this.deps.metrics.proxyTunnelsOpen.inc();
+  }
+
+  private remove(tunnel: Tunnel): void {
+    if (!this.tunnels.delete(tunnel)) return;
+    const left = (this.open.get(tunnel.workspaceId) ?? 1) - 1;
+    if (left > 0) this.open.set(tunnel.workspaceId, left);
+    else this.open.delete(tunnel.workspaceId);
+    this.deps.metrics.proxyTunnelsOpen.dec();
   }
 
   /** Ends every tunnel at once. */
@@ -221,4 +348,18 @@ export class Tunnels {
     };
     upstream.on('data', onData);
   }
+}
+
+/** What each upstream is called in a message. */
+const UPSTREAM_NAMES = { vscode: 'editor', nt4: 'simulator' } as const;
+
+/** The refusal of an upgrade whose upstream could not be connected to: gone (its address is not its container's), timed out, or unreachable. */
+function upstreamFailure(error: unknown, upstream: TunnelTarget['upstream']): AppError {
+  if (error instanceof UnverifiedUpstreamError)
+    return upstream === 'nt4'
+      ? UnavailableError('no_simulator', 'The simulator of this run is not running any more: press Run again.', 5)
+      : UpstreamError(502, 'editor_gone', 'The editor is not running here any more; it may be restarting: try again in a moment.');
+  if ((error as NodeJS.ErrnoException).code === 'ETIMEDOUT')
+    return UpstreamError(504, 'upstream_timeout', `The ${UPSTREAM_NAMES[upstream]} did not answer in time.`);
+  return UpstreamError(502, 'upstream_error', `The ${UPSTREAM_NAMES[upstream]} could not be reached.`);
 }

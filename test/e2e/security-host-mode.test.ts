@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 14 (security review), host mode in a real browser (Debian Chromium): PUBLIC_URL
  * http://127.0.0.1:<port>, WORKSPACE_HOST *.ws.localhost:<port> (Chromium sends `*.localhost` to
@@ -7,32 +6,36 @@
  * admin API carry no admin power (another origin: no cookie of the control plane's, no CORS), and
  * where it cannot use another workspace's host that the admin has open (same-site with it, so the
  * browser would send that host's cookie), nor plant a cookie there. The student opens their own
- * editor through the hand-over. Each editor is a hostile one on loopback, behind the real proxy,
- * app and PostgreSQL.
+ * editor through the hand-over. Each editor is the student's real container (the test image's),
+ * serving pages from its home (Sam's a hostile one), behind the real proxy, app and PostgreSQL.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
+import type { ServingContainer } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { freePort } from '../helpers/server.ts';
-import { newStudent, type Student } from '../helpers/workspaces.ts';
+import { requestsSeen, servingOf, storePage } from '../helpers/stand-ins.ts';
+import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 const tag = Date.now().toString(36);
 let port: number;
 let publicOrigin: string;
 let app: TestApp;
+let harness: Harness;
 let browser: Browser;
 let sam: Student;
 let ada: Student;
 let coach: Student;
-/** Sam's editor (hostile) and Ada's (a bystander), and what each was asked. */
-let samsEditor: http.Server;
-let adasEditor: http.Server;
-const samServed: string[] = [];
-const adaServed: string[] = [];
+/** Sam's editor (hostile) and Ada's (a bystander), as the engine reports them. */
+let samsEditor: ServingContainer;
+let adasEditor: ServingContainer;
+/** Where each editor serves its page (Sam's the hostile one), from its home. */
+const PAGE = '/www/editor.html';
+/** What an editor answers a path it has no page for with (the test image's stand-in). */
+const standIn = (path: string) => `<html><body>editor stand-in: ${path}</body></html>`;
 
 const originOf = (owner: Student) => `http://${owner.workspace.slug}.ws.localhost:${port}`;
 
@@ -84,54 +87,37 @@ attack().catch((error) => { document.title = 'done:' + JSON.stringify({ error: S
 </script></body></html>`;
 }
 
-/** An editor on loopback that records each path (and upgrade) it is asked for and answers with `page` for `/`, JSON naming itself otherwise. */
-async function editorServing(name: string, served: string[], page: () => string): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    served.push(req.url ?? '');
-    if (req.url === '/') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      return res.end(page());
-    }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ editor: name, path: req.url }));
-  });
-  server.on('upgrade', (req, socket) => {
-    served.push(`upgrade ${req.url ?? ''}`);
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-}
-
-/** Points a workspace, running, at `server` (no controller runs here). */
-async function runsAt(student: Student, server: http.Server): Promise<void> {
-  await db.dataSource.query(
-    "UPDATE workspaces SET desired_state = 'running', observed_state = 'running', editor_endpoint = $2, last_transition_at = now() WHERE id = $1",
-    [student.workspace.id, `127.0.0.1:${(server.address() as AddressInfo).port}`],
-  );
-  app.store.changes.publish({ kind: 'workspaces', id: student.workspace.id });
-}
-
 beforeAll(async () => {
   port = await freePort();
   publicOrigin = `http://127.0.0.1:${port}`;
   app = await startApp(db.dataSource, { PUBLIC_URL: publicOrigin, WORKSPACE_HOST: `*.ws.localhost:${port}` }, { port });
+  // The controller shares the app's change feed, as in the server: an Open on the page reaches it at once.
+  harness = createHarness(db.dataSource, { changes: app.store.changes });
+  await harness.controller.start();
   [sam, ada, coach] = await Promise.all([newStudent(app.store, 'sam', tag), newStudent(app.store, 'ada', tag), newStudent(app.store, 'coach', tag, 'admin')]);
-  samsEditor = await editorServing('sam', samServed, hostilePage);
-  adasEditor = await editorServing('ada', adaServed, () => '<!doctype html><title>ada</title><h1>ada editor</h1>');
-  await runsAt(sam, samsEditor);
-  await runsAt(ada, adasEditor);
+  await Promise.all(
+    [sam, ada].map(async (student) => {
+      student.workspace = await openAndWait(harness.store, student.workspace);
+    }),
+  );
+  [samsEditor, adasEditor] = await Promise.all([
+    servingOf(harness.runtime, { workspaceId: sam.workspace.id }),
+    servingOf(harness.runtime, { workspaceId: ada.workspace.id }),
+  ]);
+  await storePage(samsEditor, 'editor.html', hostilePage());
+  await storePage(adasEditor, 'editor.html', '<!doctype html><title>ada</title><h1>ada editor</h1>');
   browser = await launchBrowser();
-}, 30_000);
+}, 60_000);
 
 afterAll(async () => {
   await browser?.close();
   await app?.close();
-  for (const server of [samsEditor, adasEditor]) {
-    server?.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve));
-  }
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
 }, 30_000);
+
+/** The requests an editor has been sent so far. */
+const served = (editor: ServingContainer) => requestsSeen(harness.runtime, editor);
 
 /** The signed-in user's session cookies (`cp_session` and its signature), as the browser stores them for the control plane. */
 function cookiesOf(student: Student) {
@@ -141,12 +127,12 @@ function cookiesOf(student: Student) {
   });
 }
 
-/** Opens `owner`'s workspace from the control plane as a person would (`/u/<slug>/`), following the hand-over; answers the page's final response. */
-async function open(page: Page, owner: Student) {
-  const response = await page.goto(`${publicOrigin}/u/${owner.workspace.slug}/`);
+/** Opens `owner`'s workspace at `path` from the control plane as a person would (`/u/<slug><path>`), following the hand-over; answers the page's final response. */
+async function open(page: Page, owner: Student, path = PAGE) {
+  const response = await page.goto(`${publicOrigin}/u/${owner.workspace.slug}${path}`);
   expect(response?.status()).toBe(200);
   // Landed on the workspace's own origin, with no code left in the address.
-  expect(page.url()).toBe(`${originOf(owner)}/`);
+  expect(page.url()).toBe(`${originOf(owner)}${path}`);
   return response;
 }
 
@@ -164,18 +150,19 @@ it('lets a student open their own editor through the hand-over, on its own origi
     await page.waitForFunction("document.title.startsWith('done:')", undefined, { timeout: 10_000 });
     const results = JSON.parse((await page.title()).slice(5)) as Record<string, string>;
     expect(results.cookieVisible).not.toContain('cp_ws=');
-    expect(results.ownOrigin).toBe(`200:${JSON.stringify({ editor: 'sam', path: '/admin/users' })}`);
+    expect(results.ownOrigin).toBe(`200:${standIn('/admin/users')}`);
   });
+  expect(await served(samsEditor)).toContain('GET /admin/users');
 }, 30_000);
 
 it("lets an admin open a student's workspace, where the student's page gets no admin power and cannot use another workspace", async () => {
-  const before = { sam: samServed.length, ada: adaServed.length };
+  const before = { sam: (await served(samsEditor)).length, ada: (await served(adasEditor)).length };
   await withPage(browser, async (page) => {
     await page.context().addCookies(cookiesOf(coach));
     // The admin has Ada's workspace open too: the browser holds a cookie for Ada's host.
     await open(page, ada);
     expect(await page.locator('h1').textContent()).toBe('ada editor');
-    const adaSeen = adaServed.length;
+    const adaSeen = (await served(adasEditor)).length;
 
     await open(page, sam);
     expect(await page.locator('h1').textContent()).toBe('student editor');
@@ -184,7 +171,8 @@ it("lets an admin open a student's workspace, where the student's page gets no a
 
     // Its cookie is invisible to the page, and the page's own-origin "admin API" is Sam's editor.
     expect(results.cookieVisible).not.toContain('cp_ws=');
-    expect(results.ownOrigin).toBe(`200:${JSON.stringify({ editor: 'sam', path: '/admin/users' })}`);
+    expect(results.ownOrigin).toBe(`200:${standIn('/admin/users')}`);
+    expect((await served(samsEditor)).slice(before.sam)).toContain('GET /admin/users');
     // The control plane's admin API from Sam's origin: unreadable (no CORS), and nothing changed.
     expect(results.readAdminApi).toBe('failed:TypeError');
     expect(results.readMe).toBe('failed:TypeError');
@@ -195,8 +183,8 @@ it("lets an admin open a student's workspace, where the student's page gets no a
     // Ada's host, same-site with Sam's (the browser sends the admin's cookie for it): nothing reached Ada's editor.
     expect(results.adaCors).toBe('failed:TypeError');
     expect(results.adaSocket).toMatch(/^closed:/);
-    const reached = adaServed.slice(adaSeen);
-    expect(reached.filter((path) => path.includes('secret'))).toEqual([]);
+    const reached = (await served(adasEditor)).slice(adaSeen);
+    expect(reached.filter((line) => line.includes('secret'))).toEqual([]);
 
     // The admin's own session still opens the admin API on the control plane's origin.
     expect((await page.request.get(`${publicOrigin}/admin/users`)).status()).toBe(200);
@@ -211,8 +199,8 @@ it("lets an admin open a student's workspace, where the student's page gets no a
     await open(page, ada);
     expect(await page.locator('h1').textContent()).toBe('ada editor');
   });
-  expect(samServed.length).toBeGreaterThan(before.sam);
-  expect(adaServed.length).toBeGreaterThan(before.ada);
+  expect((await served(samsEditor)).length).toBeGreaterThan(before.sam);
+  expect((await served(adasEditor)).length).toBeGreaterThan(before.ada);
 }, 45_000);
 
 it("refuses a student another's workspace host, on the control plane and on that host", async () => {
@@ -239,9 +227,9 @@ it('opens a stopped workspace from its page on the control plane and ends at the
     await page.getByRole('button', { name: 'Open' }).click();
     await page.locator('#state').filter({ hasText: 'Starting…' }).waitFor();
     expect((await app.store.workspaces.get(tim.workspace.id))?.desiredState).toBe('running');
-    // What the controller would report once the editor is up.
-    await runsAt(tim, adasEditor);
-    await page.waitForURL(`${originOf(tim)}/`, { timeout: 10_000 });
-    expect(await page.locator('h1').textContent()).toBe('ada editor');
+    // Once the controller has Tim's editor up, the page goes there.
+    await page.waitForURL(`${originOf(tim)}/`, { timeout: 20_000 });
+    expect(await page.locator('body').textContent()).toBe(`editor stand-in: /`);
+    expect(await served(await servingOf(harness.runtime, { workspaceId: tim.workspace.id }))).toContain('GET /');
   });
 }, 30_000);

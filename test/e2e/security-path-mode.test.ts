@@ -1,28 +1,31 @@
-// @lane local
 /**
  * Issue 14 (security review), in a real browser (Debian Chromium): in path mode a student's editor
  * runs on the control plane's origin, so a page it serves that calls the admin API would do so with
  * the session of whoever opened it. An admin therefore cannot load a student's editor at all (a 403
- * page), while the owner still gets it. The editor is a hostile one on loopback whose page calls
- * `fetch('/admin/users')`, behind the real proxy, app and PostgreSQL.
+ * page), while the owner still gets it. The editor is the student's real container (the test
+ * image's), serving a hostile page from the home that calls `fetch('/admin/users')`, behind the
+ * real proxy, app and PostgreSQL.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
+import type { ServingContainer } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newStudent, type Student } from '../helpers/workspaces.ts';
+import { requestsSeen, servingOf, storePage } from '../helpers/stand-ins.ts';
+import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 let app: TestApp;
+let harness: Harness;
 let browser: Browser;
-let editor: http.Server;
+/** Sam's editor, as the engine reports it. */
+let editor: ServingContainer;
 let sam: Student;
 let coach: Student;
-/** Paths the hostile editor was asked for. */
-const served: string[] = [];
 const tag = Date.now().toString(36);
+/** Where Sam's editor serves the hostile page, under the workspace's path. */
+const PAGE = '/www/editor.html';
 
 /** The page a student's code could serve: it reads the admin API with whatever session the browser has, and shows what it got. */
 const HOSTILE_PAGE = `<!doctype html><html><head><title>editor</title></head><body><h1>student editor</h1><script>
@@ -33,27 +36,25 @@ fetch('/admin/users', { headers: { accept: 'application/json' } })
 
 beforeAll(async () => {
   app = await startApp(db.dataSource);
+  harness = createHarness(db.dataSource, { changes: app.store.changes });
+  await harness.controller.start();
   sam = await newStudent(app.store, 'sam', tag);
   coach = await newStudent(app.store, 'coach', tag, 'admin');
-  editor = http.createServer((req, res) => {
-    served.push(req.url ?? '');
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(HOSTILE_PAGE);
-  });
-  await new Promise<void>((resolve) => editor.listen(0, '127.0.0.1', resolve));
-  // No controller runs here: the workspace stays "running" at the hostile editor.
-  await db.dataSource.query(
-    "UPDATE workspaces SET desired_state = 'running', observed_state = 'running', editor_endpoint = $2, last_transition_at = now() WHERE id = $1",
-    [sam.workspace.id, `127.0.0.1:${(editor.address() as AddressInfo).port}`],
-  );
+  sam.workspace = await openAndWait(harness.store, sam.workspace);
+  editor = await servingOf(harness.runtime, { workspaceId: sam.workspace.id });
+  await storePage(editor, 'editor.html', HOSTILE_PAGE);
   browser = await launchBrowser();
-}, 30_000);
+}, 60_000);
 
 afterAll(async () => {
   await browser?.close();
   await app?.close();
-  await new Promise((resolve) => editor?.close(resolve));
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
 }, 30_000);
+
+/** The requests Sam's editor has been sent so far. */
+const served = () => requestsSeen(harness.runtime, editor);
 
 /** The signed-in user's session cookies (`cp_session` and its signature) as the browser stores them. */
 function cookiesOf(student: Student) {
@@ -73,18 +74,18 @@ it("refuses an admin a student's editor (a 403 page, so its code never runs with
   // The owner gets the editor; its page reaches the admin API only with the owner's own rights.
   await withPage(browser, async (page) => {
     await page.context().addCookies(cookiesOf(sam));
-    const response = await page.goto(`${app.url}/u/${sam.workspace.slug}/`);
+    const response = await page.goto(`${app.url}/u/${sam.workspace.slug}${PAGE}`);
     expect(response?.status()).toBe(200);
     expect(await page.locator('h1').textContent()).toBe('student editor');
     expect(await adminApiAnswer(page)).toBe('admin-api:403');
   });
-  const servedToOwner = served.length;
-  expect(servedToOwner).toBeGreaterThan(0);
+  const servedToOwner = (await served()).length;
+  expect(await served()).toContain(`GET ${PAGE}`);
 
   // The admin gets a page that says why, and the editor is never asked for anything.
   await withPage(browser, async (page) => {
     await page.context().addCookies(cookiesOf(coach));
-    const response = await page.goto(`${app.url}/u/${sam.workspace.slug}/`);
+    const response = await page.goto(`${app.url}/u/${sam.workspace.slug}${PAGE}`);
     expect(response?.status()).toBe(403);
     expect(response?.headers()['content-type']).toMatch(/^text\/html/);
     const text = (await page.locator('body').textContent()) ?? '';
@@ -96,5 +97,5 @@ it("refuses an admin a student's editor (a 403 page, so its code never runs with
     // The admin's session itself still opens the admin API (nothing else was taken from the admin).
     expect((await page.request.get(`${app.url}/admin/users`)).status()).toBe(200);
   });
-  expect(served.length).toBe(servedToOwner);
+  expect((await served()).slice(servedToOwner)).toEqual([]);
 }, 35_000);

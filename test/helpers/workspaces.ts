@@ -1,5 +1,3 @@
-import type { DataSource } from 'typeorm';
-import type { ChangeFeed } from '../../src/db/changes.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { ObservedState, WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { eventually } from './controllers.ts';
@@ -39,20 +37,4 @@ export async function waitForState(store: Store, id: string, state: ObservedStat
     },
     timeoutMs,
   );
-}
-
-/**
- * Writes a workspace's status as its controller would, with no controller running for it: running
- * with its editor at `endpoint` (a test's own server), or stopped when `endpoint` is null; then
- * announces it on `changes` as the controller does (a `status` change), so that a proxy on that feed
- * forgets its cached copy at once and the next request sees the new status.
- */
-export async function setEditor(db: DataSource, changes: ChangeFeed, workspaceId: string, endpoint: string | null): Promise<void> {
-  const state = endpoint === null ? 'stopped' : 'running';
-  await db.query('UPDATE workspaces SET desired_state = $2, observed_state = $2, editor_endpoint = $3, last_transition_at = now() WHERE id = $1', [
-    workspaceId,
-    state,
-    endpoint,
-  ]);
-  changes.publish({ kind: 'status', id: workspaceId });
 }

@@ -12,7 +12,8 @@ import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { newStudent, openAndWait, setEditor, waitForState, type Student } from '../helpers/workspaces.ts';
+import { direct, rawAnswer, requestsSeen, servingOf } from '../helpers/stand-ins.ts';
+import { newStudent, openAndWait, waitForState, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 let harness: Harness;
@@ -415,71 +416,116 @@ describe('an editor that is not up', () => {
 });
 
 describe('an editor that is not what the controller started', () => {
-  // These tests write the editor's status themselves (setEditor), as the controller would: none runs from here on.
+  // The controller stops here: the tests below write Ada's record themselves, as a controller whose
+  // record is out of date would have left it; her container keeps running.
   beforeAll(() => harness.stop());
-  const editorAt = (endpoint: string) => setEditor(db.dataSource, app.store.changes, ada.workspace.id, endpoint);
+  const REFUSED = 'refused to connect to a recorded address that is not where the live container serves (its record is out of date)';
 
-  it('answers a WebSocket upgrade 500 (and logs it) when its tunnel cannot even be opened', async () => {
-    // A port net.connect refuses outright (ERR_SOCKET_BAD_PORT), thrown as the tunnel opens.
-    await editorAt('127.0.0.1:99999');
+  /** Records Ada's editor as running at `endpoint` (a new transition: a new pool) and announces it, as the controller does. */
+  async function recordEditorAt(endpoint: string): Promise<void> {
+    await db.dataSource.query("UPDATE workspaces SET observed_state = 'running', editor_endpoint = $2, last_transition_at = now() WHERE id = $1", [
+      ada.workspace.id,
+      endpoint,
+    ]);
+    app.store.changes.publish({ kind: 'status', id: ada.workspace.id });
+  }
+
+  /** The value of a counter's series in the app's metrics text (0 when absent). */
+  async function counter(name: string, labels: string): Promise<number> {
+    const line = (await app.metrics.registry.metrics()).split('\n').find((candidate) => candidate.startsWith(`${name}{${labels}}`));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  }
+
+  /** An upgrade to Ada's editor at `path`, refused: its status and JSON body. */
+  function refusedUpgrade(path: string): Promise<{ status: number; body: unknown }> {
+    const socket = new WebSocket(url(ada, path).replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url } });
+    return new Promise((resolve, reject) => {
+      socket.once('open', () => reject(new Error('the upgrade was accepted')));
+      socket.once('unexpected-response', (_request, answer) => {
+        let body = '';
+        answer.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        answer.on('end', () => resolve({ status: answer.statusCode ?? 0, body: JSON.parse(body) as unknown }));
+      });
+    });
+  }
+
+  /** The connections open to Ada's editor (a question asked of it straight, on a connection it does not count). */
+  const editorConnections = async () => (JSON.parse((await direct(ada.workspace.editorEndpoint!, '/connections')).body) as { open: number }).open;
+
+  it('refuses a recorded address that is not where the live editor serves: 502 editor_gone (a page that retries, for a page load) over HTTP and WebSocket, logged once and counted, and connects to nothing', async () => {
+    // Whatever listens at the recorded address (here a trap on loopback) is never connected to.
+    let trapped = 0;
+    const trap = net.createServer((socket) => (trapped++, socket.destroy()));
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    const trapAt = `127.0.0.1:${(trap.address() as net.AddressInfo).port}`;
+    const before = {
+      unverified: await counter('proxy_upstream_unverified_total', 'upstream="vscode"'),
+      errors: await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"'),
+    };
     const from = app.logs.length;
-    const socket = new WebSocket(url(ada, '/ws').replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url } });
-    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0)));
-    expect(refused).toBe(500);
-    expect(app.logs.slice(from)).toContainEqual(expect.objectContaining({ level: 'error', message: 'opening a WebSocket tunnel failed' }));
-  });
-
-  it('answers 502 when the recorded editor does not answer, and counts it', async () => {
-    const before = await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"');
-    await editorAt('127.0.0.1:9');
-    const response = await fetch(url(ada, '/healthz'), { headers: as(ada) });
-    expect(response.status).toBe(502);
-    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
-    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 1);
-    // A page load (the student reloading the editor) gets a page that says so and tries again.
-    // (As a browser sends it: fetch() would say `sec-fetch-mode: cors` whatever it is given.)
-    const reload = await send(url(ada, '/'), { headers: as(ada, { accept: 'text/html', 'sec-fetch-mode': 'navigate' }) });
-    expect(reload.statusCode).toBe(502);
-    const text = await reload.body.text();
-    expect(text).toContain('<h1>The editor is not answering</h1>');
-    expect(text).toContain('<meta http-equiv="refresh" content="5">');
-    const socket = new WebSocket(url(ada, '/ws').replace('http', 'ws'), { headers: { cookie: ada.cookie, origin: app.url } });
-    const refused = await new Promise<number>((resolve) => socket.once('unexpected-response', (_request, answer) => resolve(answer.statusCode ?? 0)));
-    expect(refused).toBe(502);
-    expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before + 3);
+    try {
+      await recordEditorAt(trapAt);
+      const api = await fetch(url(ada, '/healthz'), { headers: as(ada) });
+      expect(api.status).toBe(502);
+      expect(await api.json()).toEqual({
+        error: { code: 'editor_gone', message: 'The editor is not running here any more; it may be restarting: try again in a moment.' },
+      });
+      // A page load (the student reloading the editor) gets a page that says so and tries again.
+      // (As a browser sends it: fetch() would say `sec-fetch-mode: cors` whatever it is given.)
+      const reload = await send(url(ada, '/'), { headers: as(ada, { accept: 'text/html', 'sec-fetch-mode': 'navigate' }) });
+      expect(reload.statusCode).toBe(502);
+      const text = await reload.body.text();
+      expect(text).toContain('<h1>The editor is not answering</h1>');
+      expect(text).toContain('<meta http-equiv="refresh" content="5">');
+      expect(await refusedUpgrade('/ws')).toEqual({ status: 502, body: { error: expect.objectContaining({ code: 'editor_gone' }) } });
+      expect(trapped).toBe(0);
+      // A port no connection could even be made to: an upgrade is refused alike (its tunnel's opening used to fail with a 500).
+      await recordEditorAt('127.0.0.1:99999');
+      expect(await refusedUpgrade('/ws')).toEqual({ status: 502, body: { error: expect.objectContaining({ code: 'editor_gone' }) } });
+      expect(await counter('proxy_upstream_unverified_total', 'upstream="vscode"')).toBe(before.unverified + 4);
+      expect(await count('proxy_upstream_duration_seconds', 'upstream="vscode",outcome="error"')).toBe(before.errors + 4);
+      // One line for the workspace (its repeats fold into the next one, a minute on), and no error.
+      expect(app.logs.slice(from).filter((record) => record.message === REFUSED)).toEqual([
+        expect.objectContaining({ level: 'warning', workspaceId: ada.workspace.id, upstream: 'vscode', endpoint: trapAt, repeats: 0 }),
+      ]);
+      expect(app.logs.slice(from).filter((record) => record.level === 'error')).toEqual([]);
+    } finally {
+      await new Promise((resolve) => trap.close(resolve));
+    }
   });
 
   it('survives an editor that answers with an invalid status line, and never passes on its own session cookie', async () => {
-    const answers = [
-      'HTTP/1.1 200 O\u0001K\r\nContent-Length: 2\r\n\r\nhi',
-      'HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\nhi',
-      'HTTP/1.1 200 OK\r\nSet-Cookie: cp_session=stolen; Path=/\r\nSet-Cookie: cp_session.sig=x; Path=/\r\nSet-Cookie: theme=dark\r\nContent-Length: 2\r\n\r\nok',
-      'HTTP/1.1 200 OK\r\nX-Hop: secret\r\nConnection: keep-alive, X-Hop\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok',
-    ];
-    const rogue = net.createServer((socket) => socket.once('data', () => socket.end(answers.shift() ?? '')));
-    await new Promise<void>((resolve) => rogue.listen(0, '127.0.0.1', resolve));
-    const { port } = rogue.address() as net.AddressInfo;
-    try {
-      await editorAt(`127.0.0.1:${port}`);
-      // A reason phrase Node refuses to write is dropped (it used to throw and end the process).
-      const oddReason = await fetch(url(ada, '/x'), { headers: as(ada) });
-      expect(oddReason.status).toBe(200);
-      expect(await oddReason.text()).toBe('hi');
-      const invalid = await fetch(url(ada, '/x'), { headers: as(ada) });
-      expect(invalid.status).toBe(502);
-      const cookies = await fetch(url(ada, '/x'), { headers: as(ada) });
-      expect(cookies.status).toBe(200);
-      expect(cookies.headers.getSetCookie()).toEqual(['theme=dark']);
-      // A header the editor's Connection names is hop-by-hop, even when it comes before Connection.
-      const named = await fetch(url(ada, '/x'), { headers: as(ada) });
-      expect(named.status).toBe(200);
-      expect(named.headers.get('x-hop')).toBeNull();
-      expect(named.headers.get('x-kept')).toBe('yes');
-      // Still serving.
-      expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
-    } finally {
-      await new Promise((resolve) => rogue.close(resolve));
-    }
+    await recordEditorAt(ada.workspace.editorEndpoint!);
+    // A reason phrase Node refuses to write is dropped (it used to throw and end the process).
+    const oddReason = await fetch(url(ada, rawAnswer('HTTP/1.1 200 O\u0001K\r\nContent-Length: 2\r\n\r\nhi')), { headers: as(ada) });
+    expect(oddReason.status).toBe(200);
+    expect(await oddReason.text()).toBe('hi');
+    const invalid = await fetch(url(ada, rawAnswer('HTTP/1.1 099 Odd\r\nContent-Length: 2\r\n\r\nhi')), { headers: as(ada) });
+    expect(invalid.status).toBe(502);
+    const cookies = await fetch(
+      url(
+        ada,
+        rawAnswer(
+          'HTTP/1.1 200 OK\r\nSet-Cookie: cp_session=stolen; Path=/\r\nSet-Cookie: cp_session.sig=x; Path=/\r\nSet-Cookie: theme=dark\r\nContent-Length: 2\r\n\r\nok',
+        ),
+      ),
+      { headers: as(ada) },
+    );
+    expect(cookies.status).toBe(200);
+    expect(cookies.headers.getSetCookie()).toEqual(['theme=dark']);
+    // A header the editor's Connection names is hop-by-hop, even when it comes before Connection.
+    const named = await fetch(
+      url(ada, rawAnswer('HTTP/1.1 200 OK\r\nX-Hop: secret\r\nConnection: keep-alive, X-Hop\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok')),
+      {
+        headers: as(ada),
+      },
+    );
+    expect(named.status).toBe(200);
+    expect(named.headers.get('x-hop')).toBeNull();
+    expect(named.headers.get('x-kept')).toBe('yes');
+    // Still serving, the editor too.
+    expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+    expect((await fetch(url(ada, '/healthz'), { headers: as(ada) })).status).toBe(200);
   });
 
   it('answers 503 (a page that retries, for a page load) and logs a warning when the database fails while authorising, then keeps serving', async () => {
@@ -507,51 +553,29 @@ describe('an editor that is not what the controller started', () => {
   });
 
   it('retries once on a fresh connection when a kept-alive socket turns out dead', async () => {
-    // Each connection answers its first request, then resets on the next one (as a gone container's socket does).
-    let connections = 0;
-    const flaky = net.createServer((socket) => {
-      connections++;
-      let requests = 0;
-      socket.on('data', () => {
-        if (requests++ === 0) socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
-        else socket.resetAndDestroy();
-      });
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
-    const { port } = flaky.address() as net.AddressInfo;
-    try {
-      await editorAt(`127.0.0.1:${port}`);
-      expect((await fetch(url(ada, '/first'), { headers: as(ada) })).status).toBe(200);
-      const second = await fetch(url(ada, '/second'), { headers: as(ada) });
-      expect(second.status).toBe(200);
-      expect(await second.text()).toBe('ok');
-      expect(connections).toBe(2);
-    } finally {
-      flaky.close();
-    }
+    // The editor answers the first request of a connection and keeps it, then resets it on the next one (as a gone container's socket does).
+    const seenBefore = (await requestsSeen(harness.runtime, await servingOf(harness.runtime, { workspaceId: ada.workspace.id }))).length;
+    const first = await fetch(url(ada, '/first/keep-then-reset'), { headers: as(ada) });
+    expect(first.status).toBe(200);
+    const second = await fetch(url(ada, '/second/keep-then-reset'), { headers: as(ada) });
+    expect(second.status).toBe(200);
+    expect(await second.text()).toBe('ok');
+    // Sent on the kept connection (reset), then once more on a connection the editor accepted later.
+    expect(Number(second.headers.get('x-connection'))).toBeGreaterThan(Number(first.headers.get('x-connection')));
+    expect((await requestsSeen(harness.runtime, await servingOf(harness.runtime, { workspaceId: ada.workspace.id }))).slice(seenBefore)).toEqual([
+      'GET /first/keep-then-reset',
+      'GET /second/keep-then-reset',
+      'GET /second/keep-then-reset',
+    ]);
   });
 
   it("closes its kept-alive connections to a workspace's editor as soon as the workspace is stopped", async () => {
-    const open = new Set<net.Socket>();
-    const editor = net.createServer((socket) => {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok'));
-      socket.on('error', () => undefined);
-    });
-    await new Promise<void>((resolve) => editor.listen(0, '127.0.0.1', resolve));
-    const { port } = editor.address() as net.AddressInfo;
-    try {
-      await editorAt(`127.0.0.1:${port}`);
-      expect((await fetch(url(ada, '/kept'), { headers: as(ada) })).status).toBe(200);
-      expect(open.size).toBe(1);
-      await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id, 'coach');
-      // Left to itself, undici keeps an idle connection for 4 s.
-      await eventually('the kept-alive connection to be closed', async () => open.size === 0, 1500);
-    } finally {
-      for (const socket of open) socket.destroy();
-      editor.close();
-    }
+    // A new transition, so a new pool: those of the tests before close.
+    await recordEditorAt(ada.workspace.editorEndpoint!);
+    expect((await fetch(url(ada, '/kept'), { headers: as(ada) })).status).toBe(200);
+    await eventually('the one kept-alive connection of the new pool alone to be open', async () => (await editorConnections()) === 1);
+    await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id, 'coach');
+    // Left to itself, undici keeps an idle connection for 4 s.
+    await eventually('the kept-alive connection to be closed', async () => (await editorConnections()) === 0, 1500);
   });
 });

@@ -1,15 +1,18 @@
 /**
  * The student API under /u/<slug>/api on real PostgreSQL and Docker: the workspace's state (who may
  * read it), opening it (CSRF, admission under the cap, the controller bringing it to ready), activity
- * marking, and the simulator's nt4 alive probe against real stand-in simulator containers.
+ * marking, and the simulator's nt4 alive probe against real stand-in simulator containers, each
+ * labelled as its run's (the probe goes only where the engine says the run's own simulator serves).
  */
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import type Docker from 'dockerode';
+import { LABELS, type ServingContainer } from '../../src/docker/runtime.ts';
 import { AT_CAPACITY_MESSAGE } from '../../src/errors.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { createHarness, docker, eventually, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { createHarness, docker, eventually, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { requestsSeen, servingOf } from '../helpers/stand-ins.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
 import type { ErrorBody, StudentWorkspace as WorkspaceView } from '../../src/wire/schemas.ts';
 
@@ -85,6 +88,7 @@ describe('GET /u/<slug>/api/workspace', () => {
     const body = (await response.json()) as { workspace: WorkspaceView };
     expect(Object.keys(body.workspace).toSorted()).toEqual([
       'desiredState',
+      'disk',
       'id',
       'idle',
       'observedState',
@@ -105,6 +109,8 @@ describe('GET /u/<slug>/api/workspace', () => {
       // Stopped: nothing for the idle sweep to stop.
       idle: { stopsAt: null, warnFrom: null },
       run: null,
+      // Never measured: no figure to show yet.
+      disk: null,
       pageUrl: `${app.url}/u/${ada.workspace.slug}/.cp/`,
       // Never stopped by anyone: made stopped.
       stopped: null,
@@ -282,45 +288,50 @@ describe('activity', () => {
 });
 
 describe('GET /u/<slug>/api/sim/status', () => {
-  const created: Docker.Container[] = [];
+  /** The simulator of the alive test: a live one, whose address another run's record may name. */
+  let aliveSim: ServingContainer;
 
-  /** Starts a stand-in simulator container of this test and returns its bridge address. */
-  async function startSim(env: string[]): Promise<string> {
+  /**
+   * Starts a stand-in simulator as the run controller would for a new run of `student`'s (labelled
+   * as that run's simulator, on the workspace network) and records the run as running at its
+   * address, as the engine reports it; returns the run's id and its simulator.
+   */
+  async function startRun(student: Student, env: string[]): Promise<{ runId: string; sim: ServingContainer }> {
+    const runId = randomUUID();
+    await harness.runtime.ensureNetwork(TEST_ENV.WORKSPACE_NETWORK);
     const container = await docker.createContainer({
       Image: TEST_IMAGE,
       Cmd: ['node', '/app/sim.mjs'],
       Env: ['SIM_COMPILE_MS=0', 'SIM_BOOT_MS=0', ...env],
-      Labels: SIM_LABELS,
-      HostConfig: { NetworkMode: 'bridge' },
+      Labels: { ...SIM_LABELS, [LABELS.managed]: 'true', [LABELS.workspaceId]: student.workspace.id, [LABELS.role]: 'sim', [LABELS.runId]: runId },
+      HostConfig: { NetworkMode: TEST_ENV.WORKSPACE_NETWORK },
     });
-    created.push(container);
     await container.start();
-    const info = await container.inspect();
-    // NetworkSettings.IPAddress (the default bridge); newer engines only fill in Networks.
-    const settings = info.NetworkSettings as typeof info.NetworkSettings & { IPAddress?: string };
-    const ip = settings.IPAddress || Object.values(settings.Networks ?? {}).find((network) => network.IPAddress)?.IPAddress;
-    if (!ip) throw new Error('the simulator container has no address');
-    return ip;
+    const sim = await servingOf(harness.runtime, { workspaceId: student.workspace.id, runId });
+    await setRun(student, 'running', sim.endpoint, runId);
+    return { runId, sim };
   }
 
-  /** True once something accepts TCP connections at ip:port. */
-  const accepts = (ip: string, port: number) =>
+  /** True once something accepts TCP connections at `endpoint`. */
+  const accepts = (endpoint: string) =>
     new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, ip);
+      const at = endpoint.lastIndexOf(':');
+      const socket = net.connect(Number(endpoint.slice(at + 1)), endpoint.slice(0, at));
       socket.setTimeout(500, () => (socket.destroy(), resolve(false)));
       socket.once('connect', () => (socket.destroy(), resolve(true)));
       socket.once('error', () => resolve(false));
     });
 
-  /** Replaces the workspace's runs with one run; returns its id. */
-  async function setRun(student: Student, status: 'queued' | 'running', endpoint: string | null): Promise<string> {
+  /** Replaces the workspace's runs with one run (`runId`, else a new one); returns its id. */
+  async function setRun(student: Student, status: 'queued' | 'running', endpoint: string | null, runId: string = randomUUID()): Promise<string> {
     await db.dataSource.query('DELETE FROM runs WHERE workspace_id = $1', [student.workspace.id]);
-    const rows = (await db.dataSource.query('INSERT INTO runs (workspace_id, status, sim_endpoint) VALUES ($1, $2, $3) RETURNING id', [
+    await db.dataSource.query('INSERT INTO runs (id, workspace_id, status, sim_endpoint) VALUES ($1, $2, $3, $4)', [
+      runId,
       student.workspace.id,
       status,
       endpoint,
-    ])) as { id: string }[];
-    return rows[0]!.id;
+    ]);
+    return runId;
   }
 
   async function simStatus(student: Student): Promise<{ status: number; body: Record<string, unknown>; ms: number; cacheControl: string | null }> {
@@ -328,6 +339,14 @@ describe('GET /u/<slug>/api/sim/status', () => {
     const response = await fetch(api(student, '/sim/status'), { headers: { cookie: student.cookie } });
     const body = (await response.json()) as Record<string, unknown>;
     return { status: response.status, body, ms: performance.now() - started, cacheControl: response.headers.get('cache-control') };
+  }
+
+  /** Recorded simulator addresses refused so far (proxy_upstream_unverified_total for nt4). */
+  async function unverified(): Promise<number> {
+    const line = (await app.metrics.registry.metrics())
+      .split('\n')
+      .find((candidate) => candidate.startsWith('proxy_upstream_unverified_total{upstream="nt4"}'));
+    return line ? Number(line.split(' ').at(-1)) : 0;
   }
 
   it('says no_active_run without an active run (a finished one does not count), and probes nothing', async () => {
@@ -353,9 +372,9 @@ describe('GET /u/<slug>/api/sim/status', () => {
   });
 
   it('says alive for a running simulator, with its latency and status, and counts outcome ok', async () => {
-    const ip = await startSim([]);
-    await eventually('the simulator to answer', async () => (await fetch(`http://${ip}:5810/`, { signal: AbortSignal.timeout(1000) })).ok, 20_000);
-    const runId = await setRun(carol, 'running', `${ip}:5810`);
+    const { runId, sim } = await startRun(carol, []);
+    aliveSim = sim;
+    await eventually('the simulator to answer', async () => (await fetch(`http://${sim.endpoint}/`, { signal: AbortSignal.timeout(1000) })).ok, 20_000);
     const before = await nt4Counts();
     // Asked again if a loaded machine makes one probe miss its 500 ms: the answer, not the timing, is tested here.
     const answer = await eventually('an alive answer', async () => {
@@ -372,9 +391,8 @@ describe('GET /u/<slug>/api/sim/status', () => {
   }, 30_000);
 
   it('says timeout for a simulator that never answers, within well under 1.5 s, and counts outcome timeout', async () => {
-    const ip = await startSim(['SIM_HANG_PROBE=1']);
-    await eventually('the hanging simulator to listen', async () => accepts(ip, 5810), 20_000);
-    const runId = await setRun(carol, 'running', `${ip}:5810`);
+    const { runId, sim } = await startRun(carol, ['SIM_HANG_PROBE=1']);
+    await eventually('the hanging simulator to listen', async () => accepts(sim.endpoint), 20_000);
     const before = await nt4Counts();
     const answer = await simStatus(carol);
     expect(answer.status).toBe(200);
@@ -385,22 +403,24 @@ describe('GET /u/<slug>/api/sim/status', () => {
     expect(await nt4Counts()).toEqual({ ...before, timeout: before.timeout + 1 });
   }, 30_000);
 
-  it('says unreachable for a simulator that is gone (closed port), and counts outcome error', async () => {
-    const runId = await setRun(carol, 'running', '127.0.0.1:9');
-    const before = await nt4Counts();
-    const answer = await simStatus(carol);
-    expect(answer.status).toBe(200);
-    // `unreachable`, not `timeout`: a refused connection is reported at once, not after the probe's timeout.
-    expect(answer.body).toEqual({ alive: false, runId, latencyMs: expect.any(Number), reason: 'unreachable' });
-    expect(await nt4Counts()).toEqual({ ...before, error: before.error + 1 });
+  it("says unreachable for a run whose recorded address is not where its own simulator serves (gone, or another run's now), probes nothing there, and counts it", async () => {
+    const heardBefore = (await requestsSeen(harness.runtime, aliveSim)).length;
+    // A closed port, and the live simulator of the alive test's run: neither is this run's (it has no container).
+    for (const endpoint of ['127.0.0.1:9', aliveSim.endpoint]) {
+      const runId = await setRun(carol, 'running', endpoint);
+      const before = { ...(await nt4Counts()), unverified: await unverified() };
+      const answer = await simStatus(carol);
+      expect(answer.status).toBe(200);
+      // `unreachable`, not `timeout`: a refused address is reported at once, not after the probe's timeout.
+      expect(answer.body).toEqual({ alive: false, runId, latencyMs: expect.any(Number), reason: 'unreachable' });
+      expect({ ...(await nt4Counts()), unverified: await unverified() }).toEqual({ ...before, error: before.error + 1, unverified: before.unverified + 1 });
+    }
+    // The other run's simulator was never asked.
+    expect((await requestsSeen(harness.runtime, aliveSim)).slice(heardBefore)).toEqual([]);
   });
 
   it("refuses another student's probe", async () => {
     const response = await fetch(api(carol, '/sim/status'), { headers: { cookie: bob.cookie } });
     expect(response.status).toBe(403);
-  });
-
-  afterAll(async () => {
-    for (const container of created) await container.remove({ force: true }).catch(() => undefined);
   });
 });

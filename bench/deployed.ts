@@ -1,0 +1,151 @@
+/**
+ * The control plane as a deployment runs it, for the benchmarks: bin/server.ts in a process of its
+ * own with every part (controllers, stats sampler, activity writer, session cache, change feed), an
+ * OpenID Connect provider on loopback, and a student signed in through it as a browser does, whose
+ * workspace is open and its editor running.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { benchDatabase, benchDatabaseUrl, CONTROL_PLANE_LABEL, docker, freePort } from './lib.ts';
+import { TEST_ENV } from '../test/helpers/controllers.ts';
+import { Browser, startOidcProvider } from '../test/helpers/oidc.ts';
+
+/** The control plane under test: the server process, the student's session and workspace, and how to ask it about itself. */
+export interface Deployed {
+  child: ChildProcess;
+  origin: string;
+  port: number;
+  slug: string;
+  cookie: string;
+  editorEndpoint: string;
+  /** Asks the server's probe (bench/proxy-probe.ts, when `--import`ed) a question and waits for the answer of the same type. */
+  ask<T>(type: 'memory' | 'loop' | 'loop-reset'): Promise<T>;
+  /** How the server was started (a follower replica is started the same way, on another port). */
+  start: { execArgv: string[]; env: NodeJS.ProcessEnv };
+}
+
+/** How a benchmark wants its deployed server. */
+export interface DeployedOptions {
+  /** PostgreSQL (a bench database of this name) or the embedded database. */
+  database: { kind: 'postgres'; name: string } | { kind: 'embedded' };
+  controlPlaneId: string;
+  /** Node flags beside the server's own. */
+  execArgv?: string[];
+  /** Settings beside the test image's and the sign-in provider's. */
+  env?: Record<string, string>;
+}
+
+/**
+ * Starts the server as a deployment runs it (bin/server.ts, every part: controllers, stats
+ * sampler, activity writer, session cache, change feed; LOG_LEVEL info) on PostgreSQL or the
+ * embedded database, with an OpenID Connect provider on loopback; signs a student in through it as
+ * a browser does, opens their workspace through the student API and waits until its editor runs.
+ * Everything it made is undone by `cleanups` (run last to first).
+ */
+export async function startDeployed(options: DeployedOptions, cleanups: (() => Promise<unknown>)[]): Promise<Deployed> {
+  const { controlPlaneId } = options;
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const provider = await startOidcProvider({
+    clients: [{ client_id: 'control-plane', client_secret: 'control-plane-secret', redirect_uris: [`${origin}/connect/oidc/callback`] }],
+  });
+  cleanups.push(() => provider.close());
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-proxy-'));
+  cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  const email = `student-${randomBytes(3).toString('hex')}@school.test`;
+  writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: [email] }));
+  let database = {};
+  if (options.database.kind === 'postgres') {
+    const { drop } = await benchDatabase(options.database.name);
+    cleanups.push(drop);
+    database = { DATABASE_URL: benchDatabaseUrl(options.database.name) };
+  }
+  const start = {
+    // BENCH_CP_NODE_ARGS: extra Node flags for the control plane, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+    execArgv: ['--no-warnings=ExperimentalWarning', ...(options.execArgv ?? [])],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ...database,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      CONTROL_PLANE_ID: controlPlaneId,
+      OIDC_ISSUER: provider.issuer,
+      OIDC_CLIENT_ID: 'control-plane',
+      OIDC_CLIENT_SECRET: 'control-plane-secret',
+      ...TEST_ENV,
+      ...options.env,
+    },
+  };
+  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], { ...start, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  cleanups.push(() => stopChild(child, false));
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`the control plane exited (${code}) before its workspace ran`))),
+  );
+  const until = Date.now() + 120_000;
+  const answer = async (url: string, init: RequestInit = {}) => {
+    for (;;) {
+      const response = await Promise.race([browser.fetch(url, init).catch(() => undefined), exited]);
+      if (response) return response;
+      if (Date.now() > until) throw new Error(`${url}: no answer from the control plane`);
+      await sleep(100);
+    }
+  };
+  const browser = new Browser();
+  await answer(`${origin}/healthz`);
+  provider.nextLogin({ id: email, email, email_verified: true, name: 'Ada Bench' });
+  const signedIn = await browser.follow(`${origin}/auth/start/oidc`);
+  await signedIn.response.arrayBuffer();
+  const me = (await (await answer(`${origin}/auth/me`)).json()) as { user?: { workspaceSlug: string | null } };
+  const slug = me.user?.workspaceSlug;
+  if (!slug) throw new Error(`the sign-in did not make a workspace: ${JSON.stringify(me)} (${signedIn.chain.join(' -> ')})`);
+  const opened = await answer(`${origin}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { origin } });
+  if (opened.status >= 300) throw new Error(`opening the workspace answered ${opened.status} ${await opened.text()}`);
+  for (;;) {
+    const { workspace } = (await (await answer(`${origin}/u/${slug}/api/workspace`)).json()) as {
+      workspace: { observedState: string; statusMessage?: string };
+    };
+    if (workspace.observedState === 'running') break;
+    if (Date.now() > until) throw new Error(`workspace not running after 120 s: ${JSON.stringify(workspace)}`);
+    await sleep(100);
+  }
+  // Where the editor listens on the workspace network: what the control plane proxies to.
+  const ours = { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] };
+  const [container] = await docker.listContainers({ filters: ours });
+  if (!container) {
+    const all = await docker.listContainers({ all: true, filters: ours });
+    throw new Error(`the workspace is running, but no container of it runs: ${JSON.stringify(all.map((each) => [each.Names, each.State, each.Status]))}`);
+  }
+  const networks = (await docker.getContainer(container.Id).inspect()).NetworkSettings.Networks;
+  const editorEndpoint = `${networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress}:${TEST_ENV.EDITOR_PORT}`;
+  const cookie = `cp_session=${browser.cookie(origin, 'cp_session')}; cp_session.sig=${browser.cookie(origin, 'cp_session.sig')}`;
+  const ask = <T>(type: 'memory' | 'loop' | 'loop-reset') =>
+    new Promise<T>((resolve) => {
+      const listener = (message: { type: string }) => {
+        if (message.type !== type) return;
+        child.off('message', listener);
+        resolve(message as T);
+      };
+      child.on('message', listener);
+      child.send({ type });
+    });
+  return { child, origin, port, slug, cookie, editorEndpoint, ask, start };
+}
+
+/** Asks a child to stop (IPC `stop`, else SIGTERM), then SIGKILL by pid after 10 s. */
+export async function stopChild(child: ChildProcess, ipc: boolean): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  // A child that died just now may still look connected: sending to it then fails with EPIPE.
+  child.on('error', () => undefined);
+  if (ipc && child.connected) child.send({ type: 'stop' });
+  else child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
