@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  DEFAULT_PIDS_LIMIT,
   endpointOf,
   ImageMissingError,
   names,
@@ -28,6 +29,8 @@ export interface CodeTemplate {
   editorPort: number;
   /** CPUs an editor may use, in billionths (CODE_CPUS); 0: no limit. */
   nanoCpus: number;
+  /** The most processes and threads an editor may hold at once (CONTAINER_PIDS_LIMIT); absent: DEFAULT_PIDS_LIMIT. */
+  pidsLimit?: number;
 }
 
 /** What moves homes between nodes (Backups): a fresh backup restored elsewhere, or the latest one. */
@@ -63,15 +66,20 @@ export interface WorkspaceControllerOptions {
   nodeCheckMs?: number;
 }
 
-/** Hash of the fields of a code container that, when they change, mean "recreate". */
+/**
+ * Hash of the fields of a code container that, when they change, mean "recreate": a changed limit
+ * (memory, CPUs, processes) takes effect on every editor, running ones included.
+ */
 export function codeSpecHash(template: CodeTemplate): string {
-  // A CPU limit counts only when set, so that existing editors are not recreated for its introduction.
+  // A CPU limit counts only when set, so that existing editors were not recreated for its introduction.
+  // The process limit always counts (it has no "none"): editors made before it are recreated once.
   const canonical = JSON.stringify([
     template.image,
     template.memoryBytes,
     template.network,
     template.editorPort,
     ...(template.nanoCpus > 0 ? [template.nanoCpus] : []),
+    { pids: template.pidsLimit ?? DEFAULT_PIDS_LIMIT },
   ]);
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }
@@ -378,6 +386,7 @@ export class WorkspaceController extends Controller {
       await runtime.ensureVolume({ workspaceId: id, slug: workspace.slug }, homeVolume);
       const spec: CodeContainerSpec = {
         ...template,
+        pidsLimit: template.pidsLimit ?? DEFAULT_PIDS_LIMIT,
         workspaceId: id,
         slug: workspace.slug,
         restartGeneration: workspace.restartGeneration,
@@ -500,12 +509,18 @@ export class WorkspaceController extends Controller {
 
   /**
    * Makes sure of the workspace network before the first container is created (the engine makes a
-   * missing one isolated); says once, as a warning, when workspaces on it can reach each other.
+   * missing one isolated, and keeps it from link-local addresses where it may); says once, as a
+   * warning, when workspaces on it can reach each other, or a cloud's metadata service.
    */
   private async ensureNetwork(): Promise<void> {
     if (this.networkChecked) return;
     const { runtime, template, log } = this.options;
-    const { isolated, created } = await runtime.ensureNetwork(template.network);
+    const { isolated, created, firewall } = await runtime.ensureNetwork(template.network);
+    if (firewall && !firewall.applied)
+      log.warning(
+        { network: template.network, reason: firewall.reason, commands: firewall.commands },
+        `workspaces on ${template.network} can reach link-local addresses (a cloud's metadata service, 169.254.169.254): the control plane could not write the firewall rules (${firewall.reason}); run these as root on the host: ${firewall.commands.join('; ')}`,
+      );
     if (created) log.info({ network: template.network }, 'created the workspace network (containers on it cannot reach each other)');
     if (!isolated) {
       log.warning(

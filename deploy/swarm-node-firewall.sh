@@ -14,7 +14,8 @@
 # with `cpws` (the control plane names it). With these rules:
 # - a new connection into a workspace container (a published editor or simulator port, from
 #   anywhere, its own node included) is accepted only from CONTROL_PLANE_ADDRESS;
-# - a workspace container reaches neither CONTROL_PLANE_ADDRESS nor the CIDRs;
+# - a workspace container reaches neither CONTROL_PLANE_ADDRESS, nor a link-local address (169.254.0.0/16:
+#   a cloud's metadata service), nor the CIDRs;
 # - a workspace container reaches nothing on its own node (its engine, Swarm's ports);
 # - containers on one bridge do not reach each other (the network's own inter-container switch).
 # Idempotent: the rules live in two chains of their own (CLASSROOM-FORWARD, hooked into Docker's
@@ -45,8 +46,10 @@ hook INPUT CLASSROOM-INPUT
 
 # Answers of connections already allowed.
 iptables -A CLASSROOM-FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
-# Out of a workspace: not to the control plane, nor to the ranges given.
+# Out of a workspace: not to the control plane, nor to link-local addresses (a cloud's metadata
+# service, 169.254.169.254, hands out the node's credentials), nor to the ranges given.
 iptables -A CLASSROOM-FORWARD -i "$BRIDGES" -d "$control_plane" -j REJECT
+iptables -A CLASSROOM-FORWARD -i "$BRIDGES" -d 169.254.0.0/16 -j REJECT
 for cidr in "$@"; do
   iptables -A CLASSROOM-FORWARD -i "$BRIDGES" -d "$cidr" -j REJECT
 done
@@ -56,4 +59,4 @@ iptables -A CLASSROOM-FORWARD -o "$BRIDGES" ! -s "$control_plane" -j REJECT
 # Nothing of the node itself.
 iptables -A CLASSROOM-INPUT -i "$BRIDGES" -j REJECT
 
-echo "swarm-node-firewall: workspaces on $(hostname) are reached only from $control_plane; they reach neither it${*:+ nor $*}"
+echo "swarm-node-firewall: workspaces on $(hostname) are reached only from $control_plane; they reach neither it nor 169.254.0.0/16${*:+ nor $*}"

@@ -41,6 +41,9 @@ const tag = Date.now().toString(36);
 const SIZE = 30;
 
 /** Run in a workspace's container with `host:port`: prints `reached` when a connection opens within 3 s, else `blocked`. */
+/** Where a cloud's metadata service answers (a link-local address). */
+const METADATA = '169.254.169.254';
+
 const PROBE = `const [host, port] = process.argv[1].split(':');
 const socket = require('net').connect(Number(port), host);
 const say = (what) => { console.log(what); process.exit(0); };
@@ -60,7 +63,8 @@ beforeAll(async () => {
   swarm = await startSwarm({ size: 3, images: [TEST_IMAGE] });
   harness = createHarness(db.dataSource, { environmentCap: SIZE + 5, env: swarmEnv() });
   await harness.controller.start();
-  app = await startApp(db.dataSource, {}, { changes: harness.changes });
+  // The proxy asks the same swarm where each editor serves (its own control plane's services), as in a deployment.
+  app = await startApp(db.dataSource, { ...swarmEnv(), CONTROL_PLANE_ID: harness.controlPlaneId }, { changes: harness.changes });
 }, 10 * 60_000);
 afterAll(async () => {
   await app?.close();
@@ -71,6 +75,17 @@ afterAll(async () => {
 
 const codeOf = async (runtime: { listContainers(filter?: { workspaceId?: string }): Promise<ManagedContainer[]> }, workspaceId: string) =>
   (await runtime.listContainers({ workspaceId })).find((container) => container.role === 'code');
+
+/** A service's task limits as the manager keeps them, and as its node's engine applied them to its running container. */
+async function limitsOf(service: ManagedContainer): Promise<{ limits: unknown; applied: unknown }> {
+  const node = swarm.nodes.find((candidate) => candidate.name === service.node)!;
+  const limits = JSON.parse(
+    await swarm.docker(swarm.nodes[0]!, ['service', 'inspect', service.id, '--format', '{{json .Spec.TaskTemplate.Resources.Limits}}']),
+  ) as unknown;
+  const container = (await swarm.docker(node, ['ps', '-q', '--filter', `label=com.docker.swarm.service.id=${service.id}`])).trim();
+  const host = JSON.parse(await swarm.docker(node, ['inspect', container, '--format', '{{json .HostConfig}}'])) as Record<string, unknown>;
+  return { limits, applied: { NanoCpus: host.NanoCpus, Memory: host.Memory, PidsLimit: host.PidsLimit } };
+}
 
 describe('workspaces on a swarm', () => {
   let students: Student[] = [];
@@ -86,6 +101,11 @@ describe('workspaces on a swarm', () => {
     for (const editor of editors) perNode.set(editor.node ?? '?', (perNode.get(editor.node ?? '?') ?? 0) + 1);
     expect([...perNode.keys()].toSorted()).toEqual(swarm.nodes.map((node) => node.name).toSorted());
     expect(Math.max(...perNode.values()) - Math.min(...perNode.values())).toBeLessThanOrEqual(1);
+    // Limited as on one engine: memory (CODE_MEMORY_LIMIT) and processes (CONTAINER_PIDS_LIMIT; services take `Pids` since API 1.41).
+    expect(await limitsOf(editors[0]!)).toEqual({
+      limits: { MemoryBytes: 64 * 1024 * 1024, Pids: 1024 },
+      applied: { NanoCpus: 0, Memory: 64 * 1024 * 1024, PidsLimit: 1024 },
+    });
 
     // Each editor is reached at its node's address, on the port the node published.
     const addresses = new Set(swarm.nodes.map((node) => node.address));
@@ -127,6 +147,8 @@ describe('workspaces on a swarm', () => {
       template: {
         image: swarm.images[TEST_IMAGE]!,
         memoryBytes: 64 * 1024 * 1024,
+        nanoCpus: 250_000_000,
+        pidsLimit: 100,
         network: swarmEnv().WORKSPACE_NETWORK,
         nt4Port: 5810,
         command: 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100 node /app/sim.mjs',
@@ -145,6 +167,11 @@ describe('workspaces on a swarm', () => {
       expect(ready!.simEndpoint).toMatch(new RegExp(`^${node.address.replaceAll('.', '\\.')}:\\d+$`));
       const sim = (await harness.runtime.listContainers({ workspaceId: student.workspace.id })).find((container) => container.role === 'sim')!;
       expect(sim.node).toBe(editor.node);
+      // A run's own CPU, memory and process limits, as the manager keeps them and as the node applied them.
+      expect(await limitsOf(sim)).toEqual({
+        limits: { MemoryBytes: 64 * 1024 * 1024, NanoCPUs: 250_000_000, Pids: 100 },
+        applied: { NanoCpus: 250_000_000, Memory: 64 * 1024 * 1024, PidsLimit: 100 },
+      });
       await harness.store.runs.requestStop(student.workspace.id, run.id);
       const stopped = await eventually(
         'run stopped',
@@ -230,6 +257,11 @@ describe('workspaces on a swarm', () => {
     // (A probe exits at once, resetting the connection.)
     const host = net.createServer((socket) => socket.on('error', () => undefined).end('host\n'));
     await new Promise<void>((resolve) => host.listen(0, swarm.gateway, resolve));
+    // A cloud's metadata service, as a workspace would find it beyond its node: a stand-in of this test's own, at
+    // 169.254.169.254 on this host's loopback for the test's duration (no traffic leaves the machine).
+    await shell('ip', ['addr', 'replace', `${METADATA}/32`, 'dev', 'lo']);
+    const metadata = net.createServer((socket) => socket.on('error', () => undefined).end('metadata\n'));
+    await new Promise<void>((resolve) => metadata.listen(0, METADATA, resolve));
     try {
       const targets = {
         "another node's editor": b.published![8080]!,
@@ -237,6 +269,7 @@ describe('workspaces on a swarm', () => {
         "the control plane's host": `${swarm.gateway}:${(host.address() as net.AddressInfo).port}`,
         "the swarm manager's port": `${manager.address}:2377`,
         "the workspace's own node": `${worker.address}:7946`,
+        "a link-local address (a cloud's metadata service)": `${METADATA}:${(metadata.address() as net.AddressInfo).port}`,
       };
       const reach = async (target: string) =>
         (await swarm.docker(worker, ['exec', from, 'node', '-e', PROBE, target])).trim() === 'reached' ? 'reached' : 'blocked';
@@ -257,6 +290,8 @@ describe('workspaces on a swarm', () => {
       }
     } finally {
       host.close();
+      metadata.close();
+      await shell('ip', ['addr', 'del', `${METADATA}/32`, 'dev', 'lo']).catch(() => undefined);
     }
   }, 300_000);
 

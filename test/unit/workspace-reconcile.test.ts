@@ -386,6 +386,24 @@ describe('the workspace network and image', () => {
     ]);
   });
 
+  it('warns once, naming the commands to run, when the firewall rules that keep workspaces from link-local addresses could not be written', async () => {
+    runtime.firewall = {
+      applied: false,
+      reason: 'Permission denied (you must be root)',
+      commands: ['iptables -S CLASSROOM-LINK-LOCAL 2>/dev/null || iptables -N CLASSROOM-LINK-LOCAL'],
+    };
+    const subject = controller({ template: { ...TEMPLATE, network: 'classroom-workspaces' } });
+    await subject.reconcile((await workspace('running')).id);
+    await subject.reconcile((await workspace('running')).id);
+    expect(records.filter((record) => record.level === 'warning')).toEqual([
+      expect.objectContaining({
+        network: 'classroom-workspaces',
+        reason: 'Permission denied (you must be root)',
+        message: expect.stringContaining('run these as root on the host: iptables -S CLASSROOM-LINK-LOCAL 2>/dev/null || iptables -N CLASSROOM-LINK-LOCAL'),
+      }),
+    ]);
+  });
+
   it('says in the page and once in the log how to get a missing workspace image, a terminal failure that creates nothing again until the image is there', async () => {
     runtime.missingImages.add(TEMPLATE.image);
     const subject = controller();
