@@ -35,6 +35,9 @@ import {
   WorkspaceProxy,
 } from './proxy/index.ts';
 import { HostModeProxy } from './proxy/host-mode.ts';
+import { Upstreams } from './proxy/upstreams.ts';
+import type { TunnelLimits } from './proxy/websocket.ts';
+import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { RESERVED_PREFIX } from './proxy/host.ts';
 import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
@@ -79,6 +82,10 @@ export interface AppDeps {
   activity: ActivityRecorder;
   /** Workspace backups, for the admin API. */
   backups: Backups;
+  /** The engine, read only: where the live containers of editors and simulators serve (the proxy connects to nothing else). */
+  runtime: Pick<WorkspaceRuntime, 'serving'>;
+  /** How many WebSocket tunnels may be open at once, per workspace and in all (see src/descriptors.ts). */
+  tunnelLimits: TunnelLimits;
 }
 
 /** The HTTP server's handlers: requests and WebSocket upgrades. */
@@ -118,6 +125,13 @@ export function createApp(deps: AppDeps): AppHandlers {
   // The Koa application's handler, made below; the proxy hands it the student API of a workspace's host.
   let koa: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> = async () => undefined;
   const hosts = config.workspaceHost ? new WorkspaceHosts(config.workspaceHost, deps.publicOrigin, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`]) : undefined;
+  const upstreams = new Upstreams({
+    runtime: deps.runtime,
+    ports: { vscode: config.editorPort, nt4: config.nt4Port },
+    connectTimeoutMs: Math.min(config.proxyTimeoutMs, 10_000),
+    metrics: deps.metrics,
+    log: httpLog,
+  });
   const proxyDeps = {
     store,
     changes: store.changes,
@@ -129,6 +143,8 @@ export function createApp(deps: AppDeps): AppHandlers {
     sessionSecret: deps.sessionSecret,
     trustProxy: config.trustProxy,
     timeoutMs: config.proxyTimeoutMs,
+    upstreams,
+    tunnelLimits: deps.tunnelLimits,
     isAllowed,
   };
   // Host mode's proxy serves the workspaces' own hosts too; path mode's only `/u/<slug>/`.
@@ -188,7 +204,7 @@ export function createApp(deps: AppDeps): AppHandlers {
   });
   app.use(auth.grant);
   // What an open admin panel hears without reloading (changes, capacity refusals).
-  const outputHub = new RunOutputHub(store.changes);
+  const outputHub = new RunOutputHub(store.changes, { limits: config.outputStreams, metrics: deps.metrics, log: categoryLogger(deps.log, 'runs') });
   const live = new LiveEvents(store.changes, store.refusals, async (userId) => (await store.users.get(userId))?.role === 'admin');
   const student = studentRouter({
     store,
@@ -199,8 +215,10 @@ export function createApp(deps: AppDeps): AppHandlers {
     containersLog: categoryLogger(deps.log, 'containers'),
     editorUrl: hostProxy ? (slug) => hostProxy.editorUrl(slug) : undefined,
     outputHub,
+    upstreams,
     idleStopMinutes: config.idleStopMinutes,
     idleWarningMinutes: config.idleWarningMinutes,
+    homeDisk: config.homeDisk,
   });
   app.use(student.routes());
   app.use(student.allowedMethods({ throw: true }));
@@ -220,6 +238,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       backups: deps.backups,
       outputHub,
       providers: config.providers.map((provider) => provider.label),
+      homeDisk: config.homeDisk,
     }),
     panelRouter(),
     linkRouter({

@@ -289,7 +289,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: '/admin/runs/{runId}/output',
-    summary: "A run's output as server-sent events (`output` {offset, text}, then `end`, a RunEnd), resumable with Last-Event-ID.",
+    summary:
+      "A run's output as server-sent events (`output` {offset, text}, then `end`, a RunEnd), resumable with Last-Event-ID; 429 with Retry-After past the bounds on open streams (per user, per run).",
     auth: 'admin',
     tag: 'admin',
     query: outputQuerySchema,
@@ -347,7 +348,8 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'post',
     path: '/u/{slug}/api/runs',
-    summary: 'Starts a run (409 `run_active`, 409 `workspace_not_running`).',
+    summary:
+      'Starts a run (409 `run_active`, 409 `workspace_not_running`, 409 `home_disk_full` while the home is at HOME_DISK_LIMIT or cannot be measured in full).',
     auth: 'student',
     tag: 'student',
     responses: { 202: json(Wire.RunAnswer, 'Queued.') },
@@ -371,7 +373,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: 'get',
     path: '/u/{slug}/api/runs/{runId}/output',
-    summary: "A run's output as server-sent events (as the admin's).",
+    summary: "A run's output as server-sent events (as the admin's, bounds included).",
     auth: 'student',
     tag: 'student',
     query: outputQuerySchema,

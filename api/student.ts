@@ -4,10 +4,12 @@ import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp } from '../src/probe.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
+import { homeDiskRefusal, homeDiskStatus, type HomeDiskLimit } from '../src/home-disk.ts';
 import type { SurfaceStore } from '../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../src/store/runs.ts';
 import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import type { LiveEvents } from './live.ts';
+import type { Upstreams } from './proxy/upstreams.ts';
 import { assertSameOrigin, type AuthState } from './middleware/auth.ts';
 import { validateQuery, type QueryState } from './middleware/validate.ts';
 import { mayUseWorkspace } from './policy.ts';
@@ -28,9 +30,13 @@ export interface StudentDeps {
   editorUrl?: (slug: string) => string;
   /** Live output of runs, for their output streams. */
   outputHub: RunOutputHub;
+  /** Connections to simulators, each verified to reach the run's own (the alive probe). */
+  upstreams: Upstreams;
   /** IDLE_STOP_MINUTES and IDLE_WARNING_MINUTES: when an idle workspace stops, and how long before the student is warned. */
   idleStopMinutes: number;
   idleWarningMinutes: number;
+  /** The bound on homes (HOME_DISK_LIMIT): how full the home is, told with the workspace; a run is refused past it. */
+  homeDisk: HomeDiskLimit;
 }
 
 interface StudentState extends AuthState {
@@ -39,9 +45,9 @@ interface StudentState extends AuthState {
 
 /**
  * The student API under `/u/:slug/api`: the workspace's state (with when the idle sweep would
- * stop it, and its newest run), opening it (admission under the cap), stopping it, keeping it from the idle
- * sweep, runs (start, list, one, stop, and each run's output: live as server-sent events, or as a
- * file), and the simulator's alive probe. Only the owner and admins pass. What a student does (every
+ * stop it, its newest run, and how full its home is), opening it (admission under the cap), stopping it, keeping it from the idle
+ * sweep, runs (start, refused while its home is full or not measurable in full; list, one, stop, and
+ * each run's output: live as server-sent events, or as a file), and the simulator's alive probe. Only the owner and admins pass. What a student does (every
  * call but a read) marks the workspace active; reads do not, so that a page or an editor that keeps
  * looking does not keep an abandoned workspace running. In host mode a workspace's answer also says
  * where its editor is (`editorUrl`, its own origin).
@@ -50,10 +56,11 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   const router = new Router<StudentState>({ prefix: '/u/:slug/api' });
   const { store, metrics } = deps;
   const outputDeps = { runs: store.runs, changes: store.changes, hub: deps.outputHub, presentEnd: presentRunEnd };
+  const homeDisk = async (workspaceId: string) => homeDiskStatus(await store.workspaceList.homeDisk(workspaceId), deps.homeDisk);
   const present = async (workspace: WorkspaceRecord): Promise<StudentWorkspace> => {
-    const [run] = await store.runs.recent(workspace.id, 1);
+    const [[run], disk] = await Promise.all([store.runs.recent(workspace.id, 1), homeDisk(workspace.id)]);
     const body = {
-      ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null, idleStopMinutes: deps.idleStopMinutes }),
+      ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null, idleStopMinutes: deps.idleStopMinutes, disk }),
       // The workspace page, always reachable (from the editor too): on the control plane.
       pageUrl: `${deps.publicOrigin}/u/${workspace.slug}/.cp/`,
     };
@@ -98,21 +105,24 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
       ctx.body = { workspace: await present(workspace), alreadyRunning } satisfies OpenAnswer;
     } catch (error) {
       if (error instanceof AtCapacityError) {
-        // The coach's notification: a warning line and the counter behind the panel's refusals.
+        // The coach's notification: the counter (every refused open), the panel's refusal and a
+        // warning line (once a minute per student: repeats fold into the refusal, RefusalStore.record).
         metrics.capacityRejections.inc();
-        deps.live
-          .refused({ workspaceId: error.workspaceId, slug: error.slug, email: ctx.state.user?.email ?? null, cap: error.cap, running: error.running })
-          .catch((failure: unknown) => deps.containersLog.error({ error: failure }, 'recording a capacity refusal for the panel failed'));
-        deps.containersLog.warning(
-          { workspaceId: error.workspaceId, slug: error.slug, cap: error.cap, running: error.running },
-          'workspace open refused: server at capacity',
-        );
+        const refusal = { workspaceId: error.workspaceId, slug: error.slug, cap: error.cap, running: error.running };
+        const first = await deps.live.refused({ ...refusal, email: ctx.state.user?.email ?? null }).catch((failure: unknown) => {
+          deps.containersLog.error({ error: failure }, 'recording a capacity refusal for the panel failed');
+          return true;
+        });
+        if (first) deps.containersLog.warning(refusal, 'workspace open refused: server at capacity');
       }
       throw error;
     }
   });
 
   router.post('/runs', async (ctx) => {
+    // A home full or not measurable in full: no run (its build would write more), with how much is used and how to free it.
+    const refusal = homeDiskRefusal(await homeDisk(ctx.state.workspace.id));
+    if (refusal) throw refusal;
     const run = await store.runs.create(ctx.state.workspace.id);
     ctx.status = 202;
     ctx.body = { run: presentRun(run) } satisfies RunAnswer;
@@ -150,7 +160,11 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
     const run = await store.runs.active(ctx.state.workspace.id);
     if (!run) return void (ctx.body = { alive: false, reason: 'no_active_run' } satisfies SimStatus);
     if (!run.simEndpoint) return void (ctx.body = { alive: false, runId: run.id, reason: 'not_started' } satisfies SimStatus);
-    const probe = await probeHttp(run.simEndpoint);
+    const simEndpoint = run.simEndpoint;
+    // Only to the run's own simulator: the recorded address is checked against its live container.
+    const probe = await probeHttp(simEndpoint, undefined, () =>
+      deps.upstreams.connect({ workspaceId: ctx.state.workspace.id, runId: run.id }, 'nt4', simEndpoint),
+    );
     metrics.proxyUpstreamDuration.observe({ upstream: 'nt4', outcome: probe.outcome }, probe.seconds);
     ctx.body = {
       alive: probe.outcome === 'ok',

@@ -43,14 +43,14 @@ body{max-width:52rem} [hidden]{display:none !important}
 section{margin-top:1.6rem} h2{font-size:1.15rem;margin-bottom:.4rem}
 .row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap} .row button,.row a.button{display:inline-block;margin:0} .row form{margin:0 0 0 auto}
 pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;max-height:26rem;overflow:auto;white-space:pre-wrap;word-break:break-word;font-size:.85rem;min-height:3rem}
-#idle,#restored{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem} #restored p{margin:0}
+#idle,#restored,#disk{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem} #restored p{margin:0}
 #problems{color:#a12622} table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d6dbe1}
 .failed{color:#a12622} .muted{color:#5a6472}
 </style>`;
 
 /**
  * The workspace page, for its student (and, in host mode, an admin): the state with Open, Stop
- * and Sign out, the idle warning with "Keep working", and the student's run loop without the editor: Run and Stop,
+ * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, and the student's run loop without the editor: Run and Stop,
  * the run's state, its output live as it is written (compile errors picked out), and the past runs
  * with their outcome and output to download. Served at `/u/<slug>/` while the editor is not up
  * (path mode; Open then reloads into the editor), and always at `/u/<slug>/.cp/` (a way back to it
@@ -70,6 +70,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
 ${restoreNotice(workspace)}
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
+<p id="disk" role="status" hidden></p>
 <section aria-labelledby="run-title">
 <h2 id="run-title">Run your robot code</h2>
 <div class="row"><button id="run" type="button" disabled>Run</button><button id="stop-run" type="button" hidden>Stop</button><span id="run-state" role="status"></span></div>
@@ -88,6 +89,7 @@ const toast = $('toast');
 let workspace;
 let followed;
 let source;
+let listenAgain;
 let shownChars = 0;
 let opening = false;
 let shownStatus;
@@ -129,18 +131,25 @@ function showProblems() {
 function follow(run) {
   if (followed === run.id) return;
   followed = run.id;
-  if (source) source.close();
-  const output = $('output');
-  output.textContent = '';
+  $('output').textContent = '';
   shownChars = 0;
   $('download').href = config.base + '/runs/' + run.id + '/output.txt';
   $('download').hidden = false;
-  // EventSource resumes by itself after a lost connection, from the last offset it got.
-  source = new EventSource(config.base + '/runs/' + run.id + '/output');
-  source.addEventListener('output', (event) => {
+  listen(run);
+}
+// EventSource resumes by itself after a lost connection (a slow reader cut included), from the last
+// offset it got. A refusal (429: too many output streams open) closes it for good: it is opened
+// again after a while (the Retry-After, which EventSource cannot read), from the last offset shown.
+function listen(run) {
+  if (source) source.close();
+  clearTimeout(listenAgain);
+  const output = $('output');
+  const opened = new EventSource(config.base + '/runs/' + run.id + '/output?from=' + shownChars);
+  source = opened;
+  opened.addEventListener('output', (event) => {
     const { offset, text } = JSON.parse(event.data);
     const fresh = text.slice(Math.max(0, shownChars - offset));
-    shownChars = offset + text.length;
+    shownChars = Math.max(shownChars, offset + text.length);
     const atBottom = output.scrollTop + output.clientHeight >= output.scrollHeight - 4;
     output.append(fresh);
     // The page keeps the last 200,000 characters; the whole output is downloadable.
@@ -148,13 +157,16 @@ function follow(run) {
     if (atBottom) output.scrollTop = output.scrollHeight;
     if (fresh.includes('\\n')) showProblems();
   });
-  source.addEventListener('end', (event) => {
-    source.close();
+  opened.addEventListener('end', (event) => {
+    opened.close();
     const end = JSON.parse(event.data);
-    $('output').append('\\n■ ' + describe(end) + (end.exitCode !== null ? ' (exit code ' + end.exitCode + ')' : '') + '\\n');
+    output.append('\\n■ ' + describe(end) + (end.exitCode !== null ? ' (exit code ' + end.exitCode + ')' : '') + '\\n');
     showProblems();
     refresh();
     refreshRuns();
+  });
+  opened.addEventListener('error', () => {
+    if (opened.readyState === EventSource.CLOSED && followed === run.id) listenAgain = setTimeout(() => listen(run), 10000);
   });
 }
 function renderRuns(runs) {
@@ -207,6 +219,10 @@ function render() {
     $('idle-text').textContent = 'Your workspace will be stopped in about ' + minutes + ' minute' + (minutes === 1 ? '' : 's') + ' because nothing has happened in it. Your files are kept.';
   }
   $('idle').hidden = !warn;
+  // The home nearly full, full, or not measurable in full: how much is used, what is refused, how to free it.
+  const disk = workspace.disk;
+  $('disk').hidden = !(disk && disk.message);
+  $('disk').textContent = disk && disk.message ? disk.message : '';
 }
 async function refresh() {
   let answer;

@@ -21,7 +21,9 @@ import { CreateLeaderCounters1795780000000 } from './1795780000000-CreateLeaderC
 import { CreateScheduledBackups1795790000000 } from './1795790000000-CreateScheduledBackups.ts';
 import { AddHomeRecovery1795810000000 } from './1795810000000-AddHomeRecovery.ts';
 import { CreateSwarmNodes1795820000000 } from './1795820000000-CreateSwarmNodes.ts';
+import { AddRefusalRepeats1795840000000 } from './1795840000000-AddRefusalRepeats.ts';
 import { AddServerPidNamespace1795800000000 } from './1795800000000-AddServerPidNamespace.ts';
+import { CreateHomeDiskUsage1795860000000 } from './1795860000000-CreateHomeDiskUsage.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -49,4 +51,6 @@ export const MIGRATIONS = [
   AddServerPidNamespace1795800000000,
   AddHomeRecovery1795810000000,
   CreateSwarmNodes1795820000000,
+  AddRefusalRepeats1795840000000,
+  CreateHomeDiskUsage1795860000000,
 ];

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseByteSize } from './bytes.ts';
+import { DEFAULT_PIDS_LIMIT } from './docker/runtime.ts';
 
 /** Log levels of the spec, lowest first. */
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warning', 'error', 'fatal'] as const;
@@ -49,6 +50,11 @@ export interface Config {
   providers: ProviderConfig[];
   /** How long the proxy waits for an upstream's response headers. */
   proxyTimeoutMs: number;
+  /**
+   * The most WebSocket tunnels open at once to one workspace (PROXY_MAX_TUNNELS_PER_WORKSPACE), and
+   * in all (PROXY_MAX_TUNNELS; undefined: what the process's descriptor limit leaves, see src/descriptors.ts).
+   */
+  proxyTunnels: { perWorkspace: number; total: number | undefined };
   /** The compile-and-boot command of a run, run by `sh -c` in the sim container. */
   simCommand: string;
   /** How long a run may compile and boot before it fails. */
@@ -65,10 +71,33 @@ export interface Config {
   backupSchedule: { intervalMs: number; keep: number } | undefined;
   /** CODE_CPUS in billionths of a CPU: what a workspace's editor may use (and, on a swarm, reserves); 0: no limit. */
   codeNanoCpus: number;
+  /** RUN_CPUS (else CODE_CPUS) in billionths of a CPU: what a run's simulator may use; 0: no limit. */
+  runNanoCpus: number;
+  /** RUN_MEMORY_LIMIT (else CODE_MEMORY_LIMIT): a run's simulator's memory (and memory+swap) limit. */
+  runMemoryLimitBytes: number;
+  /** CONTAINER_PIDS_LIMIT: the most processes and threads at once in each editor and each simulator (the pids cgroup). */
+  containerPidsLimit: number;
+  /** The bound on each home (HOME_DISK_LIMIT; 0: none) and how often running homes are measured (HOME_DISK_CHECK_SECONDS). */
+  homeDisk: { limitBytes: number; checkMs: number };
   /** Where workspaces run (RUNTIME): one Docker Engine, or a Docker Swarm reached through each node's engine (SWARM_ENGINES). */
   runtime: { kind: 'docker' } | { kind: 'swarm'; engines: EngineEndpoint[] };
   /** NODE_LOST_SECONDS: how long a swarm node is down before its workspaces' homes are brought back elsewhere from their latest backup. */
   nodeLostMs: number;
+  /** The bounds on runs' output streams (OUTPUT_STREAM*): how many each user and each run may hold open, and how far a reader may fall behind. */
+  outputStreams: OutputStreamLimits;
+}
+
+/**
+ * The bounds on runs' output streams of one replica: open streams per user and per run (past them a
+ * new one is refused, 429), and each stream's buffer: what it holds for its reader at most, and how
+ * long a full buffer may wait for the reader to take it before the stream is cut (the reader resumes
+ * from its last event).
+ */
+export interface OutputStreamLimits {
+  perUser: number;
+  perRun: number;
+  bufferBytes: number;
+  stallMs: number;
 }
 
 /**
@@ -218,6 +247,12 @@ export const VARIABLES: Record<string, VariableSpec> = {
   OIDC_CLIENT_SECRET: { accepts: 'an OpenID Connect client secret', schema: { type: 'string' }, secret: true },
   OIDC_LABEL: { accepts: 'the name shown on the sign-in button', schema: { type: 'string', maxLength: 60 }, default: 'your school account' },
   PROXY_TIMEOUT_SECONDS: { accepts: 'seconds from 1 to 3600', schema: { type: 'number', exclusiveMinimum: 0, maximum: 3600 }, default: 60 },
+  PROXY_MAX_TUNNELS_PER_WORKSPACE: {
+    accepts: 'a whole number from 1 to 10000',
+    schema: { type: 'integer', minimum: 1, maximum: 10000 },
+    default: 32,
+  },
+  PROXY_MAX_TUNNELS: { accepts: 'a whole number from 1 to 1000000', schema: { type: 'integer', minimum: 1, maximum: 1_000_000 } },
   SIM_COMMAND: { accepts: 'a shell command line', schema: { type: 'string', minLength: 1 }, default: './gradlew simulateJava' },
   RUN_BUILD_TIMEOUT: {
     accepts: 'a duration: seconds, or a number with s, m or h (e.g. 90s, 10m), from 1 s to 24 h',
@@ -253,10 +288,50 @@ export const VARIABLES: Record<string, VariableSpec> = {
     schema: { type: 'number', minimum: 0, maximum: 256 },
     default: 0,
   },
+  RUN_CPUS: {
+    accepts: 'a number of CPUs from 0 (no limit) to 256 (decimals allowed, e.g. 1.5); unset: CODE_CPUS',
+    schema: { type: 'number', minimum: 0, maximum: 256 },
+  },
+  RUN_MEMORY_LIMIT: {
+    accepts: 'a memory size of at least 6m: bytes, or a number with k, m or g (e.g. 512m, 2g); unset: CODE_MEMORY_LIMIT',
+    schema: { type: 'string' },
+    check: (value) => (parseByteSize(value) ?? 0) >= 6 * 1024 * 1024,
+  },
+  CONTAINER_PIDS_LIMIT: {
+    accepts: 'a whole number of processes and threads from 64 to 1000000',
+    schema: { type: 'integer', minimum: 64, maximum: 1_000_000 },
+    default: DEFAULT_PIDS_LIMIT,
+  },
+  HOME_DISK_LIMIT: {
+    accepts: 'a size of at least 1m: bytes, or a number with k, m or g (e.g. 5g); 0: no bound',
+    schema: { type: 'string' },
+    default: '5g',
+    check: (value) => {
+      const bytes = parseByteSize(value);
+      return bytes === 0 || (bytes ?? 0) >= 1024 * 1024;
+    },
+  },
+  HOME_DISK_CHECK_SECONDS: { accepts: 'seconds from 1 to 3600', schema: { type: 'number', minimum: 1, maximum: 3600 }, default: 60 },
   NODE_LOST_SECONDS: {
     accepts: 'seconds from 10 to 86400',
     schema: { type: 'number', minimum: 10, maximum: 86_400 },
     default: 60,
+  },
+  OUTPUT_STREAMS_PER_USER: { accepts: 'a whole number from 1 to 1000', schema: { type: 'integer', minimum: 1, maximum: 1000 }, default: 8 },
+  OUTPUT_STREAMS_PER_RUN: { accepts: 'a whole number from 1 to 1000', schema: { type: 'integer', minimum: 1, maximum: 1000 }, default: 16 },
+  OUTPUT_STREAM_BUFFER: {
+    accepts: 'a size from 64k to 64m: bytes, or a number with k, m or g (e.g. 128k)',
+    schema: { type: 'string' },
+    default: '128k',
+    check: (value) => {
+      const bytes = parseByteSize(value) ?? 0;
+      return bytes >= 64 * 1024 && bytes <= 64 * 1024 * 1024;
+    },
+  },
+  OUTPUT_STREAM_STALL_SECONDS: {
+    accepts: 'seconds from 1 to 3600 (decimals allowed)',
+    schema: { type: 'number', minimum: 1, maximum: 3600 },
+    default: 30,
   },
   RUNTIME: { accepts: 'docker (one engine) or swarm (SWARM_ENGINES)', schema: { enum: ['docker', 'swarm'] }, default: 'docker' },
   SWARM_ENGINES: {
@@ -444,6 +519,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reusePort: values.REUSE_PORT === 'true' || values.REUSE_PORT === '1',
     providers,
     proxyTimeoutMs: Math.round((values.PROXY_TIMEOUT_SECONDS as number) * 1000),
+    proxyTunnels: { perWorkspace: values.PROXY_MAX_TUNNELS_PER_WORKSPACE as number, total: values.PROXY_MAX_TUNNELS as number | undefined },
     simCommand: values.SIM_COMMAND as string,
     runBuildTimeoutMs: parseDurationMs(String(values.RUN_BUILD_TIMEOUT))!,
     runMaxMs: Math.round((values.RUN_MAX_MINUTES as number) * 60_000),
@@ -455,7 +531,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? undefined
         : { intervalMs: Math.round((values.BACKUP_INTERVAL_HOURS as number) * 3_600_000), keep: values.BACKUP_KEEP as number },
     codeNanoCpus: Math.round((values.CODE_CPUS as number) * 1e9),
+    runNanoCpus: Math.round(((values.RUN_CPUS ?? values.CODE_CPUS) as number) * 1e9),
+    runMemoryLimitBytes: parseByteSize((values.RUN_MEMORY_LIMIT ?? values.CODE_MEMORY_LIMIT) as string)!,
+    containerPidsLimit: values.CONTAINER_PIDS_LIMIT as number,
+    homeDisk: { limitBytes: parseByteSize(values.HOME_DISK_LIMIT as string)!, checkMs: Math.round((values.HOME_DISK_CHECK_SECONDS as number) * 1000) },
     nodeLostMs: Math.round((values.NODE_LOST_SECONDS as number) * 1000),
+    outputStreams: {
+      perUser: values.OUTPUT_STREAMS_PER_USER as number,
+      perRun: values.OUTPUT_STREAMS_PER_RUN as number,
+      bufferBytes: parseByteSize(values.OUTPUT_STREAM_BUFFER as string)!,
+      stallMs: Math.round((values.OUTPUT_STREAM_STALL_SECONDS as number) * 1000),
+    },
     runtime:
       values.RUNTIME === 'swarm'
         ? { kind: 'swarm', engines: engineList(values.SWARM_ENGINES as string).map((entry) => parseEngineEndpoint(entry)!) }

@@ -29,6 +29,10 @@ export const ConflictError = (code: string, message: string) => new AppError(409
 export const UnavailableError = (code: string, message: string, retryAfterSeconds: number) =>
   new AppError(503, code, message, { 'Retry-After': String(retryAfterSeconds) });
 
+/** 429: the caller holds as much of something as one may (connections, streams); Retry-After says when to try again. */
+export const TooManyError = (code: string, message: string, retryAfterSeconds: number) =>
+  new AppError(429, code, message, { 'Retry-After': String(retryAfterSeconds) });
+
 /** 405: the method is not served here; Allow names those that are. */
 export const MethodNotAllowedError = (allow: string) => new AppError(405, 'method_not_allowed', `Only ${allow} is allowed here.`, { Allow: allow });
 /** 502 or 504: the editor behind the proxy failed to answer, or in time. */

@@ -40,6 +40,24 @@ function buildMetrics() {
       buckets: FAST,
       registers,
     }),
+    proxyUpstreamUnverified: new Counter({
+      name: 'proxy_upstream_unverified_total',
+      help: "Connections to an editor or simulator refused because the recorded address was not where the workspace's or run's live container serves.",
+      labelNames: ['upstream'] as const,
+      registers,
+    }),
+    proxyTunnelsOpen: new Gauge({ name: 'proxy_tunnels_open', help: 'WebSocket tunnels open to editors and simulators.', registers }),
+    proxyTunnelRefusals: new Counter({
+      name: 'proxy_tunnel_refusals_total',
+      help: "WebSocket upgrades refused at a bound on open tunnels: a workspace's (workspace) or the server's (server).",
+      labelNames: ['bound'] as const,
+      registers,
+    }),
+    httpConnectionsDropped: new Counter({
+      name: 'http_connections_dropped_total',
+      help: 'Client connections closed on arrival because the server held its most (descriptors kept in reserve).',
+      registers,
+    }),
     runBuildDuration: new Histogram({
       name: 'run_build_duration_seconds',
       help: 'Time from run queue to the first sim-ready signal.',
@@ -86,6 +104,19 @@ function buildMetrics() {
       registers,
     }),
     capacityRejections: new Counter({ name: 'capacity_rejections_total', help: 'Workspace opens refused at the container cap.', registers }),
+    // Runs' output streams (api/run-output.ts): open on this replica, refused past a bound, cut for a reader that took nothing.
+    runOutputStreams: new Gauge({ name: 'run_output_streams', help: "Runs' output streams open on this replica.", registers }),
+    runOutputStreamRefusals: new Counter({
+      name: 'run_output_stream_refusals_total',
+      help: 'Output streams refused (429) because their user, or their run, had as many open as allowed, by bound (user, run).',
+      labelNames: ['bound'] as const,
+      registers,
+    }),
+    runOutputStreamCuts: new Counter({
+      name: 'run_output_stream_cuts_total',
+      help: 'Output streams cut because their reader took nothing of a full buffer for OUTPUT_STREAM_STALL_SECONDS.',
+      registers,
+    }),
     orphanContainers: new Counter({ name: 'orphan_containers_total', help: 'Managed containers found matching no workspace.', registers }),
     orphanVolumes: new Counter({
       name: 'orphan_volumes_total',
@@ -150,6 +181,9 @@ export const KNOWN_LABELS = {
   terminalStatuses: ['stopped', 'failed', 'canceled'],
   transitions: ['acquired', 'lost', 'released'],
   backupOutcomes: ['ok', 'failed'],
+  outputStreamBounds: ['user', 'run'],
+  upstreams: ['vscode', 'nt4'],
+  tunnelBounds: ['workspace', 'server'],
 } as const;
 
 /** Sets every series of KNOWN_LABELS to 0 (counters: present, not increased). */
@@ -161,5 +195,8 @@ function initialise(metrics: Metrics): Metrics {
   for (const status of KNOWN_LABELS.terminalStatuses) metrics.runsTotal.inc({ terminal_status: status }, 0);
   for (const transition of KNOWN_LABELS.transitions) metrics.leaderTransitions.inc({ transition }, 0);
   for (const outcome of KNOWN_LABELS.backupOutcomes) metrics.scheduledBackups.inc({ outcome }, 0);
+  for (const bound of KNOWN_LABELS.outputStreamBounds) metrics.runOutputStreamRefusals.inc({ bound }, 0);
+  for (const upstream of KNOWN_LABELS.upstreams) metrics.proxyUpstreamUnverified.inc({ upstream }, 0);
+  for (const bound of KNOWN_LABELS.tunnelBounds) metrics.proxyTunnelRefusals.inc({ bound }, 0);
   return metrics;
 }

@@ -3,25 +3,33 @@ import readline from 'node:readline';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inspect as formatValue } from 'node:util';
 import Docker from 'dockerode';
 import { ConflictError, NotFoundError } from '../errors.ts';
+import { blockLinkLocal } from './firewall.ts';
 import {
+  HOME_PATH,
   ImageMissingError,
   LABELS,
+  isTargetOf,
   MANAGED_LABEL,
   names,
+  targetLabels,
   VOLUME_ARCHIVE_ROOT,
   type CodeContainerSpec,
   type ContainerExit,
   type ContainerRole,
   type EventSubscription,
+  type HomeUsage,
   type ManagedContainer,
   type RuntimeEvent,
+  type NetworkState,
   type RuntimeNode,
+  type ServingContainer,
+  type ServingTarget,
   type SimContainerSpec,
   type StatsSample,
   type WorkspaceRuntime,
@@ -29,9 +37,6 @@ import {
 
 /** Label scoping one control plane's objects, so that two of them (or test runs) can share an engine. */
 export const CONTROL_PLANE_LABEL = 'service.control-plane';
-
-/** Where the home volume is mounted in workspace containers. */
-export const HOME_PATH = '/home/student';
 
 /**
  * Where a backup helper mounts the volume: the home mount point, whose basename is
@@ -47,6 +52,9 @@ const PING_INTERVAL_MS = 5000;
 
 /** The bridge option that, set to false, drops traffic between the network's containers. */
 const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
+
+/** How long measuring a home may take in its container (below CALL_TIMEOUT_MS, the exec's own): then it is cut short. */
+const HOME_MEASURE_SECONDS = 45;
 
 /** The longest any single engine call may take (a stop waits up to its own timeout inside it): a hung daemon fails the reconcile, which is retried. */
 export const CALL_TIMEOUT_MS = 60_000;
@@ -116,7 +124,7 @@ export class DockerRuntime implements WorkspaceRuntime {
   private readonly events: Docker;
   private readonly controlPlaneId: string;
   /** Networks made sure of, by name (see ensureNetwork). */
-  private readonly networks = new Map<string, Promise<{ isolated: boolean; created: boolean }>>();
+  private readonly networks = new Map<string, Promise<NetworkState>>();
 
   constructor(options: DockerRuntimeOptions) {
     this.docker = engineClient({ ...options.docker, timeout: CALL_TIMEOUT_MS });
@@ -199,7 +207,7 @@ export class DockerRuntime implements WorkspaceRuntime {
     return (Volumes ?? []).map((volume) => ({ name: volume.Name, workspaceId: volume.Labels?.[LABELS.workspaceId] ?? '' }));
   }
 
-  ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
+  ensureNetwork(name: string): Promise<NetworkState> {
     let ready = this.networks.get(name);
     if (!ready) {
       ready = this.network(name);
@@ -210,32 +218,41 @@ export class DockerRuntime implements WorkspaceRuntime {
     return ready;
   }
 
-  /** Inspects the network, creating it isolated when missing (two creators at once: one wins, both see it). */
-  private async network(name: string): Promise<{ isolated: boolean; created: boolean }> {
+  /**
+   * Inspects the network, creating it isolated when missing (two creators at once: one wins, both
+   * see it), then keeps its containers from link-local addresses (src/docker/firewall.ts).
+   */
+  private async network(name: string): Promise<NetworkState> {
     const inspect = async () => {
       try {
-        const info = (await this.docker.getNetwork(name).inspect()) as { Options?: Record<string, string>; Driver?: string };
-        return { isolated: name === 'none' || info.Options?.[ICC_OPTION] === 'false', created: false };
+        const info = (await this.docker.getNetwork(name).inspect()) as { Options?: Record<string, string>; IPAM?: { Config?: { Subnet?: string }[] } };
+        // IPv4 subnets only: the rules are iptables' (Docker's networks here have no IPv6).
+        const subnets = (info.IPAM?.Config ?? []).map((config) => config.Subnet ?? '').filter((subnet) => subnet !== '' && !subnet.includes(':'));
+        return { isolated: name === 'none' || info.Options?.[ICC_OPTION] === 'false', subnets };
       } catch (error) {
         if (statusOf(error) === 404) return undefined;
         throw error;
       }
     };
-    const existing = await inspect();
-    if (existing) return existing;
-    try {
-      await this.docker.createNetwork({
-        Name: name,
-        Driver: 'bridge',
-        CheckDuplicate: true,
-        Options: { [ICC_OPTION]: 'false' },
-        Labels: { [MANAGED_LABEL]: 'true' },
-      });
-    } catch (error) {
-      if (statusOf(error) !== 409) throw error;
-      return (await inspect()) ?? { isolated: false, created: false };
+    let created = false;
+    let found = await inspect();
+    if (!found) {
+      try {
+        await this.docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          Options: { [ICC_OPTION]: 'false' },
+          Labels: { [MANAGED_LABEL]: 'true' },
+        });
+        created = true;
+      } catch (error) {
+        if (statusOf(error) !== 409) throw error;
+      }
+      found = await inspect();
     }
-    return { isolated: true, created: true };
+    if (!found) return { isolated: false, created };
+    return { isolated: found.isolated, created, firewall: name === 'none' ? { applied: true } : await blockLinkLocal(found.subnets) };
   }
 
   async imageExists(image: string): Promise<boolean> {
@@ -260,7 +277,7 @@ export class DockerRuntime implements WorkspaceRuntime {
         [LABELS.restartGeneration]: String(spec.restartGeneration),
         [LABELS.homeVolume]: spec.homeVolume,
       },
-      HostConfig: { ...this.hostConfig(spec), ...(spec.nanoCpus > 0 && { NanoCpus: spec.nanoCpus }) },
+      HostConfig: this.hostConfig(spec),
     });
   }
 
@@ -276,10 +293,13 @@ export class DockerRuntime implements WorkspaceRuntime {
     });
   }
 
-  private hostConfig(spec: { homeVolume: string; memoryBytes: number; network: string }): Docker.HostConfig {
+  private hostConfig(spec: { homeVolume: string; memoryBytes: number; nanoCpus: number; pidsLimit: number; network: string }): Docker.HostConfig {
     return {
       Memory: spec.memoryBytes,
       MemorySwap: spec.memoryBytes,
+      ...(spec.nanoCpus > 0 && { NanoCpus: spec.nanoCpus }),
+      // Processes and threads together (the pids cgroup): a fork bomb stops there, short of the host's PIDs.
+      PidsLimit: spec.pidsLimit,
       NetworkMode: spec.network,
       Mounts: [{ Type: 'volume', Source: spec.homeVolume, Target: HOME_PATH }],
       RestartPolicy: { Name: 'no' },
@@ -306,6 +326,28 @@ export class DockerRuntime implements WorkspaceRuntime {
     const [container] = (await this.docker.listContainers({ all: true, filters: { name: [`^/${name}$`], label: this.labelFilters() } })).map(toManaged);
     if (!container) throw new Error(`container ${name} exists but is not managed by this control plane`);
     return container;
+  }
+
+  async serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined> {
+    const candidates =
+      id !== undefined
+        ? [id]
+        : (await this.docker.listContainers({ filters: { label: [`${MANAGED_LABEL}=true`, ...targetLabels(target)], status: ['running'] } })).map(
+            (container) => container.Id,
+          );
+    for (const candidate of candidates) {
+      let info: Docker.ContainerInspectInfo;
+      try {
+        info = await this.docker.getContainer(candidate).inspect();
+      } catch (error) {
+        if (statusOf(error) === 404) continue;
+        throw error;
+      }
+      if (!info.State.Running || !isTargetOf(info.Config.Labels, target)) continue;
+      const address = Object.values(info.NetworkSettings.Networks ?? {}).find((network) => network.IPAddress)?.IPAddress;
+      if (address) return { id: info.Id, endpoint: `${address}:${port}`, startedAt: info.State.StartedAt };
+    }
+    return undefined;
   }
 
   async exitOf(id: string): Promise<ContainerExit | undefined> {
@@ -377,6 +419,39 @@ export class DockerRuntime implements WorkspaceRuntime {
       if (statusOf(error) === 404) return undefined;
       throw error;
     }
+  }
+
+  async homeUsage(id: string): Promise<HomeUsage | undefined> {
+    let exec: Docker.Exec;
+    try {
+      // -s: one total; -k: KiB of space taken (what fills a disk, not apparent sizes); -x: the home's own filesystem.
+      exec = await this.docker.getContainer(id).exec({
+        Cmd: ['timeout', String(HOME_MEASURE_SECONDS), 'du', '-skx', HOME_PATH],
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+    } catch (error) {
+      // Gone (404), or not running (409).
+      if (statusOf(error) === 404 || statusOf(error) === 409) return undefined;
+      throw error;
+    }
+    const stream = (await exec.start({ hijack: true, stdin: false })) as NodeJS.ReadableStream;
+    const stdout = new BoundedText(4096);
+    const stderr = new BoundedText(4096);
+    this.docker.modem.demuxStream(stream, stdout, stderr);
+    await new Promise<void>((resolve, reject) => {
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+      stream.once('error', reject);
+    });
+    // The exit code is set as the stream ends; a moment later at most.
+    let exitCode: number | null = null;
+    for (let attempt = 0; attempt < 20 && exitCode === null; attempt++) {
+      const info = await exec.inspect();
+      if (!info.Running) exitCode = info.ExitCode;
+      else await sleep(50);
+    }
+    return duUsage(stdout.text, stderr.text, exitCode);
   }
 
   async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
@@ -558,6 +633,55 @@ function toManaged(info: Docker.ContainerInfo): ManagedContainer {
     address: networks.find((network) => network.IPAddress)?.IPAddress || undefined,
     createdAt: info.Created * 1000,
   };
+}
+
+/** A writable that keeps the first `limit` bytes written to it as text and drops the rest (it never holds up its writer). */
+class BoundedText extends Writable {
+  private readonly chunks: Buffer[] = [];
+  private readonly limit: number;
+  private kept = 0;
+  constructor(limit: number) {
+    super();
+    this.limit = limit;
+  }
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    if (this.kept < this.limit) {
+      this.chunks.push(chunk.subarray(0, this.limit - this.kept));
+      this.kept += Math.min(chunk.length, this.limit - this.kept);
+    }
+    done();
+  }
+  get text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/**
+ * A home's usage from what `timeout … du -sk <home>` said: its total (KiB), and why part of the
+ * home was not counted: a folder it could not read (made unreadable by its student; named, under
+ * the home), or the measure cut short or killed (no total). Files that vanish while it walks (a
+ * build cleaning up) are no problem. An image without `du` or `timeout` (exit 126 or 127) is the
+ * operator's problem, not the student's: it throws.
+ */
+export function duUsage(stdout: string, stderr: string, exitCode: number | null): HomeUsage {
+  if (exitCode === 126 || exitCode === 127) throw new Error(`cannot measure homes: the workspace image has no du or timeout (${stderr.trim().slice(0, 200)})`);
+  const total = /^(\d+)\s/m.exec(stdout);
+  if (!total)
+    return {
+      bytes: 0,
+      problem: `measuring it was cut short (exit code ${exitCode ?? 'unknown'}): it may hold too many files to count within ${HOME_MEASURE_SECONDS} s`,
+    };
+  const bytes = Number(total[1]) * 1024;
+  if (!/Permission denied/.test(stderr)) return { bytes };
+  const unreadable = /'([^'\n]*)': Permission denied/.exec(stderr)?.[1];
+  // The student's own folder name, for their message and the operator's log: no control character (a forged log line, a terminal's escape).
+  const where = unreadable?.startsWith(`${HOME_PATH}/`)
+    ? unreadable
+        .slice(HOME_PATH.length + 1)
+        .slice(0, 200)
+        .replaceAll(/\p{Cc}/gu, '?')
+    : undefined;
+  return { bytes, problem: where ? `the folder ${where} cannot be read` : 'a folder in it cannot be read' };
 }
 
 /** The text of a non-TTY container log: 8-byte frame headers (stream, size) stripped. */

@@ -23,9 +23,12 @@ import type {
   CodeContainerSpec,
   ContainerExit,
   EventSubscription,
+  HomeUsage,
   ManagedContainer,
   RuntimeEvent,
   RuntimeNode,
+  ServingContainer,
+  ServingTarget,
   SimContainerSpec,
   StatsSample,
   WorkspaceRuntime,
@@ -219,6 +222,10 @@ export class InformedRuntime implements WorkspaceRuntime {
   imageExists(image: string): Promise<boolean> {
     return this.inner.imageExists(image);
   }
+  serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined> {
+    return this.inner.serving(target, port, id);
+  }
+
   exitOf(id: string): Promise<ContainerExit | undefined> {
     return this.inner.exitOf(id);
   }
@@ -230,6 +237,9 @@ export class InformedRuntime implements WorkspaceRuntime {
   }
   stats(id: string): Promise<StatsSample | undefined> {
     return this.inner.stats(id);
+  }
+  homeUsage(id: string): Promise<HomeUsage | undefined> {
+    return this.inner.homeUsage(id);
   }
   exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
     return this.inner.exportVolume(volume, workspace, image);

@@ -4,6 +4,7 @@
  */
 
 import type { Readable } from 'node:stream';
+import type { FirewallOutcome } from './firewall.ts';
 
 /** The marker label on every object the control plane manages. */
 export const MANAGED_LABEL = 'service.managed';
@@ -23,6 +24,12 @@ export const LABELS = {
 
 /** `backup`: a helper that is never started, through which a volume is read or written (exportVolume, importVolume). */
 export type ContainerRole = 'code' | 'sim' | 'backup';
+
+/**
+ * Where a home volume is mounted in the containers of a workspace and in the helpers that archive
+ * it: a path in the home reaches the engine as `/home/student/<path>`, which PATH_MAX bounds.
+ */
+export const HOME_PATH = '/home/student';
 
 /**
  * The tar streams of exportVolume and importVolume hold one top directory that stands for the
@@ -59,6 +66,9 @@ export interface ManagedContainer {
   createdAt: number;
 }
 
+/** The most processes and threads a workspace container holds at once unless configured (CONTAINER_PIDS_LIMIT): see docs/security.md. */
+export const DEFAULT_PIDS_LIMIT = 1024;
+
 /** What a workspace's code container should be. */
 export interface CodeContainerSpec {
   workspaceId: string;
@@ -69,6 +79,8 @@ export interface CodeContainerSpec {
   editorPort: number;
   /** CPUs it may use, in billionths (CODE_CPUS); 0: no limit. */
   nanoCpus: number;
+  /** The most processes and threads it may hold at once (CONTAINER_PIDS_LIMIT). */
+  pidsLimit: number;
   restartGeneration: number;
   /** The home volume to mount at /home/student (the workspace's `homeVolume`, else names.volume(slug)). */
   homeVolume: string;
@@ -83,6 +95,10 @@ export interface SimContainerSpec {
   runId: string;
   image: string;
   memoryBytes: number;
+  /** CPUs it may use, in billionths (RUN_CPUS); 0: no limit. */
+  nanoCpus: number;
+  /** The most processes and threads it may hold at once (CONTAINER_PIDS_LIMIT). */
+  pidsLimit: number;
   network: string;
   /** A shell command line: compile, then boot the simulator (SIM_COMMAND). */
   command: string;
@@ -108,6 +124,55 @@ export interface StatsSample {
   onlineCpus: number;
   memoryUsageBytes: number;
   memoryLimitBytes: number;
+}
+
+/** What ensureNetwork found and did. */
+export interface NetworkState {
+  /** Whether containers on it cannot reach each other. */
+  isolated: boolean;
+  created: boolean;
+  /** One engine: whether its containers are kept from link-local addresses (src/docker/firewall.ts); a swarm's nodes' firewall does that instead. */
+  firewall?: FirewallOutcome;
+}
+
+/** Whose container an address is checked against: a workspace's editor, or (with `runId`) a run's simulator. */
+export interface ServingTarget {
+  workspaceId: string;
+  runId?: string;
+}
+
+/** The label filters (`key=value`) that find a target's container on an engine or a swarm. */
+export function targetLabels(target: ServingTarget): string[] {
+  return [`${LABELS.workspaceId}=${target.workspaceId}`, target.runId === undefined ? `${LABELS.role}=code` : `${LABELS.runId}=${target.runId}`];
+}
+
+/** Whether a container's labels name it the target's container (ServingTarget). */
+export function isTargetOf(labels: Record<string, string> | undefined, target: ServingTarget): boolean {
+  if (labels?.[LABELS.workspaceId] !== target.workspaceId) return false;
+  return target.runId === undefined ? labels[LABELS.role] === 'code' : labels[LABELS.role] === 'sim' && labels[LABELS.runId] === target.runId;
+}
+
+/**
+ * A live container as the engine reports it now, and where it serves a port: the proxy's proof of
+ * whose an address is. `id` names the container to the runtime that answered (opaque); `startedAt`
+ * changes whenever it starts again, so two readings with the same `id`, `endpoint` and `startedAt`
+ * mean it served that endpoint all the time between them.
+ */
+export interface ServingContainer {
+  id: string;
+  endpoint: string;
+  startedAt: string;
+}
+
+/** What a workspace's home holds, measured in a running container that mounts it (WorkspaceRuntime.homeUsage). */
+export interface HomeUsage {
+  /** The space its files take on disk, in bytes. */
+  bytes: number;
+  /**
+   * Why part of it could not be measured (a folder its student made unreadable, the measure cut
+   * short); `bytes` is then what could be. Undefined: all of it was.
+   */
+  problem?: string;
 }
 
 /** A change seen on the engine: the workspace whose containers changed. */
@@ -167,15 +232,24 @@ export interface WorkspaceRuntime {
   /**
    * Makes sure the workspace network exists: created as a bridge on which containers cannot reach
    * each other (inter-container traffic off) when missing. Answers whether containers on it are
-   * isolated from each other (an existing network, e.g. Docker's default `bridge`, may not be).
+   * isolated from each other (an existing network, e.g. Docker's default `bridge`, may not be),
+   * and, on one engine, whether the host's firewall keeps them from link-local addresses.
    */
-  ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }>;
+  ensureNetwork(name: string): Promise<NetworkState>;
   /** Whether the image is on the engine (it is never pulled: the operator builds or pulls it). */
   imageExists(image: string): Promise<boolean>;
   /** Creates the code container (not started); a name conflict returns the existing one. */
   createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer>;
   /** Creates a run's simulator container (not started); a name conflict returns the existing one. */
   createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer>;
+  /**
+   * The running container of `target` (its labels name the workspace, the role and the run: whoever's
+   * control plane made it, workspace and run ids are unique) and where it serves `port`, read fresh
+   * from the engine; with `id` (a ServingContainer's), that container alone, and only while its labels
+   * still name `target`. Undefined when none runs. A read: the proxy checks an address with it before
+   * and after it connects (api/proxy/upstreams.ts).
+   */
+  serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined>;
   /** Whether a container still runs, and its exit code when it does not; undefined when it is gone. */
   exitOf(id: string): Promise<ContainerExit | undefined>;
   /** The last `lines` lines of a container's output (stdout and stderr), oldest first. */
@@ -194,6 +268,12 @@ export interface WorkspaceRuntime {
   remove(id: string): Promise<void>;
   /** One cheap stats sample (one-shot); undefined when the container is gone or not running. */
   stats(id: string): Promise<StatsSample | undefined>;
+  /**
+   * Measures the home volume mounted in a running container (`du` of it run inside, as the
+   * container's user, bounded in time); undefined when the container is gone or not running. Fails
+   * when the measure cannot be run at all (the engine refuses the exec).
+   */
+  homeUsage(id: string): Promise<HomeUsage | undefined>;
   /**
    * Follows engine events on managed containers. `onConnect` is called on every (re)connect, when
    * the caller should list everything again; the subscription reconnects by itself until closed.

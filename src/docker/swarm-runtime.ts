@@ -27,20 +27,25 @@ import { PassThrough, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { NotFoundError } from '../errors.ts';
-import { CALL_TIMEOUT_MS, CONTROL_PLANE_LABEL, DockerRuntime, engineClient, HOME_PATH, signalled, statusOf, tolerate } from './docker-runtime.ts';
+import { CALL_TIMEOUT_MS, CONTROL_PLANE_LABEL, DockerRuntime, engineClient, signalled, statusOf, tolerate } from './docker-runtime.ts';
 import {
+  HOME_PATH,
   ImageMissingError,
   LABELS,
   MANAGED_LABEL,
   names,
   NoRoomError,
+  targetLabels,
   type CodeContainerSpec,
   type ContainerExit,
   type ContainerRole,
   type EventSubscription,
+  type HomeUsage,
   type ManagedContainer,
   type RuntimeEvent,
   type RuntimeNode,
+  type ServingContainer,
+  type ServingTarget,
   type SimContainerSpec,
   type StatsSample,
   type WorkspaceRuntime,
@@ -622,7 +627,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
     return this.createService(names.code(spec.slug), node, {
       labels,
       container: { Image: spec.image, Env: [`EDITOR_PORT=${spec.editorPort}`], StopGracePeriod: 10e9 },
-      resources: { Limits: { MemoryBytes: spec.memoryBytes, ...cpus }, Reservations: { MemoryBytes: spec.memoryBytes, ...cpus } },
+      resources: { Limits: limits(spec), Reservations: { MemoryBytes: spec.memoryBytes, ...cpus } },
       // An editor that ends is started again by Swarm (a single engine's controller does the same).
       restart: { Condition: 'any', Delay: 5e9 },
       network: spec.network,
@@ -636,7 +641,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId, [LABELS.homeVolume]: spec.homeVolume },
       container: { Image: spec.image, Args: ['sh', '-c', spec.command], Dir: HOME_PATH, Env: [`NT4_PORT=${spec.nt4Port}`], StopGracePeriod: 5e9 },
       // Limited, not reserved: a run never waits for room (on one engine, runs are not capped either).
-      resources: { Limits: { MemoryBytes: spec.memoryBytes } },
+      resources: { Limits: limits(spec) },
       restart: { Condition: 'none' },
       network: spec.network,
       port: spec.nt4Port,
@@ -781,6 +786,23 @@ export class SwarmRuntime implements WorkspaceRuntime {
     return engine ? { runtime: this.on(engine), containerId, task } : undefined;
   }
 
+  /**
+   * The target's service's running task: its container (inspected on its node's engine, labels
+   * included) and the port its task publishes on the node. Its id is `<service id>/<container id>`.
+   */
+  async serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined> {
+    const [known, knownContainer] = id?.split('/') ?? [];
+    const serviceId = known ?? (await this.services(targetLabels(target)))[0]?.ID;
+    if (serviceId === undefined) return undefined;
+    const where = await this.containerOf(serviceId);
+    if (!where || where.task.Status.State !== 'running' || (knownContainer !== undefined && where.containerId !== knownContainer)) return undefined;
+    const published = where.task.Status.PortStatus?.Ports?.find((candidate) => candidate.TargetPort === port)?.PublishedPort;
+    const [container, nodes] = await Promise.all([where.runtime.serving(target, port, where.containerId), this.swarmNodes()]);
+    const address = nodes.find((node) => node.id === where.task.NodeID)?.address;
+    if (!container || !published || !address) return undefined;
+    return { id: `${serviceId}/${where.containerId}`, endpoint: `${address}:${published}`, startedAt: container.startedAt };
+  }
+
   async exitOf(id: string): Promise<ContainerExit | undefined> {
     if (!(await this.service(id))) return undefined;
     const task = await this.newestTask(id);
@@ -816,6 +838,13 @@ export class SwarmRuntime implements WorkspaceRuntime {
     return where.runtime.stats(where.containerId);
   }
 
+  /** Measured in the service's running task's container, through its node's engine. */
+  async homeUsage(id: string): Promise<HomeUsage | undefined> {
+    const where = await this.containerOf(id);
+    if (!where || where.task.Status.State !== 'running') return undefined;
+    return where.runtime.homeUsage(where.containerId);
+  }
+
   /** Every node's container events (Swarm has no task events); a (re)connect of any node asks for a full look. */
   watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription {
     const subscriptions = this.engines.map((engine) => engine.runtime.watch(handlers));
@@ -827,6 +856,14 @@ export class SwarmRuntime implements WorkspaceRuntime {
 export function fromRegistry(image: string): boolean {
   const first = image.split('/')[0]!;
   return image.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
+}
+
+/**
+ * A task's limits: memory, CPUs when set, and processes and threads (`Pids`, taken by services since
+ * API 1.41, Docker 20.10; swarmkit gives it to the task's container as its PidsLimit).
+ */
+function limits(spec: { memoryBytes: number; nanoCpus: number; pidsLimit: number }): Docker.ResourceLimits {
+  return { MemoryBytes: spec.memoryBytes, ...(spec.nanoCpus > 0 && { NanoCPUs: spec.nanoCpus }), Pids: spec.pidsLimit };
 }
 
 /** The node a service is pinned to (its `node.id==` constraint). */

@@ -4,6 +4,7 @@
  * Dates become ISO 8601 strings; a student never sees where their editor or simulator runs.
  */
 import type { StoredBackup } from '../backup/backups.ts';
+import { homeDiskStatus, type HomeDiskLimit, type HomeDiskStatus } from '../home-disk.ts';
 import type { AuditPage as AuditRecords } from '../store/audit.ts';
 import type { NodeView } from '../store/nodes.ts';
 import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
@@ -16,6 +17,7 @@ import type {
   Backup,
   Capacity,
   ClassRun,
+  HomeDisk,
   Overview,
   Refusal,
   Run,
@@ -49,7 +51,7 @@ export interface IdleForecast {
  */
 export function presentStudentWorkspace(
   workspace: WorkspaceRecord,
-  extra: { idle?: IdleForecast; run?: RunRecord | null; idleStopMinutes?: number } = {},
+  extra: { idle?: IdleForecast; run?: RunRecord | null; idleStopMinutes?: number; disk?: HomeDiskStatus | null } = {},
 ): StudentWorkspace {
   const stopped = workspace.desiredState === 'stopped' && workspace.stoppedBy && workspace.stoppedAt;
   return {
@@ -69,6 +71,18 @@ export function presentStudentWorkspace(
       : null,
     ...(extra.idle && { idle: { stopsAt: iso(extra.idle.stopsAt), warnFrom: iso(extra.idle.warnFrom) } }),
     ...(extra.run !== undefined && { run: extra.run && presentRun(extra.run) }),
+    ...(extra.disk !== undefined && { disk: extra.disk && presentHomeDisk(extra.disk) }),
+  };
+}
+
+/** A home against its bound (see HomeDiskStatus). */
+export function presentHomeDisk(status: HomeDiskStatus): HomeDisk {
+  return {
+    usedBytes: status.usedBytes,
+    limitBytes: status.limitBytes,
+    measuredAt: status.measuredAt.toISOString(),
+    level: status.level,
+    message: status.message,
   };
 }
 
@@ -214,9 +228,11 @@ export function presentBackup(backup: StoredBackup): Backup {
 }
 
 /** A student refused at the cap, as the panel shows it. */
-export function presentRefusal(refusal: Omit<Refusal, 'at'> & { at: Date }): Refusal {
+export function presentRefusal(refusal: Omit<Refusal, 'at' | 'lastAt'> & { at: Date; lastAt: Date }): Refusal {
   return {
     at: refusal.at.toISOString(),
+    lastAt: refusal.lastAt.toISOString(),
+    count: refusal.count,
     workspaceId: refusal.workspaceId,
     slug: refusal.slug,
     email: refusal.email,
@@ -226,7 +242,7 @@ export function presentRefusal(refusal: Omit<Refusal, 'at'> & { at: Date }): Ref
 }
 
 /** One workspace as the admin lists it. */
-export function presentWorkspaceRow(row: WorkspaceListRow): WorkspaceRow {
+export function presentWorkspaceRow(row: WorkspaceListRow, homeDisk: HomeDiskLimit): WorkspaceRow {
   return {
     id: row.id,
     slug: row.slug,
@@ -238,13 +254,14 @@ export function presentWorkspaceRow(row: WorkspaceListRow): WorkspaceRow {
     lastTransitionAt: iso(row.lastTransitionAt),
     cpuPercent: row.cpuPercent,
     memoryPercent: row.memoryPercent,
+    disk: row.disk && presentHomeDisk(homeDiskStatus(row.disk, homeDisk)!),
     activeRun: row.activeRun,
   };
 }
 
 /** A page of workspaces, how many match, and the class counted by state. */
-export function presentWorkspacePage(page: WorkspaceListPage): WorkspacePage {
-  return { workspaces: page.rows.map(presentWorkspaceRow), total: page.total, counts: page.counts };
+export function presentWorkspacePage(page: WorkspaceListPage, homeDisk: HomeDiskLimit): WorkspacePage {
+  return { workspaces: page.rows.map((row) => presentWorkspaceRow(row, homeDisk)), total: page.total, counts: page.counts };
 }
 
 /** The overview's figures: the capacity (with those waiting for a slot), builds in progress, and the failed workspaces. */

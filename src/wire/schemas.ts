@@ -108,6 +108,22 @@ export type RunEnd = Static<typeof RunEnd>;
 
 // --- Workspaces -----------------------------------------------------------------------------------
 
+/** A home against its bound (HOME_DISK_LIMIT), as last measured (src/home-disk.ts). */
+export const HomeDisk = Strict(
+  {
+    usedBytes: Type.Integer({ description: 'The space its files take on disk.' }),
+    limitBytes: Type.Integer({ description: 'HOME_DISK_LIMIT.' }),
+    measuredAt: Time,
+    level: Type.Enum(['ok', 'near', 'full', 'unmeasured'], {
+      description:
+        'near: at 90 % of the limit or more; full: at the limit (runs are refused); unmeasured: part of it could not be measured (runs are refused).',
+    }),
+    message: Nullable(Type.String({ description: 'What its student is told (how much is used, what is refused, how to free space); null when ok.' })),
+  },
+  { description: 'The home against its bound; null when homes are not bounded or it was never measured.' },
+);
+export type HomeDisk = Static<typeof HomeDisk>;
+
 /** A workspace as its student sees it. */
 export const StudentWorkspace = Strict({
   id: Uuid,
@@ -126,6 +142,7 @@ export const StudentWorkspace = Strict({
     Strict({ stopsAt: Nullable(Time), warnFrom: Nullable(Time) }, { description: 'When the idle sweep stops it unless the student does something.' }),
   ),
   run: Type.Optional(Nullable(Run)),
+  disk: Type.Optional(Nullable(HomeDisk)),
   pageUrl: Type.Optional(Type.String({ description: 'The workspace page, on the control plane.' })),
   editorUrl: Type.Optional(Type.String({ description: "Host mode: the workspace's own origin." })),
 });
@@ -200,6 +217,7 @@ export const WorkspaceRow = Strict({
   lastTransitionAt: Nullable(Time),
   cpuPercent: Nullable(Type.Number()),
   memoryPercent: Nullable(Type.Number()),
+  disk: Nullable(HomeDisk),
   activeRun: Nullable(Strict({ id: Uuid, status: Type.Enum(['queued', 'running']) })),
 });
 export type WorkspaceRow = Static<typeof WorkspaceRow>;
@@ -219,9 +237,11 @@ export const BulkStop = Strict({
 });
 export type BulkStop = Static<typeof BulkStop>;
 
-/** A student refused at the cap: the coach's notification. */
+/** A student refused at the cap: the coach's notification. A student's repeats within a minute of `at` fold into it. */
 export const Refusal = Strict({
   at: Time,
+  lastAt: Type.String({ format: 'date-time', description: 'The latest repeat folded into this refusal (`at` when none).' }),
+  count: Type.Integer({ minimum: 1, description: 'How many opens were refused: 1, and one more for each repeat folded in.' }),
   workspaceId: Uuid,
   slug: Type.String(),
   email: Nullable(Type.String()),

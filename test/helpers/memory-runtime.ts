@@ -1,14 +1,22 @@
 import { Readable } from 'node:stream';
 import { NotFoundError } from '../../src/errors.ts';
+import type { FirewallOutcome } from '../../src/docker/firewall.ts';
 import {
+  endpointOf,
   ImageMissingError,
+  isTargetOf,
+  LABELS,
   names,
   type CodeContainerSpec,
   type ContainerExit,
   type EventSubscription,
+  type HomeUsage,
   type ManagedContainer,
+  type NetworkState,
   type RuntimeEvent,
   type RuntimeNode,
+  type ServingContainer,
+  type ServingTarget,
   type SimContainerSpec,
   type StatsSample,
   type WorkspaceRuntime,
@@ -18,6 +26,8 @@ import {
 interface MemoryContainer extends ManagedContainer {
   exit: ContainerExit | undefined;
   output: string;
+  /** Which start of the engine's this container's last was (a start again changes it, as Docker's StartedAt). */
+  startedAt: number;
 }
 
 /**
@@ -40,6 +50,7 @@ export class MemoryRuntime implements WorkspaceRuntime {
   private readonly watchers = new Set<{ onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }>();
   private nextId = 1;
   private nextAddress = 2;
+  private starts = 1;
 
   /** Adds a container as if it had been there before the test (no action recorded). */
   preload(container: Partial<MemoryContainer> & Pick<ManagedContainer, 'name' | 'role' | 'workspaceId' | 'slug'>): MemoryContainer {
@@ -53,6 +64,7 @@ export class MemoryRuntime implements WorkspaceRuntime {
       createdAt: Date.now(),
       exit: undefined,
       output: '',
+      startedAt: this.starts++,
       ...container,
       homeVolume: container.homeVolume ?? names.volume(container.slug),
     };
@@ -156,13 +168,16 @@ export class MemoryRuntime implements WorkspaceRuntime {
   /** Networks as the engine would have them: name → whether its containers are isolated from each other. */
   readonly networks = new Map<string, boolean>([['bridge', false]]);
 
-  async ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
+  /** What ensureNetwork says of the host's firewall (one engine's link-local rules); unset: nothing, as a swarm. */
+  firewall: FirewallOutcome | undefined;
+
+  async ensureNetwork(name: string): Promise<NetworkState> {
     this.fail('ensureNetwork');
     const known = this.networks.get(name);
-    if (known !== undefined) return { isolated: known, created: false };
+    if (known !== undefined) return { isolated: known, created: false, firewall: this.firewall };
     this.networks.set(name, true);
     this.actions.push(`create network ${name}`);
-    return { isolated: true, created: true };
+    return { isolated: true, created: true, firewall: this.firewall };
   }
 
   /** Images on the engine (every image is, unless a test takes it away). */
@@ -197,6 +212,18 @@ export class MemoryRuntime implements WorkspaceRuntime {
     });
   }
 
+  async serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined> {
+    this.fail('serving');
+    const candidates = id !== undefined ? [this.containers.get(id)] : [...this.containers.values()];
+    const container = candidates.find(
+      (candidate) =>
+        candidate?.state === 'running' &&
+        isTargetOf({ [LABELS.workspaceId]: candidate.workspaceId, [LABELS.role]: candidate.role, [LABELS.runId]: candidate.runId ?? '' }, target),
+    );
+    const endpoint = container && endpointOf(container, port);
+    return endpoint ? { id: container.id, endpoint, startedAt: String(container.startedAt) } : undefined;
+  }
+
   async exitOf(id: string): Promise<ContainerExit | undefined> {
     this.fail('exitOf');
     const container = this.containers.get(id);
@@ -224,6 +251,7 @@ export class MemoryRuntime implements WorkspaceRuntime {
     if (container.state === 'running') return;
     container.state = 'running';
     container.address = this.address();
+    container.startedAt = this.starts++;
     container.exit = undefined;
     this.actions.push(`start ${container.name}`);
   }
@@ -249,6 +277,13 @@ export class MemoryRuntime implements WorkspaceRuntime {
   async stats(id: string): Promise<StatsSample | undefined> {
     this.fail('stats');
     return this.containers.get(id)?.state === 'running' ? { cpuTotalNs: 0, systemNs: 1, onlineCpus: 1, memoryUsageBytes: 0, memoryLimitBytes: 1 } : undefined;
+  }
+
+  /** A running container's home holds what its volume's archive holds (nothing measured: 0 bytes). */
+  async homeUsage(id: string): Promise<HomeUsage | undefined> {
+    this.fail('homeUsage');
+    const container = this.containers.get(id);
+    return container?.state === 'running' ? { bytes: this.volumeArchives.get(container.homeVolume)?.length ?? 0 } : undefined;
   }
 
   watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription {

@@ -180,6 +180,51 @@ describe('loadConfig', () => {
       'CODE_CPUS="-1" is not valid: expected a number of CPUs from 0 (no limit) to 256 (decimals allowed, e.g. 1.5)',
     ]);
   });
+  it('limits a run as the editor unless RUN_CPUS and RUN_MEMORY_LIMIT say otherwise; 1024 processes a container; homes of 5 GiB measured every minute', () => {
+    expect(loadConfig({})).toMatchObject({
+      runNanoCpus: 0,
+      runMemoryLimitBytes: 2 * 1024 ** 3,
+      containerPidsLimit: 1024,
+      homeDisk: { limitBytes: 5 * 1024 ** 3, checkMs: 60_000 },
+    });
+    expect(loadConfig({ CODE_CPUS: '2', CODE_MEMORY_LIMIT: '3g' })).toMatchObject({ runNanoCpus: 2e9, runMemoryLimitBytes: 3 * 1024 ** 3 });
+    expect(
+      loadConfig({
+        CODE_CPUS: '2',
+        RUN_CPUS: '0.5',
+        RUN_MEMORY_LIMIT: '768m',
+        CONTAINER_PIDS_LIMIT: '4096',
+        HOME_DISK_LIMIT: '0',
+        HOME_DISK_CHECK_SECONDS: '300',
+      }),
+    ).toMatchObject({
+      codeNanoCpus: 2e9,
+      runNanoCpus: 5e8,
+      runMemoryLimitBytes: 768 * 1024 ** 2,
+      containerPidsLimit: 4096,
+      homeDisk: { limitBytes: 0, checkMs: 300_000 },
+    });
+    expect(problems({ RUN_CPUS: '-1', RUN_MEMORY_LIMIT: '1m', CONTAINER_PIDS_LIMIT: '10', HOME_DISK_LIMIT: '100k', HOME_DISK_CHECK_SECONDS: '0' })).toEqual([
+      'RUN_CPUS="-1" is not valid: expected a number of CPUs from 0 (no limit) to 256 (decimals allowed, e.g. 1.5); unset: CODE_CPUS',
+      'CONTAINER_PIDS_LIMIT="10" is not valid: expected a whole number of processes and threads from 64 to 1000000',
+      'HOME_DISK_CHECK_SECONDS="0" is not valid: expected seconds from 1 to 3600',
+      'RUN_MEMORY_LIMIT="1m" is not valid: expected a memory size of at least 6m: bytes, or a number with k, m or g (e.g. 512m, 2g); unset: CODE_MEMORY_LIMIT',
+      'HOME_DISK_LIMIT="100k" is not valid: expected a size of at least 1m: bytes, or a number with k, m or g (e.g. 5g); 0: no bound',
+    ]);
+  });
+  it('bounds output streams at 8 a user and 16 a run, with a 128 KiB buffer that may wait 30 s; refuses what is no bound', () => {
+    expect(loadConfig({}).outputStreams).toEqual({ perUser: 8, perRun: 16, bufferBytes: 128 * 1024, stallMs: 30_000 });
+    expect(
+      loadConfig({ OUTPUT_STREAMS_PER_USER: '3', OUTPUT_STREAMS_PER_RUN: '40', OUTPUT_STREAM_BUFFER: '1m', OUTPUT_STREAM_STALL_SECONDS: '2.5' }).outputStreams,
+    ).toEqual({ perUser: 3, perRun: 40, bufferBytes: 1024 * 1024, stallMs: 2500 });
+    expect(problems({ OUTPUT_STREAMS_PER_USER: '0', OUTPUT_STREAMS_PER_RUN: '1.5', OUTPUT_STREAM_BUFFER: '1k', OUTPUT_STREAM_STALL_SECONDS: '0' })).toEqual([
+      'OUTPUT_STREAMS_PER_USER="0" is not valid: expected a whole number from 1 to 1000',
+      'OUTPUT_STREAMS_PER_RUN="1.5" is not valid: expected a whole number from 1 to 1000',
+      'OUTPUT_STREAM_STALL_SECONDS="0" is not valid: expected seconds from 1 to 3600 (decimals allowed)',
+      'OUTPUT_STREAM_BUFFER="1k" is not valid: expected a size from 64k to 64m: bytes, or a number with k, m or g (e.g. 128k)',
+    ]);
+  });
+
   it('never echoes a secret in its error line', () => {
     expect(problems({ ADMIN_TOKEN: 'short-secret' })).toEqual(['ADMIN_TOKEN=<hidden> is not valid: expected a secret of at least 32 characters']);
     expect(problems({ DATABASE_URL: 'mysql://root:hunter2@db' })).toEqual(['DATABASE_URL=<hidden> is not valid: expected a postgres:// or postgresql:// URL']);
