@@ -54,7 +54,7 @@ export async function startDeployed(options: DeployedOptions, cleanups: (() => P
     clients: [{ client_id: 'control-plane', client_secret: 'control-plane-secret', redirect_uris: [`${origin}/connect/oidc/callback`] }],
   });
   cleanups.push(() => provider.close());
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-proxy-'));
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-deployed-'));
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
   const email = `student-${randomBytes(3).toString('hex')}@school.test`;
   writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: [email] }));

@@ -15,16 +15,16 @@
  * Needs the provisioned PostgreSQL and Docker Engine and the test image (`npm test` once). Removes
  * what it made; aborts after 10 minutes.
  *
- * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/tunnel-flood.ts   (SECONDS=…, RATE=…, PROBE_RATE=…)
+ * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/tunnel-flood.ts   (PHASE_SECONDS=…, RATE=…, PROBE_RATE=…)
  */
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDeployed, type Deployed } from './deployed.ts';
-import { deadline, percentile, processCpuSeconds, processOpenFds, processRssBytes, removeLabelled, CONTROL_PLANE_LABEL } from './lib.ts';
+import { CONTROL_PLANE_LABEL, deadline, docker, percentile, processCpuSeconds, processOpenFds, processRssBytes, removeLabelled } from './lib.ts';
 
 const DATABASE = 'cp_bench_tunnel_flood';
-const SECONDS = Number(process.env.SECONDS ?? 60);
+const SECONDS = Number(process.env.PHASE_SECONDS ?? 60);
 const RATE = Number(process.env.RATE ?? 330);
 const PROBE_RATE = Number(process.env.PROBE_RATE ?? 10);
 const ADMIN_TOKEN = randomBytes(24).toString('hex');
@@ -141,13 +141,20 @@ async function main(): Promise<void> {
       cleanups,
     );
     console.log(`control plane pid ${deployed.child.pid} on ${deployed.origin}; ${SECONDS} s per phase; flood ${RATE} upgrades/s to /u/${deployed.slug}/hold`);
+    const [started] = await docker.listContainers({ filters: { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`, 'service.role=code'] } });
+    console.log(`the student's editor started ${(await docker.getContainer(started!.Id).inspect()).State.StartedAt}`);
     const none = await phase(deployed, false);
     report('no flood (baseline)', none);
     const flooded = await phase(deployed, true);
     report('half-open flood', flooded, none);
     // After the flood: the descriptors go back.
     await sleep(3000);
-    console.log(`3 s after the flood: descriptors ${processOpenFds(deployed.child.pid!)}`);
+    const pid = deployed.child.pid!;
+    console.log(`3 s after the flood: descriptors ${processOpenFds(pid)}, RSS ${(processRssBytes(pid) / 2 ** 20).toFixed(0)} MiB`);
+    // The student's editor holds every WebSocket it was given (its own descriptors and memory): whether it lasted.
+    const [editor] = await docker.listContainers({ all: true, filters: { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`, 'service.role=code'] } });
+    const state = editor ? (await docker.getContainer(editor.Id).inspect()).State : undefined;
+    console.log(`the student's editor: ${state ? `${state.Status}, started ${state.StartedAt}${state.OOMKilled ? ', killed for memory once' : ''}` : 'gone'}`);
   } finally {
     await cleanup();
   }
