@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { DataSource } from 'typeorm';
+import { RunController, type RunControllerOptions } from '../../controllers/runs.ts';
 import type { WorkspaceController, WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createControlPlane } from '../../bin/control-plane.ts';
@@ -12,7 +13,7 @@ import type { ChangeFeed } from '../../src/db/changes.ts';
 import { CONTROL_PLANE_LABEL, engineClient } from '../../src/docker/docker-runtime.ts';
 import type { WorkspaceRuntime } from '../../src/docker/runtime.ts';
 import { categoryLogger, createRootLogger, type Logger } from '../../src/log.ts';
-import type { Metrics } from '../../src/metrics.ts';
+import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import type { Store } from '../../src/store/index.ts';
 
 /** The test workspace image built by scripts/build-test-image.sh. */
@@ -94,6 +95,31 @@ export function createHarness(
     controller,
     stop: () => controller.stop(),
   };
+}
+
+/**
+ * A run controller over `harness`'s store and engine (not started) whose simulators run `command`
+ * (a shell command line, e.g. `SIM_COMPILE_MS=100 node /app/sim.mjs`) in the test image on the test
+ * workspace network, with test-friendly timings (`options` override them); with the records it logs.
+ */
+export function testRunController(
+  harness: Pick<Harness, 'store' | 'runtime'>,
+  command: string,
+  options: Partial<RunControllerOptions> = {},
+): { controller: RunController; records: Record<string, unknown>[] } {
+  const logger = captureLogger();
+  const controller = new RunController({
+    store: harness.store,
+    runtime: harness.runtime,
+    metrics: createMetrics(),
+    log: categoryLogger(logger.root, 'runs'),
+    buildTimeoutMs: 30_000,
+    probeIntervalMs: 100,
+    runningCheckMs: 300,
+    template: { image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command },
+    ...options,
+  });
+  return { controller, records: logger.records };
 }
 
 /** Removes every container and volume labelled with this control-plane id. */

@@ -12,12 +12,11 @@ import { decodeMulti, encode } from '@msgpack/msgpack';
 import WebSocket from 'ws';
 import { TRUNCATED_MARK } from '../../controllers/run-output.ts';
 import { IdleSweep } from '../../controllers/idle-sweep.ts';
-import { RunController } from '../../controllers/runs.ts';
-import { categoryLogger } from '../../src/log.ts';
+import type { RunController } from '../../controllers/runs.ts';
 import { createMetrics } from '../../src/metrics.ts';
 import { OUTPUT_LIMIT, type RunRecord } from '../../src/store/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { captureLogger, createHarness, docker, eventually, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { captureLogger, createHarness, docker, eventually, removeEverything, type Harness, testRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
@@ -52,17 +51,7 @@ afterEach(async () => {
 
 /** A run controller whose simulator runs the stand-in with `sim` settings (and these options). */
 async function startRuns(sim: string, options: { maxRunMs?: number } = {}): Promise<RunController> {
-  const controller = new RunController({
-    store: harness.store,
-    runtime: harness.runtime,
-    metrics: createMetrics(),
-    log: categoryLogger(captureLogger().root, 'runs'),
-    buildTimeoutMs: 30_000,
-    probeIntervalMs: 100,
-    runningCheckMs: 300,
-    template: { image: TEST_IMAGE, memoryBytes: 64 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: `${sim} node /app/sim.mjs` },
-    ...options,
-  });
+  const { controller } = testRunController(harness, `${sim} node /app/sim.mjs`, options);
   await controller.start();
   return controller;
 }

@@ -6,13 +6,11 @@
  * every reader shows it. Real PostgreSQL, real Docker (the stand-in simulator's SIM_PRINT_HEX), the
  * real app.
  */
-import { RunController } from '../../controllers/runs.ts';
+import type { RunController } from '../../controllers/runs.ts';
 import { names } from '../../src/docker/runtime.ts';
-import { categoryLogger } from '../../src/log.ts';
-import { createMetrics } from '../../src/metrics.ts';
 import type { RunRecord } from '../../src/store/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { captureLogger, createHarness, docker, eventually, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { createHarness, docker, eventually, removeEverything, type Harness, testRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, waitForState, type Student } from '../helpers/workspaces.ts';
 
@@ -62,25 +60,9 @@ const SHOWN = /bytes: a\uFFFDb\uFFFD+c\uFFFD+d\uFFFD+ end\n/;
  * there is one (SIM_PRINT_HEX), then runs the stand-in with `sim` settings; with the records it logs.
  */
 async function startRuns(sim: string): Promise<{ controller: RunController; records: Record<string, unknown>[] }> {
-  const logger = captureLogger();
-  const controller = new RunController({
-    store: harness.store,
-    runtime: harness.runtime,
-    metrics: createMetrics(),
-    log: categoryLogger(logger.root, 'runs'),
-    buildTimeoutMs: 30_000,
-    probeIntervalMs: 100,
-    runningCheckMs: 300,
-    template: {
-      image: TEST_IMAGE,
-      memoryBytes: 64 * 1024 * 1024,
-      network: TEST_ENV.WORKSPACE_NETWORK,
-      nt4Port: 5810,
-      command: `SIM_PRINT_HEX=$(cat print.hex 2>/dev/null) ${sim} node /app/sim.mjs`,
-    },
-  });
-  await controller.start();
-  return { controller, records: logger.records };
+  const started = testRunController(harness, `SIM_PRINT_HEX=$(cat print.hex 2>/dev/null) ${sim} node /app/sim.mjs`);
+  await started.controller.start();
+  return started;
 }
 
 /** A student whose workspace runs (its editor up); with `bytes`, its simulator prints them first. */

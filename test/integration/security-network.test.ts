@@ -13,13 +13,10 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { RunController } from '../../controllers/runs.ts';
 import { CONTROL_PLANE_LABEL, engineClient } from '../../src/docker/docker-runtime.ts';
-import { categoryLogger } from '../../src/log.ts';
-import { createMetrics } from '../../src/metrics.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { captureLogger, createHarness, eventually, execIn, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { createHarness, eventually, execIn, removeEverything, TEST_ENV, TEST_IMAGE, type Harness, testRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait } from '../helpers/workspaces.ts';
 
@@ -87,24 +84,12 @@ it("gives a workspace no way to the control plane's port", async () => {
 
 it("lets no simulator run reach another workspace's editor", async () => {
   const { address } = await codeContainer(bob);
-  const logger = captureLogger();
   // The run's command probes Bob's editor, leaves the answer in Ada's home, then boots the stand-in simulator.
-  const runs = new RunController({
-    store: harness.store,
-    runtime: harness.runtime,
-    metrics: createMetrics(),
-    log: categoryLogger(logger.root, 'runs'),
-    buildTimeoutMs: 30_000,
-    probeIntervalMs: 100,
-    runningCheckMs: 500,
-    template: {
-      image: TEST_IMAGE,
-      memoryBytes: 64 * 1024 * 1024,
-      network: TEST_ENV.WORKSPACE_NETWORK,
-      nt4Port: 5810,
-      command: `${probe(`http://${address}:8080/`)}; echo $? > probe-exit; SIM_COMPILE_MS=100 SIM_BOOT_MS=100 node /app/sim.mjs`,
-    },
-  });
+  const { controller: runs } = testRunController(
+    harness,
+    `${probe(`http://${address}:8080/`)}; echo $? > probe-exit; SIM_COMPILE_MS=100 SIM_BOOT_MS=100 node /app/sim.mjs`,
+    { runningCheckMs: 500 },
+  );
   await runs.start();
   try {
     const created = await harness.store.runs.create(ada.id);

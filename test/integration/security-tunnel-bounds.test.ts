@@ -14,11 +14,9 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import net from 'node:net';
-import { RunController } from '../../controllers/runs.ts';
-import { categoryLogger } from '../../src/log.ts';
-import { createMetrics } from '../../src/metrics.ts';
+import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { captureLogger, createHarness, docker, eventually, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { createHarness, docker, eventually, removeEverything, type Harness, testRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { handOver, send } from '../helpers/host-mode.ts';
 import { freePort } from '../helpers/server.ts';
@@ -50,22 +48,7 @@ let bobRun: string;
 beforeAll(async () => {
   harness = createHarness(db.dataSource, { environmentCap: 20 });
   await harness.controller.start();
-  runs = new RunController({
-    store: harness.store,
-    runtime: harness.runtime,
-    metrics: createMetrics(),
-    log: categoryLogger(captureLogger().root, 'runs'),
-    buildTimeoutMs: 30_000,
-    template: {
-      image: TEST_IMAGE,
-      memoryBytes: 64 * 1024 * 1024,
-      nanoCpus: 0,
-      pidsLimit: 512,
-      network: TEST_ENV.WORKSPACE_NETWORK,
-      nt4Port: 5810,
-      command: 'SIM_COMPILE_MS=100 SIM_BOOT_MS=100 node /app/sim.mjs',
-    },
-  });
+  runs = testRunController(harness, 'SIM_COMPILE_MS=100 SIM_BOOT_MS=100 node /app/sim.mjs').controller;
   await runs.start();
   // The default bounds in both modes (a flood goes PARALLEL at a time, well within them); small ones in a third app.
   pathApp = await startApp(db.dataSource, { PROXY_TIMEOUT_SECONDS: '2' }, { changes: harness.changes });
