@@ -75,7 +75,7 @@ ${restoreNotice(workspace)}
 <h2 id="run-title">Run your robot code</h2>
 <div class="row"><button id="run" type="button" disabled>Run</button><button id="stop-run" type="button" hidden>Stop</button><span id="run-state" role="status"></span></div>
 <ul id="problems" hidden></ul>
-<pre id="output" tabindex="0" aria-label="Output of the run"></pre>
+<pre id="output" tabindex="0" aria-label="Output of the run" hidden></pre>
 <p><a id="download" hidden>Download the whole output</a></p>
 </section>
 <section aria-labelledby="runs-title"><h2 id="runs-title">Past runs</h2>
@@ -131,7 +131,9 @@ function showProblems() {
 function follow(run) {
   if (followed === run.id) return;
   followed = run.id;
+  // Shown once there is a run to show (an empty box said nothing).
   $('output').textContent = '';
+  $('output').hidden = false;
   shownChars = 0;
   $('download').href = config.base + '/runs/' + run.id + '/output.txt';
   $('download').hidden = false;
@@ -160,7 +162,9 @@ function listen(run) {
   opened.addEventListener('end', (event) => {
     opened.close();
     const end = JSON.parse(event.data);
-    output.append('\\n■ ' + describe(end) + (end.exitCode !== null ? ' (exit code ' + end.exitCode + ')' : '') + '\\n');
+    // The exit code, unless the reason says it already ("compile or boot failed (exit code 1)").
+    const code = end.exitCode !== null && !(end.reason || '').includes('exit code ' + end.exitCode) ? ' (exit code ' + end.exitCode + ')' : '';
+    output.append('\\n■ ' + describe(end) + code + '\\n');
     showProblems();
     refresh();
     refreshRuns();

@@ -111,6 +111,8 @@ it('runs from the workspace page: the output live, the compile error picked out,
     expect(response?.status()).toBe(200);
     await page.locator('#state').filter({ hasText: 'Running' }).waitFor();
     await page.locator('#no-runs').waitFor();
+    // No run yet: no empty output box (issue 41).
+    expect(await page.locator('#output').isVisible()).toBe(false);
     // The editor runs: a link to it, no Open; no Stop while nothing runs.
     await page.getByRole('link', { name: 'Open the editor' }).waitFor();
     expect(await page.getByRole('button', { name: 'Open', exact: true }).isVisible()).toBe(false);
@@ -123,6 +125,9 @@ it('runs from the workspace page: the output live, the compile error picked out,
     await page.locator('#problems').filter({ hasText: "Robot.java line 12: error: ';' expected" }).waitFor();
     await page.locator('#run-state').filter({ hasText: 'Failed: compile or boot failed (exit code 1)' }).waitFor({ timeout: 30_000 });
     await page.locator('#runs tr').first().filter({ hasText: 'Failed' }).waitFor();
+    // The output's end line says the exit code once (issue 41: it said it twice).
+    await page.locator('#output').filter({ hasText: '■ Failed: compile or boot failed (exit code 1)' }).waitFor();
+    expect((await page.locator('#output').innerText()).match(/exit code 1/g)).toHaveLength(1);
 
     // Fixed: it runs, its prints come as they are written, and Stop ends it.
     await simulatorsRun(WORKING_ROBOT);
@@ -180,6 +185,17 @@ it("lists the class's runs in the panel, filtered through the URL, shows one liv
     await page.waitForURL(/\/panel\/runs\?status=failed$/);
     await eventually('the list to be filtered', async () => (await table.count()) === 1, 30_000);
     expect(await table.first().innerText()).toContain('failed: compile or boot failed (exit code 1)');
+
+    // The failed one's own page says its exit code once (issue 41: the reason says it, and it was added again).
+    const failed = (await harness.store.runs.recent(ada.workspace.id, 5)).find((each) => each.status === 'failed')!;
+    await gotoAndWait(
+      page,
+      `${app.url}/panel/runs/${failed.id}`,
+      page.locator('main h1').filter({ hasText: `Run of ${ada.workspace.slug}` }),
+      'panel-run-failure',
+    );
+    await page.locator('dl.facts').filter({ hasText: 'compile or boot failed (exit code 1)' }).waitFor();
+    expect((await page.locator('dl.facts').innerText()).match(/exit code 1/g)).toHaveLength(1);
 
     // The running one, at its own address (as a link or a reload opens it), its output as it is written.
     await gotoAndWait(

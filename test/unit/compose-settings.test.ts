@@ -31,6 +31,6 @@ it('passes the control plane every setting it reads but those the image sets', (
 });
 
 it('passes each from the .env variable of its own name (a default, or a refusal when it must be set, at most)', () => {
-  for (const [name, value] of Object.entries(control).filter(([name]) => !MADE_BY_THE_DEPLOYMENT.includes(name)))
+  for (const [name, value] of Object.entries(control).filter(([key]) => !MADE_BY_THE_DEPLOYMENT.includes(key)))
     expect({ [name]: value }).toEqual({ [name]: expect.stringMatching(new RegExp(`^\\$\\{${name}(:-[^}]*|:\\?[^}]*)?\\}$`)) });
 });

@@ -191,7 +191,10 @@ export function RunPage({ id }: { id: string }): VNode {
       <dd><${Time} iso=${data.queuedAt} /></dd>
       <dt>Outcome</dt>
       <dd class=${data.status === 'failed' ? 'failed' : ''}>
-        ${data.status}${data.reason ? `: ${data.reason}` : ''}${data.exitCode === null ? '' : ` (exit code ${data.exitCode})`}
+        ${data.status}${data.reason ? `: ${data.reason}` : ''}${
+          // The exit code, unless the reason says it already ("compile or boot failed (exit code 1)").
+          data.exitCode === null || data.reason?.includes(`exit code ${data.exitCode}`) ? '' : ` (exit code ${data.exitCode})`
+        }
       </dd>
       <dt>Took</dt>
       <dd>${duration(data)}</dd>
