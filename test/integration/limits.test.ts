@@ -91,15 +91,16 @@ describe('the limits of the containers a student’s code runs in', () => {
     const student = await newStudent(store, `bomb${counter++}`, tag);
     const workspace = await openAndWait(store, student.workspace);
     const editor = (await inspectByName(names.code(workspace.slug)))!;
-    // 300 children at most (bounded), each a sleep that ends by itself; the count of those started is printed, then they are killed.
+    // 300 children at most (bounded), each a sleep that ends by itself; the count of those started is printed, then they are killed and waited for.
     const bomb = `const { spawn } = require('node:child_process');
 let started = 0, refused = 0; const children = [];
 for (let i = 0; i < 300; i++) {
   try { const child = spawn('sleep', ['30']); child.on('error', () => undefined); if (child.pid) { started++; children.push(child); } else refused++; } catch { refused++; }
 }
 console.log(JSON.stringify({ started, refused }));
-for (const child of children) child.kill('SIGKILL');
-setTimeout(() => process.exit(0), 200);`;
+let left = children.length;
+if (left === 0) process.exit(0);
+for (const child of children) { child.once('exit', () => --left === 0 && process.exit(0)); child.kill('SIGKILL'); }`;
     const { output } = await execIn(editor.Id, ['node', '-e', bomb]);
     const counts = JSON.parse(/\{.*\}/.exec(output)![0]) as { started: number; refused: number };
     // The editor's own processes and threads, and this Node's, share the 64.
