@@ -20,6 +20,9 @@ import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import { Fold } from '../../src/fold.ts';
 
+/** The most readings kept (editors and runs of this process's life): past it they are read again. */
+const MAX_KNOWN = 10_000;
+
 /** Which upstream a connection is for (the metric's label). */
 export type UpstreamKind = 'vscode' | 'nt4';
 
@@ -105,7 +108,7 @@ export class Upstreams {
       this.lookups.set(key, lookup);
     }
     const found = await lookup;
-    if (found) this.known.set(key, found);
+    if (found) this.remember(key, found);
     else this.known.delete(key);
     return found;
   }
@@ -121,9 +124,18 @@ export class Upstreams {
       confirmation.reading.then(settled, settled);
     }
     const after = await confirmation.reading;
-    if (after?.id === id) this.known.set(key, after);
+    if (after?.id === id) this.remember(key, after);
     else this.known.delete(key);
     return after?.id === id ? after : undefined;
+  }
+
+  /**
+   * Keeps a target's reading. A run's key is never asked for again once it ended, so the map is
+   * emptied past MAX_KNOWN (only a cost: every reading is checked again after a handshake anyway).
+   */
+  private remember(key: string, reading: ServingContainer): void {
+    if (this.known.size >= MAX_KNOWN && !this.known.has(key)) this.known.clear();
+    this.known.set(key, reading);
   }
 
   /** Counts and logs a refused address, and forgets the target's reading. */
