@@ -35,8 +35,8 @@ export interface SessionUser {
 }
 
 /**
- * Sessions in PostgreSQL: rows carry `user_id`, so that deleting or demoting a user ends their
- * sessions; expired rows are never returned. A session without a signed-in user lives
+ * Sessions in PostgreSQL: rows carry `user_id`, so that deleting a user ends their sessions (a
+ * demotion keeps them: the role is read on every request); expired rows are never returned. A session without a signed-in user lives
  * ANONYMOUS_SESSION_TTL_MS from its first write, whatever koa-session asks and however often it is
  * written again; a signed-in one lives as long as koa-session says, renewed on each write.
  */

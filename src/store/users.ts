@@ -175,7 +175,9 @@ export class UserStore {
   /**
    * Removes admin from a user and audits `user.demote`; refused (409 `last_admin`) when they are the
    * last admin. The admin rows are locked first, so two concurrent demotions of the last two admins
-   * cannot both pass. Their sessions end, so the change is felt at once.
+   * cannot both pass. Their sessions stay (undoing a mistaken promotion must not sign a person
+   * out): the role is read on every request, and the change of the user makes the proxy check their
+   * open WebSockets again, so what they may reach changes at once.
    */
   demote(actor: Actor, idOrEmail: string): Promise<RoleChange> {
     return this.mutate<RoleChange>(async (tx) => {
@@ -184,7 +186,6 @@ export class UserStore {
       if (user.role !== 'admin') return { value: { user, changed: false }, changed: [], audit: null };
       if (admins <= 1) throw ConflictError('last_admin', `${user.email} is the last admin and cannot be demoted; promote someone else first.`);
       await tx.query("UPDATE users SET role = 'user', updated_at = now() WHERE id = $1", [user.id]);
-      await tx.query('DELETE FROM sessions WHERE user_id = $1', [user.id]);
       return {
         value: { user: { ...user, role: 'user' as const }, changed: true },
         changed: [userChange(user.id)],

@@ -309,13 +309,23 @@ describe('users', () => {
         .getByRole('row', { name: new RegExp(bob.email) })
         .getByRole('button', { name: 'Make admin' })
         .click();
+      // A confirmation names the person first; nothing changed yet.
+      const promoting = page.getByRole('dialog', { name: `Make ${bob.email} an admin?` });
+      await promoting.waitFor();
+      await lookAt(page, 'users-promote-confirm');
+      expect((await auditActions()).at(-1)).not.toBe(`${coach.email} user.promote`);
+      await promoting.getByRole('button', { name: 'Make admin' }).click();
       await page.getByText(`${bob.email} is now an admin.`).waitFor();
       expect((await auditActions()).at(-1)).toBe(`${coach.email} user.promote`);
       await page
         .getByRole('row', { name: new RegExp(bob.email) })
         .getByRole('button', { name: 'Demote' })
         .click();
-      await page.getByText(`${bob.email} is no longer an admin; their sessions ended.`).waitFor();
+      const demoting = page.getByRole('dialog', { name: `Demote ${bob.email}?` });
+      expect(await demoting.textContent()).toContain('stay signed in');
+      await demoting.getByRole('button', { name: 'Demote' }).click();
+      await page.getByText(`${bob.email} is no longer an admin.`).waitFor();
+      expect((await auditActions()).at(-1)).toBe(`${coach.email} user.demote`);
     });
     // The panel thinks two admins remain (its live updates are cut off); the API refuses to demote the last one.
     await withPage(browser, async (page) => {
@@ -327,7 +337,8 @@ describe('users', () => {
         .getByRole('row', { name: new RegExp(coach.email) })
         .getByRole('button', { name: 'Demote' })
         .click();
-      expect(await page.getByRole('alert').textContent()).toContain('is the last admin and cannot be demoted');
+      await page.getByRole('dialog').getByRole('button', { name: 'Demote' }).click();
+      expect(await page.getByRole('dialog').getByRole('alert').textContent()).toContain('is the last admin and cannot be demoted');
       await app.store.users.promote(SYSTEM_ACTOR, head.userId);
     });
   });
@@ -483,11 +494,37 @@ describe('backups', () => {
       await dialog.getByLabel('Into the workspace').selectOption({ label: `${ada.workspace.slug} (${ada.email}) — its own — running` });
       await dialog.getByRole('button', { name: 'Replace the files' }).click();
       expect(await dialog.getByRole('alert').textContent()).toContain(`${ada.workspace.slug} is running: stop it, then replace its files`);
-      // The dialog offers the way out: Stop, then the restore goes through.
-      await dialog.getByRole('button', { name: `Stop ${ada.workspace.slug}` }).click();
-      await dialog.getByRole('alert').waitFor({ state: 'detached' });
+      await lookAt(page, 'backups-restore-running');
+      // The dialog offers the way out in one press: stop, wait until it is stopped, restore.
+      await dialog.getByRole('button', { name: `Stop ${ada.workspace.slug} and replace the files` }).click();
+      await page.getByText(`into ${ada.workspace.slug}.`).waitFor({ timeout: 30_000 });
+      expect(await dialog.isVisible()).toBe(false);
       expect((await app.store.workspaces.get(ada.workspace.id))!.desiredState).toBe('stopped');
-      await waitForState(harness.store, ada.workspace.id, 'stopped');
+      // Stopped, its current files kept (the restore's own safety copy), then restored: one press.
+      expect((await auditActions()).slice(-3)).toEqual([
+        `${coach.email} container.stop`,
+        `${coach.email} workspace.backup`,
+        `${coach.email} workspace.restore`,
+      ]);
+    });
+  }, 90_000);
+
+  it('draws the restore dialog from live state: a workspace stopped meanwhile is no longer marked running', async () => {
+    await app.store.workspaces.open(ada.workspace.id);
+    await waitForState(harness.store, ada.workspace.id, 'running');
+    await withPage(browser, async (page) => {
+      await open(page, '/panel/backups');
+      await page
+        .getByRole('button', { name: /^Restore / })
+        .first()
+        .click();
+      const dialog = page.getByRole('dialog');
+      const select = dialog.getByLabel('Into the workspace');
+      await select.selectOption({ label: `${ada.workspace.slug} (${ada.email}) — its own — running` });
+      // Another coach (or the CLI) stops it while the dialog is open.
+      await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id, 'coach');
+      await dialog.getByRole('option', { name: `${ada.workspace.slug} (${ada.email}) — its own`, exact: true }).waitFor({ state: 'attached', timeout: 30_000 });
+      expect(await select.inputValue()).toBe(ada.workspace.id);
       await dialog.getByRole('button', { name: 'Replace the files' }).click();
       await page.getByText(`into ${ada.workspace.slug}.`).waitFor({ timeout: 30_000 });
     });

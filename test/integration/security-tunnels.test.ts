@@ -123,9 +123,14 @@ describe('an open WebSocket ends within a second of a revocation', () => {
     bystander.close();
   }
 
-  it('when its user, an admin, is demoted', async () => {
-    await revokedWithin(coach, () => app.store.users.demote(SYSTEM_ACTOR, coach.userId));
-    expect(await upgradeStatus(coach, coach)).toBe(401);
+  it('but not when its user, an admin, is demoted: their own editor stays open and they stay signed in', async () => {
+    const socket = await tunnel(coach);
+    await app.store.users.demote(SYSTEM_ACTOR, coach.userId);
+    // The proxy checks the demoted user's tunnels again (a change of the user), within the second a revocation takes.
+    expect(await closesWithin(socket, 1000)).toBe(false);
+    await echoes(socket);
+    socket.close();
+    expect(await upgradeStatus(coach, coach)).toBe(101);
   });
 
   it('when its user is deleted', async () => {

@@ -156,7 +156,7 @@ describe('promoteUser', () => {
 });
 
 describe('demoteUser', () => {
-  it('demotes an admin, audits user.demote and ends their sessions', async () => {
+  it('demotes an admin, audits user.demote and keeps them signed in', async () => {
     const coach = await user('coach@school.test', true);
     const other = await user('other@school.test', true);
     await addSession(other.id);
@@ -165,7 +165,7 @@ describe('demoteUser', () => {
     const result = await store.users.demote(actorOf(coach), other.email);
     expect(result).toEqual({ user: { ...other, role: 'user' }, changed: true });
     expect(await adminCount()).toBe(1);
-    expect(await sessionsOf(other.id)).toBe(0);
+    expect(await sessionsOf(other.id)).toBe(2);
     expect(await count('SELECT count(*) AS n FROM sessions WHERE id = $1', [kept])).toBe(1);
     expect(await audit()).toEqual([
       {

@@ -1,6 +1,6 @@
 /** Backups: the stored ones (download, restore into a stopped workspace), and a new one of a workspace. */
 import type { VNode } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, messageOf } from './api.ts';
 import { html } from './html.ts';
 import { ConfirmDialog, Empty, Notice, Time, useResource, type Confirmation, Loading } from './ui.ts';
@@ -17,7 +17,6 @@ export function BackupsPage(): VNode {
   const [source, setSource] = useState('');
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>(undefined);
-  const [confirmation, setConfirmation] = useState<Confirmation | undefined>(undefined);
   const rows = workspaces.data?.workspaces ?? [];
 
   const backUp = async (event: Event) => {
@@ -40,52 +39,77 @@ export function BackupsPage(): VNode {
     }
   };
 
-  /** Asks which workspace and whether to replace its files, then restores. */
-  const restore = (backup: Backup) => {
-    let target = rows.find((row) => row.id === backup.workspaceId)?.id ?? rows[0]?.id ?? '';
-    setConfirmation({
-      title: `Restore ${backup.name}?`,
-      body: html`<p>
-          The chosen workspace's files are replaced by those of the
-          backup${' '}(taken${' '}${backup.created ? html`<${Time} iso=${backup.created} />` : 'at an unknown time'}). The workspace must be stopped. Its
-          current files are first kept as a backup of their own, listed here, so nothing is lost. Into another student's workspace, the first student's editor
-          state, credentials and history stay out.
-        </p>
-        <label
-          >Into the workspace
-          <select onChange=${(event: Event) => (target = (event.target as HTMLSelectElement).value)}>
-            ${rows.map(
-              (row) =>
-                html`<option key=${row.id} value=${row.id} selected=${row.id === target}>
-                  ${row.slug}${row.owner ? ` (${row.owner})` : ''}${row.id === backup.workspaceId ? ' — its own' : ''}${row.desiredState === 'running' ? ' — running' : ''}
-                </option>`,
-            )}
-          </select></label
-        >`,
-      action: 'Replace the files',
-      recover: (failure) => {
-        const workspace = rows.find((row) => row.id === target);
-        if (!(failure instanceof ApiError) || failure.code !== 'workspace_running' || !workspace) return undefined;
-        return {
-          message: `${workspace.slug} is running: stop it, then replace its files (its student's editor closes; the files stay).`,
-          label: `Stop ${workspace.slug}`,
-          run: async () => {
-            await api('POST', `/admin/workspaces/${workspace.id}/stop-containers`);
-          },
-        };
-      },
-      run: async () => {
-        const answer = await api<{ workspace: { slug: string }; handedOver: boolean; kept: string | null }>('POST', `/admin/workspaces/${target}/restore`, {
-          backup: backup.name,
-        });
-        setNotice({
-          kind: 'ok',
-          text: `Restored ${backup.name} into ${answer.workspace.slug}${answer.handedOver ? ", without the first student's editor state, credentials and history" : ''}.${answer.kept ? ` Its previous files are kept as ${answer.kept}.` : ''}`,
-        });
-        backups.reload();
-      },
+  /** The restore being confirmed: its backup and the chosen workspace (the dialog is drawn from the live rows, so a stop shows at once). */
+  const [restoring, setRestoring] = useState<{ backup: Backup; target: string } | undefined>(undefined);
+  /** Who waits for a workspace to be stopped in full (wanted stopped, its editor gone), by workspace id; the live rows resolve them. */
+  const stopWaiters = useRef(new Map<string, () => void>());
+  const isStopped = (row: WorkspaceRow | undefined) =>
+    !row || (row.desiredState !== 'running' && row.observedState !== 'running' && row.observedState !== 'starting');
+  useEffect(() => {
+    for (const [id, resolve] of stopWaiters.current) {
+      if (isStopped(rows.find((row) => row.id === id))) {
+        stopWaiters.current.delete(id);
+        resolve();
+      }
+    }
+  }, [rows]);
+  const stopped = (id: string) =>
+    new Promise<void>((resolve) => {
+      if (isStopped(rows.find((row) => row.id === id))) resolve();
+      else stopWaiters.current.set(id, resolve);
     });
+
+  /** Restores `backup` into the workspace `target` and says what happened. */
+  const restoreInto = async (backup: Backup, target: string) => {
+    const answer = await api<{ workspace: { slug: string }; handedOver: boolean; kept: string | null }>('POST', `/admin/workspaces/${target}/restore`, {
+      backup: backup.name,
+    });
+    setNotice({
+      kind: 'ok',
+      text: `Restored ${backup.name} into ${answer.workspace.slug}${answer.handedOver ? ", without the first student's editor state, credentials and history" : ''}.${answer.kept ? ` Its previous files are kept as ${answer.kept}.` : ''}`,
+    });
+    backups.reload();
   };
+
+  /** Asks which workspace and whether to replace its files, then restores; into a running one, offers to stop it and go on in one step. */
+  const restoreConfirmation = ({ backup, target }: { backup: Backup; target: string }): Confirmation => ({
+    title: `Restore ${backup.name}?`,
+    body: html`<p>
+        The chosen workspace's files are replaced by those of the
+        backup${' '}(taken${' '}${backup.created ? html`<${Time} iso=${backup.created} />` : 'at an unknown time'}). The workspace must be stopped. Its current
+        files are first kept as a backup of their own, listed here, so nothing is lost. Into another student's workspace, the first student's editor state,
+        credentials and history stay out.
+      </p>
+      <label
+        >Into the workspace
+        <select onChange=${(event: Event) => setRestoring({ backup, target: (event.target as HTMLSelectElement).value })}>
+          ${rows.map(
+            (row) =>
+              html`<option key=${row.id} value=${row.id} selected=${row.id === target}>
+                ${row.slug}${row.owner ? ` (${row.owner})` : ''}${row.id === backup.workspaceId ? ' — its own' : ''}${row.desiredState === 'running' ? ' — running' : isStopped(row) ? '' : ' — stopping'}
+              </option>`,
+          )}
+        </select></label
+      >`,
+    action: 'Replace the files',
+    recover: (failure) => {
+      const workspace = rows.find((row) => row.id === target);
+      if (!(failure instanceof ApiError) || failure.code !== 'workspace_running' || !workspace) return undefined;
+      return {
+        message: `${workspace.slug} is running: stop it, then replace its files (its student's editor closes; the files stay).`,
+        label: `Stop ${workspace.slug} and replace the files`,
+        run: async () => {
+          await api('POST', `/admin/workspaces/${workspace.id}/stop-containers`);
+          await stopped(workspace.id);
+          await restoreInto(backup, workspace.id);
+          return 'done';
+        },
+      };
+    },
+    run: () => restoreInto(backup, target),
+  });
+  const confirmation = restoring ? restoreConfirmation(restoring) : undefined;
+  const restore = (backup: Backup) => setRestoring({ backup, target: rows.find((row) => row.id === backup.workspaceId)?.id ?? rows[0]?.id ?? '' });
 
   return html`<section aria-labelledby="backups-title">
     <h1 id="backups-title">Backups</h1>
@@ -151,6 +175,6 @@ export function BackupsPage(): VNode {
               </tbody>
             </table>`
     }
-    <${ConfirmDialog} confirmation=${confirmation} onDone=${() => setConfirmation(undefined)} />
+    <${ConfirmDialog} confirmation=${confirmation} onDone=${() => setRestoring(undefined)} />
   </section>`;
 }

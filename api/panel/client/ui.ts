@@ -151,8 +151,12 @@ export interface Confirmation {
   action: string;
   typed?: string;
   run: () => Promise<void>;
-  /** A way out of a refusal, offered beside it (a restore into a running workspace: stop it): what to say, the button, what it does. */
-  recover?: (failure: unknown) => { message: string; label: string; run: () => Promise<void> } | undefined;
+  /**
+   * A way out of a refusal, offered beside it (a restore into a running workspace: stop it, then
+   * restore): what to say, the button, what it does; its run resolving `'done'` did the confirmed
+   * action too, and the dialog closes.
+   */
+  recover?: (failure: unknown) => { message: string; label: string; run: () => Promise<'done' | void> } | undefined;
 }
 
 /**
@@ -163,15 +167,17 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
   const dialog = useRef<HTMLDialogElement>(null);
   const [typed, setTyped] = useState('');
   const [error, setError] = useState<string | undefined>(undefined);
-  const [recovery, setRecovery] = useState<{ label: string; run: () => Promise<void> } | undefined>(undefined);
+  const [recovery, setRecovery] = useState<{ label: string; run: () => Promise<'done' | void> } | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  // A confirmation drawn again from live data keeps its title: only a new one starts afresh.
+  const shown = confirmation?.title;
   useEffect(() => {
     setTyped('');
     setError(undefined);
     setRecovery(undefined);
-    if (confirmation && !dialog.current?.open) dialog.current?.showModal();
-    if (!confirmation && dialog.current?.open) dialog.current.close();
-  }, [confirmation]);
+    if (shown !== undefined && !dialog.current?.open) dialog.current?.showModal();
+    if (shown === undefined && dialog.current?.open) dialog.current.close();
+  }, [shown]);
   if (!confirmation) return html`<dialog ref=${dialog}></dialog>`;
   const ready = !busy && (confirmation.typed === undefined || typed === confirmation.typed);
   const confirm = async (event: Event) => {
@@ -193,9 +199,10 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
     if (!recovery) return;
     setBusy(true);
     try {
-      await recovery.run();
+      const outcome = await recovery.run();
       setError(undefined);
       setRecovery(undefined);
+      if (outcome === 'done') onDone();
     } catch (failure) {
       setError(messageOf(failure));
     } finally {

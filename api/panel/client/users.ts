@@ -1,7 +1,7 @@
 /** Users: name, email, role and workspace; search; promote, demote (never the last admin), a one-time sign-in link, delete with a typed confirmation. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, messageOf } from './api.ts';
+import { api } from './api.ts';
 import { html } from './html.ts';
 import type { SignInLink, User } from '../../../src/wire/schemas.ts';
 import { signInLinkConfirmation, SignInLinkNotice } from './sign-in-link.ts';
@@ -18,15 +18,27 @@ export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
   );
   const admins = (data?.users ?? []).filter((user) => user.role === 'admin').length;
 
-  const setRole = async (user: User, action: 'promote' | 'demote') => {
-    try {
-      await api('POST', `/admin/users/${user.id}/${action}`);
-      setNotice({ kind: 'ok', text: action === 'promote' ? `${user.email} is now an admin.` : `${user.email} is no longer an admin; their sessions ended.` });
-      reload();
-    } catch (failure) {
-      setNotice({ kind: 'error', text: messageOf(failure) });
-    }
-  };
+  /** Promote or demote, after a confirmation naming the person and what changes for them (a demotion keeps them signed in). */
+  const setRole = (user: User, action: 'promote' | 'demote') =>
+    setConfirmation({
+      title: action === 'promote' ? `Make ${user.email} an admin?` : `Demote ${user.email}?`,
+      body:
+        action === 'promote'
+          ? html`<p>
+              <strong>${user.name || user.email}</strong> will reach this panel, every student's workspace and the admin API, and can promote, demote and delete
+              others.
+            </p>`
+          : html`<p>
+              <strong>${user.name || user.email}</strong> becomes a student: they keep their own workspace and stay signed in, and lose the panel and other
+              students' workspaces at once.
+            </p>`,
+      action: action === 'promote' ? 'Make admin' : 'Demote',
+      run: async () => {
+        await api('POST', `/admin/users/${user.id}/${action}`);
+        setNotice({ kind: 'ok', text: action === 'promote' ? `${user.email} is now an admin.` : `${user.email} is no longer an admin.` });
+        reload();
+      },
+    });
   const remove = (user: User) =>
     setConfirmation({
       title: `Delete ${user.email}?`,

@@ -2,9 +2,9 @@ import { Args } from '@oclif/core';
 import { CLI_ACTOR } from '../../../store/audit.ts';
 import { CliCommand } from '../../command.ts';
 
-/** `users demote <email>`: removes admin and ends their sessions (audited `user.demote`); never the last admin (exit 4). */
+/** `users demote <email>`: removes admin, keeping them signed in as a student (audited `user.demote`); never the last admin (exit 4). */
 export default class UsersDemote extends CliCommand {
-  static override description = 'Remove admin from a user; their sessions end. The last admin cannot be demoted.';
+  static override description = 'Remove admin from a user; they stay signed in, as a student. The last admin cannot be demoted.';
   static override examples = ['<%= config.bin %> users demote coach@school.org'];
   static override args = { email: Args.string({ description: "the user's email (or id)", required: true }) };
 
