@@ -226,10 +226,27 @@ describe('overview', () => {
       expect(refused.status).toBe(503);
       const toast = page.locator('.toasts');
       await toast.waitFor();
-      expect(await toast.textContent()).toContain(`${head.email} was refused at the cap`);
+      expect(await toast.textContent()).toMatch(new RegExp(`${head.email} was refused at the cap \\(1 of 1 running\\)\\.`));
       const badge = page.getByRole('link', { name: /Overview/ }).locator('.badge');
       expect(Number(await badge.textContent().then((text) => text!.match(/^\d+/)![0]))).toBeGreaterThan(0);
+      // A second student refused: still one toast, the latest refusal and the count.
+      const cy = await newStudent(app.store, 'cy', tag);
+      expect(
+        (await fetch(`${app.url}/u/${cy.workspace.slug}/api/workspace/open`, { method: 'POST', headers: { cookie: cy.cookie, origin: app.url } })).status,
+      ).toBe(503);
+      await toast.getByText(`${cy.email} was refused at the cap`).waitFor();
+      expect(await toast.textContent()).toContain('2 refusals since you last dismissed this.');
+      expect(await toast.textContent()).not.toContain(head.email);
+      // It covers no row for good: on a short window, the end of a table scrolls out from under it.
+      await page.setViewportSize({ width: 1280, height: 420 });
+      await page.getByRole('link', { name: 'Workspaces' }).click();
+      await page.getByRole('row', { name: new RegExp(cy.workspace.slug) }).waitFor();
+      const lastRow = page.locator('main tbody tr').last();
+      await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+      const [row, box] = [(await lastRow.boundingBox())!, (await toast.boundingBox())!];
+      expect(row.y + row.height).toBeLessThanOrEqual(box.y);
       await lookAt(page, 'refusal-toast');
+      await page.setViewportSize({ width: 1280, height: 800 });
       await toast.getByRole('link', { name: 'See the overview' }).click();
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
       expect(await badge.count()).toBe(0);

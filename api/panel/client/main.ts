@@ -1,6 +1,6 @@
 /** The admin panel: one page whose tabs are the nouns of the admin API. */
 import { render, type VNode } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { AllowlistPage } from './allowlist.ts';
 import { api, onLive, type Refusal } from './api.ts';
 import { AuditPage } from './audit.ts';
@@ -64,14 +64,25 @@ function App(): VNode {
     document.title = `${label} · Admin panel`;
   }, [url.pathname]);
   const current = url.pathname.replace(/\/$/, '');
-  // Capacity refusals reach the coach on every page: a toast until dismissed, and a count on Overview until it is looked at.
-  const [refusals, setRefusals] = useState<Refusal[]>([]);
+  // Capacity refusals reach the coach on every page: one small toast in a corner until dismissed (the latest refusal and how
+  // many came since it was last dismissed), and a count on Overview until it is looked at.
+  const [toast, setToast] = useState<{ latest: Refusal; count: number } | undefined>(undefined);
   const [unseen, setUnseen] = useState(0);
+  // While the toast shows, the page ends with room for it, so that scrolling down brings every row out from under it.
+  const toastBox = useRef<HTMLElement>(null);
+  const [toastSpace, setToastSpace] = useState(0);
+  useLayoutEffect(() => {
+    const box = toastBox.current;
+    if (!box) return setToastSpace(0);
+    const observer = new ResizeObserver(() => setToastSpace(box.offsetHeight));
+    observer.observe(box);
+    return () => observer.disconnect();
+  }, [toast !== undefined]);
   useEffect(
     () =>
       onLive((event) => {
         if (event.type !== 'refusal') return;
-        setRefusals((shown) => [...shown, event.refusal].slice(-3));
+        setToast((shown) => ({ latest: event.refusal, count: (shown?.count ?? 0) + 1 }));
         setUnseen((count) => count + 1);
       }),
     [],
@@ -106,24 +117,27 @@ function App(): VNode {
         <form method="post" action="/auth/sign-out"><button type="submit" class="link">Sign out</button></form>
       </span>
     </header>
-    <main id="main" tabindex="-1"><${Page} url=${url} me=${me ?? ''} /></main>
+    <main id="main" tabindex="-1" style=${toastSpace ? { paddingBottom: `calc(${toastSpace}px + 2rem)` } : undefined}>
+      <${Page} url=${url} me=${me ?? ''} />
+    </main>
     ${
-      refusals.length > 0
-        ? html`<div class="toasts">
-            <${Notice} kind="error" onClose=${() => setRefusals([])}>
-              ${refusals.map(
-                (refusal) =>
-                  html`<span class="refused" key=${`${refusal.at}-${refusal.workspaceId}`}
-                    >${refusal.email ?? refusal.slug} was refused at the cap${refusal.count > 1 ? ` ${refusal.count} times` : ''} (${refusal.running} of
-                    ${refusal.cap} running).${' '}</span
-                  >`,
-              )}
+      toast
+        ? html`<aside class="toasts" aria-label="Refused at the cap" ref=${toastBox}>
+            <${Notice} kind="error" onClose=${() => setToast(undefined)}>
+              <span class="refused">${refusedText(toast.latest)}</span>
+              ${toast.count > 1 ? html`<span class="refused">${toast.count} refusals since you last dismissed this.</span>` : null}
               <${Link} to="/panel/">See the overview<//>
             <//>
-          </div>`
+          </aside>`
         : null
     }
   </div>`;
+}
+
+/** One refusal at the cap in a coach's words: who, how often in its minute, and the cap then. */
+function refusedText(refusal: Refusal): string {
+  const times = refusal.count > 1 ? ` ${refusal.count} times` : '';
+  return `${refusal.email ?? refusal.slug} was refused at the cap${times} (${refusal.running} of ${refusal.cap} running).`;
 }
 
 const root = document.getElementById('app')!;
