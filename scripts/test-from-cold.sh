@@ -7,6 +7,7 @@
 # seconds since the start. What stays: the machine's Debian packages (PostgreSQL, Docker Engine,
 # Chromium, build tools: a new machine spends about 3 minutes installing them) and npm's download
 # cache (~/.npm). Uncommitted changes are not part of the run. Needs root, as provisioning does.
+# After a green suite, scripts/check-quickstart-npm.sh checks the README's npm line on a bare Debian 12.
 #
 #   bash scripts/test-from-cold.sh            # log: /tmp/test-from-cold.log
 set -euo pipefail
@@ -48,4 +49,7 @@ set +e
 status=${PIPESTATUS[0]}
 set -e
 say "bash .ci/run exited $status after $(($(date +%s) - start)) s (phases: the provision line and jest's Time line above)"
-exit "$status"
+[ "$status" = 0 ] || exit "$status"
+# The README's line for npm on a bare Debian 12 (the suite built the bare root it runs in).
+bash "$CLONE/scripts/check-quickstart-npm.sh" 2>&1 | tee -a "$LOG_FILE"
+exit "${PIPESTATUS[0]}"
