@@ -242,7 +242,7 @@ describe('overview', () => {
       await page.getByRole('link', { name: 'Workspaces' }).click();
       await page.getByRole('row', { name: new RegExp(cy.workspace.slug) }).waitFor();
       const lastRow = page.locator('main tbody tr').last();
-      await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+      await page.evaluate('window.scrollTo(0, document.documentElement.scrollHeight)');
       const [row, box] = [(await lastRow.boundingBox())!, (await toast.boundingBox())!];
       expect(row.y + row.height).toBeLessThanOrEqual(box.y);
       await lookAt(page, 'refusal-toast');
