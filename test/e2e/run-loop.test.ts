@@ -5,10 +5,12 @@
  *
  * A student breaks Robot.java, presses Run in the status bar and sees the build's output appear in
  * the "Robot run" terminal as it is written and the compile error marked on its line; fixes it, runs
- * again (Ctrl+Alt+R), sees the Simulator view show the robot's pose change, and stops the run. Then,
+ * again (Ctrl+Alt+R), drives the robot (a Driver Station's HALSim messages, straight to the run's
+ * simulator), sees the Simulator view show the robot's pose change, and stops the run. Then,
  * with a short idle limit, the idle warning appears in the editor and "Keep working" keeps the
  * workspace. The workspace page at /u/<slug>/.cp/ shows the runs too.
  */
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -18,6 +20,7 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { captureLogger, codeServerLog, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { HalSimClient } from '../helpers/robot-protocols.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
@@ -31,6 +34,11 @@ let browser: Browser;
 let ada: Student;
 /** code-server's user settings in the workspace (its default user data directory). */
 const USER_SETTINGS = '/home/student/.local/share/code-server/User/settings.json';
+/** The line the broken line lands on, typed after the end of the starter's Robot.java (which ends with a newline). */
+const BROKEN_LINE =
+  readFileSync(path.resolve(import.meta.dirname, '../../images/workspace/starter/src/main/java/frc/robot/Robot.java'), 'utf8').split('\n').length + 1;
+/** The robot's line once a second in the Robot run terminal (the starter's robotPeriodic). */
+const ROBOT_LINE = /t=\s*\d+\.\d\ss\s+x=/;
 /** Kept after the run for a look (docs/students.md's screenshot is made the same way). */
 const SCREENSHOT = path.join(os.tmpdir(), 'editor-run-in-progress.png');
 
@@ -185,7 +193,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
       .getByText(/class, interface, enum, or record expected/)
       .first();
     await problem.waitFor({ timeout: 30_000 });
-    expect(await page.locator('.markers-panel').innerText()).toMatch(/Robot\.java[\s\S]*Ln 78, Col 1/);
+    expect(await page.locator('.markers-panel').innerText()).toMatch(new RegExp(`Robot\\.java[\\s\\S]*Ln ${BROKEN_LINE}, Col 1`));
     await problem.click();
     await code.locator('.squiggly-error').first().waitFor({ timeout: 30_000 });
 
@@ -201,7 +209,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await page.locator('.statusbar-item', { hasText: 'Running' }).waitFor({ timeout: 120_000 });
     // The robot's own prints, live (the panel shows its last lines: on a busy machine the boot's
     // lines may already have scrolled by, and the channel was cleared for this run).
-    await panelShows(page, /t=\s*\d+\.\d\ss\s+speed=/, 120_000);
+    await panelShows(page, ROBOT_LINE, 120_000);
     // Closed by the student, the terminal opens again from the run's state in the status bar, with
     // what the run printed meanwhile.
     await page.keyboard.press('F1');
@@ -210,8 +218,16 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await page.keyboard.press('Enter');
     await terminalRows(page).waitFor({ state: 'detached', timeout: 30_000 });
     await page.locator('.statusbar-item', { hasText: 'Running' }).click();
-    await panelShows(page, /t=\s*\d+\.\d\ss\s+speed=/, 30_000);
+    await panelShows(page, ROBOT_LINE, 30_000);
     await eventually('the compile error gone', async () => (await code.locator('.squiggly-error').count()) === 0, 30_000);
+
+    // Driven in teleop as a Driver Station drives it (HALSim, straight to the run's simulator): the
+    // left stick forward and the right stick turning, so that it goes round and round.
+    const going = await harness.store.runs.active(ada.workspace.id);
+    const driver = await HalSimClient.connect(`ws://${going!.simEndpoint!.replace(/:\d+$/, '')}:3300/wpilibws`);
+    if (typeof driver === 'number') throw new Error(`the robot refused a HALSim connection: ${driver}`);
+    driver.driveTeleop([0, -0.6, 0, 0, 0.5, 0]);
+    await driver.until('the robot driving', (client) => client.state('PWM', '0')['<speed'] !== 0);
 
     // The Simulator view: the robot's pose, live, and it moves.
     const simulator = page.getByRole('button', { name: /Simulator/ }).first();
@@ -221,6 +237,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     const first = await pose.innerText();
     await eventually('the pose to change', async () => (await pose.innerText()) !== first, 60_000);
     await page.screenshot({ path: SCREENSHOT });
+    await driver.close();
 
     // Stop.
     await runButton(page, 'Stop').click();

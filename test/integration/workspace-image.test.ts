@@ -3,16 +3,23 @@
  * Docker: the image built by scripts/build-workspace-image.sh (called in beforeAll: a no-op when it
  * is up to date, minutes when it is not), run the way the control plane runs it (the home volume at
  * /home/student, `Init: true`, EDITOR_PORT for the editor, `sh -c "$SIM_COMMAND"` with NT4_PORT for
- * a simulator). Containers and volumes carry the label service.test=workspace-image and a name
- * prefix of this run, publish on 127.0.0.1 only, and are removed by name afterwards.
+ * a simulator, with HALSIMWS_PORT and HALSIMWS_URI for its HALSim WebSocket). Containers and
+ * volumes carry the label service.test=workspace-image and a name prefix of this run, publish on
+ * 127.0.0.1 only, and are removed by name afterwards.
+ *
+ * The stand-in robot of the image is driven as the editor's Driver Station drives it (WPILib's
+ * HALSim WebSocket protocol) and read as dashboards read it (NetworkTables 4), straight at its
+ * container's published ports.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import type Docker from 'dockerode';
 import type { Browser } from 'playwright-core';
 import { engineClient } from '../../src/docker/docker-runtime.ts';
 import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { HalSimClient, Nt4Client } from '../helpers/robot-protocols.ts';
 
 const IMAGE = 'classroom-workspace:latest';
 const HOME = '/home/student';
@@ -39,15 +46,18 @@ interface Options {
   env?: string[];
   user?: string;
   entrypoint?: string[];
-  /** A container port to publish on 127.0.0.1. */
-  port?: number;
+  /** Container ports to publish on 127.0.0.1. */
+  ports?: number[];
 }
 
-/** Creates and starts a container as the control plane would (home volume, Init); returns it and its published port. */
-async function start(suffix: string, options: Options = {}): Promise<{ container: Docker.Container; port: number }> {
+/**
+ * Creates and starts a container as the control plane would (home volume, Init); returns it and
+ * the host ports its ports are published on (`port`: the first one's).
+ */
+async function start(suffix: string, options: Options = {}): Promise<{ container: Docker.Container; port: number; ports: Map<number, number> }> {
   const name = `${prefix}-${suffix}`;
   containers.push(name);
-  const exposed = options.port ? `${options.port}/tcp` : undefined;
+  const exposed = (options.ports ?? []).map((port) => `${port}/tcp`);
   const container = await docker.createContainer({
     name,
     Image: IMAGE,
@@ -56,21 +66,22 @@ async function start(suffix: string, options: Options = {}): Promise<{ container
     ...(options.cmd ? { Cmd: options.cmd, WorkingDir: HOME } : {}),
     ...(options.user ? { User: options.user } : {}),
     ...(options.entrypoint ? { Entrypoint: options.entrypoint } : {}),
-    ...(exposed ? { ExposedPorts: { [exposed]: {} } } : {}),
+    ExposedPorts: Object.fromEntries(exposed.map((port) => [port, {}])),
     HostConfig: {
       Init: true,
       Mounts: options.volume ? [{ Type: 'volume', Source: options.volume, Target: HOME }] : [],
-      ...(exposed ? { PortBindings: { [exposed]: [{ HostIp: '127.0.0.1', HostPort: '' }] } } : {}),
+      PortBindings: Object.fromEntries(exposed.map((port) => [port, [{ HostIp: '127.0.0.1', HostPort: '' }]])),
     },
   });
   await container.start();
-  let port = 0;
-  if (exposed) {
-    const hostPort = (await container.inspect()).NetworkSettings.Ports[exposed]?.[0]?.HostPort;
-    if (!hostPort) throw new Error(`no host port bound for ${exposed} of ${name}`);
-    port = Number(hostPort);
+  const ports = new Map<number, number>();
+  const published = exposed.length > 0 ? (await container.inspect()).NetworkSettings.Ports : {};
+  for (const port of options.ports ?? []) {
+    const hostPort = published[`${port}/tcp`]?.[0]?.HostPort;
+    if (!hostPort) throw new Error(`no host port bound for ${port}/tcp of ${name}`);
+    ports.set(port, Number(hostPort));
   }
-  return { container, port };
+  return { container, port: ports.get(options.ports?.[0] ?? -1) ?? 0, ports };
 }
 
 /** stdout and stderr of a non-TTY container, demultiplexed from Docker's framed stream. */
@@ -84,6 +95,33 @@ async function logs(container: Docker.Container): Promise<{ stdout: string; stde
     at += 8 + size;
   }
   return { stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+}
+
+/** A container's output (stdout and stderr) as it is written: what came so far, and a wait for a line. */
+async function follow(container: Docker.Container): Promise<{ text: () => string; until: (what: RegExp, ms?: number) => Promise<void> }> {
+  const stream = (await container.logs({ stdout: true, stderr: true, follow: true })) as NodeJS.ReadableStream;
+  const lines = new PassThrough();
+  docker.modem.demuxStream(stream, lines, lines);
+  let text = '';
+  lines.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return {
+    text: () => text,
+    until: (what, ms = 15_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (!what.test(text)) return;
+          clearTimeout(timer);
+          lines.off('data', check);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          lines.off('data', check);
+          reject(new Error(`${what} not in the output within ${ms} ms; its end:\n${text.slice(-2000)}`));
+        }, ms);
+        lines.on('data', check);
+        check();
+      }),
+  };
 }
 
 /** Runs a command container to its end: its exit code and output. */
@@ -175,7 +213,7 @@ describe('a fresh workspace (an empty volume)', () => {
   beforeAll(async () => {
     volume = await newVolume('fresh');
     // A port other than the default, as the control plane's EDITOR_PORT may be.
-    const editor = await start('fresh-code', { volume, env: [`EDITOR_PORT=${editorPort}`], port: editorPort });
+    const editor = await start('fresh-code', { volume, env: [`EDITOR_PORT=${editorPort}`], ports: [editorPort] });
     base = `http://127.0.0.1:${editor.port}`;
     await waitForHttp(`${base}/healthz`, 60_000);
   }, 90_000);
@@ -222,7 +260,7 @@ describe('a fresh workspace (an empty volume)', () => {
   }, 120_000);
 
   test('./gradlew simulateJava (the default SIM_COMMAND) compiles the starter and answers on NT4_PORT', async () => {
-    const sim = await start('fresh-sim', { volume, cmd: ['sh', '-c', './gradlew simulateJava'], env: ['NT4_PORT=5810'], port: 5810 });
+    const sim = await start('fresh-sim', { volume, cmd: ['sh', '-c', './gradlew simulateJava'], env: ['NT4_PORT=5810'], ports: [5810] });
     const answer = await waitForHttp(`http://127.0.0.1:${sim.port}/`, 60_000);
     expect(answer.status).toBe(200);
     expect(await answer.json()).toMatchObject({ alive: true, standIn: true, values: expect.any(Object) });
@@ -237,7 +275,7 @@ test('leaves a non-empty home alone', async () => {
   const volume = await newVolume('used');
   const seed = await runCommand('used-seed', ['sh', '-c', 'mkdir -p robot && echo mine > robot/Notes.java'], { volume });
   expect(seed.code).toBe(0);
-  const editor = await start('used-code', { volume, port: 8080 });
+  const editor = await start('used-code', { volume, ports: [8080] });
   await waitForHttp(`http://127.0.0.1:${editor.port}/healthz`, 60_000);
   const listing = await runCommand('used-list', ['sh', '-c', 'ls -A; cat robot/Notes.java'], { volume });
   expect(listing.code).toBe(0);
@@ -257,4 +295,172 @@ test('started as root, gives the home back to uid 1000 and drops to it', async (
   const result = await runCommand('root-repair', ['sh', '-c', 'id -u; stat -c %u:%g . made-by-root'], { volume, user: '0' });
   expect(result).toMatchObject({ code: 0, stdout: '1000\n1000:1000\n1000:1000\n' });
   expect(result.stderr).toContain('gave 2 entries of /home/student to uid 1000');
+});
+
+describe('the stand-in robot, driven over HALSim and read over NetworkTables 4', () => {
+  const NT4_PORT = 5810;
+  // Not WPILib's default (3300): the robot listens where HALSIMWS_PORT says.
+  const HALSIM_PORT = 3301;
+  const CHOOSER = '/SmartDashboard/Auto choices';
+  let sim: Awaited<ReturnType<typeof start>>;
+  let output: Awaited<ReturnType<typeof follow>>;
+  let nt4: Nt4Client;
+  let halsim: string;
+  /** The Driver Station of the first tests. */
+  let driver: HalSimClient;
+
+  const connect = async () => {
+    const client = await HalSimClient.connect(halsim);
+    if (typeof client === 'number') throw new Error(`the robot refused a HALSim connection: ${client}`);
+    return client;
+  };
+  const speed = (client: HalSimClient, channel: number) => client.state('PWM', String(channel))['<speed'] as number;
+  const told = (client: HalSimClient) =>
+    ['DriverStation/', 'Joystick/0', 'PWM/0', 'PWM/1'].every((key) => client.received.some((message) => `${message.type}/${message.device}` === key));
+
+  beforeAll(async () => {
+    // A home with the starter project, as a new workspace gets it.
+    const volume = await newVolume('robot');
+    const seed = await runCommand('robot-seed', ['sh', '-c', 'cp -a /usr/local/share/classroom/starter/. .'], { volume });
+    if (seed.code !== 0) throw new Error(`copying the starter failed: ${seed.stdout}${seed.stderr}`);
+    sim = await start('robot-sim', {
+      volume,
+      cmd: ['sh', '-c', './gradlew simulateJava'],
+      env: [`NT4_PORT=${NT4_PORT}`, `HALSIMWS_PORT=${HALSIM_PORT}`, 'HALSIMWS_URI=/wpilibws'],
+      ports: [NT4_PORT, HALSIM_PORT],
+    });
+    output = await follow(sim.container);
+    await waitForHttp(`http://127.0.0.1:${sim.ports.get(NT4_PORT)}/`, 60_000);
+    await output.until(/HALSim WebSocket on port 3301 at \/wpilibws/);
+    nt4 = await Nt4Client.connect(`ws://127.0.0.1:${sim.ports.get(NT4_PORT)}/nt/workspace-image-test`);
+    halsim = `ws://127.0.0.1:${sim.ports.get(HALSIM_PORT)}/wpilibws`;
+  }, 90_000);
+
+  afterAll(() => nt4?.close());
+
+  test('starts disabled, and tells a Driver Station that connects the state of every device: DriverStation, joystick 0, both motors', async () => {
+    expect(await nt4.until('/classroom/mode', (mode) => mode === 'disabled')).toBe('disabled');
+    driver = await connect();
+    await driver.until('every device told', told);
+    expect(driver.state('DriverStation', '')).toEqual({
+      '>enabled': false,
+      '>autonomous': false,
+      '>test': false,
+      '>estop': false,
+      '>fms': false,
+      '>ds': false,
+      '>station': 'unknown',
+      '>match_time': -1,
+      '>game_data': '',
+    });
+    expect(driver.state('Joystick', '0')).toEqual({ '>axes': [], '>buttons': [], '>povs': [], '<rumble_left': 0, '<rumble_right': 0 });
+    expect(driver.state('PWM', '0')).toEqual({ '<init': true, '<speed': 0 });
+    expect(driver.state('PWM', '1')).toEqual({ '<init': true, '<speed': 0 });
+  });
+
+  test('takes one Driver Station at a time, at HALSIMWS_URI only', async () => {
+    expect(await HalSimClient.connect(halsim)).toBe(409);
+    expect(await HalSimClient.connect(halsim.replace('/wpilibws', '/other'))).toBe(404);
+  });
+
+  test('ignores what is not a HALSim message of a type and key it knows, and keeps running', async () => {
+    for (const bad of [
+      'not json',
+      '[1, 2]',
+      '{"type": "DriverStation"}',
+      `${'['.repeat(5000)}${']'.repeat(5000)}`,
+      '{"type": "DriverStation", "device": "", "data": [true]}',
+      { type: 'DriverStation', device: '7', data: { '>enabled': true, '>new_data': true } },
+      { type: 'PWM', device: '0', data: { '<speed': 1, '>speed': 1 } },
+      { type: 'Joystick', device: '9', data: { '>axes': [1] } },
+      { type: 'Joystick', device: '0', data: { '>axes': ['fast'], '>buttons': [1], '>povs': [0.5] } },
+    ])
+      driver.send(bad);
+    driver.socket.send(Buffer.from([1, 2, 3]), { binary: true });
+    // A value of the wrong type is ignored; the rest of its message counts (the new data: the Driver Station attached).
+    driver.driverStation({ '>enabled': 'yes', '>new_data': true });
+    await driver.until('the Driver Station attached', (client) => client.state('DriverStation', '')['>ds'] === true);
+    expect(driver.state('DriverStation', '')['>enabled']).toBe(false);
+    expect(driver.state('Joystick', '0')['>axes']).toEqual([]);
+    expect(nt4.values.get('/classroom/mode')).toBe('disabled');
+    expect(driver.closed).toBeUndefined();
+  });
+
+  test('drives in teleop with the Xbox controller on port 0: both motors turn, the robot moves on the field', async () => {
+    const before = (await nt4.until<number[]>(`/SmartDashboard/Field/Robot`, (pose) => pose.length === 3))[0]!;
+    // Left stick forward (an Xbox controller's Y is negative forward), nothing else.
+    driver.driveTeleop([0, -0.8, 0, 0, 0, 0]);
+    await driver.until('both motors driving', (client) => speed(client, 0) > 0 && speed(client, 1) < 0);
+    // WPILib's arcade drive: deadband 0.02, then squared; the right side is inverted.
+    const expected = ((0.8 - 0.02) / 0.98) ** 2;
+    expect(speed(driver, 0)).toBeCloseTo(expected, 6);
+    expect(speed(driver, 1)).toBeCloseTo(-expected, 6);
+    expect(driver.state('DriverStation', '')).toMatchObject({ '>enabled': true, '>autonomous': false, '>ds': true });
+    expect(await nt4.until('/classroom/mode', (mode) => mode === 'teleop')).toBe('teleop');
+    await nt4.until<number[]>('/SmartDashboard/Field/Robot', (pose) => pose[0]! > before + 0.5);
+  });
+
+  test('is disabled when its Driver Station goes away: the motors stop', async () => {
+    await driver.close();
+    expect(await nt4.until('/classroom/mode', (mode) => mode === 'disabled')).toBe('disabled');
+    const next = await connect();
+    await next.until('every device told', told);
+    expect(next.state('DriverStation', '')).toMatchObject({ '>enabled': false, '>ds': false });
+    expect(speed(next, 0)).toBe(0);
+    expect(speed(next, 1)).toBe(0);
+    await next.close();
+  });
+
+  test('runs the autonomous routine picked on the dashboard: a SendableChooser, its pick published back over NetworkTables 4', async () => {
+    expect(await nt4.until(`${CHOOSER}/.type`, (type) => type === 'String Chooser')).toBe('String Chooser');
+    expect(await nt4.until(`${CHOOSER}/options`, (options: string[]) => options.length === 2)).toEqual(['Drive forward', 'Drive and turn']);
+    expect(nt4.values.get(`${CHOOSER}/default`)).toBe('Drive forward');
+    expect(nt4.values.get(`${CHOOSER}/active`)).toBe('Drive forward');
+    // Only a chooser's `selected` is taken from a client: another topic is not (never announced back).
+    nt4.publishString('/SmartDashboard/Not a chooser', 'ignored');
+    nt4.publishString(`${CHOOSER}/selected`, 'Drive and turn');
+    await nt4.until(`${CHOOSER}/active`, (active) => active === 'Drive and turn');
+    expect([...nt4.topics.values()]).toContain(`${CHOOSER}/selected`);
+    expect([...nt4.topics.values()]).not.toContain('/SmartDashboard/Not a chooser');
+
+    const auto = await connect();
+    auto.driverStation({ '>enabled': true, '>autonomous': true, '>ds': true, '>new_data': true });
+    await output.until(/Auto selected: Drive and turn/);
+    expect(await nt4.until('/classroom/mode', (mode) => mode === 'autonomous')).toBe('autonomous');
+    // Forward at 0.6, then the turn at 0.25 that only this routine makes (left side back, right side
+    // forward; the right motor is inverted), each through the drive's deadband.
+    const near = (value: number, expected: number) => Math.abs(value - expected) < 1e-9;
+    const forward = (0.6 - 0.02) / 0.98;
+    const turn = (0.25 - 0.02) / 0.98;
+    await auto.until('the routine driving forward', (client) => near(speed(client, 0), forward) && near(speed(client, 1), -forward));
+    await auto.until('the routine turning', (client) => near(speed(client, 0), -turn) && near(speed(client, 1), -turn));
+    await auto.close();
+  });
+
+  test('closes a HALSim connection that sends a message over 64 KiB, and keeps running', async () => {
+    const flooder = await connect();
+    flooder.send(JSON.stringify({ type: 'DriverStation', device: '', data: { '>game_data': 'x'.repeat(70_000) } }));
+    expect(await flooder.whenClosed()).toBe(1009);
+    const after = await connect();
+    await after.until('every device told', told);
+    expect((await fetch(`http://127.0.0.1:${sim.ports.get(NT4_PORT)}/`)).status).toBe(200);
+    await after.close();
+  });
+
+  test('stays disabled after an emergency stop, whatever the Driver Station says next', async () => {
+    const station = await connect();
+    station.driverStation({ '>enabled': true, '>estop': true, '>ds': true, '>new_data': true });
+    await station.until('the e-stop seen', (client) => client.state('DriverStation', '')['>estop'] === true);
+    expect(station.state('DriverStation', '')['>enabled']).toBe(false);
+    // The e-stop released and enabled again: the joystick in the same new data shows when the robot took it.
+    station.driverStation({ '>enabled': true, '>estop': false });
+    station.joystick(0, { '>axes': [0, -1, 0, 0, 0, 0] });
+    station.driverStation({ '>new_data': true });
+    await station.until('the new data taken', (client) => (client.state('Joystick', '0')['>axes'] as number[]).length === 6);
+    expect(station.state('DriverStation', '')).toMatchObject({ '>enabled': false, '>estop': true });
+    expect(speed(station, 0)).toBe(0);
+    expect(nt4.values.get('/classroom/mode')).toBe('disabled');
+    await station.close();
+    expect(output.text()).not.toMatch(/Exception|quit unexpectedly/);
+  });
 });

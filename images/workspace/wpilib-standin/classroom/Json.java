@@ -5,10 +5,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** The JSON of NetworkTables 4's control messages: strings quoted for writing, small documents read. */
+/**
+ * The JSON of NetworkTables 4's control messages and of HALSim's messages: values written, small
+ * documents read (nested at most 32 deep, so that no input can exhaust the reader's stack).
+ */
 final class Json {
+  private static final int MAX_DEPTH = 32;
   private final String text;
   private int at;
+  private int depth;
 
   private Json(String text) {
     this.text = text;
@@ -35,6 +40,44 @@ final class Json {
       }
     }
     out.append('"');
+  }
+
+  /**
+   * Appends `value` as JSON: maps (string keys) as objects, lists as arrays, strings, booleans,
+   * numbers (a number that is not finite as null), null.
+   */
+  static void write(StringBuilder out, Object value) {
+    if (value instanceof Map<?, ?> map) {
+      out.append('{');
+      boolean first = true;
+      for (Map.Entry<?, ?> entry : map.entrySet()) {
+        if (!first) {
+          out.append(',');
+        }
+        first = false;
+        quote(out, String.valueOf(entry.getKey()));
+        out.append(':');
+        write(out, entry.getValue());
+      }
+      out.append('}');
+    } else if (value instanceof List<?> list) {
+      out.append('[');
+      for (int i = 0; i < list.size(); i++) {
+        if (i > 0) {
+          out.append(',');
+        }
+        write(out, list.get(i));
+      }
+      out.append(']');
+    } else if (value instanceof String string) {
+      quote(out, string);
+    } else if (value instanceof Double number) {
+      out.append(Double.isFinite(number) ? number.toString() : "null");
+    } else if (value instanceof Number || value instanceof Boolean) {
+      out.append(value);
+    } else {
+      out.append("null");
+    }
   }
 
   /** Parses a JSON document: objects as maps, arrays as lists, numbers as Double; IllegalArgumentException when it is not JSON. */
@@ -71,11 +114,15 @@ final class Json {
 
   private Object value() {
     char c = peek();
+    if ((c == '{' || c == '[') && ++depth > MAX_DEPTH) {
+      throw new IllegalArgumentException("JSON nested deeper than " + MAX_DEPTH);
+    }
     if (c == '{') {
       at++;
       Map<String, Object> map = new LinkedHashMap<>();
       if (peek() == '}') {
         at++;
+        depth--;
         return map;
       }
       while (true) {
@@ -87,6 +134,7 @@ final class Json {
           continue;
         }
         expect('}');
+        depth--;
         return map;
       }
     }
@@ -95,6 +143,7 @@ final class Json {
       List<Object> list = new ArrayList<>();
       if (peek() == ']') {
         at++;
+        depth--;
         return list;
       }
       while (true) {
@@ -104,6 +153,7 @@ final class Json {
           continue;
         }
         expect(']');
+        depth--;
         return list;
       }
     }

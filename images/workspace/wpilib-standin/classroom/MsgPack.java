@@ -5,7 +5,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The MessagePack that NetworkTables 4 needs: value and time messages written, small messages read. */
+/**
+ * The MessagePack that NetworkTables 4 needs: value messages (doubles, integers as Long, booleans,
+ * strings, double[] and string[]) and time messages written, small messages read.
+ */
 final class MsgPack {
   private MsgPack() {}
 
@@ -34,12 +37,19 @@ final class MsgPack {
     integer(out, typeNumber(type));
     if (value instanceof Double number) {
       float64(out, number);
+    } else if (value instanceof Long number) {
+      integer(out, number);
     } else if (value instanceof Boolean bool) {
       out.write(bool ? 0xc3 : 0xc2);
     } else if (value instanceof double[] numbers) {
       arrayHeader(out, numbers.length);
       for (double number : numbers) {
         float64(out, number);
+      }
+    } else if (value instanceof String[] strings) {
+      arrayHeader(out, strings.length);
+      for (String string : strings) {
+        string(out, string);
       }
     } else {
       string(out, String.valueOf(value));

@@ -8,15 +8,16 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
 import java.util.ArrayList;
-import java.util.Base64;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 
 /**
  * The classroom stand-in simulator's server, on NT4_PORT (default 5810) where WPILib's simulator
@@ -25,11 +26,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * <ul>
  *   <li>a WebSocket at {@code /nt/<client name>} speaking NetworkTables 4 (subprotocols
  *       v4.1.networktables.first.wpi.edu and networktables.first.wpi.edu): JSON text frames for
- *       subscribe, unsubscribe and announce; MessagePack binary frames for values and time
- *       synchronisation. It publishes every SmartDashboard value under {@code /SmartDashboard/},
- *       a Field2d's robot pose as WPILib does ({@code /SmartDashboard/<name>/Robot}, a double[] of
- *       x, y and degrees), the robot's mode ({@code /classroom/mode}) and the time since the robot
- *       started ({@code /classroom/time}, seconds). What clients publish is ignored (read-only).
+ *       subscribe, unsubscribe, publish, unpublish, announce and unannounce; MessagePack binary
+ *       frames for values and time synchronisation. It publishes every SmartDashboard value under
+ *       {@code /SmartDashboard/}, Field2d and SendableChooser as WPILib does, the robot's mode
+ *       ({@code /classroom/mode}) and the time since the robot started ({@code /classroom/time},
+ *       seconds). Clients may publish only the topics the robot accepts (a chooser's
+ *       {@code selected}, a string); other publishes are ignored.
  *   <li>any other GET: {@code {"alive":true,"standIn":true,"mode":...,"values":{...}}}, which is
  *       where the control plane's alive probe sees the run come up.
  * </ul>
@@ -37,18 +39,20 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * <p>Values go to subscribers when they change, at most every 20 ms (the robot's period).
  */
 public final class SimServer {
-  private static final String GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
   private static final String V41 = "v4.1.networktables.first.wpi.edu";
   private static final String V40 = "networktables.first.wpi.edu";
+  /** The longest message read from a client, in bytes. */
+  private static final int MAX_MESSAGE = 1 << 20;
   private static final long STARTED = System.nanoTime();
 
-  /** A published topic: its id, NetworkTables type and value, and whether it changed since it was last sent. */
+  /** A topic: its id, NetworkTables type and value (null until it has one), whether it changed since it was last sent, and how many clients publish it. */
   private static final class Topic {
     final int id;
     final String name;
     final String type;
     volatile Object value;
     volatile boolean dirty = true;
+    int clientPublishers;
 
     Topic(int id, String name, String type, Object value) {
       this.id = id;
@@ -70,16 +74,15 @@ public final class SimServer {
     }
   }
 
-  /** A connected NetworkTables client. */
+  /** A connected NetworkTables client: its subscriptions, the topics announced to it, its publishers (pubuid to topic name). */
   private static final class Client {
-    final Socket socket;
-    final OutputStream out;
+    final WebSocket socket;
     final Map<Integer, Subscription> subscriptions = new ConcurrentHashMap<>();
     final Map<Integer, Boolean> announced = new ConcurrentHashMap<>();
+    final Map<Integer, String> publishers = new ConcurrentHashMap<>();
 
-    Client(Socket socket, OutputStream out) {
+    Client(WebSocket socket) {
       this.socket = socket;
-      this.out = out;
     }
 
     boolean wants(Topic topic, boolean values) {
@@ -90,31 +93,13 @@ public final class SimServer {
       }
       return false;
     }
-
-    synchronized void send(int opcode, byte[] payload) throws IOException {
-      ByteArrayOutputStream frame = new ByteArrayOutputStream(payload.length + 10);
-      frame.write(0x80 | opcode);
-      if (payload.length < 126) {
-        frame.write(payload.length);
-      } else if (payload.length < 65536) {
-        frame.write(126);
-        frame.write(payload.length >>> 8);
-        frame.write(payload.length);
-      } else {
-        frame.write(127);
-        for (int shift = 56; shift >= 0; shift -= 8) {
-          frame.write((int) ((long) payload.length >>> shift));
-        }
-      }
-      frame.write(payload);
-      out.write(frame.toByteArray());
-      out.flush();
-    }
   }
 
   private static final Map<String, Topic> TOPICS = new ConcurrentHashMap<>();
   private static final List<Client> CLIENTS = new CopyOnWriteArrayList<>();
   private static final Map<String, Object> VALUES = new ConcurrentHashMap<>();
+  /** The topics clients may publish (string topics), and what the robot does with a value. */
+  private static final Map<String, Consumer<String>> ACCEPTED = new ConcurrentHashMap<>();
   private static volatile String mode = "starting";
   private static ServerSocket server;
   private static int nextId = 1;
@@ -155,6 +140,7 @@ public final class SimServer {
     System.out.println("[stand-in] simulator listening on port " + port + " (NT4_PORT): NetworkTables 4 at /nt/<name>, GET / shows the values as JSON");
   }
 
+  /** The robot's mode (disabled, autonomous, teleop, test), published as /classroom/mode. */
   public static void setMode(String value) {
     mode = value;
     publish("/classroom/mode", "string", value);
@@ -171,25 +157,41 @@ public final class SimServer {
     return VALUES.get(key);
   }
 
-  /** A Field2d's robot pose, as WPILib publishes it: x and y in metres, the heading in degrees. */
-  public static void putPose(String field, double x, double y, double degrees) {
-    publish("/SmartDashboard/" + field + "/.type", "string", "Field2d");
-    publish("/SmartDashboard/" + field + "/Robot", "double[]", new double[] {x, y, degrees});
+  /** A Sendable put on the SmartDashboard under `key`, as WPILib publishes one: .type, .name and .controllable. */
+  public static void putSendable(String key, String type) {
+    publish("/SmartDashboard/" + key + "/.type", "string", type);
+    publish("/SmartDashboard/" + key + "/.name", "string", key);
+    publish("/SmartDashboard/" + key + "/.controllable", "boolean", true);
   }
 
-  /** Sets a topic's value (made on first use); it goes to subscribers at the next send. */
-  static synchronized void publish(String name, String type, Object value) {
+  /** Lets clients publish the string topic `name`; each value they send goes to `setter` (on a server thread). */
+  public static void acceptString(String name, Consumer<String> setter) {
+    ACCEPTED.put(name, setter);
+  }
+
+  /** Sets a topic's value (made on first use); it goes to subscribers at the next send when it changed. */
+  public static synchronized void publish(String name, String type, Object value) {
     Topic topic = TOPICS.get(name);
     if (topic == null || !topic.type.equals(type)) {
       topic = new Topic(nextId++, name, type, value);
       TOPICS.put(name, topic);
       for (Client client : CLIENTS) {
-        announceTo(client, List.of(topic));
+        announceTo(client, List.of(topic), null);
       }
-    } else {
+    } else if (!same(topic.value, value)) {
       topic.value = value;
       topic.dirty = true;
     }
+  }
+
+  private static boolean same(Object a, Object b) {
+    if (a instanceof double[] x && b instanceof double[] y) {
+      return Arrays.equals(x, y);
+    }
+    if (a instanceof Object[] x && b instanceof Object[] y) {
+      return Arrays.equals(x, y);
+    }
+    return Objects.equals(a, b);
   }
 
   private static double seconds() {
@@ -242,26 +244,30 @@ public final class SimServer {
     ByteArrayOutputStream frame = new ByteArrayOutputStream();
     long now = micros();
     for (Topic topic : topics) {
-      if (client.wants(topic, true)) {
-        MsgPack.value(frame, topic.id, now, topic.type, topic.value);
+      Object value = topic.value;
+      if (value != null && client.announced.containsKey(topic.id) && client.wants(topic, true)) {
+        MsgPack.value(frame, topic.id, now, topic.type, value);
       }
     }
     if (frame.size() == 0) {
       return;
     }
     try {
-      client.send(0x2, frame.toByteArray());
+      client.socket.send(0x2, frame.toByteArray());
     } catch (IOException error) {
       close(client);
     }
   }
 
-  private static void announceTo(Client client, List<Topic> topics) {
+  /** Announces the topics the client subscribed to and was not told of yet; with `pubuid`, the one topic it publishes, always. */
+  private static void announceTo(Client client, List<Topic> topics, Integer pubuid) {
     StringBuilder json = new StringBuilder("[");
     for (Topic topic : topics) {
-      if (!client.wants(topic, false) || client.announced.putIfAbsent(topic.id, true) != null) {
+      boolean told = client.announced.containsKey(topic.id);
+      if (pubuid == null && (told || !client.wants(topic, false))) {
         continue;
       }
+      client.announced.put(topic.id, true);
       if (json.length() > 1) {
         json.append(',');
       }
@@ -269,25 +275,29 @@ public final class SimServer {
       Json.quote(json, topic.name);
       json.append(",\"id\":").append(topic.id).append(",\"type\":");
       Json.quote(json, topic.type);
+      if (pubuid != null) {
+        json.append(",\"pubuid\":").append(pubuid);
+      }
       json.append(",\"properties\":{}}}");
     }
     if (json.length() == 1) {
       return;
     }
     try {
-      client.send(0x1, json.append(']').toString().getBytes(StandardCharsets.UTF_8));
+      client.socket.sendText(json.append(']').toString());
     } catch (IOException error) {
       close(client);
     }
   }
 
+  /** Ends a client: its publishers are released (a topic no one publishes any more is removed), its socket closed. */
   private static void close(Client client) {
-    CLIENTS.remove(client);
-    try {
-      client.socket.close();
-    } catch (IOException ignored) {
-      // Already gone.
+    if (CLIENTS.remove(client)) {
+      for (Integer pubuid : new ArrayList<>(client.publishers.keySet())) {
+        unpublish(client, pubuid);
+      }
     }
+    client.socket.close(WebSocket.NORMAL, "");
   }
 
   /** One connection: a WebSocket upgrade to /nt/... becomes a NetworkTables client; anything else gets the JSON of GET /. */
@@ -295,154 +305,45 @@ public final class SimServer {
     try (socket) {
       InputStream in = socket.getInputStream();
       OutputStream out = socket.getOutputStream();
-      List<String> head = readHead(in);
-      if (head.isEmpty()) {
+      WebSocket.Request request = WebSocket.readRequest(in);
+      if (request == null) {
         return;
       }
-      String[] request = head.get(0).split(" ");
-      Map<String, String> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
-      for (String line : head.subList(1, head.size())) {
-        int colon = line.indexOf(':');
-        if (colon > 0) {
-          headers.put(line.substring(0, colon).trim(), line.substring(colon + 1).trim());
+      if (!request.path().startsWith("/nt/") || !request.upgrade()) {
+        WebSocket.respond(out, 200, "OK", "application/json", json().getBytes(StandardCharsets.UTF_8));
+        return;
+      }
+      String protocol = null;
+      for (String candidate : List.of(V41, V40)) {
+        for (String offered : request.header("Sec-WebSocket-Protocol").split(",")) {
+          if (protocol == null && offered.trim().equals(candidate)) {
+            protocol = candidate;
+          }
         }
       }
-      String path = request.length > 1 ? request[1] : "/";
-      if (path.startsWith("/nt/") && "websocket".equalsIgnoreCase(headers.getOrDefault("Upgrade", ""))) {
-        webSocket(socket, in, out, headers);
+      if (protocol == null) {
+        WebSocket.respond(out, 400, "Bad Request", "text/plain; charset=utf-8", "NetworkTables 4 needs the subprotocol v4.1.networktables.first.wpi.edu\n".getBytes(StandardCharsets.UTF_8));
         return;
       }
-      byte[] body = json().getBytes(StandardCharsets.UTF_8);
-      out.write(("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + body.length + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-      out.write(body);
-      out.flush();
+      Client client = new Client(WebSocket.accept(socket, in, out, request, protocol, MAX_MESSAGE));
+      CLIENTS.add(client);
+      try {
+        for (WebSocket.Message message; (message = client.socket.read()) != null; ) {
+          if (message.text()) {
+            onText(client, message.string());
+          } else {
+            onBinary(client, message.data());
+          }
+        }
+      } finally {
+        close(client);
+      }
     } catch (IOException error) {
       // The client went away.
     }
   }
 
-  private static List<String> readHead(InputStream in) throws IOException {
-    List<String> lines = new ArrayList<>();
-    StringBuilder line = new StringBuilder();
-    int total = 0;
-    for (int c; (c = in.read()) != -1; ) {
-      if (++total > 16384) {
-        return List.of();
-      }
-      if (c == '\n') {
-        String text = line.toString().replace("\r", "");
-        if (text.isEmpty()) {
-          return lines;
-        }
-        lines.add(text);
-        line.setLength(0);
-      } else {
-        line.append((char) c);
-      }
-    }
-    return List.of();
-  }
-
-  private static void webSocket(Socket socket, InputStream in, OutputStream out, Map<String, String> headers) throws IOException {
-    String offered = headers.getOrDefault("Sec-WebSocket-Protocol", "");
-    String protocol = null;
-    for (String candidate : List.of(V41, V40)) {
-      for (String one : offered.split(",")) {
-        if (protocol == null && one.trim().equals(candidate)) {
-          protocol = candidate;
-        }
-      }
-    }
-    if (protocol == null) {
-      out.write("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-      return;
-    }
-    String accept;
-    try {
-      MessageDigest sha1 = MessageDigest.getInstance("SHA-1");
-      accept = Base64.getEncoder().encodeToString(sha1.digest((headers.getOrDefault("Sec-WebSocket-Key", "") + GUID).getBytes(StandardCharsets.US_ASCII)));
-    } catch (java.security.NoSuchAlgorithmException error) {
-      throw new IOException(error);
-    }
-    out.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + "\r\nSec-WebSocket-Protocol: " + protocol + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-    out.flush();
-    socket.setTcpNoDelay(true);
-    Client client = new Client(socket, out);
-    CLIENTS.add(client);
-    try {
-      readFrames(client, in);
-    } finally {
-      close(client);
-    }
-  }
-
-  /** Reads a client's frames (masked, as clients send them) until it closes. */
-  private static void readFrames(Client client, InputStream in) throws IOException {
-    ByteArrayOutputStream message = new ByteArrayOutputStream();
-    int messageOpcode = 0;
-    while (true) {
-      int first = in.read();
-      int second = in.read();
-      if (first < 0 || second < 0) {
-        return;
-      }
-      int opcode = first & 0x0f;
-      long length = second & 0x7f;
-      if (length == 126) {
-        length = (readByte(in) << 8) | readByte(in);
-      } else if (length == 127) {
-        length = 0;
-        for (int i = 0; i < 8; i++) {
-          length = (length << 8) | readByte(in);
-        }
-      }
-      if (length > 1 << 20) {
-        return;
-      }
-      byte[] mask = (second & 0x80) != 0 ? in.readNBytes(4) : null;
-      byte[] payload = in.readNBytes((int) length);
-      if (payload.length < length) {
-        return;
-      }
-      if (mask != null) {
-        for (int i = 0; i < payload.length; i++) {
-          payload[i] ^= mask[i % 4];
-        }
-      }
-      switch (opcode) {
-        case 0x8 -> {
-          client.send(0x8, payload.length >= 2 ? new byte[] {payload[0], payload[1]} : new byte[0]);
-          return;
-        }
-        case 0x9 -> client.send(0xA, payload);
-        case 0xA -> {}
-        default -> {
-          if (opcode != 0) {
-            messageOpcode = opcode;
-            message.reset();
-          }
-          message.write(payload);
-          if ((first & 0x80) != 0) {
-            if (messageOpcode == 0x1) {
-              onText(client, message.toString(StandardCharsets.UTF_8));
-            } else if (messageOpcode == 0x2) {
-              onBinary(client, message.toByteArray());
-            }
-          }
-        }
-      }
-    }
-  }
-
-  private static int readByte(InputStream in) throws IOException {
-    int value = in.read();
-    if (value < 0) {
-      throw new IOException("the connection ended in a frame header");
-    }
-    return value;
-  }
-
-  /** Control messages: subscribe (announce what matches, then send its values) and unsubscribe; the rest is ignored. */
+  /** Control messages: subscribe (announce what matches, then send its values), unsubscribe, publish and unpublish; the rest is ignored. */
   private static void onText(Client client, String text) {
     Object parsed;
     try {
@@ -458,7 +359,12 @@ public final class SimServer {
         continue;
       }
       Object method = message.get("method");
-      if (!(params.get("subuid") instanceof Number subuid)) {
+      if ("publish".equals(method) && params.get("name") instanceof String name && params.get("pubuid") instanceof Double pubuid && "string".equals(params.get("type"))) {
+        publishFrom(client, name, pubuid.intValue());
+      } else if ("unpublish".equals(method) && params.get("pubuid") instanceof Double pubuid) {
+        unpublish(client, pubuid.intValue());
+      }
+      if (!(params.get("subuid") instanceof Double subuid)) {
         continue;
       }
       if ("subscribe".equals(method)) {
@@ -473,7 +379,7 @@ public final class SimServer {
         Map<?, ?> options = params.get("options") instanceof Map<?, ?> given ? given : Map.of();
         client.subscriptions.put(subuid.intValue(), new Subscription(topics, Boolean.TRUE.equals(options.get("prefix")), Boolean.TRUE.equals(options.get("topicsonly"))));
         List<Topic> all = new ArrayList<>(TOPICS.values());
-        announceTo(client, all);
+        announceTo(client, all, null);
         sendValues(client, all);
       } else if ("unsubscribe".equals(method)) {
         client.subscriptions.remove(subuid.intValue());
@@ -481,16 +387,77 @@ public final class SimServer {
     }
   }
 
-  /** Time synchronisation: [-1, 0, type, client time] is answered [-1, server time, type, client time]. */
+  /** A client publishes `name`: accepted only for the topics the robot takes (then announced to it with its pubuid). */
+  private static void publishFrom(Client client, String name, int pubuid) {
+    if (!ACCEPTED.containsKey(name) || client.publishers.containsKey(pubuid)) {
+      return;
+    }
+    Topic topic;
+    synchronized (SimServer.class) {
+      topic = TOPICS.get(name);
+      if (topic == null || !topic.type.equals("string")) {
+        publish(name, "string", null);
+        topic = TOPICS.get(name);
+      }
+      topic.clientPublishers++;
+    }
+    client.publishers.put(pubuid, name);
+    announceTo(client, List.of(topic), pubuid);
+  }
+
+  /** A client's publisher ends; a topic no client publishes any more is removed and unannounced. */
+  private static void unpublish(Client client, int pubuid) {
+    String name = client.publishers.remove(pubuid);
+    if (name == null) {
+      return;
+    }
+    Topic removed = null;
+    synchronized (SimServer.class) {
+      Topic topic = TOPICS.get(name);
+      if (topic != null && --topic.clientPublishers <= 0) {
+        TOPICS.remove(name);
+        removed = topic;
+      }
+    }
+    if (removed == null) {
+      return;
+    }
+    StringBuilder json = new StringBuilder("[{\"method\":\"unannounce\",\"params\":{\"name\":");
+    Json.quote(json, removed.name);
+    json.append(",\"id\":").append(removed.id).append("}}]");
+    for (Client other : CLIENTS) {
+      if (other.announced.remove(removed.id) != null) {
+        try {
+          other.socket.sendText(json.toString());
+        } catch (IOException error) {
+          close(other);
+        }
+      }
+    }
+  }
+
+  /**
+   * Binary messages: a time synchronisation [-1, 0, type, client time] is answered [-1, server
+   * time, type, client time]; a value of a topic the client publishes ([pubuid, time, 4, string])
+   * goes to the robot and to subscribers. The rest is ignored.
+   */
   private static void onBinary(Client client, byte[] data) {
     MsgPack.Reader reader = new MsgPack.Reader(data);
     try {
       while (reader.more()) {
-        Object value = reader.read();
-        if (value instanceof List<?> message && message.size() == 4 && message.get(0) instanceof Long id && id == -1) {
+        if (!(reader.read() instanceof List<?> message) || message.size() != 4 || !(message.get(0) instanceof Long id)) {
+          continue;
+        }
+        if (id == -1 && message.get(2) instanceof Long type && message.get(3) instanceof Long clientTime) {
           ByteArrayOutputStream frame = new ByteArrayOutputStream();
-          MsgPack.timeReply(frame, micros(), ((Number) message.get(2)).intValue(), ((Number) message.get(3)).longValue());
-          client.send(0x2, frame.toByteArray());
+          MsgPack.timeReply(frame, micros(), type.intValue(), clientTime);
+          client.socket.send(0x2, frame.toByteArray());
+          continue;
+        }
+        String name = client.publishers.get(id.intValue());
+        if (name != null && message.get(3) instanceof String value && ACCEPTED.get(name) != null) {
+          publish(name, "string", value);
+          ACCEPTED.get(name).accept(value);
         }
       }
     } catch (IOException | RuntimeException error) {

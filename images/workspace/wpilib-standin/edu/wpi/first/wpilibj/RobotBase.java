@@ -1,5 +1,6 @@
 package edu.wpi.first.wpilibj;
 
+import classroom.HalSimServer;
 import classroom.SimServer;
 import java.util.function.Supplier;
 
@@ -29,12 +30,54 @@ public abstract class RobotBase implements AutoCloseable {
     return false;
   }
 
+  /** Whether the robot is disabled (DriverStation.isDisabled). */
+  public boolean isDisabled() {
+    return DriverStation.isDisabled();
+  }
+
+  /** Whether the robot is enabled (DriverStation.isEnabled). */
+  public boolean isEnabled() {
+    return DriverStation.isEnabled();
+  }
+
+  /** Whether the Driver Station says autonomous. */
+  public boolean isAutonomous() {
+    return DriverStation.isAutonomous();
+  }
+
+  /** Whether the robot is enabled in autonomous. */
+  public boolean isAutonomousEnabled() {
+    return DriverStation.isAutonomousEnabled();
+  }
+
+  /** Whether the Driver Station says test. */
+  public boolean isTest() {
+    return DriverStation.isTest();
+  }
+
+  /** Whether the robot is enabled in test. */
+  public boolean isTestEnabled() {
+    return DriverStation.isTestEnabled();
+  }
+
+  /** Whether the Driver Station says teleop (neither autonomous nor test). */
+  public boolean isTeleop() {
+    return DriverStation.isTeleop();
+  }
+
+  /** Whether the robot is enabled in teleop. */
+  public boolean isTeleopEnabled() {
+    return DriverStation.isTeleopEnabled();
+  }
+
   /**
-   * Starts the robot program, as WPILib's Main.java does: makes the robot, then runs it until the
-   * run is stopped. The stand-in's alive server answers on NT4_PORT from here on.
+   * Starts the robot program, as WPILib's Main.java does: starts the simulator's servers
+   * (NetworkTables 4 on NT4_PORT, HALSim on HALSIMWS_PORT), makes the robot, then runs it until
+   * the run is stopped.
    */
   public static <T extends RobotBase> void startRobot(Supplier<T> robotSupplier) {
     SimServer.start();
+    HalSimServer.start();
     T robot;
     try {
       robot = robotSupplier.get();

@@ -22,6 +22,11 @@ public class Timer {
     return getFPGATimestamp();
   }
 
+  /** The match time in seconds (DriverStation.getMatchTime), -1 when not in a match. */
+  public static double getMatchTime() {
+    return DriverStation.getMatchTime();
+  }
+
   /** Waits the given number of seconds. */
   public static void delay(double seconds) {
     try {

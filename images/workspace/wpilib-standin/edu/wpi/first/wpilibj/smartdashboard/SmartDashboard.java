@@ -2,13 +2,17 @@ package edu.wpi.first.wpilibj.smartdashboard;
 
 import classroom.SimServer;
 import edu.wpi.first.util.sendable.Sendable;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Classroom stand-in for WPILib's SmartDashboard: values put here are published over NetworkTables
  * 4 by the stand-in simulator on NT4_PORT (under /SmartDashboard/, as WPILib does), and served as
- * JSON there too (GET /).
+ * JSON there too (GET /). putData shows a Field2d or a SendableChooser as WPILib does.
  */
 public final class SmartDashboard {
+  private static final Map<String, SendableChooser<?>> CHOOSERS = new ConcurrentHashMap<>();
+
   private SmartDashboard() {}
 
   public static boolean putNumber(String key, double value) {
@@ -26,10 +30,13 @@ public final class SmartDashboard {
     return true;
   }
 
-  /** Shows a Field2d (the robot's pose) under `key`; other Sendables are not shown by the stand-in. */
-  public static void putData(String key, Sendable data) {
+  /** Shows a Field2d or a SendableChooser under `key`; other Sendables are not shown by the stand-in. */
+  public static synchronized void putData(String key, Sendable data) {
     if (data instanceof Field2d field) {
       field.shownAs(key);
+    } else if (data instanceof SendableChooser<?> chooser) {
+      CHOOSERS.put(key, chooser);
+      chooser.shownAs(key);
     }
   }
 
@@ -43,5 +50,12 @@ public final class SmartDashboard {
 
   public static boolean getBoolean(String key, boolean defaultValue) {
     return SimServer.get(key) instanceof Boolean value ? value : defaultValue;
+  }
+
+  /** Publishes what changed in the Sendables put here (the robot loop calls this after robotPeriodic). */
+  public static void updateValues() {
+    for (SendableChooser<?> chooser : CHOOSERS.values()) {
+      chooser.update();
+    }
   }
 }
