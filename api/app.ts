@@ -27,7 +27,7 @@ import {
   type GrantedRequest,
   HANDOVER_PREFIX,
   isPagePath,
-  NT4_PREFIX,
+  isSimulatorSocket,
   parseWorkspacePath,
   PROXY_ROUTE,
   SLUG,
@@ -47,6 +47,7 @@ import { linkRouter } from './links.ts';
 import { LiveEvents } from './live.ts';
 import { RunOutputHub } from './run-output.ts';
 import { studentRouter } from './student.ts';
+import { Imports } from '../src/import/imports.ts';
 import { NotFoundError, ValidationError, type AppError } from '../src/errors.ts';
 
 /** The session cookie's name. */
@@ -127,7 +128,7 @@ export function createApp(deps: AppDeps): AppHandlers {
   const hosts = config.workspaceHost ? new WorkspaceHosts(config.workspaceHost, deps.publicOrigin, [SESSION_COOKIE, `${SESSION_COOKIE}.sig`]) : undefined;
   const upstreams = new Upstreams({
     runtime: deps.runtime,
-    ports: { vscode: config.editorPort, nt4: config.nt4Port },
+    ports: { vscode: config.editorPort, nt4: config.nt4Port, halsim: config.halsimPort },
     connectTimeoutMs: Math.min(config.proxyTimeoutMs, 10_000),
     metrics: deps.metrics,
     log: httpLog,
@@ -206,6 +207,15 @@ export function createApp(deps: AppDeps): AppHandlers {
   // What an open admin panel hears without reloading (changes, capacity refusals).
   const outputHub = new RunOutputHub(store.changes, { limits: config.outputStreams, metrics: deps.metrics, log: categoryLogger(deps.log, 'runs') });
   const live = new LiveEvents(store.changes, store.refusals, async (userId) => (await store.users.get(userId))?.role === 'admin');
+  // Resets and imports of students' projects (their clones killed when the server stops).
+  const imports = new Imports({
+    store,
+    backups: deps.backups,
+    limits: config.imports,
+    dataDir: config.dataDir,
+    log: categoryLogger(deps.log, 'imports'),
+    metrics: deps.metrics,
+  });
   const student = studentRouter({
     store,
     live,
@@ -219,6 +229,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     idleStopMinutes: config.idleStopMinutes,
     idleWarningMinutes: config.idleWarningMinutes,
     homeDisk: config.homeDisk,
+    imports,
   });
   app.use(student.routes());
   app.use(student.allowedMethods({ throw: true }));
@@ -299,7 +310,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       if (path === undefined || ('slug' in path && path.api) || 'invalid' in path) {
         return refuseUpgrade(socket, NotFoundError('not_found', 'WebSocket connections are served only under a workspace.'));
       }
-      if (path.rest.startsWith(RESERVED_PREFIX) && !path.rest.startsWith(NT4_PREFIX))
+      if (path.rest.startsWith(RESERVED_PREFIX) && !isSimulatorSocket(path.rest))
         return refuseUpgrade(socket, NotFoundError('not_found', 'There is no WebSocket here.'));
       void proxy.upgrade(req, socket, head, path);
     },
@@ -312,6 +323,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       proxy.endTunnels();
       live.close();
       outputHub.endStreams();
+      imports.stop();
     },
     close: () => {
       stopFollowingAllowlist?.();

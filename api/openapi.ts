@@ -18,6 +18,7 @@ import { linkSchema } from './admin/links.ts';
 import { bulkStopSchema, workspacesQuerySchema } from './admin/live.ts';
 import { runsQuerySchema } from './admin/runs.ts';
 import { outputQuerySchema } from './run-output.ts';
+import { importSchema } from './student.ts';
 
 /** Who may call an operation. */
 type Auth = 'none' | 'admin' | 'student' | 'metrics' | 'signed-in';
@@ -394,6 +395,43 @@ export const OPERATIONS: Operation[] = [
     auth: 'student',
     tag: 'student',
     responses: { 200: json(Wire.RunAnswer, 'It had ended.'), 202: json(Wire.RunAnswer, 'Stopping.') },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/runs/restart',
+    summary:
+      'Stops the active run (if any), waits for it to end, and starts a new one (409 `workspace_not_running`, `home_disk_full` before anything is stopped; 409 `run_stopping` when the run does not end within 30 s).',
+    auth: 'student',
+    tag: 'student',
+    responses: { 202: json(Wire.RestartAnswer, 'The new run, queued, and the run stopped first.') },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/workspace/reset',
+    summary:
+      "Puts the home back to what a new workspace gets (the image's starter), after a backup of the whole home (audit `workspace.reset` naming it). 409 `run_active`, `workspace_running` (stop it first), `import_in_progress`; 429 `too_many_replacements`.",
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.ResetAnswer, 'The workspace on its new home, and the backup made.') },
+  },
+  {
+    method: 'post',
+    path: '/u/{slug}/api/workspace/import',
+    summary:
+      "Starts an import of a team's git repository (https, an allowed host and address) into the home, replacing its project after a backup; follow it with GET. Refused at once: 400 `import_url_invalid`, `import_not_https`, `import_branch_invalid`, `import_subfolder_invalid`, `import_host_unknown`; 403 `import_host_refused`, `import_address_refused`; 409 as a reset; 429 `too_many_replacements`; 503 `imports_busy`.",
+    auth: 'student',
+    tag: 'student',
+    body: importSchema,
+    responses: { 202: json(Wire.ImportAnswer, 'Started (phase `checking`).') },
+  },
+  {
+    method: 'get',
+    path: '/u/{slug}/api/workspace/import',
+    summary:
+      "The workspace's latest import: its phase and bytes, or how it ended (`error`: `import_redirect_invalid`, `import_not_git`, `import_repository_not_found`, `import_branch_not_found`, `import_empty`, `import_too_large`, `import_timeout`, `import_subfolder_not_found`, `import_subfolder_outside`, `import_link_outside`, `import_name_unsupported`, `import_unreachable`, the address errors for a redirect, ...).",
+    auth: 'student',
+    tag: 'student',
+    responses: { 200: json(Wire.ImportAnswer, 'The latest import, or null.') },
   },
   {
     method: 'get',

@@ -1,21 +1,34 @@
 import Router from '@koa/router';
-import { AtCapacityError, AuthenticationError, AuthorizationError } from '../src/errors.ts';
+import type { JSONSchemaType } from 'ajv';
+import { AtCapacityError, AuthenticationError, AuthorizationError, ConflictError } from '../src/errors.ts';
+import type { Imports } from '../src/import/imports.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp } from '../src/probe.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
 import { homeDiskRefusal, homeDiskStatus, type HomeDiskLimit } from '../src/home-disk.ts';
 import type { SurfaceStore } from '../src/store/index.ts';
+import type { ImportRequest } from '../src/store/imports.ts';
 import { isTerminal, type RunRecord } from '../src/store/runs.ts';
 import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import type { LiveEvents } from './live.ts';
 import type { Upstreams } from './proxy/upstreams.ts';
 import { assertSameOrigin, type AuthState } from './middleware/auth.ts';
-import { validateQuery, type QueryState } from './middleware/validate.ts';
+import { jsonBody, validateBody, validateQuery, type BodyState, type QueryState } from './middleware/validate.ts';
 import { mayUseWorkspace } from './policy.ts';
-import { presentRun, presentRunEnd, presentStudentWorkspace, type IdleForecast } from '../src/wire/presenters.ts';
+import { presentImport, presentRun, presentRunEnd, presentStudentWorkspace, type IdleForecast } from '../src/wire/presenters.ts';
 import { answerOutputFile, answerOutputStream, outputQuerySchema, type OutputQuery, type RunOutputHub } from './run-output.ts';
-import type { OpenAnswer, RunAnswer, RunList, SimStatus, StudentWorkspace, StudentWorkspaceAnswer } from '../src/wire/schemas.ts';
+import type {
+  ImportAnswer,
+  OpenAnswer,
+  ResetAnswer,
+  RestartAnswer,
+  RunAnswer,
+  RunList,
+  SimStatus,
+  StudentWorkspace,
+  StudentWorkspaceAnswer,
+} from '../src/wire/schemas.ts';
 
 export interface StudentDeps {
   store: SurfaceStore;
@@ -37,7 +50,29 @@ export interface StudentDeps {
   idleWarningMinutes: number;
   /** The bound on homes (HOME_DISK_LIMIT): how full the home is, told with the workspace; a run is refused past it. */
   homeDisk: HomeDiskLimit;
+  /** Resets to the starter and imports of a team's project. */
+  imports: Imports;
 }
+
+/** How long a restart waits for the run it stopped to end before it starts the next. */
+export const RESTART_WAIT_MS = 30_000;
+
+/** The body of POST .../workspace/import: a git repository's https:// address, and optionally a branch and a subfolder. */
+export const importSchema: JSONSchemaType<ImportRequest> = {
+  type: 'object',
+  properties: {
+    url: { type: 'string', minLength: 1, maxLength: 2000, description: 'The repository, https:// only (https://github.com/<team>/<repository>).' },
+    branch: { type: 'string', maxLength: 200, nullable: true, description: "A branch; empty or absent: the repository's default branch." },
+    subfolder: {
+      type: 'string',
+      maxLength: 1000,
+      nullable: true,
+      description: 'A folder of the repository to import alone; empty or absent: the whole repository.',
+    },
+  },
+  required: ['url'],
+  additionalProperties: false,
+};
 
 interface StudentState extends AuthState {
   workspace: WorkspaceRecord;
@@ -46,8 +81,10 @@ interface StudentState extends AuthState {
 /**
  * The student API under `/u/:slug/api`: the workspace's state (with when the idle sweep would
  * stop it, its newest run, and how full its home is), opening it (admission under the cap), stopping it, keeping it from the idle
- * sweep, runs (start, refused while its home is full or not measurable in full; list, one, stop, and
- * each run's output: live as server-sent events, or as a file), and the simulator's alive probe. Only the owner and admins pass. What a student does (every
+ * sweep, runs (start, refused while its home is full or not measurable in full; restart: stop, then
+ * start; list, one, stop, and each run's output: live as server-sent events, or as a file), the
+ * simulator's alive probe, and the home's project replaced (reset to the starter, or a team's
+ * repository imported, whose progress it tells). Only the owner and admins pass. What a student does (every
  * call but a read) marks the workspace active; reads do not, so that a page or an editor that keeps
  * looking does not keep an abandoned workspace running. In host mode a workspace's answer also says
  * where its editor is (`editorUrl`, its own origin).
@@ -155,6 +192,47 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
     ctx.body = { run: presentRun(run) } satisfies RunAnswer;
   });
 
+  // Stop, then run: the active run (if any) is asked to stop and waited for, then a new one is queued.
+  router.post('/runs/restart', async (ctx) => {
+    const { workspace } = ctx.state;
+    // Refused before anything is stopped: what would refuse the new run.
+    if (workspace.desiredState !== 'running') {
+      throw ConflictError('workspace_not_running', `Workspace ${workspace.slug} is stopped; open it before running the simulator.`);
+    }
+    const refusal = homeDiskRefusal(await homeDisk(workspace.id));
+    if (refusal) throw refusal;
+    const active = await store.runs.active(workspace.id);
+    if (active) {
+      await store.runs.requestStop(workspace.id, active.id);
+      await runEnded(store, workspace.id, active.id, RESTART_WAIT_MS);
+    }
+    const run = await store.runs.create(workspace.id);
+    ctx.status = 202;
+    ctx.body = { run: presentRun(run), stopped: active?.id ?? null } satisfies RestartAnswer;
+  });
+
+  // Reset to the starter: a backup of the whole home first, audited; only while the workspace is stopped.
+  router.post('/workspace/reset', async (ctx) => {
+    const user = ctx.state.user!;
+    const { workspace, backup } = await deps.imports.reset({ id: user.id, email: user.email }, ctx.state.workspace);
+    ctx.body = { workspace: await present(workspace), backup } satisfies ResetAnswer;
+  });
+
+  // Import a team's project: checked and started here, followed through GET .../workspace/import.
+  router.post('/workspace/import', jsonBody(), validateBody(importSchema), async (ctx) => {
+    const user = ctx.state.user!;
+    const body = (ctx.state as unknown as BodyState<ImportRequest>).body;
+    const started = await deps.imports.start({ id: user.id, email: user.email }, ctx.state.workspace, body);
+    ctx.status = 202;
+    ctx.body = { import: presentImport(started) } satisfies ImportAnswer;
+  });
+
+  router.get('/workspace/import', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    const latest = await deps.imports.latest(ctx.state.workspace.id);
+    ctx.body = { import: latest ? presentImport(latest) : null } satisfies ImportAnswer;
+  });
+
   router.get('/sim/status', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     const run = await store.runs.active(ctx.state.workspace.id);
@@ -175,6 +253,37 @@ export function studentRouter(deps: StudentDeps): Router<StudentState> {
   });
 
   return router;
+}
+
+/**
+ * Resolves once a run has ended (told by the change feed, looked at again every second as well:
+ * notifications are hints); 409 `run_stopping` when it has not within `timeoutMs`.
+ */
+async function runEnded(store: SurfaceStore, workspaceId: string, runId: string, timeoutMs: number): Promise<void> {
+  const ended = async () => {
+    const run = await store.runs.get(runId);
+    return !run || isTerminal(run.status);
+  };
+  let wake: () => void = () => undefined;
+  const unsubscribe = store.changes.subscribe((change) => {
+    if ((change.kind === 'status' && change.id === workspaceId) || (change.kind === 'runs' && change.id === runId)) wake();
+  });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    while (!(await ended())) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw ConflictError('run_stopping', 'Your run is still stopping; press Restart again in a moment.');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(1000, left));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    unsubscribe();
+  }
 }
 
 /**

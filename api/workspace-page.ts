@@ -46,13 +46,19 @@ pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;ma
 #idle,#restored,#disk{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem} #restored p{margin:0}
 #problems{color:#a12622} table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d6dbe1}
 .failed{color:#a12622} .muted{color:#5a6472}
+#import-form label{display:block;margin-top:.5rem} #import-form button{display:inline-block}
+#import-progress{border:1px solid #d6dbe1;border-radius:.4rem;padding:.6rem .9rem;margin-top:.8rem} #import-progress ol{margin:.2rem 0 .4rem;padding-left:1.4rem}
+#import-progress li.now{font-weight:600} #import-progress li.past{color:#5a6472} #import-progress li.past::after{content:' ✓'}
+dialog{max-width:30rem;border:1px solid #1d2430;border-radius:.5rem;padding:1rem 1.2rem} dialog::backdrop{background:rgba(29,36,48,.45)} dialog .row{justify-content:flex-end}
 </style>`;
 
 /**
  * The workspace page, for its student (and, in host mode, an admin): the state with Open, Stop
- * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, and the student's run loop without the editor: Run and Stop,
+ * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, and the student's run loop without the editor: Run, Restart and Stop,
  * the run's state, its output live as it is written (compile errors picked out), and the past runs
- * with their outcome and output to download. Served at `/u/<slug>/` while the editor is not up
+ * with their outcome and output to download; "Reset to starter" and an import of a team's
+ * repository, each confirmed in a dialog (the workspace is stopped first), the import's progress
+ * followed phase by phase. Served at `/u/<slug>/` while the editor is not up
  * (path mode; Open then reloads into the editor), and always at `/u/<slug>/.cp/` (a way back to it
  * from the editor). Everything it shows comes from the student API (`/u/<slug>/api/...`); text from
  * a run goes into the page as text, never as markup.
@@ -73,7 +79,7 @@ ${restoreNotice(workspace)}
 <p id="disk" role="status" hidden></p>
 <section aria-labelledby="run-title">
 <h2 id="run-title">Run your robot code</h2>
-<div class="row"><button id="run" type="button" disabled>Run</button><button id="stop-run" type="button" hidden>Stop</button><span id="run-state" role="status"></span></div>
+<div class="row"><button id="run" type="button" disabled>Run</button><button id="restart-run" type="button" hidden>Restart</button><button id="stop-run" type="button" hidden>Stop</button><span id="run-state" role="status"></span></div>
 <ul id="problems" hidden></ul>
 <pre id="output" tabindex="0" aria-label="Output of the run" hidden></pre>
 <p><a id="download" hidden>Download the whole output</a></p>
@@ -81,6 +87,15 @@ ${restoreNotice(workspace)}
 <section aria-labelledby="runs-title"><h2 id="runs-title">Past runs</h2>
 <table><thead><tr><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col">Exit code</th><th scope="col">Output</th></tr></thead><tbody id="runs"></tbody></table>
 <p class="muted" id="no-runs">No runs yet.</p></section>
+<section aria-labelledby="project-title"><h2 id="project-title">Start over, or bring in your team's project</h2>
+<p class="muted">Your home folder is your robot project: Run builds what is there. Both of these replace it, after a backup of your whole home (your coach can bring it back), while your workspace is stopped.</p>
+<div class="row"><button id="reset" type="button">Reset to starter…</button></div>
+<form id="import-form"><label>Your team's repository (https://) <input id="import-url" name="url" type="url" required placeholder="https://github.com/your-team/robot-2026" autocomplete="off"></label>
+<label>Branch (optional) <input id="import-branch" name="branch" placeholder="the repository's default branch" autocomplete="off"></label>
+<label>Subfolder (optional) <input id="import-subfolder" name="subfolder" placeholder="the whole repository" autocomplete="off"></label>
+<div class="row"><button id="import" type="submit">Import…</button></div></form>
+<div id="import-progress" role="status" aria-live="polite" hidden><ol id="import-phases"></ol><p id="import-text"></p></div></section>
+<dialog id="confirm" aria-labelledby="confirm-title"><h2 id="confirm-title"></h2><p id="confirm-text"></p><div class="row"><button id="confirm-cancel" type="button">Cancel</button><button id="confirm-ok" type="button"></button></div></dialog>
 <div id="toast" role="alert" hidden style="position:fixed;bottom:1.5rem;left:50%;transform:translateX(-50%);background:#1d2430;color:#fff;padding:.8rem 1.2rem;border-radius:.4rem;max-width:30rem"><span id="toast-text"></span> <button id="toast-close" type="button" aria-label="Dismiss the message">Dismiss</button></div>
 <script>
 const config = ${config.replaceAll('<', '\\u003c')};
@@ -102,8 +117,9 @@ function showToast(text, fleeting) {
   if (fleeting) toastTimer = setTimeout(() => { toast.hidden = true; }, 10000);
 }
 $('toast-close').addEventListener('click', () => { toast.hidden = true; });
-async function call(method, path) {
-  const answer = await fetch(config.base + path, { method, headers: { accept: 'application/json' } });
+async function call(method, path, payload) {
+  const headers = payload === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' };
+  const answer = await fetch(config.base + path, { method, headers, body: payload === undefined ? undefined : JSON.stringify(payload) });
   const body = await answer.json().catch(() => ({}));
   if (!answer.ok) throw new Error(body.error ? body.error.message : 'The control plane answered ' + answer.status + '.');
   return body;
@@ -215,6 +231,7 @@ function render() {
   const active = run && (run.status === 'queued' || run.status === 'running');
   $('run').disabled = !up || active;
   $('stop-run').hidden = !active;
+  $('restart-run').hidden = !active;
   $('run-state').textContent = !up && !active ? 'Open your workspace to run your code.' : describe(run);
   const idle = workspace.idle;
   const warn = idle && idle.stopsAt && Date.now() >= Date.parse(idle.warnFrom);
@@ -259,12 +276,124 @@ $('stop-run').addEventListener('click', async () => {
   if (!run) return;
   try { await call('POST', '/runs/' + run.id + '/stop'); refresh(); } catch (error) { showToast(error.message); }
 });
+$('restart-run').addEventListener('click', async () => {
+  $('restart-run').disabled = true;
+  $('run-state').textContent = 'Restarting…';
+  try { const { run } = await call('POST', '/runs/restart'); follow(run); refresh(); refreshRuns(); }
+  catch (error) { showToast(error.message); refresh(); }
+  $('restart-run').disabled = false;
+});
+// A confirmation in the page (a dialog): resolves true when the student confirms.
+function confirmAction(title, text, ok) {
+  const dialog = $('confirm');
+  $('confirm-title').textContent = title;
+  $('confirm-text').textContent = text;
+  $('confirm-ok').textContent = ok;
+  dialog.showModal();
+  return new Promise((resolve) => {
+    const done = (answer) => { $('confirm-ok').onclick = null; $('confirm-cancel').onclick = null; dialog.onclose = null; dialog.close(); resolve(answer); };
+    $('confirm-ok').onclick = () => done(true);
+    $('confirm-cancel').onclick = () => done(false);
+    dialog.onclose = () => done(false);
+  });
+}
+// Reset and import replace files the editor has open: the workspace stops first (a run must be stopped by the student).
+async function stopFirst() {
+  const current = (await call('GET', '/workspace')).workspace;
+  if (current.desiredState === 'running') { workspace = (await call('POST', '/workspace/stop')).workspace; opening = false; render(); }
+  for (let tries = 0; tries < 240; tries++) {
+    workspace = (await call('GET', '/workspace')).workspace;
+    render();
+    if (workspace.observedState !== 'running' && workspace.observedState !== 'starting') return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new Error('Your workspace is taking long to stop; try again in a moment.');
+}
+function runActive() {
+  const run = workspace && workspace.run;
+  return run && (run.status === 'queued' || run.status === 'running');
+}
+const STOP_NOTE = ' Your workspace is stopped first (Open starts it again after).';
+$('reset').addEventListener('click', async () => {
+  if (runActive()) return showToast('Your robot code is running: stop the run first (a reset replaces the files it runs from).');
+  const sure = await confirmAction('Reset to starter?', 'Your home goes back to what a new workspace gets: the starter project, and the editor as new. A backup of your whole home is made first, so nothing is lost: your coach can bring it back.' + STOP_NOTE, 'Back up, then reset');
+  if (!sure) return;
+  $('reset').disabled = true;
+  try {
+    await stopFirst();
+    const answer = await call('POST', '/workspace/reset');
+    workspace = answer.workspace;
+    render();
+    showToast(answer.backup ? 'Your project is back to the starter. Everything that was in your home is in the backup ' + answer.backup + ' (your coach can bring it back). Open starts your workspace.' : 'Your project is back to the starter. Open starts your workspace.');
+  } catch (error) { showToast(error.message); }
+  $('reset').disabled = false;
+});
+const PHASES = [['checking', 'Checking the address'], ['cloning', 'Cloning'], ['backing-up', 'Backing up your home'], ['copying', 'Copying into your home']];
+const megabytes = (bytes) => (bytes / 1048576).toFixed(1) + ' MB';
+let importPolling;
+function renderImport(record) {
+  const box = $('import-progress');
+  const shown = !box.hidden;
+  box.hidden = false;
+  const at = PHASES.findIndex(([phase]) => phase === record.phase);
+  const reached = record.phase === 'done' ? PHASES.length : at;
+  $('import-phases').replaceChildren(...PHASES.map(([phase, label], index) => {
+    const item = document.createElement('li');
+    item.textContent = label + (index === at && record.phase !== 'checking' ? ' (' + megabytes(record.bytes) + ')' : '') + (index === at ? '…' : '');
+    if (index === at) item.className = 'now';
+    else if (index < reached) item.className = 'past';
+    return item;
+  }));
+  const busy = record.phase !== 'done' && record.phase !== 'failed';
+  $('import').disabled = busy;
+  $('reset').disabled = busy;
+  if (record.phase === 'done') {
+    $('import-text').textContent = 'Done: your project is now ' + record.url + (record.subfolder ? ' (' + record.subfolder + ')' : '') + ' at commit ' + (record.commit || '').slice(0, 7) + '.' + (record.backup ? ' What was in your home before is in the backup ' + record.backup + ' (your coach can bring it back).' : '') + ' Open starts your workspace.';
+  } else if (record.phase === 'failed') {
+    $('import-text').textContent = 'Import failed: ' + record.error.message + ' Your home is as it was.';
+  } else $('import-text').textContent = 'Importing ' + record.url + '…';
+  $('import-text').className = record.phase === 'failed' ? 'failed' : '';
+  // Where it failed is in the message: the list would only say where it did not get.
+  $('import-phases').hidden = record.phase === 'failed';
+  if (!shown) box.scrollIntoView({ block: 'end' });
+}
+async function followImport() {
+  clearTimeout(importPolling);
+  let record;
+  try { record = (await call('GET', '/workspace/import')).import; } catch { importPolling = setTimeout(followImport, 2000); return; }
+  if (!record) return;
+  renderImport(record);
+  if (record.phase !== 'done' && record.phase !== 'failed') importPolling = setTimeout(followImport, 1000);
+  else refresh();
+}
+$('import-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  if (runActive()) return showToast('Your robot code is running: stop the run first (an import replaces the files it runs from).');
+  const body = { url: $('import-url').value.trim(), branch: $('import-branch').value.trim(), subfolder: $('import-subfolder').value.trim() };
+  const what = body.url + (body.branch ? ', branch ' + body.branch : '') + (body.subfolder ? ', folder ' + body.subfolder : '');
+  const sure = await confirmAction("Import your team's project?", 'The project in your home is replaced by ' + what + '. A backup of your whole home is made first, so nothing is lost: your coach can bring it back.' + STOP_NOTE, 'Back up, then import');
+  if (!sure) return;
+  $('import').disabled = true;
+  renderImport({ phase: 'checking', bytes: 0, url: body.url });
+  try {
+    await stopFirst();
+    renderImport((await call('POST', '/workspace/import', body)).import);
+    followImport();
+  } catch (error) {
+    $('import').disabled = false;
+    $('reset').disabled = false;
+    $('import-progress').hidden = true;
+    showToast(error.message);
+  }
+});
 $('keep').addEventListener('click', async () => {
   try { workspace = (await call('POST', '/workspace/keep')).workspace; render(); showToast('Your workspace keeps running.', true); }
   catch (error) { showToast(error.message); }
 });
 refresh();
 refreshRuns();
+// An import in progress (the page reloaded meanwhile) is followed again.
+call('GET', '/workspace/import').then(({ import: record }) => { if (record && record.phase !== 'done' && record.phase !== 'failed') followImport(); }, () => undefined);
 setInterval(() => { if (!document.hidden) refresh(); }, 2000);
 </script>`,
   );

@@ -227,6 +227,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
             memoryBytes: config.runMemoryLimitBytes,
             nanoCpus: config.runNanoCpus,
             nt4Port: config.nt4Port,
+            halsimPort: config.halsimPort,
             command: config.simCommand,
           },
           ...options.tuning?.runs,

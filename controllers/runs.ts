@@ -1,4 +1,4 @@
-import { DEFAULT_PIDS_LIMIT, endpointOf, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { DEFAULT_HALSIM_PORT, DEFAULT_PIDS_LIMIT, endpointOf, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp, type Probe } from '../src/probe.ts';
@@ -26,6 +26,8 @@ export interface SimTemplate {
   pidsLimit?: number;
   network: string;
   nt4Port: number;
+  /** Where the robot serves WPILib's HALSim WebSocket (HALSIM_PORT); absent: DEFAULT_HALSIM_PORT. */
+  halsimPort?: number;
   /** SIM_COMMAND: compile, then boot the simulator. */
   command: string;
 }
@@ -76,7 +78,7 @@ export class RunController extends Controller {
       probe: probeHttp,
       maxRunMs: 60 * 60_000,
       ...options,
-      template: { nanoCpus: 0, pidsLimit: DEFAULT_PIDS_LIMIT, ...options.template },
+      template: { nanoCpus: 0, pidsLimit: DEFAULT_PIDS_LIMIT, halsimPort: DEFAULT_HALSIM_PORT, ...options.template },
       // Reconciles' engine calls end when the queue shuts down (the output followers stop on their own).
       runtime: options.runtime.withSignal(this.queue.signal),
     };

@@ -24,6 +24,7 @@ import { CreateSwarmNodes1795820000000 } from './1795820000000-CreateSwarmNodes.
 import { AddRefusalRepeats1795840000000 } from './1795840000000-AddRefusalRepeats.ts';
 import { AddServerPidNamespace1795800000000 } from './1795800000000-AddServerPidNamespace.ts';
 import { CreateHomeDiskUsage1795860000000 } from './1795860000000-CreateHomeDiskUsage.ts';
+import { CreateWorkspaceImports1795880000000 } from './1795880000000-CreateWorkspaceImports.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   CreateSwarmNodes1795820000000,
   AddRefusalRepeats1795840000000,
   CreateHomeDiskUsage1795860000000,
+  CreateWorkspaceImports1795880000000,
 ];

@@ -73,7 +73,7 @@ done
 cp /bin/busybox "$R/bin/busybox"
 cp -r "$WS_DIR" "$R/app/node_modules/ws"
 cp -r "$MSGPACK_DIR" "$R/app/node_modules/@msgpack/msgpack"
-cp "$FIXTURE/editor.mjs" "$FIXTURE/sim.mjs" "$FIXTURE/nt4.mjs" "$FIXTURE/hold.mjs" "$R/app/"
+cp "$FIXTURE/editor.mjs" "$FIXTURE/sim.mjs" "$FIXTURE/nt4.mjs" "$FIXTURE/halsim.mjs" "$FIXTURE/hold.mjs" "$R/app/"
 cp "$FIXTURE/passwd" "$FIXTURE/group" "$R/etc/"
 cp "$FIXTURE/Dockerfile" "$CTX/Dockerfile"
 

@@ -1,7 +1,8 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseByteSize } from './bytes.ts';
-import { DEFAULT_PIDS_LIMIT } from './docker/runtime.ts';
+import { DEFAULT_HALSIM_PORT, DEFAULT_PIDS_LIMIT } from './docker/runtime.ts';
 
 /** Log levels of the spec, lowest first. */
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warning', 'error', 'fatal'] as const;
@@ -38,6 +39,8 @@ export interface Config {
   workspaceImage: string;
   editorPort: number;
   nt4Port: number;
+  /** HALSIM_PORT: where a run's robot serves WPILib's HALSim WebSocket (HALSIMWS_PORT in its container). */
+  halsimPort: number;
   workspaceNetwork: string;
   controlPlaneId: string;
   /** Where browsers reach the control plane (OAuth redirect URIs, cookie Secure flag, CSRF origin). */
@@ -85,6 +88,23 @@ export interface Config {
   nodeLostMs: number;
   /** The bounds on runs' output streams (OUTPUT_STREAM*): how many each user and each run may hold open, and how far a reader may fall behind. */
   outputStreams: OutputStreamLimits;
+  /** Imports of a team's project (IMPORT_*): where from, how much, how long (docs/security.md, "Importing a team's project"). */
+  imports: ImportLimits;
+}
+
+/**
+ * What an import of a team's git repository may reach and take: the hosts it may name
+ * (IMPORT_ALLOWED_HOSTS, lower-case), the networks it may connect to although they are loopback,
+ * private, link-local or otherwise special (IMPORT_ALLOWED_ADDRESSES, CIDR), the most a clone may
+ * put on disk (IMPORT_MAX_SIZE), how long the network part may take (IMPORT_TIMEOUT_SECONDS), and
+ * the certificate authorities git and the check trust instead of the system's (IMPORT_CA_FILE).
+ */
+export interface ImportLimits {
+  allowedHosts: string[];
+  allowedAddresses: string[];
+  maxBytes: number;
+  timeoutMs: number;
+  caFile: string | undefined;
 }
 
 /**
@@ -226,6 +246,7 @@ export const VARIABLES: Record<string, VariableSpec> = {
   },
   EDITOR_PORT: port(8080),
   NT4_PORT: port(5810),
+  HALSIM_PORT: port(DEFAULT_HALSIM_PORT),
   WORKSPACE_NETWORK: { accepts: 'a Docker network name', schema: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$' }, default: 'classroom-workspaces' },
   PUBLIC_URL: {
     accepts: 'an http:// or https:// URL without a path, e.g. https://robots.school.org',
@@ -333,6 +354,28 @@ export const VARIABLES: Record<string, VariableSpec> = {
     schema: { type: 'number', minimum: 1, maximum: 3600 },
     default: 30,
   },
+  IMPORT_ALLOWED_HOSTS: {
+    accepts: 'a comma-separated list of host names (e.g. github.com,gitlab.com,git.school.org)',
+    schema: { type: 'string' },
+    default: 'github.com,gitlab.com',
+    check: (value) => splitList(value).every((host) => /^[a-z0-9.-]+$|^\[?[0-9a-f:.]+\]?$/.test(host)),
+  },
+  IMPORT_ALLOWED_ADDRESSES: {
+    accepts: 'a comma-separated list of networks in CIDR form or addresses (e.g. 10.20.0.0/16, 192.168.1.5)',
+    schema: { type: 'string' },
+    check: (value) => splitList(value).every((network) => parseCidr(network) !== undefined),
+  },
+  IMPORT_MAX_SIZE: {
+    accepts: 'a size from 1m to 10g: bytes, or a number with k, m or g (e.g. 100m)',
+    schema: { type: 'string' },
+    default: '100m',
+    check: (value) => {
+      const bytes = parseByteSize(value) ?? 0;
+      return bytes >= 1024 * 1024 && bytes <= 10 * 1024 ** 3;
+    },
+  },
+  IMPORT_TIMEOUT_SECONDS: { accepts: 'seconds from 1 to 3600', schema: { type: 'number', minimum: 1, maximum: 3600 }, default: 120 },
+  IMPORT_CA_FILE: { accepts: 'the path of a PEM file of certificate authorities', schema: { type: 'string', minLength: 1 } },
   RUNTIME: { accepts: 'docker (one engine) or swarm (SWARM_ENGINES)', schema: { enum: ['docker', 'swarm'] }, default: 'docker' },
   SWARM_ENGINES: {
     accepts: "a comma-separated list of every swarm node's Docker Engine: unix:///path/to/docker.sock or tcp://host:port",
@@ -394,6 +437,20 @@ function workspaceHostClash(workspaceHost: WorkspaceHostConfig, publicHostname: 
   const base = workspaceHost.hostname;
   if (publicHostname !== base && !publicHostname.endsWith(`.${base}`) && !base.endsWith(`.${publicHostname}`)) return undefined;
   return `WORKSPACE_HOST=${JSON.stringify(`*.${workspaceHost.base}`)} is not valid: its domain must not be the control plane's host (${publicHostname}), a parent of it or under it, or workspaces' pages could set cookies the control plane reads; use a domain beside it, best a registrable domain of its own (e.g. *.school-workspaces.org), or at least *.ws.<your domain> beside <control plane>.<your domain>`;
+}
+
+/**
+ * Parses a network of IMPORT_ALLOWED_ADDRESSES: `address/prefix` (IPv4 or IPv6), or an address
+ * alone (all its bits); undefined otherwise.
+ */
+export function parseCidr(text: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | undefined {
+  const [address = '', prefixText, ...rest] = text.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length > 0) return undefined;
+  const bits = version === 4 ? 32 : 128;
+  const prefix = prefixText === undefined ? bits : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : Number.NaN;
+  if (!(prefix >= 0 && prefix <= bits)) return undefined;
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
 }
 
 /** SWARM_ENGINES' entries, as written (paths keep their case). */
@@ -512,6 +569,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workspaceImage: values.WORKSPACE_IMAGE as string,
     editorPort: values.EDITOR_PORT as number,
     nt4Port: values.NT4_PORT as number,
+    halsimPort: values.HALSIM_PORT as number,
     workspaceNetwork: values.WORKSPACE_NETWORK as string,
     controlPlaneId: values.CONTROL_PLANE_ID as string,
     publicUrl: values.PUBLIC_URL === undefined ? undefined : String(values.PUBLIC_URL).replace(/\/$/, ''),
@@ -541,6 +599,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perRun: values.OUTPUT_STREAMS_PER_RUN as number,
       bufferBytes: parseByteSize(values.OUTPUT_STREAM_BUFFER as string)!,
       stallMs: Math.round((values.OUTPUT_STREAM_STALL_SECONDS as number) * 1000),
+    },
+    imports: {
+      allowedHosts: splitList(values.IMPORT_ALLOWED_HOSTS as string).map((host) => host.replace(/^\[|\]$/g, '').replace(/\.$/, '')),
+      allowedAddresses: values.IMPORT_ALLOWED_ADDRESSES === undefined ? [] : splitList(values.IMPORT_ALLOWED_ADDRESSES as string),
+      maxBytes: parseByteSize(values.IMPORT_MAX_SIZE as string)!,
+      timeoutMs: Math.round((values.IMPORT_TIMEOUT_SECONDS as number) * 1000),
+      caFile: values.IMPORT_CA_FILE === undefined ? undefined : path.resolve(values.IMPORT_CA_FILE as string),
     },
     runtime:
       values.RUNTIME === 'swarm'

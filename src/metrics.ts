@@ -35,7 +35,7 @@ function buildMetrics() {
     httpRequestsInFlight: new InFlightGauge({ name: 'http_requests_in_flight', help: 'HTTP requests being dispatched.', registers }),
     proxyUpstreamDuration: new RequestHistogram({
       name: 'proxy_upstream_duration_seconds',
-      help: 'Latency of upstream fetches (vscode, nt4) by outcome.',
+      help: 'Latency of upstream fetches (vscode, nt4, halsim) by outcome.',
       labelNames: ['upstream', 'outcome'] as const,
       buckets: FAST,
       registers,
@@ -51,6 +51,19 @@ function buildMetrics() {
       name: 'proxy_tunnel_refusals_total',
       help: "WebSocket upgrades refused at a bound on open tunnels: a workspace's (workspace) or the server's (server).",
       labelNames: ['bound'] as const,
+      registers,
+    }),
+    halsimMessages: new Counter({
+      name: 'halsim_messages_total',
+      help: "HALSim messages the proxy's relay handled, by direction (to_robot, to_browser) and outcome (relayed, dropped_rate, dropped_robot, rejected).",
+      labelNames: ['direction', 'outcome'] as const,
+      registers,
+    }),
+    halsimDrivers: new Gauge({ name: 'halsim_drivers', help: "Driver Stations connected to a robot through this replica's HALSim relay.", registers }),
+    halsimDisables: new Counter({
+      name: 'halsim_robot_disables_total',
+      help: 'Disable messages the HALSim relay sent a robot of its own accord, by reason (connected, silence, ended).',
+      labelNames: ['reason'] as const,
       registers,
     }),
     httpConnectionsDropped: new Counter({
@@ -104,6 +117,12 @@ function buildMetrics() {
       registers,
     }),
     capacityRejections: new Counter({ name: 'capacity_rejections_total', help: 'Workspace opens refused at the container cap.', registers }),
+    projectReplacements: new Counter({
+      name: 'workspace_project_replacements_total',
+      help: "Homes whose project was replaced, by kind (reset: the image's starter; import: a team's repository) and outcome (done, failed).",
+      labelNames: ['kind', 'outcome'] as const,
+      registers,
+    }),
     // Runs' output streams (api/run-output.ts): open on this replica, refused past a bound, cut for a reader that took nothing.
     runOutputStreams: new Gauge({ name: 'run_output_streams', help: "Runs' output streams open on this replica.", registers }),
     runOutputStreamRefusals: new Counter({
@@ -182,8 +201,12 @@ export const KNOWN_LABELS = {
   transitions: ['acquired', 'lost', 'released'],
   backupOutcomes: ['ok', 'failed'],
   outputStreamBounds: ['user', 'run'],
-  upstreams: ['vscode', 'nt4'],
+  upstreams: ['vscode', 'nt4', 'halsim'],
   tunnelBounds: ['workspace', 'server'],
+  halsimToRobot: ['relayed', 'dropped_rate', 'dropped_robot', 'rejected'],
+  halsimDisables: ['connected', 'silence', 'ended'],
+  replacementKinds: ['reset', 'import'],
+  replacementOutcomes: ['done', 'failed'],
 } as const;
 
 /** Sets every series of KNOWN_LABELS to 0 (counters: present, not increased). */
@@ -198,5 +221,10 @@ function initialise(metrics: Metrics): Metrics {
   for (const bound of KNOWN_LABELS.outputStreamBounds) metrics.runOutputStreamRefusals.inc({ bound }, 0);
   for (const upstream of KNOWN_LABELS.upstreams) metrics.proxyUpstreamUnverified.inc({ upstream }, 0);
   for (const bound of KNOWN_LABELS.tunnelBounds) metrics.proxyTunnelRefusals.inc({ bound }, 0);
+  for (const outcome of KNOWN_LABELS.halsimToRobot) metrics.halsimMessages.inc({ direction: 'to_robot', outcome }, 0);
+  metrics.halsimMessages.inc({ direction: 'to_browser', outcome: 'relayed' }, 0);
+  for (const reason of KNOWN_LABELS.halsimDisables) metrics.halsimDisables.inc({ reason }, 0);
+  for (const kind of KNOWN_LABELS.replacementKinds)
+    for (const outcome of KNOWN_LABELS.replacementOutcomes) metrics.projectReplacements.inc({ kind, outcome }, 0);
   return metrics;
 }

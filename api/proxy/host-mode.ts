@@ -26,7 +26,7 @@ import {
   HANDOVER_PREFIX,
   HANDOVER_ROUTE,
   HOST_ROUTE,
-  NT4_PREFIX,
+  isSimulatorSocket,
   running,
   WorkspaceProxy,
   type GrantedRequest,
@@ -138,7 +138,7 @@ export class HostModeProxy extends WorkspaceProxy {
     this.tunnels.track(socket);
     if (socket.destroyed) return;
     const target = req.url ?? '/';
-    if (slug === null || !target.startsWith('/') || (target.startsWith(RESERVED_PREFIX) && !target.startsWith(NT4_PREFIX)))
+    if (slug === null || !target.startsWith('/') || (target.startsWith(RESERVED_PREFIX) && !isSimulatorSocket(target)))
       return refuseUpgrade(socket, NotFoundError('not_found', 'There is no WebSocket here.'));
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
       return refuseUpgrade(socket, ValidationError('websocket_required', 'Only WebSocket upgrades are proxied.'));

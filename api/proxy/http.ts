@@ -13,7 +13,7 @@ import { sendError, sendHtml } from '../responses.ts';
 import { isNavigation } from './host.ts';
 import { responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
 import { UpstreamError } from '../../src/errors.ts';
-import type { Upstreams } from './upstreams.ts';
+import type { UpstreamKind, Upstreams } from './upstreams.ts';
 
 // undici's Pool module alone (22 modules, not the package's index of 110; about 75 ms less, loaded alone); undici has no exports map.
 const Pool = createRequire(import.meta.url)('undici/lib/dispatcher/pool.js') as typeof UndiciPool;
@@ -36,8 +36,8 @@ export interface ProxiedPath {
   host?: boolean;
 }
 
-/** Counts one answer (or failure) of an editor, or of a simulator (`nt4`), in `proxy_upstream_duration_seconds`. */
-export function observeEditor(metrics: Metrics, outcome: 'ok' | 'error' | 'timeout', started: number, upstream: 'vscode' | 'nt4' = 'vscode'): void {
+/** Counts one answer (or failure) of an editor, or of a simulator (`nt4`, `halsim`), in `proxy_upstream_duration_seconds`. */
+export function observeEditor(metrics: Metrics, outcome: 'ok' | 'error' | 'timeout', started: number, upstream: UpstreamKind = 'vscode'): void {
   metrics.proxyUpstreamDuration.observe({ upstream, outcome }, (performance.now() - started) / 1000);
 }
 

@@ -2,7 +2,8 @@
  * The reverse proxy to each workspace's editor, outside Koa so that it streams both ways without
  * buffering. Its parts: `path` (which paths it serves and refuses), `host` (host mode's names),
  * `admission` (credentials, cache, access rule), `handoff` (host mode's cookie and one-time codes),
- * `http` (forwarding), `websocket` (tunnels), `headers` (what crosses, both ways).
+ * `http` (forwarding), `websocket` (tunnels), `halsim` (the Driver Station's relay to a run's robot),
+ * `headers` (what crosses, both ways).
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -21,9 +22,11 @@ import { workspacePage } from '../workspace-page.ts';
 import { Admission, sessionCookies, type Verdict } from './admission.ts';
 import type { GrantSigner } from './handoff.ts';
 import { acceptsHtml, isNavigation, RESERVED_PREFIX } from './host.ts';
+import { HalsimRelay, isHalsimTarget } from './halsim.ts';
 import { HttpForwarder, type ProxiedPath } from './http.ts';
 import { Tunnels, type Tunnel, type TunnelLimits, type TunnelOwner, type TunnelTarget } from './websocket.ts';
 import type { Upstreams } from './upstreams.ts';
+import { HALSIM_URI } from '../../src/docker/runtime.ts';
 
 export { parseWorkspacePath, SLUG, type WorkspacePath } from './path.ts';
 export { WorkspaceHosts } from './host.ts';
@@ -64,6 +67,11 @@ function nt4Path(target: string): string | undefined {
   return target.startsWith(NT4_PREFIX) ? `/${target.slice(NT4_PREFIX.length)}` : undefined;
 }
 
+/** Whether a request target under the editor's reserved prefix is a WebSocket the proxy serves: the simulator's NetworkTables or its robot's HALSim. */
+export function isSimulatorSocket(target: string): boolean {
+  return target.startsWith(NT4_PREFIX) || isHalsimTarget(target);
+}
+
 export interface ProxyDeps {
   store: Pick<SurfaceStore, 'sessions' | 'workspaces' | 'runs'>;
   changes: ChangeFeed;
@@ -101,6 +109,7 @@ export class WorkspaceProxy {
   protected readonly admission: Admission;
   protected readonly forwarder: HttpForwarder;
   protected readonly tunnels: Tunnels;
+  private readonly halsim: HalsimRelay;
   private readonly unsubscribe: () => void;
   private readonly unsubscribeReconnect: () => void;
   /** Counts revocation triggers (user and workspace changes, sign-outs, allowlist reloads): an upgrade admitted across one is admitted again. */
@@ -134,6 +143,7 @@ export class WorkspaceProxy {
       answerTimeoutMs: deps.timeoutMs,
       ...cookieRules,
     });
+    this.halsim = new HalsimRelay({ metrics: deps.metrics, log: deps.log, upstreams: deps.upstreams, tunnels: this.tunnels, answerTimeoutMs: deps.timeoutMs });
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
     this.unsubscribe = deps.changes.subscribe((change) => {
       this.admission.changed(change);
@@ -267,17 +277,24 @@ export class WorkspaceProxy {
     if (workspace.desiredState !== 'running' || !running(workspace)) return tryAgainLater(req, socket, head, `Workspace ${workspace.slug} is not running.`);
     let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.editorEndpoint!, serving: { workspaceId: workspace.id }, rest: path.rest };
     const nt4 = nt4Path(path.rest);
-    if (nt4 !== undefined) {
-      // The workspace's simulator (NetworkTables), while a run has one: no cookie of the browser goes there.
+    const halsim = isHalsimTarget(path.rest);
+    if (nt4 !== undefined || halsim) {
+      // The workspace's simulator (NetworkTables, or its robot's HALSim), while a run has one: no cookie of the browser goes there.
       const run = await this.deps.store.runs.active(workspace.id).catch(() => undefined);
       if (socket.destroyed) return;
       if (!run?.simEndpoint) return refuseUpgrade(socket, UnavailableError('no_simulator', 'No simulator is running in this workspace: press Run first.', 5));
-      target = { upstream: 'nt4', endpoint: run.simEndpoint, serving: { workspaceId: workspace.id, runId: run.id }, rest: nt4 };
+      const serving = { workspaceId: workspace.id, runId: run.id };
+      target = halsim
+        ? { upstream: 'halsim', endpoint: run.simEndpoint, serving, rest: HALSIM_URI }
+        : { upstream: 'nt4', endpoint: run.simEndpoint, serving, rest: nt4! };
       cookie = undefined;
     }
     const refused = this.tunnels.refusal(workspace.id, workspace.slug);
     if (refused) return refuseUpgrade(socket, refused);
-    this.tunnels.openTunnel(req, socket, head, workspace, path, cookie, { user: verdict.user, sessionId: verdict.sessionId, admit }, target);
+    const owner = { user: verdict.user, sessionId: verdict.sessionId, admit };
+    // HALSim is relayed message by message, not piped (halsim.ts).
+    if (halsim) return this.halsim.open(req, socket, head, workspace, path, owner, target);
+    this.tunnels.openTunnel(req, socket, head, workspace, path, cookie, owner, target);
   }
 
   /** An admission verdict, a failure of the lookup being a logged 500. */

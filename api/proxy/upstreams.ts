@@ -23,13 +23,13 @@ import { Fold } from '../../src/fold.ts';
 /** The most readings kept (editors and runs of this process's life): past it they are read again. */
 const MAX_KNOWN = 10_000;
 
-/** Which upstream a connection is for (the metric's label). */
-export type UpstreamKind = 'vscode' | 'nt4';
+/** Which upstream a connection is for (the metric's label): the editor, the simulator's NetworkTables, or its robot's HALSim WebSocket. */
+export type UpstreamKind = 'vscode' | 'nt4' | 'halsim';
 
 export interface UpstreamsDeps {
   /** The engine, for reads only. */
   runtime: Pick<WorkspaceRuntime, 'serving'>;
-  /** The container ports the editor (EDITOR_PORT) and the simulator's NetworkTables (NT4_PORT) listen on. */
+  /** The container ports the editor (EDITOR_PORT), the simulator's NetworkTables (NT4_PORT) and its robot's HALSim WebSocket (HALSIM_PORT) listen on. */
   ports: Record<UpstreamKind, number>;
   /** How long a TCP handshake may take. */
   connectTimeoutMs: number;
@@ -55,7 +55,7 @@ interface Confirmation {
 /** Verified connections to editors and simulators (see the file comment). */
 export class Upstreams {
   private readonly deps: UpstreamsDeps;
-  /** The last verified reading of each target (`code:<workspace id>`, `run:<run id>`). */
+  /** The last verified reading of each target (`code:<workspace id>`, `run:<run id>:<upstream>`). */
   private readonly known = new Map<string, ServingContainer>();
   /** Readings in flight before a connection, by target (concurrent connections share one). */
   private readonly lookups = new Map<string, Promise<ServingContainer | undefined>>();
@@ -75,12 +75,17 @@ export class Upstreams {
    * container), once the engine says that the target's live container serves there and still did
    * after the handshake. Fails with UnverifiedUpstreamError when it does not (the connection, if
    * made, is closed unused), or with the connection's own error.
+   *
+   * `endpoint` is what is recorded of the target: the editor's endpoint, or a run's (its
+   * NetworkTables port). The robot's HALSim port is recorded nowhere: for `halsim` the connection
+   * goes where the engine says that port is served, on the recorded host (the same container's
+   * address; on a swarm, its node's), and to no other.
    */
   async connect(target: ServingTarget, upstream: UpstreamKind, endpoint: string): Promise<net.Socket> {
-    const key = keyOf(target);
+    const key = keyOf(target, upstream);
     const before = await this.reading(key, target, upstream, endpoint);
-    if (before?.endpoint !== endpoint) throw this.unverified(key, target, upstream, endpoint);
-    const socket = await tcpConnect(endpoint, this.deps.connectTimeoutMs);
+    if (!before || !recordedAt(before.endpoint, endpoint, upstream)) throw this.unverified(key, target, upstream, endpoint);
+    const socket = await tcpConnect(before.endpoint, this.deps.connectTimeoutMs);
     const connectedAt = ++this.tick;
     const after = await this.confirm(key, target, upstream, before.id, connectedAt).catch((error: unknown) => {
       socket.destroy();
@@ -95,13 +100,13 @@ export class Upstreams {
 
   /** Forgets what is known of a workspace's editor (it was stopped, restarted or deleted): the next connection reads afresh. */
   forget(workspaceId: string): void {
-    this.known.delete(keyOf({ workspaceId }));
+    this.known.delete(keyOf({ workspaceId }, 'vscode'));
   }
 
-  /** The kept reading of a target when it names `endpoint`, else a fresh one (shared by concurrent callers). */
+  /** The kept reading of a target when it matches the recorded `endpoint`, else a fresh one (shared by concurrent callers). */
   private async reading(key: string, target: ServingTarget, upstream: UpstreamKind, endpoint: string): Promise<ServingContainer | undefined> {
     const known = this.known.get(key);
-    if (known?.endpoint === endpoint) return known;
+    if (known && recordedAt(known.endpoint, endpoint, upstream)) return known;
     let lookup = this.lookups.get(key);
     if (!lookup) {
       lookup = this.deps.runtime.serving(target, this.deps.ports[upstream]).finally(() => this.lookups.delete(key));
@@ -152,8 +157,18 @@ export class Upstreams {
   }
 }
 
-function keyOf(target: ServingTarget): string {
-  return target.runId === undefined ? `code:${target.workspaceId}` : `run:${target.runId}`;
+/** A reading's key: a workspace's editor, or one port of a run's simulator (each port is read on its own). */
+function keyOf(target: ServingTarget, upstream: UpstreamKind): string {
+  return target.runId === undefined ? `code:${target.workspaceId}` : `run:${target.runId}:${upstream}`;
+}
+
+/**
+ * Whether the engine's `served` endpoint is the one `recorded`: the same for the port the record is
+ * of, the same host for the robot's HALSim port, which is recorded nowhere (see Upstreams.connect).
+ */
+function recordedAt(served: string, recorded: string, upstream: UpstreamKind): boolean {
+  if (upstream !== 'halsim') return served === recorded;
+  return served.slice(0, served.lastIndexOf(':')) === recorded.slice(0, recorded.lastIndexOf(':'));
 }
 
 /** A TCP connection to `host:port`, once connected (Nagle off), or its error; it fails after `timeoutMs`. */

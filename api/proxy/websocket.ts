@@ -28,7 +28,7 @@ import { refuseUpgrade } from '../responses.ts';
 import type { Verdict } from './admission.ts';
 import { parseResponseHead, responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
 import { observeEditor, type ProxiedPath } from './http.ts';
-import { UnverifiedUpstreamError, type Upstreams } from './upstreams.ts';
+import { UnverifiedUpstreamError, type UpstreamKind, type Upstreams } from './upstreams.ts';
 import { TooManyError, UnavailableError, UpstreamError, type AppError } from '../../src/errors.ts';
 import { Fold } from '../../src/fold.ts';
 import { sessionDigest } from '../../src/store/sessions.ts';
@@ -40,7 +40,7 @@ const MAX_HEAD_BYTES = 64 * 1024;
 export const END_GRACE_MS = 2000;
 
 /** TCP keep-alive on both sides of a tunnel: a peer that vanished without a word is found and its tunnel ended. */
-const KEEPALIVE_MS = 30_000;
+export const KEEPALIVE_MS = 30_000;
 
 const HEAD_END = Buffer.from('\r\n\r\n');
 
@@ -76,11 +76,12 @@ export interface TunnelOwner {
 
 /**
  * Where a tunnel goes: a workspace's editor (its recorded endpoint, the request's own path), or the
- * simulator of its run in progress (NetworkTables: the run's endpoint, the path under `.cp/nt4`).
+ * simulator of its run in progress (NetworkTables: the run's endpoint, the path under `.cp/nt4`;
+ * HALSim: the robot's WebSocket, relayed by halsim.ts rather than piped).
  */
 export interface TunnelTarget {
-  upstream: 'vscode' | 'nt4';
-  /** `host:port`, as recorded. */
+  upstream: UpstreamKind;
+  /** `host:port`, as recorded (a run's: its NetworkTables port's). */
   endpoint: string;
   /** Whose container the endpoint must be (the workspace's editor, or its run's simulator). */
   serving: ServingTarget;
@@ -173,6 +174,12 @@ export class Tunnels {
         );
   }
 
+  /** Counts `tunnel` as open (against the bounds too, and found by revocations) until `socket`, its client's, closes. */
+  hold(tunnel: Tunnel, socket: Duplex): void {
+    this.add(tunnel);
+    socket.once('close', () => this.remove(tunnel));
+  }
+
   /**
    * Opens a tunnel from an admitted client's socket to `target` of `workspace` (its running editor,
    * or its simulator), for `owner`, with `cookie` (the client's cookies without ours) as the Cookie
@@ -202,8 +209,7 @@ export class Tunnels {
         upstream?.destroy();
       },
     };
-    this.add(tunnel);
-    socket.once('close', () => this.remove(tunnel));
+    this.hold(tunnel, socket);
     void (async () => {
       const started = performance.now();
       try {
@@ -351,12 +357,12 @@ export class Tunnels {
 }
 
 /** What each upstream is called in a message. */
-const UPSTREAM_NAMES = { vscode: 'editor', nt4: 'simulator' } as const;
+const UPSTREAM_NAMES = { vscode: 'editor', nt4: 'simulator', halsim: 'robot' } as const;
 
 /** The refusal of an upgrade whose upstream could not be connected to: gone (its address is not its container's), timed out, or unreachable. */
 function upstreamFailure(error: unknown, upstream: TunnelTarget['upstream']): AppError {
   if (error instanceof UnverifiedUpstreamError)
-    return upstream === 'nt4'
+    return upstream !== 'vscode'
       ? UnavailableError('no_simulator', 'The simulator of this run is not running any more: press Run again.', 5)
       : UpstreamError(502, 'editor_gone', 'The editor is not running here any more; it may be restarting: try again in a moment.');
   if ((error as NodeJS.ErrnoException).code === 'ETIMEDOUT')

@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
-import { names, type VolumeArchives } from '../docker/runtime.ts';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import tar from 'tar-stream';
+import { names, VOLUME_ARCHIVE_ROOT, type VolumeArchives } from '../docker/runtime.ts';
+import { isAccountFile } from '../import/project-files.ts';
+import type { Tx } from '../store/mutation.ts';
 import { AppError, ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { Actor } from '../store/audit.ts';
 import type { Store } from '../store/index.ts';
 import { assertStopped, type WorkspaceRecord } from '../store/workspaces.ts';
-import type { BackupManifest } from './backup-format.ts';
+import { STUDENT_ID, type BackupManifest } from './backup-format.ts';
 import { HAND_OVER_EXCLUDES } from './hand-over-excludes.ts';
 import { restoreBackup } from './restore-backup.ts';
 import { verifyBackup } from './verify-backup.ts';
@@ -41,6 +45,27 @@ export interface RestoreResult {
   handedOver: boolean;
   /** The stored backup that keeps the files the restore replaced; null when the workspace had no home yet. */
   kept: string | null;
+}
+
+/** What replaceProject did: the workspace on its new home, and the stored backup of the home it replaced (null: it had none yet). */
+export interface ReplacedProject {
+  workspace: WorkspaceRecord;
+  backup: string | null;
+}
+
+/** How replaceProject replaces a project: with an import's files, or (none) with a new home; audited as `action`. */
+export interface ReplaceProjectOptions {
+  action: 'workspace.reset' | 'workspace.import';
+  /** More of the audit entry (what was imported), asked for once the new home is filled; the backup's name is added. */
+  metadata: () => Record<string, unknown>;
+  /** Adds the new project's entries (under VOLUME_ARCHIVE_ROOT); none: the home becomes a new one, which the image fills with its starter. */
+  project?: (pack: tar.Pack) => Promise<void>;
+  /** Told when the backup is made and the new home is being filled (an import's progress). */
+  onFilling?: (backup: string | null) => void;
+  /** Told the bytes backed up so far. */
+  onBackupProgress?: (bytes: number) => void;
+  /** Runs in the transaction that swaps the home (an import's record of its end). */
+  within?: (tx: Tx, backup: string | null) => Promise<void>;
 }
 
 /** A stored backup's name: `<slug>-<UTC time>[-n].tar.gz`, nothing that could leave the directory. */
@@ -166,6 +191,55 @@ export class Backups {
       throw error;
     }
     return result;
+  }
+
+  /**
+   * Replaces a stopped workspace's project (docs/students.md, "Reset and import"): first a stored
+   * backup of its whole home (audited `workspace.backup`; none when it never had a home), then a
+   * fresh volume that the workspace is pointed at in one transaction with `within` (audited `action`,
+   * naming the backup). With `project` (an import), that volume gets the home's account files
+   * (ACCOUNT_FILES, from the backup just made) and the project's files; without (a reset), it is
+   * not made here: the controller makes it empty at the next start, as for a new workspace, and the
+   * image's entrypoint copies its starter into it. Refused (409 `workspace_running`) unless the
+   * workspace is stopped, before anything is done and again at the swap; any failure leaves the
+   * home as it was (a backup already made stays, listed, and the fresh volume goes).
+   */
+  async replaceProject(actor: Actor, workspace: WorkspaceRecord, options: ReplaceProjectOptions): Promise<ReplacedProject> {
+    await this.assertRestorable(workspace);
+    const home = names.home(workspace);
+    const hasHome = await this.runtime.volumeExists(home);
+    const backup = hasHome ? (await this.create(actor, workspace, options.onBackupProgress ? { onProgress: options.onBackupProgress } : {})).name : null;
+    options.onFilling?.(backup);
+    const volume = names.restoreVolume(workspace.slug, randomBytes(4).toString('hex'));
+    const target = { workspaceId: workspace.id, slug: workspace.slug };
+    try {
+      if (options.project && backup) {
+        await restoreBackup({
+          runtime: this.runtime,
+          path: path.join(this.dir, backup),
+          volume,
+          image: this.image,
+          workspace: target,
+          keep: isAccountFile,
+          append: options.project,
+        });
+      } else if (options.project) {
+        await this.runtime.importVolume(volume, target, this.image, newHome(options.project));
+      }
+      const replaced = await this.store.workspaces.replaceHome(
+        actor,
+        workspace.id,
+        volume,
+        { ...options.metadata(), backup },
+        names.home,
+        options.action,
+        options.within && ((tx) => options.within!(tx, backup)),
+      );
+      return { workspace: replaced, backup };
+    } catch (error) {
+      if (options.project) await this.runtime.removeVolumeNamed(volume).catch(() => undefined);
+      throw error;
+    }
   }
 
   /**
@@ -337,6 +411,20 @@ export class Backups {
         return name;
     }
   }
+}
+
+/** The archive of a new home holding only what `fill` adds: the home's root (the student's, 0755), then the entries. */
+function newHome(fill: (pack: tar.Pack) => Promise<void>): Readable {
+  const pack = tar.pack();
+  const body = new PassThrough();
+  // A failure of either side destroys the other: the import of the volume then fails with it.
+  pipeline(pack, body).catch(() => undefined);
+  pack.entry({ name: VOLUME_ARCHIVE_ROOT, type: 'directory', mode: 0o40755, uid: STUDENT_ID, gid: STUDENT_ID });
+  fill(pack).then(
+    () => pack.finalize(),
+    (error: unknown) => pack.destroy(error as Error),
+  );
+  return body;
 }
 
 /**

@@ -19,6 +19,13 @@ export interface RestoreBackupOptions {
   workspace: { workspaceId: string; slug: string };
   /** Paths relative to the home directory left out, each with everything under it (HAND_OVER_EXCLUDES for another workspace). */
   exclude?: readonly string[];
+  /** Whether a path relative to the home directory is kept; the rest is left out (an import keeps the account's files only). Default: all. */
+  keep?: (relative: string) => boolean;
+  /**
+   * Adds entries of its own to the archive (under VOLUME_ARCHIVE_ROOT), after the backup's: an
+   * imported project's files. Its failure fails the restore.
+   */
+  append?: (pack: tar.Pack) => Promise<void>;
   /** Called as files are written, with the bytes of file data written so far (excluded files do not count). */
   onProgress?: (bytes: number) => void;
   /**
@@ -34,8 +41,8 @@ export interface RestoreBackupOptions {
  * file once, checking it as it goes (readBackup: names and kinds of entries, and at the end the
  * checksum and counts of its manifest), and streams its `home/` entries into the staging volume
  * with their modes (less setuid and setgid) and mtimes, every one owned by the student
- * (STUDENT_ID), leaving out `exclude`d paths (and hard links to them).
- * Resolves with the manifest. Rejects with ConflictError `restore_target_exists` when the volume
+ * (STUDENT_ID), leaving out `exclude`d paths and those `keep` does not keep (and hard links to them),
+ * then what `append` adds. Resolves with the manifest. Rejects with ConflictError `restore_target_exists` when the volume
  * already exists, ValidationError `invalid_exclude` for an exclude that is not a path inside home,
  * readBackup's errors for a file that is truncated, tampered or not ours, and the engine's; the
  * staging volume is made at the first entry, so a file refused before it creates nothing, and one
@@ -48,10 +55,16 @@ export async function restoreBackup({
   image,
   workspace,
   exclude = [],
+  keep = () => true,
+  append,
   onProgress,
   newName = false,
 }: RestoreBackupOptions): Promise<BackupManifest> {
-  const excluded = excludeMatcher(exclude);
+  const listed = excludeMatcher(exclude);
+  const excluded = (name: string) => {
+    const relative = relativeName(name, HOME_DIR);
+    return listed(name) || (!!relative && !keep(relative));
+  };
   if (!newName && (await runtime.volumeExists(volume))) {
     throw ConflictError('restore_target_exists', `Volume ${volume} already exists: a restore goes into a fresh staging volume.`);
   }
@@ -90,6 +103,7 @@ export async function restoreBackup({
         };
       },
     });
+    await append?.(pack);
     pack.finalize();
     await startImport();
     if (failure) throw failure;

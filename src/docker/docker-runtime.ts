@@ -17,6 +17,7 @@ import {
   isTargetOf,
   MANAGED_LABEL,
   names,
+  simEnvironment,
   targetLabels,
   VOLUME_ARCHIVE_ROOT,
   type CodeContainerSpec,
@@ -287,7 +288,7 @@ export class DockerRuntime implements WorkspaceRuntime {
       Image: spec.image,
       Cmd: ['sh', '-c', spec.command],
       WorkingDir: HOME_PATH,
-      Env: [`NT4_PORT=${spec.nt4Port}`],
+      Env: simEnvironment(spec),
       Labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId, [LABELS.homeVolume]: spec.homeVolume },
       HostConfig: this.hostConfig(spec),
     });

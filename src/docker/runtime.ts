@@ -69,6 +69,21 @@ export interface ManagedContainer {
 /** The most processes and threads a workspace container holds at once unless configured (CONTAINER_PIDS_LIMIT): see docs/security.md. */
 export const DEFAULT_PIDS_LIMIT = 1024;
 
+/** The port a run's robot serves WPILib's HALSim WebSocket on unless configured (HALSIM_PORT): WPILib's own default. */
+export const DEFAULT_HALSIM_PORT = 3300;
+
+/** The path of a robot's HALSim WebSocket (`HALSIMWS_URI` in its container: WPILib's own default). */
+export const HALSIM_URI = '/wpilibws';
+
+/**
+ * The environment of a run's simulator container: where its robot serves NetworkTables
+ * (`NT4_PORT`) and WPILib's HALSim WebSocket (`HALSIMWS_PORT` and `HALSIMWS_URI`, the names WPILib's
+ * `halsim_ws_server` reads).
+ */
+export function simEnvironment(spec: Pick<SimContainerSpec, 'nt4Port' | 'halsimPort'>): string[] {
+  return [`NT4_PORT=${spec.nt4Port}`, `HALSIMWS_PORT=${spec.halsimPort}`, `HALSIMWS_URI=${HALSIM_URI}`];
+}
+
 /** What a workspace's code container should be. */
 export interface CodeContainerSpec {
   workspaceId: string;
@@ -103,6 +118,8 @@ export interface SimContainerSpec {
   /** A shell command line: compile, then boot the simulator (SIM_COMMAND). */
   command: string;
   nt4Port: number;
+  /** Where the robot serves WPILib's HALSim WebSocket (HALSIM_PORT): the Driver Station's way in, relayed by the proxy. */
+  halsimPort: number;
   /** The home volume to mount at /home/student, the code container's. */
   homeVolume: string;
 }

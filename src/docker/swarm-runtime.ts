@@ -35,6 +35,7 @@ import {
   MANAGED_LABEL,
   names,
   NoRoomError,
+  simEnvironment,
   targetLabels,
   type CodeContainerSpec,
   type ContainerExit,
@@ -631,7 +632,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       // An editor that ends is started again by Swarm (a single engine's controller does the same).
       restart: { Condition: 'any', Delay: 5e9 },
       network: spec.network,
-      port: spec.editorPort,
+      ports: [spec.editorPort],
     });
   }
 
@@ -639,12 +640,13 @@ export class SwarmRuntime implements WorkspaceRuntime {
     const node = await this.homeOf(spec, spec.image, spec.network);
     return this.createService(names.sim(spec.slug, spec.runId), node, {
       labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId, [LABELS.homeVolume]: spec.homeVolume },
-      container: { Image: spec.image, Args: ['sh', '-c', spec.command], Dir: HOME_PATH, Env: [`NT4_PORT=${spec.nt4Port}`], StopGracePeriod: 5e9 },
+      container: { Image: spec.image, Args: ['sh', '-c', spec.command], Dir: HOME_PATH, Env: simEnvironment(spec), StopGracePeriod: 5e9 },
       // Limited, not reserved: a run never waits for room (on one engine, runs are not capped either).
       resources: { Limits: limits(spec) },
       restart: { Condition: 'none' },
       network: spec.network,
-      port: spec.nt4Port,
+      // NetworkTables (the run's recorded endpoint) and HALSim, each published on the node.
+      ports: [spec.nt4Port, spec.halsimPort],
     });
   }
 
@@ -674,7 +676,8 @@ export class SwarmRuntime implements WorkspaceRuntime {
       resources: Docker.ResourceRequirements;
       restart: Docker.TaskRestartPolicy;
       network: string;
-      port: number;
+      /** The container ports published on the node (host mode, a port the node picks for each). */
+      ports: number[];
     },
   ): Promise<ManagedContainer> {
     const home = parts.labels[LABELS.homeVolume]!;
@@ -698,7 +701,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       },
       Mode: { Replicated: { Replicas: 0 } },
       // No routing mesh here (no IPVS): DNS round robin, and the port published on the node itself.
-      EndpointSpec: { Mode: 'dnsrr', Ports: [{ Protocol: 'tcp', TargetPort: parts.port, PublishMode: 'host' }] },
+      EndpointSpec: { Mode: 'dnsrr', Ports: parts.ports.map((port) => ({ Protocol: 'tcp', TargetPort: port, PublishMode: 'host' })) },
     };
     try {
       // The registry-auth slot left empty: with one argument dockerode sends the spec as that header.

@@ -19,7 +19,9 @@ export const CLI_ACTOR: Actor = { id: null, email: 'cli' };
  * operator's pruning of the log itself), `auth.setup` (the first-run setup link used: someone became
  * the first admin), `auth.sign-in-link` (a one-time sign-in link made) and `auth.sign-in-link.use`
  * (one used to sign in), `run.stop` (an admin stopped someone's run: a student's own runs are theirs and
- * not audited), `node.drain` and `node.undrain` (a swarm node asked to be emptied, or taken back).
+ * not audited), `node.drain` and `node.undrain` (a swarm node asked to be emptied, or taken back),
+ * `workspace.reset` and `workspace.import` (a home's project replaced by the image's starter, or by
+ * a team's repository: each names the backup made of the home first).
  */
 export type AuditAction =
   | 'audit.prune'
@@ -34,6 +36,8 @@ export type AuditAction =
   | 'container.restart-code'
   | 'workspace.backup'
   | 'workspace.restore'
+  | 'workspace.reset'
+  | 'workspace.import'
   | 'allowlist.add'
   | 'allowlist.remove'
   | 'config.max-active-containers'

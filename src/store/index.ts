@@ -4,6 +4,7 @@ import type { ChangeFeed } from '../db/changes.ts';
 import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
 import { HandoffStore } from './handoffs.ts';
+import { ImportStore } from './imports.ts';
 import { LeaderCounterStore } from './leader-counters.ts';
 import { LeaseStore, type Fence } from './leases.ts';
 import { RateLimitStore } from './rate-limits.ts';
@@ -64,6 +65,8 @@ export interface Store {
   scheduledBackups: ScheduledBackupStore;
   /** The swarm nodes an operator asked to drain. */
   nodes: NodeStore;
+  /** Imports of teams' projects into workspaces: their progress and how they ended, for every replica. */
+  imports: ImportStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -115,6 +118,7 @@ export function createStore(options: StoreOptions): Store {
     leaderCounters: new LeaderCounterStore(db, fence),
     scheduledBackups: new ScheduledBackupStore(db, fence),
     nodes: new NodeStore(db, mutate, fence),
+    imports: new ImportStore(db),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

@@ -351,10 +351,12 @@ export class WorkspaceStore {
   }
 
   /**
-   * Points a stopped workspace's home at `volume`, which a restore has filled, and audits
-   * `workspace.restore` with `metadata`. Refused (409 `workspace_running`) while the workspace is
-   * wanted running or its editor still runs: a restore never changes files under a running editor.
-   * The volume it replaces (`homeOf` the workspace as it was) is recorded as retired: the
+   * Points a stopped workspace's home at `volume`, which a restore has filled (or, for a reset, a
+   * volume not made yet: the controller makes it, empty, as a new home), and audits `action`
+   * (`workspace.restore`, `workspace.reset` or `workspace.import`) with `metadata`; `within` runs in
+   * the same transaction (an import's record of its end). Refused (409 `workspace_running`) while the
+   * workspace is wanted running or its editor still runs: no file is ever changed under a running
+   * editor. The volume it replaces (`homeOf` the workspace as it was) is recorded as retired: the
    * controller moves its containers to the new volume and removes the retired one once nothing
    * mounts it (forgetRetired).
    */
@@ -364,10 +366,13 @@ export class WorkspaceStore {
     volume: string,
     metadata: Record<string, unknown>,
     homeOf: (workspace: WorkspaceRecord) => string,
+    action: 'workspace.restore' | 'workspace.reset' | 'workspace.import' = 'workspace.restore',
+    within?: (tx: Tx) => Promise<void>,
   ): Promise<WorkspaceRecord> {
     return this.mutate(async (tx) => {
       const before = await lockWorkspace(tx, id);
       assertStopped(before);
+      await within?.(tx);
       const rows = await queryRows<WorkspaceRow>(
         tx,
         `UPDATE workspaces SET home_volume = $2, retired_volumes = array_append(array_remove(retired_volumes, $3), $3),
@@ -377,7 +382,7 @@ export class WorkspaceStore {
       return {
         value: toWorkspace(rows[0]!),
         changed: [workspaceChange(id)],
-        audit: { actor, action: 'workspace.restore', target: { kind: 'workspace', id }, metadata: { slug: before.slug, ...metadata } },
+        audit: { actor, action, target: { kind: 'workspace', id }, metadata: { slug: before.slug, ...metadata } },
       };
     });
   }

@@ -6,6 +6,7 @@
 import type { StoredBackup } from '../backup/backups.ts';
 import { homeDiskStatus, type HomeDiskLimit, type HomeDiskStatus } from '../home-disk.ts';
 import type { AuditPage as AuditRecords } from '../store/audit.ts';
+import type { ImportRecord } from '../store/imports.ts';
 import type { NodeView } from '../store/nodes.ts';
 import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
 import { linkPath, type NewLink } from '../store/sign-in-links.ts';
@@ -27,6 +28,7 @@ import type {
   StudentWorkspace,
   User,
   WorkspaceChange,
+  WorkspaceImport,
   WorkspacePage,
   WorkspaceRow,
 } from './schemas.ts';
@@ -117,6 +119,23 @@ export function presentRun(run: RunRecord): Run {
     output: run.output,
     outputLength: run.outputLength,
     outputTruncated: run.outputTruncated,
+  };
+}
+
+/** An import of a team's project, as its student follows it. */
+export function presentImport(record: ImportRecord): WorkspaceImport {
+  return {
+    id: record.id,
+    url: record.url,
+    branch: record.branch,
+    subfolder: record.subfolder,
+    phase: record.phase,
+    bytes: record.bytes,
+    commit: record.commit,
+    backup: record.backup,
+    error: record.error,
+    startedAt: record.startedAt.toISOString(),
+    endedAt: iso(record.endedAt),
   };
 }
 

@@ -152,6 +152,37 @@ export type StudentWorkspaceAnswer = Static<typeof StudentWorkspaceAnswer>;
 export const OpenAnswer = Strict({ workspace: StudentWorkspace, alreadyRunning: Type.Boolean() });
 export type OpenAnswer = Static<typeof OpenAnswer>;
 
+/** A run started again (POST .../runs/restart): the new run, and the run it stopped first (null: none was active). */
+export const RestartAnswer = Strict({ run: Run, stopped: Nullable(Uuid) });
+export type RestartAnswer = Static<typeof RestartAnswer>;
+
+/** A home whose project was put back to the image's starter (POST .../workspace/reset). */
+export const ResetAnswer = Strict({
+  workspace: StudentWorkspace,
+  backup: Nullable(Type.String({ description: "The stored backup of the whole home made first (listed in the panel's Backups); null when the home was new." })),
+});
+export type ResetAnswer = Static<typeof ResetAnswer>;
+
+/** An import of a team's project into a workspace, as its student follows it. */
+export const WorkspaceImport = Strict({
+  id: Uuid,
+  url: Type.String(),
+  branch: Nullable(Type.String({ description: "null: the repository's default branch." })),
+  subfolder: Nullable(Type.String({ description: 'null: the whole repository.' })),
+  phase: Type.Enum(['checking', 'cloning', 'backing-up', 'copying', 'done', 'failed'], {
+    description: 'checking the address, cloning, backing up the home, copying into the home; then done or failed.',
+  }),
+  bytes: Type.Integer({ description: 'How far the phase got: the clone on disk, the home backed up, the project copied (bytes).' }),
+  commit: Nullable(Type.String({ description: 'The commit imported, once cloned.' })),
+  backup: Nullable(Type.String({ description: 'The stored backup of the home made before it was replaced, once made.' })),
+  error: Nullable(Strict({ code: Type.String(), message: Type.String() }, { description: 'Why it failed (the home is then as it was).' })),
+  startedAt: Time,
+  endedAt: Nullable(Time),
+});
+export type WorkspaceImport = Static<typeof WorkspaceImport>;
+export const ImportAnswer = Strict({ import: Nullable(WorkspaceImport) });
+export type ImportAnswer = Static<typeof ImportAnswer>;
+
 /** The simulator's alive probe. */
 export const SimStatus = Strict({
   alive: Type.Boolean(),

@@ -2,8 +2,8 @@
  * The test image's stand-ins (test/fixtures/workspace: the editor, editor.mjs; the simulator,
  * sim.mjs) from a test's side, each in a real container that the engine reports as a workspace's
  * editor or a run's simulator (WorkspaceRuntime.serving, as the proxy finds it): the request paths
- * that make the editor play a hostile one, the requests a stand-in logged, and pages stored in a
- * home for the editor to serve. A test reaches a container straight at its address only to set
+ * that make the editor play a hostile one, the requests a stand-in logged, what a simulator's robot
+ * heard on HALSim, and pages stored in a home for the editor to serve. A test reaches a container straight at its address only to set
  * it up or to ask what it saw, never instead of the proxy.
  */
 import { randomBytes } from 'node:crypto';
@@ -57,6 +57,34 @@ export async function requestsSeen(runtime: WorkspaceRuntime, container: Serving
     return logged.includes(`GET ${mark}`) && logged;
   });
   return lines.slice(0, lines.indexOf(`GET ${mark}`)).filter((line) => /^[A-Z]+ \//.test(line) && !line.startsWith('GET /test-mark-'));
+}
+
+/** What the simulator stand-in's robot heard on its HALSim WebSocket (test/fixtures/workspace/halsim.mjs). */
+export interface RobotHeard {
+  /** Clients it took, and clients it refused (it takes one at a time). */
+  connections: number;
+  refused: number;
+  /** Whether a client is connected now, and whether what it sent last left the robot enabled. */
+  connected: boolean;
+  enabled: boolean;
+  /** Each upgrade's Cookie and Origin (null: none), oldest first. */
+  upgrades: { cookie: string | null; origin: string | null }[];
+  /** Every message it was sent, oldest first: on which of its connections (1, 2, ...), when (its clock, ms) and as sent. */
+  received: { connection: number; at: number; text: string }[];
+  /** Its clock now (ms). */
+  now: number;
+}
+
+/**
+ * What the robot of a run (`target` with its run id) heard on its HALSim WebSocket so far, asked of
+ * the simulator stand-in straight. With `holdMs`, the robot is first made slow to let go of its
+ * client: from then on, after each message it reads, it reads nothing for that long (a close that
+ * follows is answered that much later).
+ */
+export async function robotHeard(runtime: WorkspaceRuntime, target: ServingTarget, holdMs?: number): Promise<RobotHeard> {
+  const answer = await direct((await servingOf(runtime, target)).endpoint, holdMs === undefined ? '/halsim' : `/halsim?hold=${holdMs}`);
+  if (answer.status !== 200) throw new Error(`the simulator did not say what its robot heard: ${answer.status} ${answer.body}`);
+  return JSON.parse(answer.body) as RobotHeard;
 }
 
 /** Stores `body` as `name` in the home of a workspace whose editor is `editor`, which then serves it at `.../www/<name>`. */

@@ -217,6 +217,7 @@ describe('a run', () => {
       network: 'bridge',
       command: 'sleep 60',
       nt4Port: 5810,
+      halsimPort: 3300,
     });
     await runs!.resyncAll();
     await eventually('orphan sim removed', async () => (await simContainers(orphanRun)).length === 0);

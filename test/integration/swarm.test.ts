@@ -167,6 +167,9 @@ describe('workspaces on a swarm', () => {
       expect(ready!.simEndpoint).toMatch(new RegExp(`^${node.address.replaceAll('.', '\\.')}:\\d+$`));
       const sim = (await harness.runtime.listContainers({ workspaceId: student.workspace.id })).find((container) => container.role === 'sim')!;
       expect(sim.node).toBe(editor.node);
+      // Its robot's HALSim WebSocket (HALSIM_PORT) is published on the node too, where the proxy's relay reaches it.
+      const halsim = await harness.runtime.serving({ workspaceId: student.workspace.id, runId: run.id }, 3300);
+      expect(halsim?.endpoint).toMatch(new RegExp(`^${node.address.replaceAll('.', '\\.')}:\\d+$`));
       // A run's own CPU, memory and process limits, as the manager keeps them and as the node applied them.
       expect(await limitsOf(sim)).toEqual({
         limits: { MemoryBytes: 64 * 1024 * 1024, NanoCPUs: 250_000_000, Pids: 100 },

@@ -294,7 +294,7 @@ describe('the image', () => {
     const box = await start('shell', { cmd: ['sh', '-c', 'pwd; ls /app; echo hi | cat; sleep 0.1; echo done'] });
     expect(await waitForExit(box.container, 10_000)).toBe(0);
     const { stdout } = await logs(box.container);
-    expect(stdout).toBe('/home/student\neditor.mjs\nhold.mjs\nnode_modules\nnt4.mjs\nsim.mjs\nhi\ndone\n');
+    expect(stdout).toBe('/home/student\neditor.mjs\nhalsim.mjs\nhold.mjs\nnode_modules\nnt4.mjs\nsim.mjs\nhi\ndone\n');
   });
 
   it('stops the editor on docker stop by itself (SIGTERM handled as PID 1)', async () => {

@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       metricsToken: undefined,
       editorPort: 8080,
       nt4Port: 5810,
+      halsimPort: 3300,
       workspaceNetwork: 'classroom-workspaces',
       controlPlaneId: 'default',
     });
@@ -56,6 +57,7 @@ describe('loadConfig', () => {
       WORKSPACE_IMAGE: 'registry.local/ws:1.2',
       EDITOR_PORT: '8443',
       NT4_PORT: '5811',
+      HALSIM_PORT: '3301',
       WORKSPACE_NETWORK: 'class-net',
       CONTROL_PLANE_ID: 'room-12',
     });
@@ -76,6 +78,7 @@ describe('loadConfig', () => {
       workspaceImage: 'registry.local/ws:1.2',
       editorPort: 8443,
       nt4Port: 5811,
+      halsimPort: 3301,
       workspaceNetwork: 'class-net',
       controlPlaneId: 'room-12',
     });
@@ -325,6 +328,47 @@ describe('WORKSPACE_HOST (host mode)', () => {
     expect(problems({ WORKSPACE_HOST: '*.wsrobots.school.org', PUBLIC_URL: 'https://robots.school.org', TRUST_PROXY: 'true' })).toEqual([]);
     expect(problems({ WORKSPACE_HOST: '*.ws.localhost:8080', PUBLIC_URL: 'http://127.0.0.1:8080' })).toEqual([]);
     expect(problems({ WORKSPACE_HOST: '*.ws.localhost:8080' })).toEqual([]);
+  });
+});
+
+describe('IMPORT_* (imports of a team project)', () => {
+  it('allows github.com and gitlab.com, no special network, 100 MB and 120 s by default', () => {
+    expect(loadConfig({}).imports).toEqual({
+      allowedHosts: ['github.com', 'gitlab.com'],
+      allowedAddresses: [],
+      maxBytes: 100 * 1024 ** 2,
+      timeoutMs: 120_000,
+      caFile: undefined,
+    });
+  });
+
+  it('reads hosts (any case, a trailing dot and IPv6 brackets dropped), networks, a size, seconds and a CA file', () => {
+    const imports = loadConfig({
+      IMPORT_ALLOWED_HOSTS: ' GitHub.com, git.school.org., [fd00::5] ',
+      IMPORT_ALLOWED_ADDRESSES: '10.20.0.0/16, 192.168.1.5, fd00::/8',
+      IMPORT_MAX_SIZE: '20m',
+      IMPORT_TIMEOUT_SECONDS: '30',
+      IMPORT_CA_FILE: '/etc/ssl/school-ca.pem',
+    }).imports;
+    expect(imports).toEqual({
+      allowedHosts: ['github.com', 'git.school.org', 'fd00::5'],
+      allowedAddresses: ['10.20.0.0/16', '192.168.1.5', 'fd00::/8'],
+      maxBytes: 20 * 1024 ** 2,
+      timeoutMs: 30_000,
+      caFile: '/etc/ssl/school-ca.pem',
+    });
+  });
+
+  it('refuses a network that is no CIDR, a host with a scheme or path, a size out of bounds', () => {
+    expect(problems({ IMPORT_ALLOWED_ADDRESSES: '10.0.0.0/33' })).toEqual([
+      'IMPORT_ALLOWED_ADDRESSES="10.0.0.0/33" is not valid: expected a comma-separated list of networks in CIDR form or addresses (e.g. 10.20.0.0/16, 192.168.1.5)',
+    ]);
+    expect(problems({ IMPORT_ALLOWED_ADDRESSES: 'school-lan' })).toHaveLength(1);
+    expect(problems({ IMPORT_ALLOWED_HOSTS: 'https://github.com' })).toHaveLength(1);
+    expect(problems({ IMPORT_ALLOWED_HOSTS: 'github.com/team' })).toHaveLength(1);
+    expect(problems({ IMPORT_MAX_SIZE: '100k' })).toHaveLength(1);
+    expect(problems({ IMPORT_MAX_SIZE: '20g' })).toHaveLength(1);
+    expect(problems({ IMPORT_TIMEOUT_SECONDS: '0' })).toHaveLength(1);
   });
 });
 

@@ -18,6 +18,8 @@ const ACTIONS = [
   'container.restart-code',
   'workspace.backup',
   'workspace.restore',
+  'workspace.reset',
+  'workspace.import',
   'allowlist.add',
   'allowlist.remove',
   'config.max-active-containers',
