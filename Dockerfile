@@ -38,6 +38,11 @@ RUN set -eu; \
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
+# git (Debian 12's 2.39: http.curloptResolve needs 2.37) for importing a team's project, which the
+# control plane clones itself (src/import/clone.ts; prlimit is util-linux, in the base already).
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git ca-certificates \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 WORKDIR /app
 COPY --from=dependencies /app/node_modules ./node_modules
 COPY package.json package-lock.json ./
