@@ -74,11 +74,18 @@ const notLoopbackWebSocket = /^(?!wss?:\/\/(?:127\.0\.0\.1|localhost|[^/?#@:]*\.
  * Runs `fn` with a page in a fresh browser context (no cookies or storage shared with other
  * tests), and always closes the context afterwards. Requests not to 127.0.0.1 or a `localhost`
  * name are aborted; WebSockets to them are closed (code 1008) before they connect.
+ *
+ * Service workers are blocked (what one answers would bypass the routes) unless `serviceWorkers` is
+ * 'allow': VS Code's webviews need theirs, which answers only for the webview's own resources, from
+ * the editor (so still on loopback).
  */
-export async function withPage<T>(browser: Browser, fn: (page: Page) => Promise<T>, options: { baseURL?: string } = {}): Promise<T> {
+export async function withPage<T>(
+  browser: Browser,
+  fn: (page: Page) => Promise<T>,
+  options: { baseURL?: string; serviceWorkers?: 'allow' | 'block' } = {},
+): Promise<T> {
   const context: BrowserContext = await browser.newContext({
-    // Requests a service worker answers would bypass context.route.
-    serviceWorkers: 'block',
+    serviceWorkers: options.serviceWorkers ?? 'block',
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
   });
   try {

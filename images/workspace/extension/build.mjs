@@ -1,6 +1,8 @@
 // Bundles the classroom extension for VS Code's web worker extension host: src/extension.ts and
 // what it imports (ntcore-ts-client, with this folder's nt4-socket.ts in place of isomorphic-ws)
-// into dist/extension.js (CommonJS, `vscode` left to the host), then writes the extension's folder
+// into dist/extension.js (CommonJS, `vscode` left to the host), with the Driver Station page's own
+// script (src/webview/driver-station.ts, bundled first) in it as DRIVER_STATION_SCRIPT, to be put
+// inline in the page (no file for the webview to load), then writes the extension's folder
 // (package.json, dist/, README.md) to the directory given, ready to be copied into code-server's
 // built-in extensions. esbuild-wasm: no native binary to install. Run with the packages of this
 // folder's package.json resolvable (its node_modules, or the project's).
@@ -14,8 +16,23 @@ const here = import.meta.dirname;
 const out = path.resolve(process.argv[2] ?? path.join(here, 'out'));
 rmSync(out, { recursive: true, force: true });
 mkdirSync(path.join(out, 'dist'), { recursive: true });
+const page = await build({
+  entryPoints: [path.join(here, 'src/webview/driver-station.ts')],
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2022',
+  write: false,
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+const script = page.outputFiles[0].text;
+// Inline in the page: it must not end its own <script> element.
+if (/<\/script/i.test(script)) throw new Error('the Driver Station page script contains "</script": it cannot be put inline');
 await build({
   entryPoints: [path.join(here, 'src/extension.ts')],
+  define: { DRIVER_STATION_SCRIPT: JSON.stringify(script) },
   bundle: true,
   format: 'cjs',
   platform: 'browser',

@@ -10,6 +10,9 @@
  * - the run's output, live, in the "Robot run" terminal (run-terminal.ts; resumed where it was after
  *   a lost connection or a restarted control plane), and its compile errors as Problems on their files;
  * - the Simulator view (simulator.ts): the simulator's NetworkTables topics and live values;
+ * - the Driver Station (driver-station.ts): enable, disable, the mode, the emergency stop, driving
+ *   with the keyboard or a gamepad, the robot's autonomous choosers and its field, over WPILib's
+ *   HALSim WebSocket (halsim.ts) and NetworkTables (telemetry.ts);
  * - the idle warning: a few minutes before the idle sweep would stop the workspace, a notice with
  *   "Keep working"; and what the student does in the editor (editing, moving around, typing in a
  *   terminal: VS Code's "the window was interacted with recently") counts as activity, told to the
@@ -22,10 +25,12 @@
  */
 import * as vscode from 'vscode';
 import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
+import { DriverStation } from './driver-station.ts';
 import { setNt4Base } from './nt4-socket.ts';
 import { parseProblems, projectPath } from './problems.ts';
 import { RunTerminal } from './run-terminal.ts';
 import { SimulatorView } from './simulator.ts';
+import { Telemetry } from './telemetry.ts';
 
 /** How often the workspace and its run are looked at (reads do not count as activity). */
 const POLL_MS = 2000;
@@ -59,13 +64,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const classroom = new Classroom(base);
   const output = new RunTerminal('Robot run');
   const problems = vscode.languages.createDiagnosticCollection('robot-run');
-  const simulator = new SimulatorView();
+  const telemetry = new Telemetry();
+  const simulator = new SimulatorView(telemetry);
+  const driverStation = new DriverStation(base, telemetry);
   const actionItem = vscode.window.createStatusBarItem('classroom.run', vscode.StatusBarAlignment.Left, 1000);
   const stateItem = vscode.window.createStatusBarItem('classroom.state', vscode.StatusBarAlignment.Left, 999);
   actionItem.name = 'Run robot code';
   stateItem.name = 'Robot run';
   stateItem.command = 'classroom.showOutput';
-  context.subscriptions.push(output, problems, actionItem, stateItem, vscode.window.registerTreeDataProvider('classroom.simulator', simulator));
+  context.subscriptions.push(
+    output,
+    problems,
+    actionItem,
+    stateItem,
+    simulator,
+    driverStation,
+    vscode.window.registerTreeDataProvider('classroom.simulator', simulator),
+  );
 
   let workspace: WorkspaceView | undefined;
   /** The run whose output is shown, how much of it was received, and how its follower is stopped. */
@@ -221,6 +236,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (run && shown?.id !== run.id) follow(run);
     if (run?.status === 'running') simulator.connect();
     else simulator.disconnected(isActive(run) ? 'The simulator is starting…' : 'No simulator: press Run.');
+    driverStation.setRun(run);
     render();
     void warnIfIdle();
     tellDisk();
@@ -269,6 +285,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await refresh();
     }),
     vscode.commands.registerCommand('classroom.showOutput', () => output.show(true)),
+    vscode.commands.registerCommand('classroom.openDriverStation', () => driverStation.open()),
     vscode.commands.registerCommand('classroom.openPage', async () => {
       const target = workspace?.pageUrl ?? new URL('.cp/', base).href;
       await vscode.env.openExternal(vscode.Uri.parse(target));

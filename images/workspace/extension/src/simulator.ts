@@ -1,19 +1,14 @@
 /**
  * The Simulator view: every NetworkTables topic the running simulator publishes, with its live
- * value (the robot's pose, its mode, its SmartDashboard values, the time), through ntcore-ts-client
- * over the control plane (nt4-socket.ts). Shown while a run is running; the values refresh a few
+ * value (the robot's pose, its mode, its SmartDashboard values, the time), from the extension's
+ * NetworkTables client (telemetry.ts). Shown while a run is running; the values refresh a few
  * times a second, whatever rate the simulator publishes at.
  */
-import { NetworkTables } from 'ntcore-ts-client';
 import * as vscode from 'vscode';
+import type { Telemetry } from './telemetry.ts';
 
 /** How often the view redraws at most. */
 const REFRESH_MS = 200;
-
-interface TopicValue {
-  type: string;
-  value: unknown;
-}
 
 /** A topic's value as one short line: numbers with up to 3 decimals, arrays in brackets. */
 export function formatValue(value: unknown): string {
@@ -23,31 +18,33 @@ export function formatValue(value: unknown): string {
   return String(value);
 }
 
-export class SimulatorView implements vscode.TreeDataProvider<string> {
+export class SimulatorView implements vscode.TreeDataProvider<string>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<string | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
-  private readonly values = new Map<string, TopicValue>();
-  private nt: NetworkTables | undefined;
+  private readonly telemetry: Telemetry;
+  private readonly listening: vscode.Disposable;
   private connected = false;
   private refresh: ReturnType<typeof setTimeout> | undefined;
   private message = 'No simulator: press Run.';
 
+  constructor(telemetry: Telemetry) {
+    this.telemetry = telemetry;
+    let linked = telemetry.connected;
+    this.listening = telemetry.onChange(() => {
+      // The connection's own changes (a value does not say the run still runs: refresh does).
+      if (telemetry.connected !== linked) {
+        linked = telemetry.connected;
+        this.connected = linked;
+        if (!linked) this.message = 'Waiting for the simulator…';
+      }
+      this.schedule();
+    });
+  }
+
   /** Subscribes to every topic of the running simulator (once; the client reconnects by itself). */
   connect(): void {
     this.message = 'Connecting to the simulator…';
-    if (!this.nt) {
-      // The host and port are placeholders: nt4-socket.ts rewrites the address.
-      this.nt = NetworkTables.getInstanceByURI('classroom-simulator', 5810);
-      this.nt.addRobotConnectionListener((connected) => {
-        this.connected = connected;
-        if (!connected) this.message = 'Waiting for the simulator…';
-        this.schedule();
-      }, true);
-      this.nt.createPrefixTopic('/').subscribe((value, params) => {
-        this.values.set(params.name, { type: params.type, value });
-        this.schedule();
-      });
-    }
+    this.telemetry.connect();
     this.schedule();
   }
 
@@ -71,7 +68,7 @@ export class SimulatorView implements vscode.TreeDataProvider<string> {
       item.iconPath = new vscode.ThemeIcon('info');
       return item;
     }
-    const topic = this.values.get(name)!;
+    const topic = this.telemetry.values.get(name)!;
     const item = new vscode.TreeItem(name);
     item.description = formatValue(topic.value);
     item.tooltip = `${name} (${topic.type}): ${formatValue(topic.value)}`;
@@ -81,7 +78,12 @@ export class SimulatorView implements vscode.TreeDataProvider<string> {
 
   getChildren(parent?: string): string[] {
     if (parent !== undefined) return [];
-    const names = [...this.values.keys()].filter((name) => !name.includes('/.')).toSorted();
+    const names = [...this.telemetry.values.keys()].filter((name) => !name.includes('/.')).toSorted();
     return this.connected && names.length > 0 ? names : ['', ...names];
+  }
+
+  dispose(): void {
+    this.listening.dispose();
+    this.changed.dispose();
   }
 }

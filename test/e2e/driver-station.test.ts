@@ -1,0 +1,307 @@
+/**
+ * Issue 40, the Driver Station in the editor, and issue 41 item 3, the command palette: Chromium, the
+ * real workspace image (code-server with the classroom extension built in), the real stand-in robot
+ * (its HALSim WebSocket and NetworkTables 4), started by the real controllers on real Docker, driven
+ * through the real control plane's relay (`.cp/halsim/wpilibws`) from the extension in the browser.
+ *
+ * The student types "Robot: Run" in the command palette and Enter runs the robot code (not another
+ * command that matches, even one used just before). Then, from the Driver Station: it opens disabled;
+ * Enable in teleop, W held drives the robot forward on the field (its pose on NetworkTables, and as the
+ * Driver Station draws it); Enter and Space disable and never press the Enable button; a mode switch
+ * while enabled disables; a gamepad (injected through the Gamepad API: Playwright has no real pad)
+ * drives, and unplugged it disables the robot; the autonomous routine picked in the Driver Station is
+ * the one the robot runs; the emergency stop holds until the run restarts; and the tab closed, the
+ * robot is disabled within 500 ms.
+ *
+ * What the robot does is read from its own NetworkTables (straight from the run's simulator, as a
+ * dashboard on the robot's network would), never from the page that is being tested.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import type { Browser, Frame, Page } from 'playwright-core';
+import { RunController } from '../../controllers/runs.ts';
+import { categoryLogger } from '../../src/log.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { launchBrowser, openFromExplorer, recordPage, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { captureLogger, codeServerLog, createHarness, eventually, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { Nt4Client } from '../helpers/robot-protocols.ts';
+import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+
+const IMAGE = 'classroom-workspace:latest';
+const tag = Date.now().toString(36);
+const db = useTestDatabase({ truncate: false });
+let app: TestApp;
+let harness: Harness;
+let runs: RunController;
+const runLog = captureLogger();
+let browser: Browser;
+let ada: Student;
+/** The screenshots, kept for a look (docs/students.md's is made here). */
+const SHOTS = process.env['DS_SCREENSHOTS'] ?? os.tmpdir();
+const MODE = '/classroom/mode';
+const POSE = '/SmartDashboard/Field/Robot';
+
+beforeAll(async () => {
+  app = await startApp(db.dataSource, {});
+  harness = createHarness(db.dataSource, { changes: app.store.changes, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
+  await harness.controller.start();
+  runs = new RunController({
+    store: harness.store,
+    runtime: harness.runtime,
+    metrics: app.metrics,
+    log: categoryLogger(runLog.root, 'runs'),
+    buildTimeoutMs: 180_000,
+    runningCheckMs: 1000,
+    template: { image: IMAGE, memoryBytes: 1024 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: './gradlew simulateJava' },
+  });
+  await runs.start();
+  ada = await newStudent(harness.store, 'ada', tag);
+  ada.workspace = await openAndWait(harness.store, ada.workspace);
+  browser = await launchBrowser();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await runs?.stop();
+  await app?.close();
+  await harness?.stop();
+  if (harness) await removeEverything(harness.controlPlaneId);
+}, 60_000);
+
+/** A page with VS Code's webviews working: they need their service worker. */
+const withEditorPage = <T>(fn: (page: Page) => Promise<T>) => withPage(browser, fn, { serviceWorkers: 'allow' });
+
+/** Ada's editor, with the classroom extension's Run (or Stop, while a run is active) in the status bar. */
+async function editor(page: Page): Promise<void> {
+  await page.setViewportSize({ width: 1500, height: 900 });
+  await page
+    .context()
+    .addCookies(ada.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: app.url })));
+  await page.goto(`${app.url}/u/${ada.workspace.slug}/?folder=/home/student`, { waitUntil: 'commit' });
+  await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, ada.workspace.id) });
+  await page
+    .locator('.statusbar-item', { hasText: /^\s*(Run|Stop)\s*$/ })
+    .first()
+    .waitFor({ timeout: 60_000 });
+}
+
+/** Opens the command palette with `text` typed in it, and waits for its first entry. */
+async function palette(page: Page, text: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input').waitFor();
+  await page.keyboard.type(text);
+  await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
+}
+
+/** A run of Ada's that is running (the active one, or a new one), with its robot's NetworkTables. */
+async function runningRobot(): Promise<{ runId: string; nt: Nt4Client }> {
+  const runId = (await harness.store.runs.active(ada.workspace.id))?.id ?? (await harness.store.runs.create(ada.workspace.id)).id;
+  const run = await eventually(
+    'the run running',
+    async () => {
+      const current = await harness.store.runs.get(runId);
+      if (current && current.status !== 'queued' && current.status !== 'running') throw new Error(`the run ended: ${JSON.stringify(current)}`);
+      return current?.status === 'running' && current.simEndpoint ? current : undefined;
+    },
+    180_000,
+  );
+  const nt = await Nt4Client.connect(`ws://${run.simEndpoint}/nt/driver-station-test`);
+  await nt.until(MODE, () => true);
+  return { runId, nt };
+}
+
+/** The Driver Station's page: the inner frame of its webview. */
+async function driverStation(page: Page): Promise<Frame> {
+  return eventually(
+    'the Driver Station page',
+    async () => {
+      for (const frame of page.frames())
+        if (
+          (await frame
+            .locator('#ds')
+            .count()
+            .catch(() => 0)) > 0
+        )
+          return frame;
+      return undefined;
+    },
+    60_000,
+  );
+}
+
+/** The robot's x as the Driver Station says it under its field ("Robot: x 2.00 m, ..."). */
+async function drawnX(ds: Frame): Promise<number> {
+  const text = await ds.locator('#pose').innerText();
+  const match = /Robot: x (-?\d+\.\d+) m/.exec(text);
+  if (!match) throw new Error(`no pose under the field: ${text}`);
+  return Number(match[1]);
+}
+
+const poseOf = (nt: Nt4Client) => nt.values.get(POSE) as number[];
+
+/** In the Driver Station's page: counts the Enable button's clicks (`window.enableClicks`). */
+const COUNT_ENABLE_CLICKS = `window.enableClicks = 0; document.getElementById('enable').addEventListener('click', () => window.enableClicks++)`;
+/** In the Driver Station's page: a gamepad plugged in, as the Gamepad API gives one ("standard" mapping), its left stick pushed forward. */
+const PLUG_PAD = `(() => {
+  const pad = { id: 'Test pad (STANDARD GAMEPAD)', index: 0, connected: true, mapping: 'standard', timestamp: 0, axes: [0, -1, 0, 0],
+    buttons: Array.from({ length: 17 }, () => ({ pressed: false, touched: false, value: 0 })) };
+  Object.defineProperty(navigator, 'getGamepads', { configurable: true, value: () => [pad, null, null, null] });
+  window.dispatchEvent(Object.assign(new Event('gamepadconnected'), { gamepad: pad }));
+})()`;
+/** In the Driver Station's page: that gamepad unplugged. */
+const UNPLUG_PAD = `(() => {
+  const pad = navigator.getGamepads()[0];
+  Object.defineProperty(navigator, 'getGamepads', { configurable: true, value: () => [null, null, null, null] });
+  window.dispatchEvent(Object.assign(new Event('gamepaddisconnected'), { gamepad: pad }));
+})()`;
+
+it('runs the robot code when the student types "Robot: Run" in the command palette and presses Enter, even after using another Robot command', async () => {
+  await withEditorPage(async (page) => {
+    await editor(page);
+    // Another Robot command from the palette first: a recently used command is listed first when it matches.
+    await palette(page, 'Robot: Keep');
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    await palette(page, 'Robot: Run');
+    const first = page.locator('.quick-input-list .monaco-list-row').first();
+    expect(await first.locator('.label-name').innerText()).toBe('Robot: Run robot code');
+    await page.screenshot({ path: path.join(SHOTS, 'palette-robot-run.png') });
+    await page.keyboard.press('Enter');
+    await eventually('a run started', async () => (await harness.store.runs.active(ada.workspace.id)) !== undefined, 30_000);
+    await page
+      .locator('.statusbar-item', { hasText: /Building|Running/ })
+      .first()
+      .waitFor({ timeout: 30_000 });
+  });
+}, 300_000);
+
+it('drives the robot from the Driver Station: enable, keyboard, Space and Enter, modes, a gamepad, the autonomous chooser, the emergency stop, and a closed tab', async () => {
+  let { runId, nt } = await runningRobot();
+  await withEditorPage(async (page) => {
+    const record = recordPage(page);
+    try {
+      await editor(page);
+      // The student's code open, the Driver Station beside it.
+      await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
+      await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
+      // The status bar's Driver Station: nothing opens it but the student.
+      for (const frame of page.frames()) expect(await frame.locator('#ds').count()).toBe(0);
+      await page.locator('.statusbar-item', { hasText: 'Driver Station' }).first().click();
+      const ds = await driverStation(page);
+      await ds.locator('#tile-comms.ok').waitFor({ timeout: 30_000 });
+      await ds.locator('#tile-code.ok').waitFor();
+
+      // Opened, connected: disabled, and the robot too.
+      expect(await ds.locator('#robot-state').innerText()).toBe('Teleoperated Disabled');
+      expect(await nt.until(MODE, (mode) => mode === 'disabled')).toBe('disabled');
+
+      // Enable in teleop, hold W: the robot drives forward, on its NetworkTables and on the drawn field.
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      await ds.locator('#robot-state').getByText('Teleoperated Enabled').waitFor();
+      const start = poseOf(nt)[0]!;
+      await page.keyboard.down('KeyW');
+      await nt.until<number[]>(POSE, (pose) => pose[0]! > start + 1);
+      await eventually('the drawn robot to move', async () => (await drawnX(ds)) > start + 1, 10_000);
+      await page.screenshot({ path: path.join(SHOTS, 'driver-station-driving.png') });
+      await page.keyboard.up('KeyW');
+
+      // Enter disables, and does not press the focused Enable button (which would enable again); nor does Space.
+      await ds.evaluate(COUNT_ENABLE_CLICKS);
+      await ds.locator('#enable').focus();
+      await page.keyboard.press('Enter');
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      await ds.locator('#enable').focus();
+      await page.keyboard.press('Space');
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      // The key events are dispatched when press resolves: a button pressed by them was clicked by then.
+      expect(await ds.evaluate('window.enableClicks')).toBe(1);
+
+      // Another mode while enabled: disabled first, and it stays so in the new mode.
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      await ds.locator('[data-mode="test"]').click();
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      await ds.locator('#robot-state').getByText('Test Disabled').waitFor();
+      await ds.locator('[data-mode="teleop"]').click();
+
+      // A gamepad, as the Gamepad API gives one, its left stick forward: it drives.
+      await ds.evaluate(PLUG_PAD);
+      await ds.locator('#input-source').getByText('Test pad').waitFor();
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      const padStart = poseOf(nt);
+      await nt.until<number[]>(POSE, (pose) => Math.hypot(pose[0]! - padStart[0]!, pose[1]! - padStart[1]!) > 0.5);
+      // Unplugged while driving: the robot is disabled, and the student is told why.
+      await ds.evaluate(UNPLUG_PAD);
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      await ds.locator('#message').getByText('The gamepad "Test pad (STANDARD GAMEPAD)" was unplugged: the robot is disabled.').waitFor();
+
+      // The autonomous chooser: the robot's routines listed; the pick is the routine the robot runs.
+      const chooser = ds.locator('select');
+      await chooser.locator('option', { hasText: 'Drive and turn' }).waitFor({ state: 'attached' });
+      expect(await chooser.locator('option').allInnerTexts()).toEqual(['Drive forward', 'Drive and turn']);
+      await chooser.selectOption('Drive and turn');
+      await nt.until('/SmartDashboard/Auto choices/active', (active) => active === 'Drive and turn');
+      await ds.getByText('Your robot uses: Drive and turn').waitFor();
+      await ds.locator('[data-mode="autonomous"]').click();
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'autonomous');
+      await eventually(
+        'the robot running the routine picked',
+        async () => (await harness.store.runs.outputText(runId)).includes('Auto selected: Drive and turn'),
+        30_000,
+      );
+      const autoStart = poseOf(nt);
+      await nt.until<number[]>(POSE, (pose) => Math.hypot(pose[0]! - autoStart[0]!, pose[1]! - autoStart[1]!) > 0.5);
+      await page.screenshot({ path: path.join(SHOTS, 'driver-station-autonomous.png') });
+
+      // The emergency stop: disabled, and Enable refused until the run restarts.
+      await ds.locator('#estop').click();
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      await ds.locator('#robot-state').getByText('Emergency stopped').waitFor();
+      expect(await ds.locator('#enable').isDisabled()).toBe(true);
+      expect(await ds.locator('#message').innerText()).toBe('Emergency stopped: stop and run your robot code again to drive.');
+      await page.screenshot({ path: path.join(SHOTS, 'driver-station-estop.png') });
+      nt.close();
+      await harness.store.runs.requestStop(ada.workspace.id, runId);
+      await eventually('the run ended', async () => (await harness.store.runs.active(ada.workspace.id)) === undefined, 60_000);
+      ({ runId, nt } = await runningRobot());
+      // The new run's robot: connected again, disabled, and it may be enabled.
+      await ds.locator('#robot-state').getByText('Autonomous Disabled').waitFor({ timeout: 30_000 });
+      await ds.locator('#tile-comms.ok').waitFor({ timeout: 30_000 });
+      await ds.locator('[data-mode="teleop"]').click();
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      // Forward and to the left (the right stick), for the picture (docs/driver-station.png).
+      await page.keyboard.down('KeyW');
+      await page.keyboard.down('ArrowLeft');
+      await nt.until<number[]>(POSE, (pose) => Math.abs(pose[2]!) > 40);
+      await page.keyboard.up('ArrowLeft');
+      await page.keyboard.up('KeyW');
+      await page.screenshot({ path: path.join(SHOTS, 'driver-station.png') });
+    } catch (error) {
+      const shot = path.join(SHOTS, 'driver-station-failure.png');
+      await page.screenshot({ path: shot }).catch(() => undefined);
+      const relay = app.logs.filter((line) => JSON.stringify(line).toLowerCase().includes('halsim')).slice(-30);
+      throw new Error(
+        `${(error as Error).message}\n--- the page logged:\n${record.logged.slice(-60).join('\n')}\n--- the control plane on HALSim:\n${relay.map((line) => JSON.stringify(line)).join('\n')}\n--- screenshot: ${shot}`,
+        { cause: error },
+      );
+    } finally {
+      record.stop();
+    }
+
+    // The tab closed while the robot is enabled: disabled within 500 ms.
+    const closedAt = performance.now();
+    const closing = page.close();
+    await nt.until(MODE, (mode) => mode === 'disabled', 5000);
+    const took = performance.now() - closedAt;
+    await closing;
+    expect(took).toBeLessThan(500);
+  });
+  nt.close();
+}, 600_000);
