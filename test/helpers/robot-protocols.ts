@@ -30,7 +30,7 @@ function opened(socket: WebSocket): Promise<number> {
 }
 
 /** Resolves once `check` holds, checked now and on every `event` of `socket`; rejects after `ms` with `describe()`. */
-function waitOn(socket: WebSocket, event: 'message' | 'close', what: string, check: () => boolean, describe: () => string, ms: number): Promise<void> {
+export function waitOn(socket: WebSocket, event: 'message' | 'close', what: string, check: () => boolean, describe: () => string, ms: number): Promise<void> {
   if (check()) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const done = (error?: Error) => {
