@@ -2,7 +2,8 @@
  * A compose deployment of this checkout against real Docker, as an operator brings it up: its own
  * project name (its containers, volumes and networks; the control plane's CONTROL_PLANE_ID too),
  * only the settings it is given (nothing of this machine's environment, nor a .env in the checkout),
- * and a list of what it left (by compose's label, and the workspace network by name).
+ * in compose's environment or, as the production guide has it, in a `.env` file, and a list of what
+ * it left (by compose's label, and the workspace network by name).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -53,7 +54,10 @@ export interface Deployment {
   project: string;
   /** The Docker network of the workspaces (the control plane makes it; compose does not remove it). */
   workspaceNetwork: string;
-  /** The settings compose is given (the test may add to them before `up`). */
+  /**
+   * The settings compose is given (the test may change them before any command): in its
+   * environment, or with `dotEnv` in the `.env` file it reads, written from them before each command.
+   */
   env: NodeJS.ProcessEnv;
   /** `docker compose …` (or Debian's `docker-compose …`) on the deployment's files, as its project. */
   compose(args: string[], timeoutMs: number): Promise<Result>;
@@ -65,12 +69,31 @@ export interface Deployment {
   cleanup(): Promise<void>;
 }
 
+/** What compose's own environment keeps when its settings are in `.env`: where its programs, home and engine are. */
+const SHELL = ['PATH', 'HOME', 'DOCKER_HOST'];
+
+/**
+ * A `.env` file of `settings`, one `NAME=value` line each. A value is written as it is, unquoted:
+ * one that compose would read otherwise (a `$` it interpolates, a quote, a backslash, a `#`, which
+ * after a space starts a comment, a line break, spaces at an end) is refused, naming its variable.
+ */
+function dotEnvText(settings: NodeJS.ProcessEnv): string {
+  return Object.entries(settings)
+    .filter(([name, value]) => !SHELL.includes(name) && value !== undefined)
+    .map(([name, value]) => {
+      if (/[$'"\\#\r\n]|^\s|\s$/.test(value!)) throw new Error(`${name}=${JSON.stringify(value)} cannot be written unquoted in .env`);
+      return `${name}=${value}\n`;
+    })
+    .join('');
+}
+
 /**
  * A deployment of `files` (compose.yaml, and overrides) under a fresh project name: the settings
  * every deployment needs (secrets, the socket's group, the stand-in editor image, the base images),
- * then `settings`.
+ * then `settings`; with `dotEnv`, compose reads them from a `.env` file, as an operator's, and its
+ * own environment holds only PATH, HOME and DOCKER_HOST (a variable there would override `.env`'s).
  */
-export async function deployment(files: string[], settings: Record<string, string>): Promise<Deployment> {
+export async function deployment(files: string[], settings: Record<string, string>, options: { dotEnv?: boolean } = {}): Promise<Deployment> {
   let command: string[];
   if ((await run('docker', ['compose', 'version'], { timeoutMs: 10_000 })).code === 0) command = ['docker', 'compose'];
   else if ((await run('docker-compose', ['version'], { timeoutMs: 10_000 })).code === 0) command = ['docker-compose'];
@@ -94,9 +117,9 @@ export async function deployment(files: string[], settings: Record<string, strin
     WORKSPACE_IMAGE: TEST_IMAGE,
     ...settings,
   };
-  // Empty: a .env in the checkout is not this run's configuration.
+  // Empty unless dotEnv: a .env in the checkout is not this run's configuration.
   const scratch = mkdtempSync(path.join(tmpdir(), 'compose-test-'));
-  const envFile = path.join(scratch, 'empty.env');
+  const envFile = path.join(scratch, '.env');
   writeFileSync(envFile, '');
   const fileArgs = files.flatMap((file) => ['-f', path.join(ROOT, file)]);
   const filters = { label: [`com.docker.compose.project=${project}`] };
@@ -107,7 +130,9 @@ export async function deployment(files: string[], settings: Record<string, strin
     env,
     compose: (args, timeoutMs) => {
       const [file, ...first] = command;
-      return run(file!, [...first, '--env-file', envFile, ...fileArgs, '-p', project, ...args], { env, timeoutMs });
+      if (options.dotEnv) writeFileSync(envFile, dotEnvText(env), { mode: 0o600 });
+      const given = options.dotEnv ? Object.fromEntries(Object.entries(env).filter(([name]) => SHELL.includes(name))) : env;
+      return run(file!, [...first, '--env-file', envFile, ...fileArgs, '-p', project, ...args], { env: given, timeoutMs });
     },
     container: async (service) => {
       const [found] = await docker.listContainers({
