@@ -181,7 +181,6 @@ RUNTIME_CHECK='
   setpriv --reuid=1000 --regid=1000 --clear-groups env HOME=/tmp code-server --version'
 
 # ---- keys --------------------------------------------------------------------------------------
-tree_hash() { (cd "$1" && find . \( -type f -o -type l \) -printf '%m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); }
 BASE_KEY="$({
   echo "base $SUITE $DEB_ARCH"
   printf '%s\n' "$SOURCES_LIST"

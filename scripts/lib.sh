@@ -92,6 +92,10 @@ since() {
 
 hash16() { sha256sum | cut -c1-16; }
 
+# tree_hash DIR: every file and link under DIR with its mode, and every file's sha256: what a
+# cache key holds of a directory of inputs.
+tree_hash() { (cd "$1" && find . \( -type f -o -type l \) -printf '%m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); }
+
 # image_hash LABEL TAG: the value of LABEL on image TAG (empty when there is no such image).
 image_hash() { docker image inspect --format "{{ index .Config.Labels \"$1\" }}" "$2" 2>/dev/null || true; }
 
