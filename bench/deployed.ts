@@ -10,7 +10,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchDatabase, benchDatabaseUrl, CONTROL_PLANE_LABEL, docker, freePort } from './lib.ts';
+import type { Browser as Chromium, Page } from 'playwright-core';
+import { benchDatabase, benchDatabaseUrl, browserCookies, CONTROL_PLANE_LABEL, docker, freePort, startRun, stopRun } from './lib.ts';
+import { HALSIM_URI, LABELS } from '../src/docker/runtime.ts';
 import { TEST_ENV } from '../test/helpers/controllers.ts';
 import { Browser, startOidcProvider } from '../test/helpers/oidc.ts';
 
@@ -148,4 +150,71 @@ export async function stopChild(child: ChildProcess, ipc: boolean): Promise<void
   const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * Settings of a deployment of the real workspace image (code-server with the classroom extension,
+ * the stand-in robot) at the default memory limits (CODE_MEMORY_LIMIT's 2 GiB, for the editor and,
+ * through RUN_MEMORY_LIMIT's default, the simulator; the test image's settings give 64 MiB).
+ */
+export const ROBOT_WORKSPACE_ENV = { WORKSPACE_IMAGE: 'classroom-workspace:latest', CODE_MEMORY_LIMIT: '2g', RUN_BUILD_TIMEOUT: '300s' };
+
+/** A run of the student's robot program and where its two protocols are: through the control plane (as the editor reaches them) and straight at its container. */
+export interface RobotRun {
+  runId: string;
+  /** The simulator's container. */
+  containerId: string;
+  /** WPILib's HALSim WebSocket: `<editor>/.cp/halsim/wpilibws`, and `ws://<container>:HALSIMWS_PORT/wpilibws`. */
+  halsim: { proxied: string; direct: string };
+  /** NetworkTables 4, where `/nt/<client>` follows: `<editor>/.cp/nt4`, and `ws://<container>:NT4_PORT`. */
+  nt4: { proxied: string; direct: string };
+}
+
+/**
+ * Presses Run as the student does (the student API, their cookie) and waits (5 minutes at most:
+ * the robot program is compiled first) until the run is running; Stop is pressed at cleanup.
+ */
+export async function startRobotRun(deployed: Deployed, cleanups: (() => Promise<unknown>)[]): Promise<RobotRun> {
+  const { origin, slug, cookie } = deployed;
+  const runId = await startRun(origin, { slug, cookie });
+  cleanups.push(() => stopRun(origin, { slug, cookie }, runId));
+  for (const until = Date.now() + 300_000; ; await sleep(200)) {
+    const { run } = (await (await fetch(`${origin}/u/${slug}/api/runs/${runId}`, { headers: { cookie } })).json()) as {
+      run: { status: string; reason: string | null; output?: string };
+    };
+    if (run.status === 'running') break;
+    if (run.status !== 'queued') throw new Error(`the run ended (${run.status}: ${run.reason}) before it ran: ${(run.output ?? '').slice(-2000)}`);
+    if (Date.now() > until) throw new Error('the run was not running after 5 minutes');
+  }
+  const [container] = await docker.listContainers({ filters: { label: [`${LABELS.runId}=${runId}`] } });
+  if (!container) throw new Error(`run ${runId} is running, but no container of it runs`);
+  const inspected = await docker.getContainer(container.Id).inspect();
+  const address = inspected.NetworkSettings.Networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress;
+  // The ports the image contract gives the simulator (its environment).
+  const env = (name: string) => inspected.Config.Env.find((each) => each.startsWith(`${name}=`))!.slice(name.length + 1);
+  const editor = `${origin.replace(/^http/, 'ws')}/u/${slug}/.cp`;
+  return {
+    runId,
+    containerId: container.Id,
+    halsim: { proxied: `${editor}/halsim${HALSIM_URI}`, direct: `ws://${address}:${env('HALSIMWS_PORT')}${HALSIM_URI}` },
+    nt4: { proxied: `${editor}/nt4`, direct: `ws://${address}:${env('NT4_PORT')}` },
+  };
+}
+
+/**
+ * A Chromium page on the editor's origin (path mode: the control plane's) with the student's session
+ * cookie, so that what the benchmark's code opens in it under `<editor>/.cp/` goes with the student's
+ * cookie and the editor's Origin, as the Driver Station's connections do. The page is the control
+ * plane's own `/healthz` answer, a document served from loopback: Chromium's Local Network Access
+ * checks refuse a page Playwright made up (no address, so "public") any connection to loopback or
+ * to a container. Its Content-Security-Policy is bypassed, for the benchmark's scripts. Nothing is
+ * routed through Playwright. Closed at cleanup.
+ */
+export async function editorOriginPage(browser: Chromium, deployed: Deployed, cleanups: (() => Promise<unknown>)[]): Promise<Page> {
+  const context = await browser.newContext({ serviceWorkers: 'block', bypassCSP: true });
+  cleanups.push(() => context.close());
+  await context.addCookies(browserCookies(deployed.cookie, deployed.origin));
+  const page = await context.newPage();
+  await page.goto(`${deployed.origin}/healthz`);
+  return page;
 }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { loadConfig } from '../src/config.ts';
@@ -264,6 +265,37 @@ export async function signedSessionCookie(db: DataSource, userId: string, secret
 }
 
 export { freePort } from '../test/helpers/server.ts';
+
+/** A signed-in student as the benchmarks hold one: their workspace's slug and their session's Cookie header. */
+export interface SignedIn {
+  slug: string;
+  cookie: string;
+}
+
+/** Presses Run as the student does (`POST /u/<slug>/api/runs` with their cookie and the site's Origin); the new run's id. */
+export async function startRun(origin: string, student: SignedIn): Promise<string> {
+  const answer = await fetch(`${origin}/u/${student.slug}/api/runs`, { method: 'POST', headers: { cookie: student.cookie, origin } });
+  if (answer.status !== 202) throw new Error(`Run answered ${answer.status}: ${await answer.text()}`);
+  return ((await answer.json()) as { run: { id: string } }).run.id;
+}
+
+/** Presses Stop as the student does, and waits (30 s at most) until the run is no longer queued or running. */
+export async function stopRun(origin: string, student: SignedIn, runId: string): Promise<void> {
+  await fetch(`${origin}/u/${student.slug}/api/runs/${runId}/stop`, { method: 'POST', headers: { cookie: student.cookie, origin } });
+  for (const until = Date.now() + 30_000; Date.now() < until; await sleep(100)) {
+    const answer = await fetch(`${origin}/u/${student.slug}/api/runs/${runId}`, { headers: { cookie: student.cookie } });
+    const { run } = (await answer.json()) as { run: { status: string } };
+    if (run.status !== 'queued' && run.status !== 'running') return;
+  }
+}
+
+/** A Cookie header (`a=1; b=2`) as Playwright's cookies for `origin`. */
+export function browserCookies(cookie: string, origin: string): { name: string; value: string; url: string }[] {
+  return cookie.split(';').map((pair) => {
+    const at = pair.indexOf('=');
+    return { name: pair.slice(0, at).trim(), value: pair.slice(at + 1).trim(), url: origin };
+  });
+}
 
 /** Resident set size of process `pid` in bytes (VmRSS of /proc/<pid>/status). */
 export function processRssBytes(pid: number): number {

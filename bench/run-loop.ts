@@ -35,6 +35,9 @@ import {
   removeLabelled,
   serveControlPlane,
   signedSessionCookie,
+  startRun,
+  stopRun,
+  type SignedIn,
 } from './lib.ts';
 
 const DATABASE = 'cp_bench_run_loop';
@@ -43,11 +46,6 @@ const RUNS = Number(process.env.RUNS ?? 30);
 const MEASURE_SECONDS = Number(process.env.MEASURE_SECONDS ?? 20);
 const SIM = 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100 SIM_PRINT_EVERY_MS=100 node /app/sim.mjs';
 const FIRST_LINE = 'compiling... 1/3';
-
-interface Student {
-  slug: string;
-  cookie: string;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The control plane, in its own process: it opens the workspaces and answers with their students.
@@ -63,7 +61,7 @@ async function serve(): Promise<void> {
   ]);
   process.on('message', (message: { type: string }) => message.type === 'stop' && void stop());
   const tag = randomBytes(3).toString('hex');
-  const students: Student[] = [];
+  const students: SignedIn[] = [];
   const ids: string[] = [];
   for (let i = 0; i < RUNS; i++) {
     const { user, workspace } = await plane.store.users.create({ email: `run-${tag}-${i}@school.test` });
@@ -85,7 +83,7 @@ async function serve(): Promise<void> {
 // The benchmark.
 
 /** Follows a run's live output; calls `onLine` with each whole line as it arrives. Resolves once the stream is open. */
-async function follow(origin: string, student: Student, runId: string, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+async function follow(origin: string, student: SignedIn, runId: string, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
   const answer = await fetch(`${origin}/u/${student.slug}/api/runs/${runId}/output`, { headers: { cookie: student.cookie }, signal });
   if (answer.status !== 200) throw new Error(`output stream answered ${answer.status}`);
   void (async () => {
@@ -110,23 +108,8 @@ async function follow(origin: string, student: Student, runId: string, onLine: (
   })();
 }
 
-async function startRun(origin: string, student: Student): Promise<string> {
-  const answer = await fetch(`${origin}/u/${student.slug}/api/runs`, { method: 'POST', headers: { cookie: student.cookie, origin } });
-  if (answer.status !== 202) throw new Error(`Run answered ${answer.status}: ${await answer.text()}`);
-  return ((await answer.json()) as { run: { id: string } }).run.id;
-}
-
-async function stopRun(origin: string, student: Student, runId: string): Promise<void> {
-  await fetch(`${origin}/u/${student.slug}/api/runs/${runId}/stop`, { method: 'POST', headers: { cookie: student.cookie, origin } });
-  for (const until = Date.now() + 30_000; Date.now() < until; await sleep(100)) {
-    const answer = await fetch(`${origin}/u/${student.slug}/api/runs/${runId}`, { headers: { cookie: student.cookie } });
-    const { run } = (await answer.json()) as { run: { status: string } };
-    if (run.status !== 'queued' && run.status !== 'running') return;
-  }
-}
-
 /** Run request to the first output line in the live stream (ms). */
-async function managedFirstLine(origin: string, student: Student): Promise<number> {
+async function managedFirstLine(origin: string, student: SignedIn): Promise<number> {
   const abort = new AbortController();
   const started = performance.now();
   const runId = await startRun(origin, student);
@@ -181,7 +164,7 @@ async function main(): Promise<void> {
   };
   deadline(20 * 60_000, cleanup);
   try {
-    const ready = await new Promise<{ type: string; origin: string; students: Student[]; message?: string }>((resolve) => child.once('message', resolve));
+    const ready = await new Promise<{ type: string; origin: string; students: SignedIn[]; message?: string }>((resolve) => child.once('message', resolve));
     if (ready.type !== 'ready') throw new Error(ready.message);
     const { origin, students } = ready;
     console.log(`${students.length} workspaces running; control plane pid ${child.pid}`);

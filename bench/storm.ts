@@ -76,6 +76,7 @@ import { launchBrowser, withPage } from '../test/helpers/browser.ts';
 import { TcpProxy } from '../test/helpers/tcp-proxy.ts';
 import {
   benchDatabase,
+  browserCookies,
   cgroupCpuSeconds,
   CONTROL_PLANE_LABEL,
   deadline,
@@ -225,14 +226,6 @@ interface Recording {
   blocked: string[];
   failed: string[];
   userAgent: string;
-}
-
-/** The Cookie header of a session as browser cookies for `origin`. */
-function browserCookies(cookie: string, origin: string) {
-  return cookie.split(';').map((pair) => {
-    const at = pair.indexOf('=');
-    return { name: pair.slice(0, at).trim(), value: pair.slice(at + 1).trim(), url: origin };
-  });
 }
 
 /** Resolves with `promise`, or with `fallback` after `ms`. */
