@@ -3,7 +3,7 @@
  * Open Driver Station", or the status bar's Driver Station item, which stands out while a run is
  * running and the Driver Station is closed), with Enable / Disable, Teleop / Autonomous / Test, the
  * emergency stop, the elapsed time, the communications, robot code and joysticks tiles, the robot's
- * autonomous choosers and its field.
+ * autonomous choosers, its field, and graphs of the topics the student picks (graphs.ts).
  *
  * The page (webview/driver-station.ts) shows and asks; the connection to the robot and every rule live
  * here, in the extension host (halsim.ts, ds-state.ts): the page may be hidden, reloaded or slow, and
@@ -20,16 +20,21 @@ import { choosers, fields } from './dashboard.ts';
 import { keyMap } from './ds-input.ts';
 import { enableRefusal } from './ds-state.ts';
 import type { FromPage, ToPage } from './ds-view.ts';
+import { graphable, graphSettings, plotted, WINDOWS, type GraphSettings, type SampleBatch } from './graphs.ts';
 import { DriverStationLink, type LinkUpdate } from './halsim.ts';
 import type { Telemetry } from './telemetry.ts';
 
 /** The page's script (webview/driver-station.ts), bundled by build.mjs. */
 declare const DRIVER_STATION_SCRIPT: string;
+/** uPlot's style sheet (the graphs' library), put in the page by build.mjs. */
+declare const UPLOT_STYLE: string;
 
 /** The setting of the student's keys (control → `KeyboardEvent.code`). */
 export const KEYS_SETTING = 'classroom.driverStation.keys';
 /** The most often the page gets the robot's choosers and field. */
 const DASHBOARD_MS = 50;
+/** Where the student's graphs (graphs.ts GraphSettings) are remembered. */
+const GRAPHS_KEY = 'classroom.driverStation.graphs';
 
 const MODE_NAMES = { teleop: 'Teleop', autonomous: 'Autonomous', test: 'Test' };
 
@@ -43,17 +48,34 @@ export class DriverStation implements vscode.Disposable {
   private run: RunView | null = null;
   private readonly subscriptions: vscode.Disposable[] = [];
   private dashboardTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly memory: vscode.Memento | undefined;
+  private graphs: GraphSettings;
+  /** The graphed topics' samples not yet sent to the page (sent with the next dashboard, DASHBOARD_MS at most). */
+  private readonly samples = new Map<string, SampleBatch>();
+  private wasConnected = false;
 
-  /** `editorBase`: the editor's address (ending in a slash); the HALSim WebSocket is under it. */
-  constructor(editorBase: string, telemetry: Telemetry) {
+  /**
+   * `editorBase`: the editor's address (ending in a slash); the HALSim WebSocket is under it.
+   * `memory`: where the student's graphs are remembered (the extension's global state: the student's
+   * own, in their workspace); without it, for as long as the editor is open.
+   */
+  constructor(editorBase: string, telemetry: Telemetry, memory?: vscode.Memento) {
     this.halsimUrl = new URL('.cp/halsim/wpilibws', editorBase).href.replace(/^http/, 'ws');
     this.telemetry = telemetry;
+    this.memory = memory;
+    this.graphs = graphSettings(memory?.get(GRAPHS_KEY));
     this.item = vscode.window.createStatusBarItem('classroom.driverStation', vscode.StatusBarAlignment.Left, 998);
     this.item.name = 'Driver Station';
     this.item.command = 'classroom.openDriverStation';
     this.subscriptions.push(
       this.item,
-      telemetry.onChange(() => this.scheduleDashboard()),
+      telemetry.onValue((name, type, value) => this.graphs.topics.includes(name) && this.sample(name, plotted(type, value))),
+      telemetry.onChange(() => {
+        // The robot gone: a gap in every graph.
+        if (this.wasConnected && !telemetry.connected) for (const name of this.graphs.topics) this.sample(name, null);
+        this.wasConnected = telemetry.connected;
+        this.scheduleDashboard();
+      }),
       vscode.workspace.onDidChangeConfiguration((event) => event.affectsConfiguration(KEYS_SETTING) && this.postState()),
     );
     this.renderItem();
@@ -103,9 +125,20 @@ export class DriverStation implements vscode.Disposable {
     if (!link) return;
     switch (message.type) {
       case 'ready':
+        this.post({ type: 'graphs', settings: this.graphs });
+        this.sampleNow(this.graphs.topics);
         this.postState();
         this.postDashboard();
         return;
+      case 'graphs': {
+        const before = this.graphs.topics;
+        this.graphs = graphSettings(message.settings);
+        void this.memory?.update(GRAPHS_KEY, this.graphs);
+        for (const name of this.samples.keys()) if (!this.graphs.topics.includes(name)) this.samples.delete(name);
+        // A topic just picked starts at its value now.
+        this.sampleNow(this.graphs.topics.filter((name) => !before.includes(name)));
+        return this.postDashboard();
+      }
       case 'enable':
         return link.enable();
       case 'disable':
@@ -165,7 +198,27 @@ export class DriverStation implements vscode.Disposable {
     // The robot now running's own values; none running, the last ones (shown as such).
     const live = this.telemetry.connected;
     const values = live ? this.telemetry.current : new Map([...this.telemetry.values].map(([name, topic]) => [name, topic.value]));
-    this.post({ type: 'dashboard', live, choosers: choosers(values), fields: fields(values) });
+    const samples = [...this.samples.values()];
+    this.samples.clear();
+    this.post({ type: 'dashboard', live, choosers: choosers(values), fields: fields(values), graphable: graphable(this.telemetry.values), samples });
+  }
+
+  /** A graphed topic's value received now (null: none, a gap); kept for the page only while it is open. */
+  private sample(name: string, value: number | null): void {
+    if (!this.panel) return;
+    let batch = this.samples.get(name);
+    if (!batch) this.samples.set(name, (batch = { name, times: [], values: [] }));
+    batch.times.push(Date.now());
+    batch.values.push(value);
+  }
+
+  /** The robot's values now of `names`, as their graphs' first samples (those it has: NetworkTables sends a value again only when it changes). */
+  private sampleNow(names: string[]): void {
+    if (!this.telemetry.connected) return;
+    for (const name of names) {
+      const topic = this.telemetry.values.get(name);
+      if (topic && this.telemetry.current.has(name)) this.sample(name, plotted(topic.type, topic.value));
+    }
   }
 
   /** The status bar: the Driver Station's state at a glance (enabled stands out). */
@@ -206,7 +259,7 @@ function page(cspSource: string): string {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${cspSource} 'nonce-${nonce}'; script-src 'nonce-${nonce}';">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Driver Station</title>
-<style nonce="${nonce}">${STYLE}</style>
+<style nonce="${nonce}">${UPLOT_STYLE}${STYLE}</style>
 </head>
 <body tabindex="-1">
 <main id="ds">
@@ -252,11 +305,28 @@ function page(cspSource: string): string {
       </details>
     </section>
   </section>
-  <section class="field" aria-labelledby="field-title">
-    <h2 id="field-title">Field</h2>
-    <canvas id="field" role="img" aria-label="The field"></canvas>
-    <div id="pose" class="muted">No field: your robot publishes none.</div>
-  </section>
+  <div class="view">
+    <section class="field" aria-labelledby="field-title">
+      <h2 id="field-title">Field</h2>
+      <canvas id="field" role="img" aria-label="The field"></canvas>
+      <div id="pose" class="muted">No field: your robot publishes none.</div>
+    </section>
+    <section id="graphs" aria-labelledby="graphs-title">
+      <div class="graphs-head">
+        <h2 id="graphs-title">Graphs</h2>
+        <div class="windows" role="radiogroup" aria-label="Time shown">
+          ${WINDOWS.map((seconds) => `<button type="button" role="radio" data-window="${seconds}">${seconds < 60 ? `${seconds} s` : `${seconds / 60} min`}</button>`).join('')}
+        </div>
+        <button type="button" id="graphs-pause" aria-pressed="false">Pause</button>
+      </div>
+      <details id="graph-topics">
+        <summary>What to graph <span id="graph-topics-count" class="muted"></span></summary>
+        <div id="graph-topic-list"></div>
+      </details>
+      <p id="graphs-empty" class="muted">Pick a number or a boolean your robot publishes (SmartDashboard.putNumber, say) to see it change over time.</p>
+      <div id="graph-list"></div>
+    </section>
+  </div>
 </main>
 <script nonce="${nonce}">${DRIVER_STATION_SCRIPT}</script>
 </body>
@@ -303,6 +373,25 @@ select { font: inherit; width: 100%; padding: 3px; color: var(--vscode-dropdown-
 #keys td { padding: 1px 8px 1px 0; }
 #keys td:last-child { font-family: var(--vscode-editor-font-family); }
 button.link { background: none; border: none; padding: 0; color: var(--vscode-textLink-foreground); }
+.view { min-width: 0; }
+.graphs-head { display: flex; align-items: center; gap: 8px; margin-top: 14px; }
+.graphs-head h2 { flex: 1; margin: 0; }
+.windows { display: flex; gap: 2px; }
+.graphs-head button { padding: 3px 8px; }
+.windows button[aria-checked="true"], #graphs-pause[aria-pressed="true"] { background: var(--vscode-button-background); color: var(--vscode-button-foreground); }
+#graph-topics { margin-top: 6px; }
+#graph-topics summary { cursor: pointer; }
+#graph-topic-list { max-height: 180px; overflow-y: auto; margin-top: 4px; }
+#graph-topic-list label { display: flex; align-items: center; gap: 6px; padding: 1px 0; }
+#graph-topic-list label span:first-of-type { font-family: var(--vscode-editor-font-family); font-size: 0.9em; }
+#graph-topic-list .muted { font-size: 0.85em; }
+input[type="checkbox"] { accent-color: var(--vscode-button-background); margin: 0; }
+#graphs-empty { font-size: 0.9em; }
+.graph { margin: 8px 0 0; padding: 6px 8px 2px; background: var(--vscode-editorWidget-background); border-radius: 3px; }
+.graph-head { display: flex; align-items: baseline; gap: 8px; margin-bottom: 2px; }
+.graph-name { flex: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-family: var(--vscode-editor-font-family); font-size: 0.9em; }
+.graph-value { font-variant-numeric: tabular-nums; font-weight: 600; }
+.graph-plot .uplot { width: 100%; font-family: var(--vscode-font-family); }
 .field canvas { width: 100%; aspect-ratio: 17.548 / 8.052; display: block; background: var(--vscode-editorWidget-background); border-radius: 3px; }
 #pose { margin-top: 6px; font-variant-numeric: tabular-nums; }
 `;

@@ -4,6 +4,7 @@
  * the robot). The page only shows and asks; every rule is applied in the extension (ds-state.ts).
  */
 import type { ChooserView, FieldView } from './dashboard.ts';
+import type { GraphSettings, GraphTopic, SampleBatch } from './graphs.ts';
 import type { KeyMap, XboxState } from './ds-input.ts';
 import type { DsState, Mode, RobotDsState } from './ds-state.ts';
 
@@ -23,13 +24,23 @@ export interface StateMessage {
   keyProblems: string[];
 }
 
-/** The robot's choosers and fields, from NetworkTables (sent when they change, at most DASHBOARD_MS apart). */
+/** The robot's choosers, fields and graphable topics, from NetworkTables (sent when they change, at most DASHBOARD_MS apart). */
 export interface DashboardMessage {
   type: 'dashboard';
   /** NetworkTables is connected (otherwise what is shown are the last values of the last run). */
   live: boolean;
   choosers: ChooserView[];
   fields: FieldView[];
+  /** Every numeric and boolean topic: what the student may graph. */
+  graphable: GraphTopic[];
+  /** The samples of the graphed topics received since the last message. */
+  samples: SampleBatch[];
+}
+
+/** The student's graphs as remembered (sent when the page is ready). */
+export interface GraphsMessage {
+  type: 'graphs';
+  settings: GraphSettings;
 }
 
 /** Something the student asked for went wrong (a chooser's pick not published, say). */
@@ -38,7 +49,7 @@ export interface NoticeMessage {
   text: string;
 }
 
-export type ToPage = StateMessage | DashboardMessage | NoticeMessage;
+export type ToPage = StateMessage | DashboardMessage | GraphsMessage | NoticeMessage;
 
 export type FromPage =
   | { type: 'ready' }
@@ -53,4 +64,6 @@ export type FromPage =
   /** The gamepad that was being used is gone: disable. */
   | { type: 'padLost'; id: string }
   | { type: 'choose'; table: string; value: string }
+  /** The student changed the graphs: remembered, and the graphed topics' samples sent from now on. */
+  | { type: 'graphs'; settings: GraphSettings }
   | { type: 'keys' };

@@ -1,13 +1,18 @@
 /**
  * The running simulator's NetworkTables 4, one client for the whole extension (ntcore-ts-client over
  * the control plane: nt4-socket.ts): every topic and its latest value, for the Simulator view and the
- * Driver Station (its choosers and fields), and what the Driver Station publishes (a chooser's pick).
+ * Driver Station (its choosers, fields and graphs), and what the Driver Station publishes (a chooser's pick).
  */
 import { NetworkTables, NetworkTablesTypeInfos, type NetworkTablesTopic } from 'ntcore-ts-client';
 import type * as vscode from 'vscode';
 
 /** How many times (50 ms apart) a publication's answer is looked for after the first announcement. */
 const PUBLISHER_LOOKS = 40;
+/**
+ * How often the robot sends a changed value, in seconds: every change of its 20 ms loop, for the
+ * graphs (NetworkTables 4's default is 0.1 s: WPILib's server would send a fifth of them).
+ */
+const PERIODIC_SECONDS = 0.02;
 
 /** A topic's type (NT4's name: "double", "string[]", ...) and latest value. */
 export interface TopicValue {
@@ -21,6 +26,7 @@ export class Telemetry {
   /** The values received on the current connection (what the robot now running says). */
   private readonly fresh = new Map<string, unknown>();
   private readonly listeners = new Set<() => void>();
+  private readonly valueListeners = new Set<(name: string, type: string, value: unknown) => void>();
   /**
    * The topics published from here, each with its publication on the connection (`connection`) it
    * was made on: one at a time (a second would be refused), and made again on a new connection.
@@ -56,17 +62,27 @@ export class Telemetry {
       this.isConnected = connected;
       this.changed();
     }, true);
-    this.nt.createPrefixTopic('/').subscribe((value, params) => {
-      this.topics.set(params.name, { type: params.type, value });
-      this.fresh.set(params.name, value);
-      this.changed();
-    });
+    this.nt.createPrefixTopic('/').subscribe(
+      (value, params) => {
+        this.topics.set(params.name, { type: params.type, value });
+        this.fresh.set(params.name, value);
+        for (const listener of this.valueListeners) listener(params.name, params.type, value);
+        this.changed();
+      },
+      { periodic: PERIODIC_SECONDS },
+    );
   }
 
   /** Calls `listener` after each change (a value, the connection). */
   onChange(listener: () => void): vscode.Disposable {
     this.listeners.add(listener);
     return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** Calls `listener` with each value received, as it is received (before the listeners of onChange). */
+  onValue(listener: (name: string, type: string, value: unknown) => void): vscode.Disposable {
+    this.valueListeners.add(listener);
+    return { dispose: () => this.valueListeners.delete(listener) };
   }
 
   /**

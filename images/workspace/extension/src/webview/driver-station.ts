@@ -8,11 +8,14 @@
  * the extension when they change. Losing the focus lets go of every key (neutral). A gamepad that
  * was in use and goes away disables the robot. Space and Enter disable, wherever the focus is on
  * the page, and never press a button (so that Enter never enables by accident).
+ *
+ * The graphs of the topics the student picks are graphs.ts's.
  */
 import { FIELD, fieldTransform, footprint, poseText, ROBOT_SIZE, type ChooserView, type FieldView, type Pose } from '../dashboard.ts';
 import { combine, CONTROLS, gamepadState, keyboardState, NEUTRAL, sameInput, type Control, type XboxState } from '../ds-input.ts';
 import { elapsedSeconds, estopped, type Mode } from '../ds-state.ts';
 import type { DashboardMessage, FromPage, StateMessage, ToPage } from '../ds-view.ts';
+import { graphs } from './graphs.ts';
 
 declare function acquireVsCodeApi(): { postMessage(message: FromPage): void };
 
@@ -41,6 +44,7 @@ let focused = document.hasFocus();
 /** The gamepad being read (its index and name), null when none is. */
 let pad: { index: number; id: string } | null = null;
 let sent: { input: XboxState; live: boolean } = { input: NEUTRAL, live: false };
+const graphed = graphs((settings) => send({ type: 'graphs', settings }));
 
 // ---- what the student does -----------------------------------------------------------------
 
@@ -140,7 +144,10 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
     case 'dashboard':
       dashboard = message;
       renderChoosers(message.choosers);
+      graphed.received(message.graphable, message.samples);
       return drawField();
+    case 'graphs':
+      return graphed.remembered(message.settings);
     case 'notice':
       notice = message.text;
       return renderState();

@@ -99,6 +99,8 @@ public class Robot extends TimedRobot {
   /** Runs every 20 ms in every mode, after the mode's own Periodic. */
   @Override
   public void robotPeriodic() {
+    // On the dashboard: the robot's speed, to graph it in the Driver Station.
+    SmartDashboard.putNumber("Speed", m_speed);
     // Print once a second, not every 20 ms.
     double now = Timer.getFPGATimestamp();
     if (now - m_lastPrint >= 1.0) {
