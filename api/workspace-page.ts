@@ -44,6 +44,7 @@ section{margin-top:1.6rem} h2{font-size:1.15rem;margin-bottom:.4rem}
 .row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap} .row button,.row a.button{display:inline-block;margin:0} .row form{margin:0 0 0 auto}
 pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;max-height:26rem;overflow:auto;white-space:pre-wrap;word-break:break-word;font-size:.85rem;min-height:3rem}
 #idle,#restored,#disk{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem} #restored p{margin:0}
+#starting progress{vertical-align:middle;margin-right:.4rem}
 #problems{color:#a12622} table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d6dbe1}
 .failed{color:#a12622} .muted{color:#5a6472}
 #import-form label{display:block;margin-top:.5rem} #import-form button{display:inline-block}
@@ -72,6 +73,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
     `${STYLE}<h1>Workspace ${escapeHtml(workspace.slug)}</h1>
 <p>State: <strong id="state">${escapeHtml(stateText(workspace))}</strong></p>
 <p id="stopped" role="status" hidden></p>
+<p id="starting" role="status" hidden><progress></progress> Starting your editor… It opens here by itself when it is ready.</p>
 <p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
 ${restoreNotice(workspace)}
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
@@ -225,6 +227,8 @@ function render() {
   $('open').disabled = running;
   $('stop').hidden = !running;
   $('open').hidden = running && !config.atEditorAddress && workspace.ready;
+  // Going into the editor once it runs: said from the first second until the editor's own page says it.
+  $('starting').hidden = workspace.ready || !(opening || (running && config.atEditorAddress));
   const up = running && workspace.ready;
   $('editor').hidden = !(up && !config.atEditorAddress);
   const run = workspace.run;
@@ -249,7 +253,8 @@ async function refresh() {
   let answer;
   try { answer = await call('GET', '/workspace'); } catch { return; }
   workspace = answer.workspace;
-  if (workspace.ready && (config.atEditorAddress || opening)) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.reload(); return; }
+  // Into the editor: a navigation, not a reload (VS Code takes a reloaded page for a window reloaded, and skips its start, the README included).
+  if (workspace.ready && (config.atEditorAddress || opening)) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.replace(location.href); return; }
   if (workspace.run && followed !== workspace.run.id) { follow(workspace.run); refreshRuns(); }
   else if (workspace.run && workspace.run.status !== shownStatus) refreshRuns();
   shownStatus = workspace.run && workspace.run.status;
@@ -257,8 +262,11 @@ async function refresh() {
 }
 $('open').addEventListener('click', async () => {
   $('open').disabled = true;
-  try { await call('POST', '/workspace/open'); toast.hidden = true; opening = true; $('state').textContent = 'Starting…'; refresh(); }
-  catch (error) { showToast(error.message); $('open').disabled = false; }
+  opening = true;
+  $('state').textContent = 'Starting…';
+  $('starting').hidden = false;
+  try { await call('POST', '/workspace/open'); toast.hidden = true; refresh(); }
+  catch (error) { opening = false; $('starting').hidden = true; if (workspace) render(); showToast(error.message); $('open').disabled = false; }
 });
 $('stop').addEventListener('click', async () => {
   $('stop').disabled = true;

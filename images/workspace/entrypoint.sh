@@ -53,6 +53,30 @@ if home_is_empty; then
   say "fresh home: copied the starter project into $home"
 fi
 
+# The editor's defaults of this image, for every home (new, old, an imported project alike): put in
+# code-server's machine settings ("Remote" in the Settings editor) at every start, so that an image
+# update reaches every home; the file's other settings (a derived image's) stay. A project's own
+# .vscode/settings.json still overrides them. README.md says why these and why there.
+machine_settings="$home/.local/share/code-server/Machine/settings.json"
+mkdir -p "${machine_settings%/*}"
+node - "$machine_settings" <<'MERGE' || say "left $machine_settings as it is: it is not plain JSON"
+const fs = require('node:fs');
+const file = process.argv[2];
+const defaults = {
+  'chat.disableAIFeatures': true,
+  'terminal.integrated.initialHint': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  'workbench.startupEditor': 'readme',
+};
+let settings = {};
+try {
+  if (fs.existsSync(file)) settings = JSON.parse(fs.readFileSync(file, 'utf8'));
+} catch {
+  process.exit(1);
+}
+fs.writeFileSync(file, `${JSON.stringify({ ...settings, ...defaults }, null, 2)}\n`);
+MERGE
+
 cd "$home"
 # code-server lets $PORT override --bind-addr's port: EDITOR_PORT is the one setting here.
 unset PORT

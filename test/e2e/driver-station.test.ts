@@ -7,7 +7,10 @@
  * The student types "Robot: Run" in the command palette and Enter runs the robot code (not another
  * command that matches, even one used just before). Then, from the Driver Station: it opens disabled;
  * Enable in teleop, W held drives the robot forward on the field (its pose on NetworkTables, and as the
- * Driver Station draws it); Enter and Space disable and never press the Enable button; a mode switch
+ * Driver Station draws it), and on a graph of the robot's speed (the starter's SmartDashboard "Speed")
+ * picked in the Driver Station, which holds while paused and follows again resumed, and is kept
+ * (with its time window) when the Driver Station closes and opens again; Enter and Space disable and
+ * never press the Enable button; a mode switch
  * while enabled disables; a gamepad (injected through the Gamepad API: Playwright has no real pad)
  * drives, and unplugged it disables the robot; the autonomous routine picked in the Driver Station is
  * the one the robot runs; the emergency stop holds until the run restarts; and the tab closed, the
@@ -41,6 +44,7 @@ let ada: Student;
 const SHOTS = process.env['DS_SCREENSHOTS'] ?? os.tmpdir();
 const MODE = '/classroom/mode';
 const POSE = '/SmartDashboard/Field/Robot';
+const SPEED = '/SmartDashboard/Speed';
 
 beforeAll(async () => {
   app = await startApp(db.dataSource, {});
@@ -84,6 +88,12 @@ async function editor(page: Page): Promise<void> {
     .locator('.statusbar-item', { hasText: /^\s*(Run|Stop)\s*$/ })
     .first()
     .waitFor({ timeout: 60_000 });
+  // A new window opens the project's README first (the image's editor defaults); opened later, it
+  // would take the keys typed below. Then the student's code, where the keys go.
+  await page.getByRole('tab', { name: /README\.md/ }).waitFor({ timeout: 60_000 });
+  await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
+  await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
+  await page.locator('.editor-instance .monaco-editor').first().click();
 }
 
 /** Opens the command palette with `text` typed in it, and waits for its first entry. */
@@ -140,6 +150,38 @@ async function drawnX(ds: Frame): Promise<number> {
 
 const poseOf = (nt: Nt4Client) => nt.values.get(POSE) as number[];
 
+/** The Driver Station's graph of the robot's speed: its figure says what it received and shows (webview/graphs.ts). */
+const speedGraph = (ds: Frame) => ds.locator(`figure.graph[data-topic="${SPEED}"]`);
+/** What the speed graph shows (the value at its window's end, and that end's time), and the latest value it received. */
+async function graphed(ds: Frame): Promise<{ shown: { last: string | null; to: string | null }; last: string | null; received: number }> {
+  const graph = speedGraph(ds);
+  return {
+    shown: { last: await graph.getAttribute('data-shown-last'), to: await graph.getAttribute('data-shown-to') },
+    last: await graph.getAttribute('data-last'),
+    received: Number(await graph.getAttribute('data-received')),
+  };
+}
+
+/** The Driver Station panel closed (its tab middle-clicked) and its page gone. */
+async function closeDriverStation(page: Page): Promise<void> {
+  await page.getByRole('tab', { name: 'Driver Station' }).click({ button: 'middle' });
+  await eventually(
+    'the Driver Station closed',
+    async () => {
+      for (const frame of page.frames())
+        if (
+          (await frame
+            .locator('#ds')
+            .count()
+            .catch(() => 0)) > 0
+        )
+          return undefined;
+      return true;
+    },
+    30_000,
+  );
+}
+
 /** In the Driver Station's page: counts the Enable button's clicks (`window.enableClicks`). */
 const COUNT_ENABLE_CLICKS = `window.enableClicks = 0; document.getElementById('enable').addEventListener('click', () => window.enableClicks++)`;
 /** In the Driver Station's page: a gamepad plugged in, as the Gamepad API gives one ("standard" mapping), its left stick pushed forward. */
@@ -181,14 +223,12 @@ it('drives the robot from the Driver Station: enable, keyboard, Space and Enter,
   await withEditorPage(async (page) => {
     const record = recordPage(page);
     try {
+      // The student's code open (editor() opens it), the Driver Station beside it.
       await editor(page);
-      // The student's code open, the Driver Station beside it.
-      await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
-      await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
       // The status bar's Driver Station: nothing opens it but the student.
       for (const frame of page.frames()) expect(await frame.locator('#ds').count()).toBe(0);
       await page.locator('.statusbar-item', { hasText: 'Driver Station' }).first().click();
-      const ds = await driverStation(page);
+      let ds = await driverStation(page);
       await ds.locator('#tile-comms.ok').waitFor({ timeout: 30_000 });
       await ds.locator('#tile-code.ok').waitFor();
 
@@ -200,12 +240,36 @@ it('drives the robot from the Driver Station: enable, keyboard, Space and Enter,
       await ds.locator('#enable').click();
       await nt.until(MODE, (mode) => mode === 'teleop');
       await ds.locator('#robot-state').getByText('Teleoperated Enabled').waitFor();
+      // A graph of the robot's speed, picked among its topics: still, it starts at 0.
+      await ds.locator('#graph-topics summary').click();
+      await ds.locator(`#graph-topic-list input[data-topic="${SPEED}"]`).check();
+      await eventually('the speed graphed, still', async () => (await graphed(ds)).shown.last === '0', 10_000);
       const start = poseOf(nt)[0]!;
       await page.keyboard.down('KeyW');
       await nt.until<number[]>(POSE, (pose) => pose[0]! > start + 1);
       await eventually('the drawn robot to move', async () => (await drawnX(ds)) > start + 1, 10_000);
+      await eventually('the graph to show the robot driving', async () => Number((await graphed(ds)).shown.last) > 1, 10_000);
       await page.screenshot({ path: path.join(SHOTS, 'driver-station-driving.png') });
+      await ds.locator('#graphs').screenshot({ path: path.join(SHOTS, 'graphs-driving.png') });
+      // Paused, the graph holds what it shows while the robot's speed still comes in: back to 0, W let go.
+      await ds.locator('#graphs-pause').click();
+      const paused = await graphed(ds);
       await page.keyboard.up('KeyW');
+      await nt.until<number>(SPEED, (speed) => speed === 0);
+      await eventually(
+        'the graph to receive the robot stopping',
+        async () => {
+          const now = await graphed(ds);
+          return now.last === '0' && now.received > paused.received;
+        },
+        10_000,
+      );
+      expect((await graphed(ds)).shown).toEqual(paused.shown);
+      expect(await ds.locator('#graphs-pause').innerText()).toBe('Resume');
+      await ds.locator('#graphs').screenshot({ path: path.join(SHOTS, 'graphs-paused.png') });
+      // Resumed, it follows the robot again.
+      await ds.locator('#graphs-pause').click();
+      await eventually('the graph to follow the robot again', async () => (await graphed(ds)).shown.last === '0', 10_000);
 
       // Enter disables, and does not press the focused Enable button (which would enable again); nor does Space.
       await ds.evaluate(COUNT_ENABLE_CLICKS);
@@ -282,7 +346,34 @@ it('drives the robot from the Driver Station: enable, keyboard, Space and Enter,
       await nt.until<number[]>(POSE, (pose) => Math.abs(pose[2]!) > 40);
       await page.keyboard.up('ArrowLeft');
       await page.keyboard.up('KeyW');
+      // Tall enough for the graph under the field, the list of topics folded.
+      await ds.locator('#graph-topics summary').click();
+      await page.setViewportSize({ width: 1500, height: 1100 });
       await page.screenshot({ path: path.join(SHOTS, 'driver-station.png') });
+
+      // The graphs and their window are kept when the Driver Station closes (which disables the robot) and opens again.
+      await ds.locator('[data-window="120"]').click();
+      await closeDriverStation(page);
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      await page.locator('.statusbar-item', { hasText: 'Driver Station' }).first().click();
+      ds = await driverStation(page);
+      await speedGraph(ds).waitFor();
+      expect(await ds.locator('[data-window="120"]').getAttribute('aria-checked')).toBe('true');
+      await ds.locator('#tile-comms.ok').waitFor({ timeout: 30_000 });
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      await page.keyboard.down('KeyW');
+      await eventually('the graph to show the robot driving', async () => Number((await graphed(ds)).shown.last) > 1, 10_000);
+      await page.keyboard.up('KeyW');
+      // In VS Code's light and dark themes, for a look.
+      const theme = (await ds.locator('body').getAttribute('class'))?.includes('vscode-light') ? 'light' : 'dark';
+      await ds.locator('#graphs').screenshot({ path: path.join(SHOTS, `graphs-${theme}.png`) });
+      await page.getByRole('tab', { name: /Robot\.java/ }).click();
+      await palette(page, 'Preferences: Toggle between Light/Dark Themes');
+      await page.keyboard.press('Enter');
+      const other = theme === 'light' ? 'dark' : 'light';
+      await ds.locator(`body.vscode-${other}`).waitFor();
+      await ds.locator('#graphs').screenshot({ path: path.join(SHOTS, `graphs-${other}.png`) });
     } catch (error) {
       const shot = path.join(SHOTS, 'driver-station-failure.png');
       await page.screenshot({ path: shot }).catch(() => undefined);

@@ -166,6 +166,8 @@ it('runs the code from the editor: live output, a compile error marked on its li
   await withPage(browser, async (page) => {
     await page.setViewportSize({ width: 1400, height: 900 });
     await editor(page);
+    // A new home opens its README first (the image's editor defaults); opened later, it would take the keys typed below.
+    await page.getByRole('tab', { name: /README\.md/ }).waitFor({ timeout: 60_000 });
 
     // Break the robot: a line that is no Java at the end of Robot.java.
     await openFile(page, 'src/main/java/frc/robot/Robot.java');

@@ -20,8 +20,16 @@
  * - a home nearly full (90 % of its bound), full (Run refused) or not measurable in full: a notice,
  *   once each time it becomes so, saying how much is used and how to free space;
  * - a stop, told at once: when a coach, the idle sweep, the operator or the student's own page stops
- *   the workspace, a dialog says who and when (the editor's connection is gone), that the files are
- *   kept, and leads to the workspace page, where Open starts it again.
+ *   the workspace, a dialog says who and when (the editor's connection is gone) and that the files are
+ *   kept; once the editor is gone the window goes to the workspace page by itself (Open there brings
+ *   the editor back), and an editor replaced by a new one is reloaded onto it: never left under VS
+ *   Code's own "Disconnected" dialog;
+ * - a sign-out (in another tab, or the session ended), told at once: "You are signed out", with Sign
+ *   in again (the control plane's sign-in, which returns here), in a dialog and in the status bar.
+ *
+ * The status bar's Run, state and Driver Station are also package.json's `statusBarItems`: the
+ * workbench shows them as it paints, before this extension has loaded; activation (`*`) then takes
+ * them over, before anything is awaited.
  */
 import * as vscode from 'vscode';
 import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
@@ -36,6 +44,17 @@ import { Telemetry } from './telemetry.ts';
 const POLL_MS = 2000;
 /** The most often the editor tells the control plane that the student is here. */
 const ACTIVITY_EVERY_MS = 60_000;
+/**
+ * How long after a sign-out was noticed the window goes to the sign-in page by itself: before VS
+ * Code's own dialog, which comes 40 s after the connection went (the control plane ends it at the
+ * sign-out) and would cover the notice.
+ */
+const SIGNED_OUT_LEAVE_MS = 30_000;
+/**
+ * How long a stop's dialog stays before the window goes to the workspace page by itself (once the
+ * editor is gone): time to read who stopped it, and still well before VS Code's dialog (40 s).
+ */
+const STOP_SHOWN_MS = 10_000;
 
 /** Who stopped a workspace, in the student's words (as on the workspace page, api/workspace-page.ts). */
 const STOPPED_BY = {
@@ -59,6 +78,50 @@ async function editorBase(): Promise<string> {
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  // The status bar first, before anything is awaited: the same items as package.json's
+  // statusBarItems, which the workbench shows before this extension has even loaded.
+  const actionItem = vscode.window.createStatusBarItem('classroom.run', vscode.StatusBarAlignment.Left, 1000);
+  const stateItem = vscode.window.createStatusBarItem('classroom.state', vscode.StatusBarAlignment.Left, 999);
+  actionItem.name = 'Run robot code';
+  stateItem.name = 'Robot run';
+  stateItem.command = 'classroom.showOutput';
+  context.subscriptions.push(actionItem, stateItem);
+  let workspace: WorkspaceView | undefined;
+  /** The student API answered 401: this browser is signed out (in another tab, or the session ended). */
+  let signedOut = false;
+  const render = () => {
+    const run = workspace?.run;
+    const stopped = workspace && workspace.desiredState !== 'running';
+    if (signedOut) {
+      actionItem.text = '$(sign-in) Sign in again';
+      actionItem.tooltip = 'You are signed out: sign in again to come back to this editor';
+      actionItem.command = 'classroom.signIn';
+      stateItem.text = '$(account) Signed out';
+      stateItem.tooltip = 'You are signed out: Run, Stop and the simulator need you signed in';
+    } else if (isActive(run)) {
+      actionItem.text = '$(debug-stop) Stop';
+      actionItem.tooltip = 'Stop the run (Ctrl+Alt+R runs again)';
+      actionItem.command = 'classroom.stop';
+      stateItem.text = run.status === 'queued' ? '$(sync~spin) Building…' : '$(pulse) Running';
+      stateItem.tooltip =
+        run.status === 'queued' ? 'Compiling and starting your robot code: see the Robot run terminal' : 'Your robot code is running in the simulator';
+    } else {
+      actionItem.text = '$(play) Run';
+      actionItem.tooltip = 'Run your robot code (Ctrl+Alt+R)';
+      actionItem.command = 'classroom.run';
+      if (!workspace) stateItem.text = '$(sync~spin) Robot run';
+      else if (stopped) stateItem.text = '$(circle-slash) Workspace stopped';
+      else if (!run) stateItem.text = '$(info) Not run yet';
+      else if (run.status === 'failed') stateItem.text = `$(error) Run failed: ${run.reason ?? 'see the output'}`;
+      else if (run.status === 'canceled') stateItem.text = '$(circle-slash) Run canceled';
+      else stateItem.text = `$(check) Run stopped${run.reason ? `: ${run.reason}` : ''}`;
+      stateItem.tooltip = run?.reason ?? undefined;
+    }
+    actionItem.show();
+    stateItem.show();
+  };
+  render();
+
   const base = await editorBase();
   setNt4Base(base);
   const classroom = new Classroom(base);
@@ -66,23 +129,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const problems = vscode.languages.createDiagnosticCollection('robot-run');
   const telemetry = new Telemetry();
   const simulator = new SimulatorView(telemetry);
-  const driverStation = new DriverStation(base, telemetry);
-  const actionItem = vscode.window.createStatusBarItem('classroom.run', vscode.StatusBarAlignment.Left, 1000);
-  const stateItem = vscode.window.createStatusBarItem('classroom.state', vscode.StatusBarAlignment.Left, 999);
-  actionItem.name = 'Run robot code';
-  stateItem.name = 'Robot run';
-  stateItem.command = 'classroom.showOutput';
-  context.subscriptions.push(
-    output,
-    problems,
-    actionItem,
-    stateItem,
-    simulator,
-    driverStation,
-    vscode.window.registerTreeDataProvider('classroom.simulator', simulator),
-  );
+  const driverStation = new DriverStation(base, telemetry, context.globalState);
+  context.subscriptions.push(output, problems, simulator, driverStation, vscode.window.registerTreeDataProvider('classroom.simulator', simulator));
 
-  let workspace: WorkspaceView | undefined;
   /** The run whose output is shown, how much of it was received, and how its follower is stopped. */
   let shown: { id: string; received: number; text: string; stop: AbortController } | undefined;
   let warnedFor: string | null = null;
@@ -160,31 +209,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     })();
   };
 
-  const render = () => {
-    const run = workspace?.run;
-    const stopped = workspace && workspace.desiredState !== 'running';
-    if (isActive(run)) {
-      actionItem.text = '$(debug-stop) Stop';
-      actionItem.tooltip = 'Stop the run (Ctrl+Alt+R runs again)';
-      actionItem.command = 'classroom.stop';
-      stateItem.text = run.status === 'queued' ? '$(sync~spin) Building…' : '$(pulse) Running';
-      stateItem.tooltip =
-        run.status === 'queued' ? 'Compiling and starting your robot code: see the Robot run terminal' : 'Your robot code is running in the simulator';
-    } else {
-      actionItem.text = '$(play) Run';
-      actionItem.tooltip = 'Run your robot code (Ctrl+Alt+R)';
-      actionItem.command = 'classroom.run';
-      if (stopped) stateItem.text = '$(circle-slash) Workspace stopped';
-      else if (!run) stateItem.text = '$(info) Not run yet';
-      else if (run.status === 'failed') stateItem.text = `$(error) Run failed: ${run.reason ?? 'see the output'}`;
-      else if (run.status === 'canceled') stateItem.text = '$(circle-slash) Run canceled';
-      else stateItem.text = `$(check) Run stopped${run.reason ? `: ${run.reason}` : ''}`;
-      stateItem.tooltip = run?.reason ?? undefined;
-    }
-    actionItem.show();
-    stateItem.show();
-  };
-
   const warnIfIdle = async () => {
     const idle = workspace?.idle;
     if (!idle?.stopsAt || !idle.warnFrom) return;
@@ -211,25 +235,85 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (disk?.message) void vscode.window.showWarningMessage(disk.message);
   };
 
-  // The editor stops with the workspace: say so at once, with why, before VS Code's own "trying to
-  // reconnect"; the way on is the workspace page (a reload of this window shows it, in both modes).
+  // VS Code's own connection cannot come back to an editor that stopped or was replaced, nor to a
+  // signed-out browser (the control plane ends its tunnels), and its "Disconnected. Attempting to
+  // reconnect…" dialog, shown 40 s after the connection went, covers every other dialog until the
+  // window reloads. So the classroom tells at once why, and the window reloads by itself onto the
+  // way on, which the control plane serves at this very address: the workspace page (who stopped it,
+  // Open, and back into the editor by itself once it runs), the new editor, or the sign-in page
+  // (which returns here).
+  let leaving = false;
+  const reload = () => {
+    if (leaving) return;
+    leaving = true;
+    void vscode.commands.executeCommand('workbench.action.reloadWindow');
+  };
+  /** The editor this window was opened on was seen not answering (stopped, or being replaced). */
+  let editorGone = false;
+  /** When the stop's dialog was shown (0: not yet), and whether the student asked for the workspace page. */
+  let stopToldAt = 0;
+  let pageAsked = false;
+  const reloadIfGone = () => {
+    if (!workspace) return;
+    if (workspace.ready) {
+      if (editorGone) reload();
+      return;
+    }
+    editorGone = true;
+    // Stopped and its editor gone (until then this address is still the editor's): the workspace page,
+    // once the stop's dialog has been read or passed over.
+    const read = pageAsked || !workspace.stopped || (stopToldAt > 0 && Date.now() - stopToldAt >= STOP_SHOWN_MS);
+    if (workspace.desiredState !== 'running' && read) reload();
+  };
+
+  // The editor stops with the workspace: say so at once, with why, while the editor goes (its
+  // container stops in seconds); then the window goes to the workspace page by itself.
   const tellStopped = async () => {
     const stopped = workspace?.desiredState !== 'running' ? workspace?.stopped : null;
     if (!stopped || toldStop === stopped.at) return;
     toldStop = stopped.at;
+    stopToldAt = Date.now();
     const choice = await vscode.window.showWarningMessage(
       stoppedText(stopped),
-      { modal: true, detail: 'Your files are kept. Your workspace page starts it again (Open).' },
+      { modal: true, detail: 'Your files are kept. This window goes to your workspace page as soon as your editor has stopped; Open there starts it again.' },
       'Open my workspace page',
     );
-    if (choice === 'Open my workspace page') await vscode.commands.executeCommand('workbench.action.reloadWindow');
+    if (choice !== 'Open my workspace page') return;
+    pageAsked = true;
+    reloadIfGone();
+  };
+
+  // Signed out (another tab's Sign out, or the session ended): said at once, with the way back. Left
+  // alone, the window goes to the sign-in page itself before VS Code's dialog would cover the notice.
+  let signedOutLeave: ReturnType<typeof setTimeout> | undefined;
+  const tellSignedOut = async () => {
+    if (signedOut) return;
+    signedOut = true;
+    render();
+    signedOutLeave = setTimeout(reload, SIGNED_OUT_LEAVE_MS);
+    const choice = await vscode.window.showWarningMessage(
+      'You are signed out.',
+      {
+        modal: true,
+        detail:
+          'You signed out in another tab, or your session ended. Your files are kept. Sign in again to come back to this editor; left alone, this window goes to the sign-in page in half a minute.',
+      },
+      'Sign in again',
+    );
+    if (choice === 'Sign in again') reload();
   };
 
   const refresh = async () => {
     try {
       workspace = await classroom.workspace();
-    } catch {
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) void tellSignedOut();
       return;
+    }
+    if (signedOut) {
+      // Signed in again (in another tab): VS Code's connection comes back by itself.
+      signedOut = false;
+      clearTimeout(signedOutLeave);
     }
     const run = workspace.run;
     // A run not shown yet (started here, elsewhere, or before this window opened): its output, from its start.
@@ -240,6 +324,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     render();
     void warnIfIdle();
     tellDisk();
+    reloadIfGone();
     void tellStopped();
   };
 
@@ -285,6 +370,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await refresh();
     }),
     vscode.commands.registerCommand('classroom.showOutput', () => output.show(true)),
+    // Through the control plane's sign-in, which returns to this editor.
+    vscode.commands.registerCommand('classroom.signIn', reload),
     vscode.commands.registerCommand('classroom.openDriverStation', () => driverStation.open()),
     vscode.commands.registerCommand('classroom.openPage', async () => {
       const target = workspace?.pageUrl ?? new URL('.cp/', base).href;
