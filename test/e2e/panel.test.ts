@@ -262,8 +262,9 @@ describe('workspaces', () => {
     await withPage(browser, async (page) => {
       await open(page, '/panel/workspaces');
       const rows = page.locator('table.workspaces tbody tr');
-      await eventually('four rows', async () => (await rows.count()) === 4);
-      expect(await page.locator('.counts').textContent()).toMatch(/^4 in all: 1 running, 3 stopped$/);
+      // Ada's (running), Bob's, Head's, the coach's, and Cy's, made and refused at the cap above.
+      await eventually('five rows', async () => (await rows.count()) === 5);
+      expect(await page.locator('.counts').textContent()).toMatch(/^5 in all: 1 running, 4 stopped$/);
       await lookAt(page, 'workspaces');
       // A tablet in portrait: fewer columns, nothing cut off.
       await page.setViewportSize({ width: 768, height: 1024 });

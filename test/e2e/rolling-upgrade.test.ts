@@ -130,7 +130,9 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     await waitForWorkbench(page, { timeout: 120_000 });
     const editorBefore = await started(await editorContainer());
 
-    // Typed, not saved.
+    // Typed, not saved. (A new window opens the project's README first, the image's editor defaults;
+    // opened later, it would take the editor's place and the keys typed below.)
+    await page.getByRole('tab', { name: /README\.md/ }).waitFor({ timeout: 60_000 });
     await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
     const editor = page.locator('.editor-instance .monaco-editor').first();
     await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();

@@ -224,8 +224,11 @@ it('opens a stopped workspace from its page on the control plane and ends at the
     const response = await page.goto(`${publicOrigin}/u/${tim.workspace.slug}/`);
     expect(response?.status()).toBe(200);
     expect(await page.locator('#state').textContent()).toBe('Stopped');
+    // The page says "Starting…" from the click (issue 41 item 4); the open's answer says it is wanted running.
+    const opened = page.waitForResponse((answer) => answer.url().endsWith('/workspace/open') && answer.request().method() === 'POST');
     await page.getByRole('button', { name: 'Open' }).click();
     await page.locator('#state').filter({ hasText: 'Starting…' }).waitFor();
+    expect((await opened).status()).toBe(202);
     expect((await app.store.workspaces.get(tim.workspace.id))?.desiredState).toBe('running');
     // Once the controller has Tim's editor up, the page goes there.
     await page.waitForURL(`${originOf(tim)}/`, { timeout: 20_000 });

@@ -22,6 +22,7 @@ const TABLES = [
   'settings',
   'sign_in_links',
   'users',
+  'workspace_imports',
   'workspace_stats',
   'workspaces',
 ];

@@ -22,8 +22,7 @@
  * - a stop, told at once: when a coach, the idle sweep, the operator or the student's own page stops
  *   the workspace, a dialog says who and when (the editor's connection is gone) and that the files are
  *   kept; once the editor is gone the window goes to the workspace page by itself (Open there brings
- *   the editor back), and an editor replaced by a new one is reloaded onto it: never left under VS
- *   Code's own "Disconnected" dialog;
+ *   the editor back): never left under VS Code's own "Disconnected" dialog;
  * - a sign-out (in another tab, or the session ended), told at once: "You are signed out", with Sign
  *   in again (the control plane's sign-in, which returns here), in a dialog and in the status bar.
  *
@@ -248,22 +247,26 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     leaving = true;
     void vscode.commands.executeCommand('workbench.action.reloadWindow');
   };
-  /** The editor this window was opened on was seen not answering (stopped, or being replaced). */
+  /** The editor this window was opened on was seen gone after a stop. */
   let editorGone = false;
   /** When the stop's dialog was shown (0: not yet), and whether the student asked for the workspace page. */
   let stopToldAt = 0;
   let pageAsked = false;
   const reloadIfGone = () => {
     if (!workspace) return;
-    if (workspace.ready) {
-      if (editorGone) reload();
+    if (workspace.desiredState === 'running') {
+      // Opened again after a stop seen here, and answering: back into the new editor. A workspace
+      // wanted running all along keeps this window whatever a read said meanwhile (a control plane
+      // restarting or upgraded, its probe not answered yet): VS Code reconnects by itself.
+      if (workspace.ready && editorGone) reload();
       return;
     }
+    // Stopped: its editor answers until its container stops, and this address is still the editor's.
+    if (workspace.ready) return;
     editorGone = true;
-    // Stopped and its editor gone (until then this address is still the editor's): the workspace page,
-    // once the stop's dialog has been read or passed over.
+    // Its editor gone: the workspace page, once the stop's dialog has been read or passed over.
     const read = pageAsked || !workspace.stopped || (stopToldAt > 0 && Date.now() - stopToldAt >= STOP_SHOWN_MS);
-    if (workspace.desiredState !== 'running' && read) reload();
+    if (read) reload();
   };
 
   // The editor stops with the workspace: say so at once, with why, while the editor goes (its
