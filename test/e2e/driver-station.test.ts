@@ -22,11 +22,10 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
-import { RunController } from '../../controllers/runs.ts';
-import { categoryLogger } from '../../src/log.ts';
+import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, openFromExplorer, recordPage, waitForWorkbench, withPage } from '../helpers/browser.ts';
-import { captureLogger, codeServerLog, createHarness, eventually, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { Nt4Client } from '../helpers/robot-protocols.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -37,7 +36,6 @@ const db = useTestDatabase({ truncate: false });
 let app: TestApp;
 let harness: Harness;
 let runs: RunController;
-const runLog = captureLogger();
 let browser: Browser;
 let ada: Student;
 /** The screenshots, kept for a look (docs/students.md's is made here). */
@@ -50,15 +48,7 @@ beforeAll(async () => {
   app = await startApp(db.dataSource, {});
   harness = createHarness(db.dataSource, { changes: app.store.changes, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
   await harness.controller.start();
-  runs = new RunController({
-    store: harness.store,
-    runtime: harness.runtime,
-    metrics: app.metrics,
-    log: categoryLogger(runLog.root, 'runs'),
-    buildTimeoutMs: 180_000,
-    runningCheckMs: 1000,
-    template: { image: IMAGE, memoryBytes: 1024 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: './gradlew simulateJava' },
-  });
+  runs = workspaceImageRunController(harness, app.metrics).controller;
   await runs.start();
   ada = await newStudent(harness.store, 'ada', tag);
   ada.workspace = await openAndWait(harness.store, ada.workspace);

@@ -22,11 +22,10 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page, Request, Route } from 'playwright-core';
-import { RunController } from '../../controllers/runs.ts';
-import { categoryLogger } from '../../src/log.ts';
+import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, recordPage, waitForWorkbench, withPage } from '../helpers/browser.ts';
-import { captureLogger, codeServerLog, createHarness, eventually, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
 import { freePort } from '../helpers/server.ts';
@@ -42,7 +41,6 @@ let provider: OidcProvider;
 let app: TestApp;
 let harness: Harness;
 let runs: RunController;
-const runLog = captureLogger();
 let browser: Browser;
 let ada: Student;
 
@@ -59,15 +57,7 @@ beforeAll(async () => {
   );
   harness = createHarness(db.dataSource, { changes: app.store.changes, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
   await harness.controller.start();
-  runs = new RunController({
-    store: harness.store,
-    runtime: harness.runtime,
-    metrics: app.metrics,
-    log: categoryLogger(runLog.root, 'runs'),
-    buildTimeoutMs: 180_000,
-    runningCheckMs: 1000,
-    template: { image: IMAGE, memoryBytes: 1024 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: './gradlew simulateJava' },
-  });
+  runs = workspaceImageRunController(harness, app.metrics).controller;
   await runs.start();
   ada = await newStudent(harness.store, 'ada', tag);
   browser = await launchBrowser();

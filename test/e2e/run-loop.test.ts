@@ -14,11 +14,10 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { RunController } from '../../controllers/runs.ts';
-import { categoryLogger } from '../../src/log.ts';
+import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
-import { captureLogger, codeServerLog, createHarness, eventually, execIn, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { codeServerLog, createHarness, eventually, execIn, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { HalSimClient } from '../helpers/robot-protocols.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -29,7 +28,8 @@ const db = useTestDatabase({ truncate: false });
 let app: TestApp;
 let harness: Harness;
 let runs: RunController;
-const runLog = captureLogger();
+/** What the run controller logged (shown when the test fails). */
+let runLog: Record<string, unknown>[];
 let browser: Browser;
 let ada: Student;
 /** code-server's user settings in the workspace (its default user data directory). */
@@ -47,15 +47,7 @@ beforeAll(async () => {
   app = await startApp(db.dataSource, { IDLE_STOP_MINUTES: '0.7', IDLE_WARNING_MINUTES: '0.5' });
   harness = createHarness(db.dataSource, { changes: app.store.changes, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
   await harness.controller.start();
-  runs = new RunController({
-    store: harness.store,
-    runtime: harness.runtime,
-    metrics: app.metrics,
-    log: categoryLogger(runLog.root, 'runs'),
-    buildTimeoutMs: 180_000,
-    runningCheckMs: 1000,
-    template: { image: IMAGE, memoryBytes: 1024 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command: './gradlew simulateJava' },
-  });
+  ({ controller: runs, records: runLog } = workspaceImageRunController(harness, app.metrics));
   await runs.start();
   ada = await newStudent(harness.store, 'ada', tag);
   ada.workspace = await openAndWait(harness.store, ada.workspace);
@@ -153,7 +145,7 @@ async function panelShows(page: Page, text: string | RegExp, timeout: number): P
     const panel = await outputText(page).catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`);
     await page.screenshot({ path: path.join(os.tmpdir(), 'run-loop-failure.png') });
     throw new Error(
-      `${(error as Error).message}\n--- the Robot run terminal:\n${panel}\n--- the run: ${JSON.stringify({ ...run, output: undefined })}\n--- its kept output (end):\n${kept.slice(-2000)}\n--- the run controller:\n${runLog.records.map((record) => JSON.stringify(record)).join('\n')}`,
+      `${(error as Error).message}\n--- the Robot run terminal:\n${panel}\n--- the run: ${JSON.stringify({ ...run, output: undefined })}\n--- its kept output (end):\n${kept.slice(-2000)}\n--- the run controller:\n${runLog.map((record) => JSON.stringify(record)).join('\n')}`,
       { cause: error },
     );
   }

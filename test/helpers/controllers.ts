@@ -122,6 +122,24 @@ export function testRunController(
   return { controller, records: logger.records };
 }
 
+/**
+ * A run controller over `harness` (not started) whose simulators run the real workspace image's
+ * `./gradlew simulateJava` (the stand-in robot), as the end-to-end tests of the real editor run
+ * them: 1 GiB, three minutes to build, its state looked at every second; with the records it logs.
+ */
+export function workspaceImageRunController(
+  harness: Pick<Harness, 'store' | 'runtime'>,
+  metrics: Metrics,
+): { controller: RunController; records: Record<string, unknown>[] } {
+  const command = './gradlew simulateJava';
+  return testRunController(harness, command, {
+    metrics,
+    buildTimeoutMs: 180_000,
+    runningCheckMs: 1000,
+    template: { image: 'classroom-workspace:latest', memoryBytes: 1024 * 1024 * 1024, network: TEST_ENV.WORKSPACE_NETWORK, nt4Port: 5810, command },
+  });
+}
+
 /** Removes every container and volume labelled with this control-plane id. */
 export async function removeEverything(controlPlaneId: string): Promise<void> {
   const filters = { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] };
