@@ -31,12 +31,11 @@
  * (`classroom-workspace:latest`). Everything it makes is removed at the end.
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/driver-input.ts
  */
-import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'playwright-core';
 import { editorOriginPage, ROBOT_WORKSPACE_ENV, startDeployed, startRobotRun } from './deployed.ts';
-import { CONTROL_PLANE_LABEL, deadline, percentile, removeLabelled } from './lib.ts';
+import { benchScope, loadAverage, percentile } from './lib.ts';
 import { DEFAULT_KEYS, keyboardState, NEUTRAL } from '../images/workspace/extension/src/ds-input.ts';
 import { driverStationMessage, enable, INITIAL, joystickMessage, setLink, setRun } from '../images/workspace/extension/src/ds-state.ts';
 import { HEARTBEAT_MS, INPUT_MS } from '../images/workspace/extension/src/halsim.ts';
@@ -171,20 +170,9 @@ async function round(page: Page, url: string, presses: number): Promise<number[]
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.splice(0).toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(20 * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
-  const load = () =>
-    os
-      .loadavg()
-      .map((each) => each.toFixed(2))
-      .join(', ');
+  const { cleanups, cleanup, controlPlaneId } = benchScope(20);
   try {
-    console.log(`load average at the start: ${load()} (${os.cpus().length} CPUs)`);
+    console.log(`load average at the start: ${loadAverage()} (${os.cpus().length} CPUs)`);
     const deployed = await startDeployed({ database: { kind: 'postgres', name: DATABASE }, controlPlaneId, env: ROBOT_WORKSPACE_ENV }, cleanups);
     const run = await startRobotRun(deployed, cleanups);
     const browser = await launchBrowser();
@@ -224,7 +212,7 @@ async function main(): Promise<void> {
     console.log(
       `  with the editor's Driver Station's input tick (${INPUT_MS} ms, its wait uniform) through the control plane: ${line(ticked).replace(/ \(.*/, '')} (target p95 < 50 ms)`,
     );
-    console.log(`load average at the end: ${load()}`);
+    console.log(`load average at the end: ${loadAverage()}`);
   } finally {
     await cleanup();
   }

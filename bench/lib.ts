@@ -215,6 +215,36 @@ export function deadline(ms: number, cleanup?: () => Promise<void>): void {
   }, ms).unref();
 }
 
+/** What a benchmark must undo (last first: `cleanup()`), and the control-plane id its containers carry. */
+export interface BenchScope {
+  cleanups: (() => Promise<unknown>)[];
+  cleanup: () => Promise<void>;
+  controlPlaneId: string;
+}
+
+/**
+ * A benchmark's scope: clean-up steps run last first (a failing one said and passed over), run by the
+ * deadline too when the benchmark runs past `minutes`; a control-plane id of its own, whose
+ * containers and volumes the first step removes.
+ */
+export function benchScope(minutes: number): BenchScope {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanup = async () => {
+    for (const step of cleanups.splice(0).toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
+  };
+  deadline(minutes * 60_000, cleanup);
+  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
+  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
+  return { cleanups, cleanup, controlPlaneId };
+}
+
+/** The machine's load averages (1, 5 and 15 minutes), for a benchmark's figures. */
+export const loadAverage = (): string =>
+  os
+    .loadavg()
+    .map((each) => each.toFixed(2))
+    .join(', ');
+
 /**
  * A scratch directory and bench database `database` (migrated: benchDatabase) for a benchmark that
  * runs the programs themselves, both removed by `cleanup()`, or when it runs past `minutes` (deadline).
@@ -245,15 +275,9 @@ export interface ReplicaBench {
 }
 
 export async function replicaBench(database: string, minutes: number): Promise<ReplicaBench> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.splice(0).toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(minutes * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
+  const { cleanups, cleanup, controlPlaneId } = benchScope(minutes);
   const { dataSource, drop } = await benchDatabase(database);
   cleanups.push(drop);
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `${database.replaceAll('_', '-')}-`));
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
   return { controlPlaneId, dataSource, dataDir, cleanups, cleanup };

@@ -28,7 +28,6 @@
  * (`classroom-workspace:latest`). Everything it makes is removed at the end.
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/telemetry.ts
  */
-import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,7 +36,7 @@ import type { decodeMulti, encode } from '@msgpack/msgpack';
 import type { NetworkTables } from 'ntcore-ts-client';
 import type { Browser, Frame, Page } from 'playwright-core';
 import { editorOriginPage, ROBOT_WORKSPACE_ENV, startDeployed, startRobotRun, type Deployed } from './deployed.ts';
-import { browserCookies, CONTROL_PLANE_LABEL, deadline, percentile, removeLabelled } from './lib.ts';
+import { benchScope, loadAverage, browserCookies, percentile } from './lib.ts';
 import { poseText } from '../images/workspace/extension/src/dashboard.ts';
 import type { setNt4Base } from '../images/workspace/extension/src/nt4-socket.ts';
 import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../test/helpers/browser.ts';
@@ -232,20 +231,9 @@ async function drawing(browser: Browser, deployed: Deployed, bench: Page, offset
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.splice(0).toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(20 * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
-  const load = () =>
-    os
-      .loadavg()
-      .map((each) => each.toFixed(2))
-      .join(', ');
+  const { cleanups, cleanup, controlPlaneId } = benchScope(20);
   try {
-    console.log(`load average at the start: ${load()} (${os.cpus().length} CPUs)`);
+    console.log(`load average at the start: ${loadAverage()} (${os.cpus().length} CPUs)`);
     const [proxiedNt, directNt] = await Promise.all([
       bundle(`export { NetworkTables } from 'ntcore-ts-client'; export { setNt4Base } from ${JSON.stringify(NT4_SOCKET)};`, 'ProxiedNt', {
         'isomorphic-ws': NT4_SOCKET,
@@ -315,7 +303,7 @@ async function main(): Promise<void> {
     const drawn = await drawing(browser, deployed, page, offset);
     console.log(`\nthe same to the editor's Driver Station drawing it (the field's pose, the animation frame after it changed), ${MEASURE_SECONDS} s:`);
     console.log(`  through the control plane (the editor's own NetworkTables client)  ${line(drawn)}`);
-    console.log(`load average at the end: ${load()}`);
+    console.log(`load average at the end: ${loadAverage()}`);
   } finally {
     await cleanup();
   }

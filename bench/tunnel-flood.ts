@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startDeployed, type Deployed } from './deployed.ts';
-import { CONTROL_PLANE_LABEL, deadline, docker, percentile, processCpuSeconds, processOpenFds, processRssBytes, removeLabelled } from './lib.ts';
+import { benchScope, CONTROL_PLANE_LABEL, docker, percentile, processCpuSeconds, processOpenFds, processRssBytes } from './lib.ts';
 
 const DATABASE = 'cp_bench_tunnel_flood';
 const SECONDS = Number(process.env.PHASE_SECONDS ?? 60);
@@ -128,13 +128,7 @@ function report(name: string, figures: Phase, base?: Phase): void {
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.splice(0).toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(10 * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
+  const { cleanups, cleanup, controlPlaneId } = benchScope(10);
   try {
     const deployed = await startDeployed(
       { database: { kind: 'postgres', name: DATABASE }, controlPlaneId, env: { ADMIN_TOKEN, LOG_LEVEL: 'warning' } },

@@ -23,13 +23,12 @@
  * (`classroom-workspace:latest`). Everything it makes is removed at the end.
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/workspace-memory.ts
  */
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { ROBOT_WORKSPACE_ENV, startDeployed, startRobotRun, type Deployed } from './deployed.ts';
-import { benchDatabaseUrl, browserCookies, CONTROL_PLANE_LABEL, deadline, docker, median, processRssBytes, removeLabelled } from './lib.ts';
+import { benchScope, loadAverage, benchDatabaseUrl, browserCookies, CONTROL_PLANE_LABEL, docker, median, processRssBytes } from './lib.ts';
 import { DockerRuntime } from '../src/docker/docker-runtime.ts';
 import { LABELS } from '../src/docker/runtime.ts';
 import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../test/helpers/browser.ts';
@@ -178,20 +177,9 @@ async function drive(url: string, signal: AbortSignal): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const cleanup = async () => {
-    for (const step of cleanups.splice(0).toReversed()) await step().catch((error: unknown) => console.error('cleanup step failed:', error));
-  };
-  deadline(20 * 60_000, cleanup);
-  const controlPlaneId = `bench-${randomBytes(4).toString('hex')}`;
-  cleanups.push(() => removeLabelled(CONTROL_PLANE_LABEL, controlPlaneId));
-  const load = () =>
-    os
-      .loadavg()
-      .map((each) => each.toFixed(2))
-      .join(', ');
+  const { cleanups, cleanup, controlPlaneId } = benchScope(20);
   try {
-    console.log(`load average at the start: ${load()} (${os.cpus().length} CPUs)`);
+    console.log(`load average at the start: ${loadAverage()} (${os.cpus().length} CPUs)`);
     const deployed: Deployed = await startDeployed({ database: { kind: 'postgres', name: DATABASE }, controlPlaneId, env: ROBOT_WORKSPACE_ENV }, cleanups);
     const sampler = new Sampler(controlPlaneId, deployed.child.pid!);
     cleanups.push(() => sampler.stop());
@@ -260,7 +248,7 @@ async function main(): Promise<void> {
       const room = size * GiB - reserved;
       console.log(`| ${size} GiB | ${Math.floor(room / steady)} | ${Math.floor(room / building)} |`);
     }
-    console.log(`load average at the end: ${load()}`);
+    console.log(`load average at the end: ${loadAverage()}`);
   } finally {
     await cleanup();
   }
