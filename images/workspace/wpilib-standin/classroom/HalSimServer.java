@@ -3,8 +3,6 @@ package classroom;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.StandardSocketOptions;
 import java.nio.charset.StandardCharsets;
@@ -51,70 +49,27 @@ public final class HalSimServer {
   private static final Client RESERVED = new Client(null);
 
   private static final AtomicReference<Client> ACTIVE = new AtomicReference<>();
-  private static ServerSocket server;
   private static String uri;
 
   private HalSimServer() {}
 
   /** Starts the server on HALSIMWS_PORT (once); exits the program when the port cannot be had. */
   public static synchronized void start() {
-    if (server != null) {
+    if (uri != null) {
       return;
     }
-    String raw = System.getenv("HALSIMWS_PORT");
-    int port = 3300;
-    if (raw != null && !raw.isBlank()) {
-      try {
-        port = Integer.parseInt(raw.trim());
-      } catch (NumberFormatException error) {
-        System.err.println("HALSIMWS_PORT=" + raw + " is not a port number: using 3300");
-      }
-    }
+    int port = WebSocket.portFromEnvironment("HALSIMWS_PORT", 3300);
     String path = System.getenv("HALSIMWS_URI");
     uri = path == null || path.isBlank() ? "/wpilibws" : path.trim();
-    try {
-      server = new ServerSocket();
-      server.setReuseAddress(true);
-      server.bind(new InetSocketAddress("0.0.0.0", port), 16);
-    } catch (IOException error) {
-      System.err.println("stand-in simulator: cannot listen on port " + port + " (HALSIMWS_PORT): " + error.getMessage());
-      System.exit(1);
-      return;
-    }
-    Thread acceptor = new Thread(HalSimServer::accept, "halsim-accept");
-    acceptor.setDaemon(true);
-    acceptor.start();
-    Thread sender = new Thread(HalSimServer::sendLoop, "halsim-send");
-    sender.setDaemon(true);
-    sender.start();
+    WebSocket.listen(port, 16, "HALSIMWS_PORT", "halsim", HalSimServer::serve, HalSimServer::sendChanges);
     System.out.println("[stand-in] HALSim WebSocket on port " + port + " at " + uri + " (HALSIMWS_PORT, HALSIMWS_URI): the Driver Station and joysticks");
   }
 
-  private static void accept() {
-    while (true) {
-      try {
-        Socket socket = server.accept();
-        Thread thread = new Thread(() -> serve(socket), "halsim-client");
-        thread.setDaemon(true);
-        thread.start();
-      } catch (IOException error) {
-        return;
-      }
-    }
-  }
-
   /** Every 20 ms, what changed goes to the client. */
-  private static void sendLoop() {
-    while (true) {
-      try {
-        Thread.sleep(20);
-      } catch (InterruptedException error) {
-        return;
-      }
-      Client client = ACTIVE.get();
-      if (client != null && client != RESERVED) {
-        flush(client);
-      }
+  private static void sendChanges() {
+    Client client = ACTIVE.get();
+    if (client != null && client != RESERVED) {
+      flush(client);
     }
   }
 

@@ -4,8 +4,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -101,42 +99,21 @@ public final class SimServer {
   /** The topics clients may publish (string topics), and what the robot does with a value. */
   private static final Map<String, Consumer<String>> ACCEPTED = new ConcurrentHashMap<>();
   private static volatile String mode = "starting";
-  private static ServerSocket server;
+  private static boolean started;
   private static int nextId = 1;
 
   private SimServer() {}
 
   /** Starts the server on NT4_PORT (once); exits the program when the port cannot be had. */
   public static synchronized void start() {
-    if (server != null) {
+    if (started) {
       return;
     }
-    String raw = System.getenv("NT4_PORT");
-    int port = 5810;
-    if (raw != null && !raw.isBlank()) {
-      try {
-        port = Integer.parseInt(raw.trim());
-      } catch (NumberFormatException error) {
-        System.err.println("NT4_PORT=" + raw + " is not a port number: using 5810");
-      }
-    }
-    try {
-      server = new ServerSocket();
-      server.setReuseAddress(true);
-      server.bind(new InetSocketAddress("0.0.0.0", port), 64);
-    } catch (IOException error) {
-      System.err.println("stand-in simulator: cannot listen on port " + port + ": " + error.getMessage());
-      System.exit(1);
-      return;
-    }
+    int port = WebSocket.portFromEnvironment("NT4_PORT", 5810);
     publish("/classroom/mode", "string", mode);
     publish("/classroom/time", "double", 0.0);
-    Thread acceptor = new Thread(SimServer::accept, "nt4-accept");
-    acceptor.setDaemon(true);
-    acceptor.start();
-    Thread sender = new Thread(SimServer::sendLoop, "nt4-send");
-    sender.setDaemon(true);
-    sender.start();
+    WebSocket.listen(port, 64, "NT4_PORT", "nt4", SimServer::serve, SimServer::sendChanges);
+    started = true;
     System.out.println("[stand-in] simulator listening on port " + port + " (NT4_PORT): NetworkTables 4 at /nt/<name>, GET / shows the values as JSON");
   }
 
@@ -202,41 +179,21 @@ public final class SimServer {
     return (System.nanoTime() - STARTED) / 1000;
   }
 
-  private static void accept() {
-    while (true) {
-      try {
-        Socket socket = server.accept();
-        Thread thread = new Thread(() -> serve(socket), "nt4-client");
-        thread.setDaemon(true);
-        thread.start();
-      } catch (IOException error) {
-        return;
+  /** Every 20 ms: the time, then every changed topic to every client subscribed to it. */
+  private static void sendChanges() {
+    publish("/classroom/time", "double", seconds());
+    List<Topic> changed = new ArrayList<>();
+    for (Topic topic : TOPICS.values()) {
+      if (topic.dirty) {
+        topic.dirty = false;
+        changed.add(topic);
       }
     }
-  }
-
-  /** Every 20 ms: the time, then every changed topic to every client subscribed to it. */
-  private static void sendLoop() {
-    while (true) {
-      try {
-        Thread.sleep(20);
-      } catch (InterruptedException error) {
-        return;
-      }
-      publish("/classroom/time", "double", seconds());
-      List<Topic> changed = new ArrayList<>();
-      for (Topic topic : TOPICS.values()) {
-        if (topic.dirty) {
-          topic.dirty = false;
-          changed.add(topic);
-        }
-      }
-      if (changed.isEmpty()) {
-        continue;
-      }
-      for (Client client : CLIENTS) {
-        sendValues(client, changed);
-      }
+    if (changed.isEmpty()) {
+      return;
+    }
+    for (Client client : CLIENTS) {
+      sendValues(client, changed);
     }
   }
 

@@ -4,6 +4,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -13,6 +15,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Consumer;
 
 /**
  * The server's side of a WebSocket (RFC 6455), what both of the stand-in's servers speak (the
@@ -64,6 +67,65 @@ final class WebSocket {
     this.in = in;
     this.out = out;
     this.maxMessage = maxMessage;
+  }
+
+  /** The port in the environment variable `variable`, else `fallback` (with a line saying why when it is set but is not a number). */
+  static int portFromEnvironment(String variable, int fallback) {
+    String raw = System.getenv(variable);
+    if (raw == null || raw.isBlank()) {
+      return fallback;
+    }
+    try {
+      return Integer.parseInt(raw.trim());
+    } catch (NumberFormatException error) {
+      System.err.println(variable + "=" + raw + " is not a port number: using " + fallback);
+      return fallback;
+    }
+  }
+
+  /**
+   * Listens on every address at `port` (the program exits with a line naming `variable` when it
+   * cannot), serves each connection with `serve` on a daemon thread of its own (`name`-client), and
+   * runs `tick` every 20 ms (the robot's period) on a daemon thread (`name`-send).
+   */
+  static void listen(int port, int backlog, String variable, String name, Consumer<Socket> serve, Runnable tick) {
+    ServerSocket server;
+    try {
+      server = new ServerSocket();
+      server.setReuseAddress(true);
+      server.bind(new InetSocketAddress("0.0.0.0", port), backlog);
+    } catch (IOException error) {
+      System.err.println("stand-in simulator: cannot listen on port " + port + " (" + variable + "): " + error.getMessage());
+      System.exit(1);
+      return;
+    }
+    daemon(name + "-accept", () -> {
+      while (true) {
+        Socket socket;
+        try {
+          socket = server.accept();
+        } catch (IOException error) {
+          return;
+        }
+        daemon(name + "-client", () -> serve.accept(socket));
+      }
+    });
+    daemon(name + "-send", () -> {
+      while (true) {
+        try {
+          Thread.sleep(20);
+        } catch (InterruptedException error) {
+          return;
+        }
+        tick.run();
+      }
+    });
+  }
+
+  private static void daemon(String name, Runnable body) {
+    Thread thread = new Thread(body, name);
+    thread.setDaemon(true);
+    thread.start();
   }
 
   /** Reads an HTTP request's head; null when the connection ends first, the head is longer than 16 KiB or is not HTTP. */
