@@ -24,7 +24,7 @@ import path from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openFromExplorer, recordPage, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, openPalette, recordPage, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { Nt4Client } from '../helpers/robot-protocols.ts';
@@ -84,14 +84,6 @@ async function editor(page: Page): Promise<void> {
   await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
   await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
   await page.locator('.editor-instance .monaco-editor').first().click();
-}
-
-/** Opens the command palette with `text` typed in it, and waits for its first entry. */
-async function palette(page: Page, text: string): Promise<void> {
-  await page.keyboard.press('F1');
-  await page.locator('.quick-input-widget input').waitFor();
-  await page.keyboard.type(text);
-  await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
 }
 
 /** A run of Ada's that is running (the active one, or a new one), with its robot's NetworkTables. */
@@ -192,10 +184,8 @@ it('runs the robot code when the student types "Robot: Run" in the command palet
   await withEditorPage(async (page) => {
     await editor(page);
     // Another Robot command from the palette first: a recently used command is listed first when it matches.
-    await palette(page, 'Robot: Keep');
-    await page.keyboard.press('Enter');
-    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-    await palette(page, 'Robot: Run');
+    await runFromPalette(page, 'Robot: Keep working (my workspace stays on)');
+    await openPalette(page, 'Robot: Run');
     const first = page.locator('.quick-input-list .monaco-list-row').first();
     expect(await first.locator('.label-name').innerText()).toBe('Robot: Run robot code');
     await page.screenshot({ path: path.join(SHOTS, 'palette-robot-run.png') });
@@ -359,8 +349,7 @@ it('drives the robot from the Driver Station: enable, keyboard, Space and Enter,
       const theme = (await ds.locator('body').getAttribute('class'))?.includes('vscode-light') ? 'light' : 'dark';
       await ds.locator('#graphs').screenshot({ path: path.join(SHOTS, `graphs-${theme}.png`) });
       await page.getByRole('tab', { name: /Robot\.java/ }).click();
-      await palette(page, 'Preferences: Toggle between Light/Dark Themes');
-      await page.keyboard.press('Enter');
+      await runFromPalette(page, 'Preferences: Toggle between Light/Dark Themes');
       const other = theme === 'light' ? 'dark' : 'light';
       await ds.locator(`body.vscode-${other}`).waitFor();
       await ds.locator('#graphs').screenshot({ path: path.join(SHOTS, `graphs-${other}.png`) });

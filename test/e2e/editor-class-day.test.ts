@@ -24,7 +24,7 @@ import path from 'node:path';
 import type { Browser, Page, Request, Route } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, recordPage, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { launchBrowser, recordPage, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
@@ -189,10 +189,7 @@ it('opens a new home with progress from the first second, Run and the Driver Sta
     expect(await page.locator('.part.auxiliarybar').isVisible()).toBe(false);
     await shot(page, 'editor-first-open');
     // The empty editor offers no chat: it is off.
-    await page.keyboard.press('F1');
-    await page.keyboard.type('View: Close All Editors');
-    await page.locator('.quick-input-list').getByText('Close All Editors').first().waitFor();
-    await page.keyboard.press('Enter');
+    await runFromPalette(page, 'View: Close All Editors');
     const watermark = page.locator('.editor-group-watermark');
     await watermark.getByText('Show All Commands').waitFor();
     expect(await watermark.innerText()).not.toContain('Open Chat');

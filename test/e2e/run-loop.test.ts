@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { launchBrowser, openFromExplorer, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, execIn, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { HalSimClient } from '../helpers/robot-protocols.ts';
@@ -206,10 +206,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await panelShows(page, ROBOT_LINE, 120_000);
     // Closed by the student, the terminal opens again from the run's state in the status bar, with
     // what the run printed meanwhile.
-    await page.keyboard.press('F1');
-    await page.keyboard.type('Terminal: Kill the Active Terminal Instance');
-    await page.locator('.quick-input-list').getByText('Kill the Active Terminal Instance').first().waitFor();
-    await page.keyboard.press('Enter');
+    await runFromPalette(page, 'Terminal: Kill the Active Terminal Instance');
     await terminalRows(page).waitFor({ state: 'detached', timeout: 30_000 });
     await page.locator('.statusbar-item', { hasText: 'Running' }).click();
     await panelShows(page, ROBOT_LINE, 30_000);
@@ -246,10 +243,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
 
     // The way back from the editor to the workspace page (runs, Stop, Sign out): its command opens it in a tab.
     const opened = page.context().waitForEvent('page', { timeout: 30_000 });
-    await page.keyboard.press('F1');
-    await page.keyboard.type('Open my workspace page');
-    await page.locator('.quick-input-list').getByText('Open my workspace page').first().waitFor();
-    await page.keyboard.press('Enter');
+    await runFromPalette(page, 'Robot: Open my workspace page (stop, sign out, past output)');
     const tab = await opened;
     await tab.locator('h1').getByText(`Workspace ${ada.workspace.slug}`).waitFor();
     expect(tab.url()).toBe(`${app.url}/u/${ada.workspace.slug}/.cp/`);

@@ -145,6 +145,33 @@ export async function openFromExplorer(page: Page, file: string): Promise<void> 
 }
 
 /**
+ * Opens the editor's command palette with `text` typed in it, as a student does (F1, then the
+ * text), once the palette's input has the keyboard: keys typed before go to the editor (seen: the
+ * first three letters lost, and the palette then chose another command).
+ */
+export async function openPalette(page: Page, text: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget input:focus').waitFor();
+  await page.keyboard.type(text);
+  await page.locator('.quick-input-list .monaco-list-row').first().waitFor();
+}
+
+/**
+ * Runs the editor command labelled `label` from the command palette: its label typed, Enter once
+ * the palette has chosen exactly that entry (before, Enter runs whatever the text typed so far
+ * chose), then the palette gone.
+ */
+export async function runFromPalette(page: Page, label: string): Promise<void> {
+  await openPalette(page, label);
+  await page
+    .locator('.quick-input-list .monaco-list-row.focused .label-name')
+    .filter({ hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) })
+    .waitFor();
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+}
+
+/**
  * Records what a page logs from now on (its console, its uncaught errors, its failed requests and
  * its HTTP errors, its WebSockets), for a failure's message; `stop` ends the recording.
  */
