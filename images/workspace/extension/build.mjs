@@ -1,7 +1,7 @@
 // Bundles the classroom extension for VS Code's web worker extension host: src/extension.ts and
 // what it imports (ntcore-ts-client, with this folder's nt4-socket.ts in place of isomorphic-ws)
 // into dist/extension.js (CommonJS, `vscode` left to the host), with the Driver Station page's own
-// script (src/webview/driver-station.ts, bundled first, with uPlot for its graphs) in it as
+// script (src/webview/in-editor.ts and driver-station.ts, bundled first, with uPlot for its graphs) in it as
 // DRIVER_STATION_SCRIPT and uPlot's style sheet as UPLOT_STYLE, to be put inline in the page (no
 // file for the webview to load: its Content-Security-Policy lets in only what carries its nonce),
 // then writes the extension's folder (package.json, dist/, README.md) to the directory given, ready
@@ -19,7 +19,7 @@ const out = path.resolve(process.argv[2] ?? path.join(here, 'out'));
 rmSync(out, { recursive: true, force: true });
 mkdirSync(path.join(out, 'dist'), { recursive: true });
 const page = await build({
-  entryPoints: [path.join(here, 'src/webview/driver-station.ts')],
+  entryPoints: [path.join(here, 'src/webview/in-editor.ts')],
   bundle: true,
   format: 'iife',
   platform: 'browser',

@@ -4,7 +4,6 @@
  * Driver Station (its choosers, fields and graphs), and what the Driver Station publishes (a chooser's pick).
  */
 import { NetworkTables, NetworkTablesTypeInfos, type NetworkTablesTopic } from 'ntcore-ts-client';
-import type * as vscode from 'vscode';
 
 /** How many times (50 ms apart) a publication's answer is looked for after the first announcement. */
 const PUBLISHER_LOOKS = 40;
@@ -74,13 +73,13 @@ export class Telemetry {
   }
 
   /** Calls `listener` after each change (a value, the connection). */
-  onChange(listener: () => void): vscode.Disposable {
+  onChange(listener: () => void): { dispose(): void } {
     this.listeners.add(listener);
     return { dispose: () => this.listeners.delete(listener) };
   }
 
   /** Calls `listener` with each value received, as it is received (before the listeners of onChange). */
-  onValue(listener: (name: string, type: string, value: unknown) => void): vscode.Disposable {
+  onValue(listener: (name: string, type: string, value: unknown) => void): { dispose(): void } {
     this.valueListeners.add(listener);
     return { dispose: () => this.valueListeners.delete(listener) };
   }

@@ -1,7 +1,8 @@
 /**
- * The Driver Station's page, in its webview (bundled by build.mjs and put inline in the page that
- * driver-station.ts makes). It shows what the extension tells it and asks for what the student does:
- * every rule, and the connection to the robot, are the extension's.
+ * The Driver Station's page: in the editor's webview (in-editor.ts, bundled by build.mjs and put
+ * inline in the page that driver-station.ts makes), and on the workspace page (standalone.ts). It
+ * shows what its host (ds-core.ts, through a PageHost) tells it and asks for what the student does:
+ * every rule, and the connection to the robot, are the host's.
  *
  * Driving: the keys held while this page has the focus (ds-input.ts: the student's keys) and the
  * first gamepad of the browser's Gamepad API, read every INPUT_MS, together make joystick 0; sent to
@@ -17,22 +18,28 @@ import { elapsedSeconds, estopped, type Mode } from '../ds-state.ts';
 import type { DashboardMessage, FromPage, StateMessage, ToPage } from '../ds-view.ts';
 import { graphs } from './graphs.ts';
 
-declare function acquireVsCodeApi(): { postMessage(message: FromPage): void };
+/** How the page reaches its host (ds-core.ts): VS Code's webview messages (in-editor.ts), or the same page's core (standalone.ts). */
+export interface PageHost {
+  /** Sends `message` to the host. */
+  send(message: FromPage): void;
+  /** Calls `receive` with each message of the host. */
+  listen(receive: (message: ToPage) => void): void;
+}
 
 /** How often the keys and the gamepad are read into joystick 0 (50 a second). */
 const INPUT_MS = 20;
 const MODE_NAMES: Record<Mode, string> = { teleop: 'Teleoperated', autonomous: 'Autonomous', test: 'Test' };
 const DISABLING_KEYS = new Set(['Space', 'Enter', 'NumpadEnter']);
 
-const host = acquireVsCodeApi();
-/** Sends `message` to the extension; what the student does there clears the last notice. */
+/** The host, once the page has started (startPage). */
+let host: PageHost | undefined;
+/** Sends `message` to the host; what the student does there clears the last notice. */
 function send(message: FromPage): void {
   if (notice && message.type !== 'input' && message.type !== 'ready' && message.type !== 'padLost') {
     notice = '';
     renderState();
   }
-  // oxlint-disable-next-line unicorn/require-post-message-target-origin -- VS Code's webview API: no origin to give
-  host.postMessage(message);
+  host?.send(message);
 }
 const element = (id: string) => document.getElementById(id)!;
 
@@ -132,8 +139,14 @@ setInterval(readInput, INPUT_MS);
 
 // ---- what the extension says ---------------------------------------------------------------
 
-window.addEventListener('message', (event: MessageEvent<ToPage>) => {
-  const message = event.data;
+/** Starts the page: what `pageHost` says is shown, and what the student does is sent to it. */
+export function startPage(pageHost: PageHost): void {
+  host = pageHost;
+  host.listen(receive);
+  send({ type: 'ready' });
+}
+
+function receive(message: ToPage): void {
   switch (message.type) {
     case 'state':
       if (!state || state.ds.runId !== message.ds.runId) notice = '';
@@ -152,8 +165,7 @@ window.addEventListener('message', (event: MessageEvent<ToPage>) => {
       notice = message.text;
       return renderState();
   }
-});
-send({ type: 'ready' });
+}
 
 function tile(id: string, level: 'ok' | 'wait' | 'off', title: string): void {
   const shown = element(id);
