@@ -51,6 +51,8 @@ COPY migrations ./migrations
 COPY src ./src
 COPY controllers ./controllers
 COPY api ./api
+# The Driver Station's page and core: the workspace page's Driver Station is bundled from them (api/driver-station.ts).
+COPY images/workspace/extension/src ./images/workspace/extension/src
 # The code stays root's (read-only to the server); only /data is the server's.
 RUN ln -s /app/bin/cli /usr/local/bin/cli \
  && mkdir -p /data \

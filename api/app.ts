@@ -39,6 +39,7 @@ import { Upstreams } from './proxy/upstreams.ts';
 import type { TunnelLimits } from './proxy/websocket.ts';
 import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { RESERVED_PREFIX } from './proxy/host.ts';
+import { isDriverStationTarget } from './driver-station.ts';
 import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
 import { answerClientError } from './header-overflow.ts';
@@ -293,7 +294,7 @@ export function createApp(deps: AppDeps): AppHandlers {
         req.url = `/u/${path.slug}/api/${path.rest.slice(EDITOR_API_PREFIX.length)}`;
         return void koa(req, res);
       }
-      if (path.rest.startsWith(RESERVED_PREFIX) && !isPagePath(path.rest))
+      if (path.rest.startsWith(RESERVED_PREFIX) && !isPagePath(path.rest) && !isDriverStationTarget(path.rest))
         return refuse(res, NotFoundError('not_found', 'Nothing is served here.'), deps.metrics, req.method);
       const target = req.url ?? '/';
       // `/u/<slug>` without its slash: relative links of the editor need the slash (the target begins `/u/<slug>`).

@@ -45,6 +45,7 @@ section{margin-top:1.6rem} h2{font-size:1.15rem;margin-bottom:.4rem}
 pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;max-height:26rem;overflow:auto;white-space:pre-wrap;word-break:break-word;font-size:.85rem;min-height:3rem}
 #idle,#restored,#disk{border:2px solid #b35c00;background:#fff4e5;padding:.6rem .9rem;border-radius:.4rem} #restored p{margin:0}
 #starting progress{vertical-align:middle;margin-right:.4rem}
+#ds-frame{display:block;width:100%;height:34rem;border:1px solid #d6dbe1;border-radius:.4rem;margin-top:.6rem}
 #problems{color:#a12622} table{border-collapse:collapse;width:100%;font-size:.9rem} th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #d6dbe1}
 .failed{color:#a12622} .muted{color:#5a6472}
 #import-form label{display:block;margin-top:.5rem} #import-form button{display:inline-block}
@@ -56,8 +57,9 @@ dialog{max-width:30rem;border:1px solid #1d2430;border-radius:.5rem;padding:1rem
 /**
  * The workspace page, for its student (and, in host mode, an admin): the state with Open, Stop
  * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, and the student's run loop without the editor: Run, Restart and Stop,
- * the run's state, its output live as it is written (compile errors picked out), and the past runs
- * with their outcome and output to download; "Reset to starter" and an import of a team's
+ * the run's state, its output live as it is written (compile errors picked out), the Driver Station
+ * (api/driver-station.ts, in a frame from the editor's address while the student has it open), the
+ * past runs with their outcome and output to download; "Reset to starter" and an import of a team's
  * repository, each confirmed in a dialog (the workspace is stopped first), the import's progress
  * followed phase by phase. Served at `/u/<slug>/` while the editor is not up
  * (path mode; Open then reloads into the editor), and always at `/u/<slug>/.cp/` (a way back to it
@@ -85,6 +87,12 @@ ${restoreNotice(workspace)}
 <ul id="problems" hidden></ul>
 <pre id="output" tabindex="0" aria-label="Output of the run" hidden></pre>
 <p><a id="download" hidden>Download the whole output</a></p>
+</section>
+<section aria-labelledby="ds-title">
+<h2 id="ds-title">Driver Station</h2>
+<p class="muted">Enable your robot, drive it with the keyboard or a gamepad, pick its autonomous routine, and watch it on the field and in graphs, as in the editor. One Driver Station drives at a time: this one takes over from the editor's while it is open.</p>
+<div class="row"><button id="ds-open" type="button" disabled>Open the Driver Station</button><button id="ds-close" type="button" hidden>Close the Driver Station</button></div>
+<div id="ds-holder"></div>
 </section>
 <section aria-labelledby="runs-title"><h2 id="runs-title">Past runs</h2>
 <table><thead><tr><th scope="col">Started</th><th scope="col">Outcome</th><th scope="col">Exit code</th><th scope="col">Output</th></tr></thead><tbody id="runs"></tbody></table>
@@ -244,6 +252,9 @@ function render() {
     $('idle-text').textContent = 'Your workspace will be stopped in about ' + minutes + ' minute' + (minutes === 1 ? '' : 's') + ' because nothing has happened in it. Your files are kept.';
   }
   $('idle').hidden = !warn;
+  // The Driver Station needs the workspace up (its robot runs there); closed when it goes down.
+  $('ds-open').disabled = !up;
+  if (!up) closeDriverStation();
   // The home nearly full, full, or not measurable in full: how much is used, what is refused, how to free it.
   const disk = workspace.disk;
   $('disk').hidden = !(disk && disk.message);
@@ -273,6 +284,34 @@ $('stop').addEventListener('click', async () => {
   try { workspace = (await call('POST', '/workspace/stop')).workspace; opening = false; render(); showToast('Your workspace is stopping. Your files are kept; Open starts it again.', true); }
   catch (error) { showToast(error.message); }
   $('stop').disabled = false;
+});
+// The Driver Station: its page at the editor's address (where the robot's HALSim is), in a frame
+// made when the student opens it and removed when they close it (the robot is then disabled).
+function closeDriverStation() {
+  $('ds-holder').replaceChildren();
+  $('ds-open').hidden = false;
+  $('ds-close').hidden = true;
+}
+$('ds-open').addEventListener('click', () => {
+  const address = new URL('.cp/driver-station', new URL(config.editorUrl, location.href));
+  // The editor on another origin (host mode): a tab of its own there, where its cookie is (a frame of another site gets none).
+  if (address.origin !== location.origin) return void window.open(address.href, '_blank');
+  const frame = document.createElement('iframe');
+  frame.id = 'ds-frame';
+  frame.title = 'Driver Station';
+  frame.allow = 'gamepad';
+  frame.src = address.href;
+  $('ds-holder').replaceChildren(frame);
+  $('ds-open').hidden = true;
+  $('ds-close').hidden = false;
+  frame.focus();
+});
+$('ds-close').addEventListener('click', closeDriverStation);
+// Its page says how tall it is (from its frame only; a height, nothing else, within bounds).
+window.addEventListener('message', (event) => {
+  const frame = $('ds-frame');
+  const height = event.data && event.data.driverStationHeight;
+  if (frame && event.source === frame.contentWindow && Number.isFinite(height)) frame.style.height = Math.min(Math.max(height, 200), 3000) + 2 + 'px';
 });
 $('run').addEventListener('click', async () => {
   $('run').disabled = true;

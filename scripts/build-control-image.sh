@@ -28,7 +28,7 @@ clean_environment "$ROOT/scripts/$(basename "$0")" CONTROL_IMAGE LOCAL_BASE NODE
 TAG="${CONTROL_IMAGE:-classroom-control:latest}"
 HASH_LABEL=service.control-image-hash
 # What the Dockerfile copies, and what decides how.
-INPUTS=(Dockerfile .dockerignore package.json package-lock.json bin src api controllers migrations)
+INPUTS=(Dockerfile .dockerignore package.json package-lock.json bin src api controllers migrations images/workspace/extension/src)
 
 command -v docker >/dev/null 2>&1 || die "docker is missing: install Docker Engine (scripts/provision.sh does)"
 docker info >/dev/null 2>&1 || die "Docker Engine does not answer: start dockerd (scripts/provision.sh does)"

@@ -57,8 +57,12 @@ const MAX_ROBOT_MESSAGE_BYTES = 64 * 1024;
 /** Messages a second a driver may send on average, and in a burst (a Driver Station sends 50–60). */
 const DRIVER_RATE = 100;
 
-/** How long a driver may say nothing before its robot is disabled. */
-const WATCHDOG_MS = 500;
+/**
+ * How long a driver may say nothing before its robot is disabled: a network lost disables the robot
+ * within 500 ms (the robot's own 20 ms loop included; bench/ds-disable.ts), and the Driver Station's
+ * heartbeat (every 50 ms) may miss seven beats first.
+ */
+const WATCHDOG_MS = 400;
 
 /** What disables a robot: HALSim's DriverStation message, made visible to robot code at once. */
 const DISABLE_MESSAGE = JSON.stringify({ type: 'DriverStation', device: '', data: { '>enabled': false, '>new_data': true } });

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { AppError, AuthorizationError, MethodNotAllowedError, NotFoundError, UnavailableError, ValidationError } from '../../src/errors.ts';
 import { safeReturnTo } from '../../src/identity/return-to.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { isDriverStationTarget } from '../driver-station.ts';
 import { refusalPage } from '../pages.ts';
 import { redirect, refuseUpgrade, sendError, sendHtml } from '../responses.ts';
 import { NO_SUCH_WORKSPACE, sessionCookies, type Verdict } from './admission.ts';
@@ -61,7 +62,8 @@ export class HostModeProxy extends WorkspaceProxy {
   /**
    * Host mode: serves one request on the host of workspace `slug` (null: a host under the
    * workspace domain that names none, 404). Every path is the editor's, as it came, except those
-   * under `/.cp/`, which are ours: the hand-over (`/.cp/handoff`), else 404. Requests from other
+   * under `/.cp/`, which are ours: the hand-over (`/.cp/handoff`), the workspace page's Driver
+   * Station (`/.cp/driver-station`, admitted as the editor is), else 404. Requests from other
    * sites are refused (crossOriginRefusal); a request without a valid workspace cookie is sent to
    * the control plane to hand over when it is a navigation, and refused 401 otherwise.
    */
@@ -76,7 +78,8 @@ export class HostModeProxy extends WorkspaceProxy {
       const cookies = this.hosts.cookies(req.headers.cookie);
       const pathname = target.split('?', 1)[0]!;
       if (pathname === HANDOFF_PATH) return void this.redeem(req, res, slug, target, cookies).catch((error: unknown) => this.failed(res, error));
-      if (pathname.startsWith(RESERVED_PREFIX)) return sendError(res, NotFoundError('not_found', 'Nothing is served here.'));
+      if (pathname.startsWith(RESERVED_PREFIX) && !isDriverStationTarget(pathname))
+        return sendError(res, NotFoundError('not_found', 'Nothing is served here.'));
       const path: ProxiedPath = { slug, rest: target, host: true };
       const verdict = this.admission.admitGrant(cookies.grants, slug);
       if (verdict instanceof Promise) {
@@ -272,6 +275,9 @@ export class HostModeProxy extends WorkspaceProxy {
       }
       return sendError(res, verdict);
     }
+    // The workspace page's Driver Station, a page of its own here (the workspace page, on another
+    // site, opens it in a tab: framed, it would have no cookie of this host).
+    if (isDriverStationTarget(path.rest)) return this.driverStation(req, res, "'none'");
     const { workspace } = verdict;
     this.deps.activity.touch(workspace.id);
     if (!running(workspace)) {

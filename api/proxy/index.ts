@@ -8,13 +8,14 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Change, ChangeFeed } from '../../src/db/changes.ts';
-import { AppError, InternalError, UnavailableError, ValidationError } from '../../src/errors.ts';
+import { AppError, InternalError, MethodNotAllowedError, UnavailableError, ValidationError } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import { statusClass } from '../../src/request-histogram.ts';
 import type { ActivityRecorder } from '../../src/store/activity.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { isDriverStationTarget, sendDriverStationPage } from '../driver-station.ts';
 import { page, refusalPage } from '../pages.ts';
 import { stillAllowed } from '../policy.ts';
 import { redirect, refuseUpgrade, sendError, sendHtml, tryAgainLater } from '../responses.ts';
@@ -346,6 +347,12 @@ export class WorkspaceProxy {
     sendError(res, UnavailableError('unavailable', 'The control plane cannot check this request right now; try again in a moment.', 2));
   }
 
+  /** Answers with the Driver Station page (GET and HEAD), which `framers` may frame. */
+  protected driverStation(req: http.IncomingMessage, res: http.ServerResponse, framers: string): void {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, MethodNotAllowedError('GET, HEAD'));
+    sendDriverStationPage(req, res, framers).catch((error: unknown) => this.failed(res, error));
+  }
+
   /** An unexpected failure while serving a proxied request: logged, answered 500 (or the response broken off). */
   protected failed(res: http.ServerResponse, error: unknown): void {
     this.deps.log.error({ error }, 'proxying a request failed');
@@ -367,6 +374,9 @@ export class WorkspaceProxy {
     const { workspace } = verdict;
     const editorUrl = this.editorAddress(workspace.slug);
     if (isPagePath(path.rest)) return sendHtml(res, 200, workspacePage(workspace, { editorUrl, atEditorAddress: false }));
+    // The workspace page's Driver Station, framed by it (this origin), served whether or not the
+    // editor runs; only where the editor is (path mode: host mode's is on the workspace's host).
+    if (isDriverStationTarget(path.rest) && editorUrl.startsWith('/')) return this.driverStation(req, res, "'self'");
     this.deps.activity.touch(workspace.id);
     if (!running(workspace)) {
       this.forwarder.drop(workspace.id);

@@ -14,7 +14,11 @@
  * while enabled disables; a gamepad (injected through the Gamepad API: Playwright has no real pad)
  * drives, and unplugged it disables the robot; the autonomous routine picked in the Driver Station is
  * the one the robot runs; the emergency stop holds until the run restarts; and the tab closed, the
- * robot is disabled at once by the relay (not by its 500 ms watchdog; bench/driver-input.ts times it).
+ * robot is disabled at once by the relay (not by its 400 ms watchdog; bench/ds-disable.ts times it).
+ * The workspace page's own Driver Station (api/driver-station.ts: the same page and core, framed from
+ * the editor's address) opens only when the student opens it, enables, drives with the keyboard,
+ * graphs, disables with Space, runs with nothing refused by its Content-Security-Policy, and closed
+ * disables the robot.
  *
  * What the robot does is read from its own NetworkTables (straight from the run's simulator, as a
  * dashboard on the robot's network would), never from the page that is being tested.
@@ -366,7 +370,7 @@ it('drives the robot from the Driver Station: enable, keyboard, Space and Enter,
     }
 
     // The tab closed while the robot is enabled: disabled at once, because the driver's connection
-    // ended (the relay's own disable), not after the 500 ms of silence its watchdog waits for. How
+    // ended (the relay's own disable), not after the 400 ms of silence its watchdog waits for. How
     // long it takes is bench/driver-input.ts's to measure, not a test's.
     const disables = async (reason: string) => (await app.metrics.halsimDisables.get()).values.find((value) => value.labels.reason === reason)?.value ?? 0;
     const [endedBefore, silenceBefore] = [await disables('ended'), await disables('silence')];
@@ -377,3 +381,72 @@ it('drives the robot from the Driver Station: enable, keyboard, Space and Enter,
   });
   nt.close();
 }, 600_000);
+
+it("drives the robot from the workspace page's own Driver Station: opened by the student, enable, keyboard, a graph, Space, and closed", async () => {
+  const { nt } = await runningRobot();
+  await withPage(browser, async (page) => {
+    const record = recordPage(page);
+    try {
+      await page.setViewportSize({ width: 1000, height: 1300 });
+      await page
+        .context()
+        .addCookies(ada.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: app.url })));
+      await page.goto(`${app.url}/u/${ada.workspace.slug}/.cp/`);
+      // Nothing drives until the student opens it (it takes the wheel from any other Driver Station).
+      const open = page.getByRole('button', { name: 'Open the Driver Station' });
+      await page.locator('#ds-open:enabled').waitFor();
+      expect(await page.locator('#ds-frame').count()).toBe(0);
+      await open.click();
+      const ds = page.locator('#ds-frame').contentFrame();
+      await ds.locator('#tile-comms.ok').waitFor({ timeout: 30_000 });
+      await ds.locator('#tile-code.ok').waitFor();
+      expect(await ds.locator('#robot-state').innerText()).toBe('Teleoperated Disabled');
+      await nt.until(MODE, (mode) => mode === 'disabled');
+
+      // Enable, a graph of the speed, W held: the robot drives, on its NetworkTables, the drawn field and the graph.
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      await ds.locator('#graph-topics summary').click();
+      await ds.locator(`#graph-topic-list input[data-topic="${SPEED}"]`).check();
+      await ds.locator('#graph-topics summary').click();
+      const start = poseOf(nt)[0]!;
+      await page.keyboard.down('KeyW');
+      await nt.until<number[]>(POSE, (pose) => pose[0]! > start + 1);
+      await ds
+        .locator('#pose')
+        .getByText(/Robot: x /)
+        .waitFor();
+      const drawn = async () => Number(/Robot: x (-?\d+\.\d+) m/.exec(await ds.locator('#pose').innerText())?.[1]);
+      await eventually('the drawn robot to move', async () => (await drawn()) > start + 1, 10_000);
+      await eventually(
+        'the graph to show the robot driving',
+        async () => Number(await ds.locator(`figure.graph[data-topic="${SPEED}"]`).getAttribute('data-shown-last')) > 1,
+        10_000,
+      );
+      // The section of the page, for a look (docs/workspace-page-driver-station.png is made here).
+      await page.locator('section', { has: page.locator('#ds-title') }).screenshot({ path: path.join(SHOTS, 'workspace-page-driver-station.png') });
+      await page.keyboard.up('KeyW');
+      // Space disables.
+      await page.keyboard.press('Space');
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      // Nothing it loads or runs is refused by its Content-Security-Policy.
+      expect(record.logged.filter((line) => /Content.Security.Policy/i.test(line))).toEqual([]);
+      // Its frame is as tall as its page: nothing of it hidden behind a scroll bar of its own.
+      await eventually('the frame sized to its page', () => ds.locator('body').evaluate('document.documentElement.scrollHeight <= innerHeight'), 10_000);
+
+      // Closed while enabled: the robot is disabled (its connection ended).
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      await page.getByRole('button', { name: 'Close the Driver Station' }).click();
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      expect(await page.locator('#ds-frame').count()).toBe(0);
+    } catch (error) {
+      const shot = path.join(SHOTS, 'workspace-page-driver-station-failure.png');
+      await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
+      throw new Error(`${(error as Error).message}\n--- the page logged:\n${record.logged.slice(-60).join('\n')}\n--- screenshot: ${shot}`, { cause: error });
+    } finally {
+      record.stop();
+    }
+  });
+  nt.close();
+}, 300_000);

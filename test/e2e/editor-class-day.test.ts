@@ -148,7 +148,7 @@ it('opens a new home with progress from the first second, Run and the Driver Sta
     const extensionBundle = await holdBack(page, /classroom-runs(%2F|\/)dist(%2F|\/)extension\.js/);
 
     // Open: the workspace page says at once that the editor is starting.
-    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
     await page.locator('#starting').getByText('Starting your editor…').waitFor({ timeout: 5000 });
     await shot(page, 'workspace-page-starting');
     // The editor's own page, its workbench not there yet: it says so too, rather than a blank page.
@@ -276,7 +276,7 @@ it('reaches the workspace page by itself after a coach’s stop, even with VS Co
       .waitFor({ timeout: 90_000 });
     expect(await page.locator('#state').innerText()).toBe('Stopped');
     await shot(page, 'workspace-page-after-stop');
-    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
     await page.locator('#starting').getByText('Starting your editor…').waitFor();
     // Back in the editor by itself once it runs.
     await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, ada.workspace.id) });

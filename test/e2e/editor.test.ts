@@ -82,7 +82,7 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
     await page.goto(`${app.url}/auth/start/oidc`);
     await page.waitForURL(`${app.url}/u/${slug}/`);
     expect(await page.locator('#state').textContent()).toBe('Stopped');
-    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
     const user = (await app.store.users.getByEmail(email))!;
     await workbench(page, user.workspaceId!);
     expect(page.url()).toBe(`${app.url}/u/${slug}/?folder=${HOME}`);
@@ -151,7 +151,7 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
       .locator('#stopped')
       .getByText(/^Your coach stopped your workspace at /)
       .waitFor({ timeout: 30_000 });
-    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
     await workbench(page, user.workspaceId!);
     expect(await readInWorkspace(user.workspaceId!, robot)).toContain(line);
   });

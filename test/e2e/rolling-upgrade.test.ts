@@ -126,7 +126,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
 
     // The workspace page through the balancer; Open; the editor.
     await page.goto(`${lbUrl}/u/${ada.workspace.slug}/`);
-    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
     await waitForWorkbench(page, { timeout: 120_000 });
     const editorBefore = await started(await editorContainer());
 

@@ -8,6 +8,8 @@
  * browser would send that host's cookie), nor plant a cookie there. The student opens their own
  * editor through the hand-over. Each editor is the student's real container (the test image's),
  * serving pages from its home (Sam's a hostile one), behind the real proxy, app and PostgreSQL.
+ * The workspace page's Driver Station opens in a tab of its own on the workspace's host (a frame of
+ * the control plane's site would get no cookie there), through the hand-over.
  */
 import type { Browser, Page } from 'playwright-core';
 import type { ServingContainer } from '../../src/docker/runtime.ts';
@@ -226,7 +228,7 @@ it('opens a stopped workspace from its page on the control plane and ends at the
     expect(await page.locator('#state').textContent()).toBe('Stopped');
     // The page says "Starting…" from the click (issue 41 item 4); the open's answer says it is wanted running.
     const opened = page.waitForResponse((answer) => answer.url().endsWith('/workspace/open') && answer.request().method() === 'POST');
-    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
     await page.locator('#state').filter({ hasText: 'Starting…' }).waitFor();
     expect((await opened).status()).toBe(202);
     expect((await app.store.workspaces.get(tim.workspace.id))?.desiredState).toBe('running');
@@ -234,5 +236,23 @@ it('opens a stopped workspace from its page on the control plane and ends at the
     await page.waitForURL(`${originOf(tim)}/`, { timeout: 20_000 });
     expect(await page.locator('body').textContent()).toBe(`editor stand-in: /`);
     expect(await served(await servingOf(harness.runtime, { workspaceId: tim.workspace.id }))).toContain('GET /');
+  });
+}, 30_000);
+
+it("opens the workspace page's Driver Station in a tab of its own on the workspace's host, through the hand-over, framed by nothing", async () => {
+  await withPage(browser, async (page) => {
+    await page.context().addCookies(cookiesOf(ada));
+    await page.goto(`${publicOrigin}/u/${ada.workspace.slug}/.cp/`);
+    const before = (await served(adasEditor)).length;
+    const opened = page.context().waitForEvent('page');
+    await page.locator('#ds-open:enabled').click();
+    const tab = await opened;
+    // Ada had no cookie of her host in this browser: the tab went through the hand-over, and is on her host.
+    await tab.waitForURL(`${originOf(ada)}/.cp/driver-station`);
+    await tab.locator('#ds').waitFor();
+    // Its own page, connected as the editor's Driver Station is (no run: it says so).
+    await tab.locator('#message').getByText('Press Run to start your robot.').waitFor();
+    expect(await page.locator('#ds-frame').count()).toBe(0);
+    expect((await served(adasEditor)).slice(before)).toEqual([]);
   });
 }, 30_000);

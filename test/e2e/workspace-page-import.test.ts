@@ -114,7 +114,7 @@ it('imports a team project after asking, showing each phase, then says where the
     // It stopped the workspace itself, and the home is the team's project.
     expect((await harness.store.workspaces.get(student.workspace.id))?.desiredState).toBe('stopped');
     expect(names.home((await harness.store.workspaces.get(student.workspace.id))!)).toMatch(/-home-restore-/);
-    expect(await page.getByRole('button', { name: 'Open' }).isEnabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Open', exact: true }).isEnabled()).toBe(true);
   });
 }, 90_000);
 

@@ -66,7 +66,7 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     expect(response?.status()).toBe(200);
     expect(await page.locator('h1').textContent()).toBe(`Workspace ${sam.workspace.slug}`);
     expect(await page.locator('#state').textContent()).toBe('Stopped');
-    const open = page.getByRole('button', { name: 'Open' });
+    const open = page.getByRole('button', { name: 'Open', exact: true });
     expect(await open.isEnabled()).toBe(true);
     const toast = page.locator('#toast');
     expect(await toast.isVisible()).toBe(false);
@@ -112,7 +112,7 @@ it('lets a student stop their own workspace and sign out from its page, and offe
     expect(await page.locator('#stopped').textContent()).toMatch(
       /^You stopped your workspace at \d{1,2}:\d{2}(\s?[AP]M)?\. Your files are kept: Open starts it again\.$/,
     );
-    expect(await page.getByRole('button', { name: 'Open' }).isEnabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Open', exact: true }).isEnabled()).toBe(true);
     expect(await page.getByRole('button', { name: 'Stop my workspace' }).isVisible()).toBe(false);
     // Nothing offers the editor or a run of a workspace that is stopping.
     expect(await page.getByRole('link', { name: 'Open the editor' }).isVisible()).toBe(false);

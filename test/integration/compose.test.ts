@@ -60,7 +60,8 @@ test('the image holds the production dependencies and the sources only, runs bin
   expect(image.Config.Healthcheck?.Test?.join(' ')).toContain('/healthz');
   expect(image.Config.Labels?.['service.control-image-hash']).toMatch(/^[0-9a-f]{16}$/);
   // Node 24 on Debian (213 MB), git for imports (about 115 MB with the perl it needs) and the
-  // production dependencies (about 55 MB): dev dependencies would add hundreds of MB.
+  // production dependencies (about 75 MB, esbuild's WebAssembly 14 MB of it): dev dependencies
+  // would add hundreds of MB.
   expect(image.Size).toBeLessThan(420_000_000);
 
   const listing = await ok(
@@ -69,7 +70,17 @@ test('the image holds the production dependencies and the sources only, runs bin
     { timeoutMs: 30_000 },
   );
   const [top = '', modules = '', tests = ''] = listing.split('---\n');
-  expect(top.split('\n').filter(Boolean)).toEqual(['api', 'bin', 'controllers', 'migrations', 'node_modules', 'package-lock.json', 'package.json', 'src']);
+  expect(top.split('\n').filter(Boolean)).toEqual([
+    'api',
+    'bin',
+    'controllers',
+    'images',
+    'migrations',
+    'node_modules',
+    'package-lock.json',
+    'package.json',
+    'src',
+  ]);
   const installed = new Set(modules.split('\n'));
   for (const name of ['koa', 'typeorm', 'pg', 'dockerode', '@oclif']) expect(installed).toContain(name);
   for (const name of ['jest', 'typescript', 'node', 'prettier', 'oxlint', '@swc', 'playwright-core', 'nock']) expect(installed).not.toContain(name);
@@ -79,6 +90,20 @@ test('the image holds the production dependencies and the sources only, runs bin
   const [major = 0, minor = 0] = (/git version (\d+)\.(\d+)/.exec(tools)?.slice(1) ?? []).map(Number);
   expect(major * 1000 + minor).toBeGreaterThanOrEqual(2037);
   expect(tools).toContain('prlimit from util-linux');
+  // The workspace page's Driver Station, bundled at its first request from what the image holds (api/driver-station.ts).
+  const driverStation = await ok(
+    'docker',
+    [
+      'exec',
+      container,
+      'node',
+      '--input-type=module',
+      '-e',
+      "const { driverStationPage } = await import('/app/api/driver-station.ts'); const page = await driverStationPage(); console.log(page.body.length, page.policy)",
+    ],
+    { timeoutMs: 60_000 },
+  );
+  expect(driverStation).toMatch(/^\d{6,} default-src 'none'; script-src 'sha256-/);
 });
 
 test('answers /healthz on loopback only, once its database is up', async () => {

@@ -585,6 +585,37 @@ describe("the editor's channel on its own host: the student API at /.cp/api/ and
     expect(await refusal(adaGrant, originOf(bob))).toBe(403);
     expect((await seenBy(ada)).slice(before)).toEqual([]);
   });
+
+  it("serves the workspace page's Driver Station at /.cp/driver-station as a page of its own, with the workspace's cookie only, framed by no one", async () => {
+    const [adaGrant, bobGrant] = [await handOver(originOf(ada), ada.cookie), await handOver(originOf(bob), bob.cookie)];
+    // Opened in a tab by the workspace page, on the control plane's site.
+    const OPENED = { ...NAVIGATE, 'sec-fetch-site': 'cross-site' };
+    const before = (await seenBy(ada)).length;
+    const page = await send2(ada, '/.cp/driver-station', adaGrant, { headers: OPENED });
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('<main id="ds">');
+    const policy = page.headers['content-security-policy'] as string;
+    expect(policy).toMatch(/^default-src 'none'; script-src 'sha256-[\w+/=]+'; style-src 'sha256-[\w+/=]+'; connect-src 'self'; .*frame-ancestors 'none'$/);
+    // Without the workspace's cookie, or with another's, it is handed over as any page of the host.
+    for (const grant of [undefined, bobGrant]) {
+      const answer = await send2(ada, '/.cp/driver-station', grant, { headers: OPENED });
+      expect(answer.status).toBe(302);
+      expect(answer.headers.location).toContain(`${publicOrigin}/`);
+    }
+    // Another site's page may not frame it or load it otherwise; and only GET and HEAD.
+    expect(
+      (await send2(ada, '/.cp/driver-station', adaGrant, { headers: { ...NAVIGATE, 'sec-fetch-site': 'same-site', 'sec-fetch-dest': 'iframe' } })).status,
+    ).toBe(403);
+    expect(
+      (await send2(ada, '/.cp/driver-station', adaGrant, { headers: { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty' } }))
+        .status,
+    ).toBe(403);
+    expect(
+      (await send2(ada, '/.cp/driver-station', adaGrant, { method: 'POST', headers: { 'sec-fetch-site': 'same-origin', origin: originOf(ada) } })).status,
+    ).toBe(405);
+    // The editor is never asked.
+    expect((await seenBy(ada)).slice(before)).toEqual([]);
+  });
 });
 
 describe('an open WebSocket on a workspace host ends within a second of a revocation', () => {

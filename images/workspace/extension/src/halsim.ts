@@ -6,7 +6,7 @@
  *
  * - on every change (enable, disable, mode, estop) at once, and as a heartbeat: a `DriverStation`
  *   message with the whole state and `>new_data` at least every HEARTBEAT_MS (the control plane
- *   disables the robot after 500 ms without a message);
+ *   disables the robot after 400 ms without a message);
  * - joystick 0 (an Xbox controller: ds-input.ts) every INPUT_MS while an input is live (the Driver
  *   Station focused, or a gamepad in use) and once when it changes otherwise, each followed by the
  *   `DriverStation` message whose `>new_data` makes it visible to robot code: 2 messages per 25 ms,
