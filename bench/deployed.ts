@@ -2,7 +2,8 @@
  * The control plane as a deployment runs it, for the benchmarks: bin/server.ts in a process of its
  * own with every part (controllers, stats sampler, activity writer, session cache, change feed), an
  * OpenID Connect provider on loopback, and a student signed in through it as a browser does, whose
- * workspace is open and its editor running.
+ * workspace is open and its editor running; the student's run, and a page on the editor's address
+ * that drives its robot as the Driver Station does.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -13,6 +14,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser as Chromium, Page } from 'playwright-core';
 import { benchDatabase, benchDatabaseUrl, browserCookies, CONTROL_PLANE_LABEL, docker, freePort, startRun, stopRun } from './lib.ts';
 import { HALSIM_URI, LABELS } from '../src/docker/runtime.ts';
+import { DEFAULT_KEYS, keyboardState, NEUTRAL } from '../images/workspace/extension/src/ds-input.ts';
+import { driverStationMessage, enable, INITIAL, joystickMessage, setLink, setRun } from '../images/workspace/extension/src/ds-state.ts';
+import { HEARTBEAT_MS } from '../images/workspace/extension/src/halsim.ts';
 import { TEST_ENV } from '../test/helpers/controllers.ts';
 import { Browser, startOidcProvider } from '../test/helpers/oidc.ts';
 
@@ -217,4 +221,136 @@ export async function editorOriginPage(browser: Chromium, deployed: Deployed, cl
   const page = await context.newPage();
   await page.goto(`${deployed.origin}/healthz`);
   return page;
+}
+
+/** What a benchmark's page driving the robot sends and looks for, made by the Driver Station's own code (ds-state.ts, ds-input.ts): driverSetup. */
+export interface DriverSetup {
+  key: string;
+  pressed: string;
+  released: string;
+  /** The Driver Station's state, enabled in teleop, with `>new_data`: its heartbeat, and what follows each joystick message. */
+  heartbeat: string;
+  heartbeatMs: number;
+  /** The axis the key moves, and its value pressed and released. */
+  axis: number;
+  down: number;
+  up: number;
+}
+
+/**
+ * The Driver Station's messages for run `runId`: its state enabled in teleop, and joystick 0 with the
+ * Driver Station's key `key` (a KeyboardEvent code; default the left stick forward's) pressed and released.
+ */
+export function driverSetup(runId: string, key = DEFAULT_KEYS.leftStickUp): DriverSetup {
+  const now = Date.now();
+  const pressedState = keyboardState(new Set([key]), DEFAULT_KEYS);
+  const axis = pressedState.axes.findIndex((value, index) => value !== NEUTRAL.axes[index]);
+  return {
+    key,
+    pressed: JSON.stringify(joystickMessage(0, pressedState)),
+    released: JSON.stringify(joystickMessage(0, NEUTRAL)),
+    heartbeat: JSON.stringify(driverStationMessage(enable(setLink(setRun(INITIAL, runId, now), 'connected', now), now))),
+    heartbeatMs: HEARTBEAT_MS,
+    axis,
+    down: pressedState.axes[axis]!,
+    up: NEUTRAL.axes[axis]!,
+  };
+}
+
+/** A benchmark's page driving the robot (window.driver, made by installDriver). */
+export interface PageDriver {
+  /** Each key event to the robot's echo of the axis it moved (ms), oldest first. */
+  samples: number[];
+  /** Connects; null once the robot spoke (its state), else why the connection ended first. */
+  connect(url: string): Promise<string | null>;
+  /** Resolves once `count` samples were taken; rejects after `ms`. */
+  echoed(count: number, ms: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs in a page (page.evaluate): the Driver Station's side of a HALSim connection as window.driver.
+ * Once the robot speaks, the page keeps it enabled in teleop with the Driver Station's heartbeat
+ * (`setup.heartbeat` every `setup.heartbeatMs`) until the connection ends. A keydown/keyup of
+ * `setup.key` sends joystick 0's state, then the heartbeat (whose `>new_data` makes it visible to
+ * robot code), as the Driver Station does; the event's time stamp to the robot's echo of the axis
+ * holding the new value is a sample.
+ */
+export function installDriver(setup: DriverSetup): void {
+  let socket: WebSocket | undefined;
+  let pending: { at: number; value: number } | undefined;
+  let beat: ReturnType<typeof setInterval> | undefined;
+  const samples: number[] = [];
+  const waiters = new Set<() => void>();
+  const send = (text: string) => {
+    if (socket?.readyState === WebSocket.OPEN) socket.send(text);
+  };
+  const listener = (message: string, value: number) => (event: KeyboardEvent) => {
+    if (event.code !== setup.key || event.repeat) return;
+    send(message);
+    send(setup.heartbeat);
+    pending = { at: event.timeStamp, value };
+  };
+  window.addEventListener('keydown', listener(setup.pressed, setup.down));
+  window.addEventListener('keyup', listener(setup.released, setup.up));
+  const driver: PageDriver = {
+    samples,
+    connect: (url) =>
+      new Promise((resolve) => {
+        const ws = new WebSocket(url);
+        socket = ws;
+        let heard = false;
+        ws.addEventListener('message', (event: MessageEvent<string>) => {
+          if (!heard) {
+            heard = true;
+            send(setup.heartbeat);
+            beat = setInterval(() => send(setup.heartbeat), setup.heartbeatMs);
+            resolve(null);
+          }
+          const message = JSON.parse(event.data) as { type: string; device: string; data: Record<string, unknown> };
+          const axes = message.type === 'Joystick' && message.device === '0' ? message.data['>axes'] : undefined;
+          if (!pending || !Array.isArray(axes) || axes[setup.axis] !== pending.value) return;
+          samples.push(performance.now() - pending.at);
+          pending = undefined;
+          for (const waiter of waiters) waiter();
+        });
+        ws.addEventListener('close', (event) => {
+          clearInterval(beat);
+          resolve(`closed ${event.code} ${event.reason}`);
+        });
+      }),
+    echoed: (count, ms) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (samples.length < count) return;
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`no echo within ${ms} ms (${samples.length} samples)`));
+        }, ms);
+        waiters.add(check);
+        check();
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        const ws = socket;
+        if (!ws || ws.readyState === WebSocket.CLOSED) return resolve();
+        ws.addEventListener('close', () => resolve());
+        ws.close(1000);
+      }),
+  };
+  (window as unknown as { driver: PageDriver }).driver = driver;
+}
+
+/** Connects the page's driver (installDriver) to `url`; a robot still held by the last connection (409, or the relay's 1013) is asked again, 50 times at most. */
+export async function connectDriver(page: Page, url: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const refused = await page.evaluate((to) => (window as unknown as { driver: PageDriver }).driver.connect(to), url);
+    if (refused === null) return;
+    if (attempt === 50) throw new Error(`${url}: ${refused}`);
+    await sleep(100);
+  }
 }

@@ -34,11 +34,10 @@
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page } from 'playwright-core';
-import { editorOriginPage, ROBOT_WORKSPACE_ENV, startDeployed, startRobotRun } from './deployed.ts';
+import { connectDriver, driverSetup, editorOriginPage, installDriver, ROBOT_WORKSPACE_ENV, startDeployed, startRobotRun, type PageDriver } from './deployed.ts';
 import { benchScope, loadAverage, percentile } from './lib.ts';
-import { DEFAULT_KEYS, keyboardState, NEUTRAL } from '../images/workspace/extension/src/ds-input.ts';
-import { driverStationMessage, enable, INITIAL, joystickMessage, setLink, setRun } from '../images/workspace/extension/src/ds-state.ts';
-import { HEARTBEAT_MS, INPUT_MS } from '../images/workspace/extension/src/halsim.ts';
+import { DEFAULT_KEYS } from '../images/workspace/extension/src/ds-input.ts';
+import { INPUT_MS } from '../images/workspace/extension/src/halsim.ts';
 import { launchBrowser } from '../test/helpers/browser.ts';
 
 const DATABASE = 'cp_bench_driver_input';
@@ -50,113 +49,9 @@ const KEY = DEFAULT_KEYS.leftStickUp;
 /** How long an echo may take before the round fails. */
 const ECHO_BOUND_MS = 5000;
 
-/** What the page sends and looks for, made by the Driver Station's own code (ds-state.ts, ds-input.ts). */
-interface Setup {
-  key: string;
-  pressed: string;
-  released: string;
-  /** The Driver Station's state, enabled in teleop, with `>new_data`: its heartbeat, and what follows each joystick message. */
-  heartbeat: string;
-  heartbeatMs: number;
-  /** The axis the key moves, and its value pressed and released. */
-  axis: number;
-  down: number;
-  up: number;
-}
-
-/** The page's side (window.driver). */
-interface PageDriver {
-  samples: number[];
-  /** Connects; null once the robot spoke (its state), else why the connection ended first. */
-  connect(url: string): Promise<string | null>;
-  /** Resolves once `count` samples were taken; rejects after `ms`. */
-  echoed(count: number, ms: number): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** Runs in the page: the key listeners and the HALSim connection (see the file comment). */
-function install(setup: Setup): void {
-  let socket: WebSocket | undefined;
-  let pending: { at: number; value: number } | undefined;
-  let beat: ReturnType<typeof setInterval> | undefined;
-  const samples: number[] = [];
-  const waiters = new Set<() => void>();
-  const send = (text: string) => {
-    if (socket?.readyState === WebSocket.OPEN) socket.send(text);
-  };
-  const listener = (message: string, value: number) => (event: KeyboardEvent) => {
-    if (event.code !== setup.key || event.repeat) return;
-    send(message);
-    send(setup.heartbeat);
-    pending = { at: event.timeStamp, value };
-  };
-  window.addEventListener('keydown', listener(setup.pressed, setup.down));
-  window.addEventListener('keyup', listener(setup.released, setup.up));
-  const driver: PageDriver = {
-    samples,
-    connect: (url) =>
-      new Promise((resolve) => {
-        const ws = new WebSocket(url);
-        socket = ws;
-        let heard = false;
-        ws.addEventListener('message', (event: MessageEvent<string>) => {
-          if (!heard) {
-            heard = true;
-            send(setup.heartbeat);
-            beat = setInterval(() => send(setup.heartbeat), setup.heartbeatMs);
-            resolve(null);
-          }
-          const message = JSON.parse(event.data) as { type: string; device: string; data: Record<string, unknown> };
-          const axes = message.type === 'Joystick' && message.device === '0' ? message.data['>axes'] : undefined;
-          if (!pending || !Array.isArray(axes) || axes[setup.axis] !== pending.value) return;
-          samples.push(performance.now() - pending.at);
-          pending = undefined;
-          for (const waiter of waiters) waiter();
-        });
-        ws.addEventListener('close', (event) => {
-          clearInterval(beat);
-          resolve(`closed ${event.code} ${event.reason}`);
-        });
-      }),
-    echoed: (count, ms) =>
-      new Promise((resolve, reject) => {
-        const check = () => {
-          if (samples.length < count) return;
-          waiters.delete(check);
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`no echo within ${ms} ms (${samples.length} samples)`));
-        }, ms);
-        waiters.add(check);
-        check();
-      }),
-    close: () =>
-      new Promise((resolve) => {
-        const ws = socket;
-        if (!ws || ws.readyState === WebSocket.CLOSED) return resolve();
-        ws.addEventListener('close', () => resolve());
-        ws.close(1000);
-      }),
-  };
-  (window as unknown as { driver: PageDriver }).driver = driver;
-}
-
-/** Connects the page to `url`; a robot still held by the last connection (409, or the relay's 1013) is asked again, 50 times at most. */
-async function connect(page: Page, url: string): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    const refused = await page.evaluate((to) => (window as unknown as { driver: PageDriver }).driver.connect(to), url);
-    if (refused === null) return;
-    if (attempt === 50) throw new Error(`${url}: ${refused}`);
-    await sleep(100);
-  }
-}
-
 /** One round: `presses` key events (down, up, ...) on a new connection to `url`; each event to its echo (ms). */
 async function round(page: Page, url: string, presses: number): Promise<number[]> {
-  await connect(page, url);
+  await connectDriver(page, url);
   const before = await page.evaluate(() => (window as unknown as { driver: PageDriver }).driver.samples.length);
   for (let i = 0; i < presses; i++) {
     await (i % 2 === 0 ? page.keyboard.down(KEY) : page.keyboard.up(KEY));
@@ -178,19 +73,7 @@ async function main(): Promise<void> {
     const browser = await launchBrowser();
     cleanups.push(() => browser.close());
     const page = await editorOriginPage(browser, deployed, cleanups);
-    const now = Date.now();
-    const pressedState = keyboardState(new Set([KEY]), DEFAULT_KEYS);
-    const axis = pressedState.axes.findIndex((value, index) => value !== NEUTRAL.axes[index]);
-    await page.evaluate(install, {
-      key: KEY,
-      pressed: JSON.stringify(joystickMessage(0, pressedState)),
-      released: JSON.stringify(joystickMessage(0, NEUTRAL)),
-      heartbeat: JSON.stringify(driverStationMessage(enable(setLink(setRun(INITIAL, run.runId, now), 'connected', now), now))),
-      heartbeatMs: HEARTBEAT_MS,
-      axis,
-      down: pressedState.axes[axis]!,
-      up: NEUTRAL.axes[axis]!,
-    } satisfies Setup);
+    await page.evaluate(installDriver, driverSetup(run.runId, KEY));
     const paths = { direct: run.halsim.direct, proxied: run.halsim.proxied };
     const samples: Record<keyof typeof paths, number[]> = { direct: [], proxied: [] };
     for (const via of ['direct', 'proxied'] as const) await round(page, paths[via], WARMUP);
