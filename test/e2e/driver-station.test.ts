@@ -17,8 +17,8 @@
  * robot is disabled at once by the relay (not by its 400 ms watchdog; bench/ds-disable.ts times it).
  * The workspace page's own Driver Station (api/driver-station.ts: the same page and core, framed from
  * the editor's address) opens only when the student opens it, enables, drives with the keyboard,
- * graphs, disables with Space, runs with nothing refused by its Content-Security-Policy, and closed
- * disables the robot.
+ * graphs, disables with Space and when its tab is hidden, runs with nothing refused by its
+ * Content-Security-Policy, and closed disables the robot.
  *
  * What the robot does is read from its own NetworkTables (straight from the run's simulator, as a
  * dashboard on the robot's network would), never from the page that is being tested.
@@ -382,7 +382,7 @@ it('drives the robot from the Driver Station: enable, keyboard, Space and Enter,
   nt.close();
 }, 600_000);
 
-it("drives the robot from the workspace page's own Driver Station: opened by the student, enable, keyboard, a graph, Space, and closed", async () => {
+it("drives the robot from the workspace page's own Driver Station: opened by the student, enable, keyboard, a graph, Space, its tab hidden, and closed", async () => {
   const { nt } = await runningRobot();
   await withPage(browser, async (page) => {
     const record = recordPage(page);
@@ -433,6 +433,17 @@ it("drives the robot from the workspace page's own Driver Station: opened by the
       expect(record.logged.filter((line) => /Content.Security.Policy/i.test(line))).toEqual([]);
       // Its frame is as tall as its page: nothing of it hidden behind a scroll bar of its own.
       await eventually('the frame sized to its page', () => ds.locator('body').evaluate('document.documentElement.scrollHeight <= innerHeight'), 10_000);
+
+      // Its tab hidden while enabled (a page's timers then run once a second): disabled, and the student told why.
+      await ds.locator('#enable').click();
+      await nt.until(MODE, (mode) => mode === 'teleop');
+      await ds
+        .locator('body')
+        .evaluate(
+          "(() => { Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); document.dispatchEvent(new Event('visibilitychange')); delete document.hidden; })()",
+        );
+      await nt.until(MODE, (mode) => mode === 'disabled');
+      await ds.locator('#message').getByText('Disabled: this tab was hidden').waitFor();
 
       // Closed while enabled: the robot is disabled (its connection ended).
       await ds.locator('#enable').click();

@@ -8,7 +8,8 @@
  *
  * What the editor gives the panel and this page cannot have: the student's key setting (the
  * standard keys apply here), the extension's memory (the graphs are kept in this browser's
- * localStorage), the run's state as it changes (looked at every POLL_MS). Closing the page (the
+ * localStorage), the run's state as it changes (looked at every POLL_MS), timers that run while
+ * its tab is hidden (the robot is disabled when the tab is hidden). Closing the page (the
  * frame removed, the tab closed) closes the connection, and the control plane disables the robot.
  */
 import { Classroom } from '../classroom.ts';
@@ -69,6 +70,14 @@ async function refresh(): Promise<void> {
     // Not answered (signed out, the control plane restarting): looked at again at the next poll.
   }
 }
+
+// Hidden (another tab in front, the window minimised), a page's timers run once a second at most:
+// its heartbeat would stop and start, and the robot with it. So it is disabled, and the student told.
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden || !core.state?.state.enabled) return;
+  core.onPage({ type: 'disable' });
+  notice('Disabled: this tab was hidden, and a hidden tab cannot keep your robot going. Enable it again.');
+});
 
 core.open();
 startPage({
