@@ -27,6 +27,8 @@ export interface AdminDeps {
   live: LiveEvents;
   /** Who may sign in (the allowlist and SERVICE_ADMIN_EMAIL): sign-in links are made for them only. */
   isAllowed: (email: string) => boolean;
+  /** Reads the allowlist again now (after an edit: what an answer says was done is what isAllowed then says). */
+  allowlistReload: () => Promise<void>;
   /** Counts sign-in links made per client address. */
   linkMints: Throttle;
   /** Workspace backups (made, listed, restored, downloaded). */

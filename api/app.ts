@@ -68,6 +68,8 @@ export interface AllowlistView {
   isAllowed(email: string): boolean;
   /** Calls `listener` after every reload of the list; returns the unsubscribe function (a fixed list has none). */
   onChange?(listener: () => void): () => void;
+  /** Reads the list again now; resolves once the list in use is what was read (a fixed list has none). */
+  reload?(): Promise<void>;
 }
 
 export interface AppDeps {
@@ -163,6 +165,10 @@ export function createApp(deps: AppDeps): AppHandlers {
   app.use(noFrames());
   app.use(errorMiddleware(httpLog));
   app.use(implementedMethodsOnly());
+  // The health check before the session: a monitor's answer does not depend on a cookie it sends (nor on the database answering for its session).
+  const health = healthRouter(store.ping);
+  app.use(health.routes());
+  app.use(health.allowedMethods({ throw: true }));
   app.use(
     createSession(
       {
@@ -236,7 +242,6 @@ export function createApp(deps: AppDeps): AppHandlers {
   app.use(student.allowedMethods({ throw: true }));
   const routers = [
     auth.router,
-    healthRouter(store.ping),
     openApiRouter(),
     metricsRouter(deps.metrics, config.metricsToken, gate),
     adminRouter({
@@ -246,6 +251,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       metrics: deps.metrics,
       live,
       isAllowed,
+      allowlistReload: () => deps.allowlist.reload?.() ?? Promise.resolve(),
       linkMints: new Throttle(store.rateLimits.limiter('link_mints', SIGN_IN_LINKS_PER_HOUR, 3600)),
       backups: deps.backups,
       outputHub,

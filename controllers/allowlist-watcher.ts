@@ -132,8 +132,8 @@ export class AllowlistWatcher {
     this.timer = setTimeout(() => void this.reload(), this.debounceMs);
   }
 
-  /** Reads the file now; one read at a time, and one more when asked again meanwhile. */
-  private reload(): Promise<void> {
+  /** Reads the file now; one read at a time, and one more when asked again meanwhile (resolving after it). */
+  reload(): Promise<void> {
     if (this.reloading) {
       this.reloadAgain = true;
       return this.reloading;

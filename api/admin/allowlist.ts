@@ -28,8 +28,12 @@ async function editAllowlist<T>(edit: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The allowlist: its entries (and the implicit SERVICE_ADMIN_EMAIL ones), add, remove. */
-export function allowlistRoutes(router: Router<AuthState>, { store, implicitAllowlist }: AdminDeps): void {
+/**
+ * The allowlist: its entries (and the implicit SERVICE_ADMIN_EMAIL ones), add, remove. An edit is
+ * answered once this server uses the new list (a sign-in link for an email just added is made at
+ * once); other replicas apply it on its announcement.
+ */
+export function allowlistRoutes(router: Router<AuthState>, { store, implicitAllowlist, allowlistReload }: AdminDeps): void {
   router.get('/allowlist', async (ctx) => {
     const entries = await editAllowlist(() => store.allowlist.entries());
     ctx.body = { entries, implicit: [...implicitAllowlist] } satisfies Allowlist;
@@ -38,11 +42,14 @@ export function allowlistRoutes(router: Router<AuthState>, { store, implicitAllo
   router.post('/allowlist', jsonBody(), validateBody(allowlistSchema), async (ctx) => {
     const { entry } = (ctx.state as BodyState<AllowlistBody>).body;
     const result = await editAllowlist(() => store.allowlist.add(ctx.state.actor!, entry));
+    await allowlistReload();
     ctx.status = result.added ? 201 : 200;
     ctx.body = result satisfies AllowlistAdded;
   });
 
   router.delete('/allowlist/:entry', async (ctx) => {
-    ctx.body = (await editAllowlist(() => store.allowlist.remove(ctx.state.actor!, ctx.params.entry!))) satisfies AllowlistRemoved;
+    const result = await editAllowlist(() => store.allowlist.remove(ctx.state.actor!, ctx.params.entry!));
+    await allowlistReload();
+    ctx.body = result satisfies AllowlistRemoved;
   });
 }

@@ -6,6 +6,7 @@ import { createDataSource } from '../../src/db/database.ts';
 import { SERVICE } from '../../src/package-info.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent } from '../helpers/workspaces.ts';
 import { behindProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef0123456789';
@@ -22,8 +23,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).toReversed()) await cleanup();
 });
 
-/** Serves the app on a data source of `poolSize` connections reached through a TCP proxy the test can break. */
-async function appBehindProxy(poolSize: number): Promise<TcpProxy> {
+/** Serves the app (with `env`) on a data source of `poolSize` connections reached through a TCP proxy the test can break. */
+async function appBehindProxy(poolSize: number, env: Record<string, string> = {}): Promise<TcpProxy> {
   const { proxy, url } = await behindProxy(db.url);
   const dataSource = createDataSource(url, poolSize);
   cleanups.push(async () => {
@@ -31,7 +32,7 @@ async function appBehindProxy(poolSize: number): Promise<TcpProxy> {
     await dataSource.destroy().catch(() => undefined);
   });
   await dataSource.initialize();
-  app = await startApp(dataSource);
+  app = await startApp(dataSource, env);
   return proxy;
 }
 
@@ -78,6 +79,44 @@ describe('GET /healthz', () => {
     expect(response.status).toBe(503);
     // `timeout`: the check's own 2 s limit answered, not the stalled database.
     expect(((await response.json()) as { checks: unknown }).checks).toEqual({ database: 'timeout' });
+  });
+});
+
+describe('a database outage (issue 44 item 3)', () => {
+  it('answers 503 database_unavailable with Retry-After to every request that needs the database, logs it once with no stack, and answers again once it is back', async () => {
+    const proxy = await appBehindProxy(2, { ADMIN_TOKEN });
+    const ada = await newStudent(app.store, 'ada', Date.now().toString(36));
+    const from = app.logs.length;
+    proxy.dropConnections();
+    await proxy.close();
+    const asked = [
+      ['/auth/me', { cookie: ada.cookie }],
+      [`/u/${ada.workspace.slug}/api/workspace`, { cookie: ada.cookie }],
+      [`/u/${ada.workspace.slug}/api/runs`, { cookie: ada.cookie }],
+      ['/admin/users', admin],
+      ['/admin/workspaces', admin],
+    ] as const;
+    for (const [url, headers] of asked) {
+      const answer = await fetch(`${app.url}${url}`, { headers });
+      expect([url, answer.status, answer.headers.get('retry-after')]).toEqual([url, 503, '5']);
+      expect(await errorOf(answer)).toEqual({
+        code: 'database_unavailable',
+        message: 'The control plane cannot reach its database right now; try again in a moment.',
+      });
+    }
+    // The health check says so in its own words, cookie or not.
+    const health = await fetch(`${app.url}/healthz`, { headers: { cookie: ada.cookie } });
+    expect(health.status).toBe(503);
+    expect(((await health.json()) as { failed: string[] }).failed).toEqual(['database']);
+    // One line for the outage, at its start, and no "request failed" with a stack for any of them.
+    const logged = app.logs.slice(from);
+    expect(logged.filter((line) => String(line['message']).startsWith('the database cannot be reached'))).toHaveLength(1);
+    expect(logged.filter((line) => line['message'] === 'request failed')).toEqual([]);
+    expect(JSON.stringify(logged)).not.toMatch(/\bat .*\.ts:\d+/);
+    // Back: answered again.
+    await proxy.listen(proxy.port);
+    const back = await fetch(`${app.url}/auth/me`, { headers: { cookie: ada.cookie } });
+    expect(back.status).toBe(200);
   });
 });
 
