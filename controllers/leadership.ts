@@ -181,9 +181,9 @@ export class Leadership {
           if (this.current !== current) throw new FencedOutError(term, 'this replica stepped down');
           if (!this.withinDeadline(current)) throw new FencedOutError(term, 'no renewal of the lease within the renew deadline');
         },
-        refused: () => {
-          metrics.fencedWrites.inc();
-          void this.stepDown(term, 'a write was refused: another replica leads under a later term', 'lost');
+        refused: (by) => {
+          metrics.fencedWrites.inc({ refused_by: by });
+          if (by === 'database') void this.stepDown(term, 'a write was refused: another replica leads under a later term', 'lost');
         },
       };
       try {

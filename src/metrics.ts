@@ -175,7 +175,12 @@ function buildMetrics() {
         this.set(leaderRenewal.at === undefined ? 0 : (performance.now() - leaderRenewal.at) / 1000);
       },
     }),
-    fencedWrites: new Counter({ name: 'fenced_writes_total', help: 'Writes refused because their writer no longer held the lease under its term.', registers }),
+    fencedWrites: new Counter({
+      name: 'fenced_writes_total',
+      help: "Writes refused because their writer no longer held the lease under its term, by who refused them: the database (another leads under a later term) or the writer's own clock (no renewal within the renew deadline).",
+      labelNames: ['refused_by'] as const,
+      registers,
+    }),
     idleSweepLastRun: new Gauge({
       name: 'idle_sweep_last_run_timestamp_seconds',
       help: 'When the idle sweep last finished a pass, or started (Unix time; 0 on a replica whose sweep never ran: followers).',

@@ -53,8 +53,11 @@ export interface Fence {
    * before every write and every reconcile, with no database round trip.
    */
   assertCurrent(): void;
-  /** Told when the database refused a write under this fence (another took the lease): step down. */
-  refused(): void;
+  /**
+   * Told when a write under this fence was refused: by the database (another took the lease: step
+   * down) or by this process's own clock (assertCurrent, before the database was asked).
+   */
+  refused(by: 'database' | 'self'): void;
 }
 
 /** A write refused because its writer no longer leads (stable id `fenced_out`). */
@@ -76,7 +79,12 @@ export class FencedOutError extends Error {
  * transaction may then sit idle (the fence's holdMs), so a paused writer cannot hold a takeover.
  */
 export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
-  fence.assertCurrent();
+  try {
+    fence.assertCurrent();
+  } catch (error) {
+    fence.refused('self');
+    throw error;
+  }
   const bound = fence.holdMs === undefined ? [] : [String(Math.max(1, Math.ceil(fence.holdMs)))];
   const rows = await queryRows<{ term: string }>(
     tx,
@@ -85,7 +93,7 @@ export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
     [RECONCILER_LEASE, fence.holder, fence.term, ...bound],
   );
   if (rows.length === 0) {
-    fence.refused();
+    fence.refused('database');
     throw new FencedOutError(fence.term, 'the lease is held under a later term');
   }
 }

@@ -258,6 +258,9 @@ describe('the elector', () => {
     await eventually('a to step down', async () => a.followed() === 1, 10_000);
     expect(a.records.map((record) => record.message)).toContain('stopped leading (term 1): no renewal within the renew deadline');
     expect(() => a.led[0]!.assertCurrent()).toThrow(/renew deadline|stepped down/);
+    // A write it still tries is refused by its own clock, before the database is asked, and counted so (issue 44 item 8).
+    await expect(db.dataSource.transaction((tx) => checkFence(tx, a.led[0]!))).rejects.toBeInstanceOf(FencedOutError);
+    expect((await a.metrics.registry.getSingleMetric('fenced_writes_total')!.get()).values).toEqual([{ labels: { refused_by: 'self' }, value: 1 }]);
     // Stepped down while its lease still stood in the database: no one could have led meanwhile.
     expect((await leases.get(RECONCILER_LEASE))!.expiresAt.getTime()).toBeGreaterThan(
       Date.parse(String(a.records.find((record) => String(record.message).startsWith('stopped leading'))!.timestamp)),
@@ -267,10 +270,10 @@ describe('the elector', () => {
   it('steps down at once when the database refuses a write under its term', async () => {
     const a = newElector('a');
     await a.leadership.start();
-    a.led[0]!.refused();
+    a.led[0]!.refused('database');
     await eventually('a to step down', async () => a.followed() === 1);
     expect(a.records.map((record) => record.message)).toContain('stopped leading (term 1): a write was refused: another replica leads under a later term');
-    expect((await a.metrics.registry.getSingleMetric('fenced_writes_total')!.get()).values[0]!.value).toBe(1);
+    expect((await a.metrics.registry.getSingleMetric('fenced_writes_total')!.get()).values).toEqual([{ labels: { refused_by: 'database' }, value: 1 }]);
   });
 
   it('takes the lease of a holder known to be gone without waiting for it to expire', async () => {
