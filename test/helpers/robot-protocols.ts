@@ -142,6 +142,8 @@ export class HalSimClient {
 export class Nt4Client {
   /** Topic names by id, as announced. */
   readonly topics = new Map<number, string>();
+  /** Every announcement received, in order: the topic's name, and the pubuid when it answers a publish of this client's. */
+  readonly announcements: { name: string; pubuid?: number }[] = [];
   /** Latest value by topic name. */
   readonly values = new Map<string, unknown>();
   private nextPubuid = 1;
@@ -152,8 +154,11 @@ export class Nt4Client {
     socket.on('error', () => undefined);
     socket.on('message', (data: Buffer, binary: boolean) => {
       if (!binary) {
-        for (const { method, params } of JSON.parse(data.toString()) as { method: string; params: { name: string; id: number } }[]) {
-          if (method === 'announce') this.topics.set(params.id, params.name);
+        for (const { method, params } of JSON.parse(data.toString()) as { method: string; params: { name: string; id: number; pubuid?: number } }[]) {
+          if (method === 'announce') {
+            this.topics.set(params.id, params.name);
+            this.announcements.push({ name: params.name, ...(params.pubuid !== undefined && { pubuid: params.pubuid }) });
+          }
           if (method === 'unannounce') this.topics.delete(params.id);
         }
         return;

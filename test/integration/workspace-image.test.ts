@@ -422,6 +422,8 @@ describe('the stand-in robot, driven over HALSim and read over NetworkTables 4',
     await nt4.until(`${CHOOSER}/active`, (active) => active === 'Drive and turn');
     expect([...nt4.topics.values()]).toContain(`${CHOOSER}/selected`);
     expect([...nt4.topics.values()]).not.toContain('/SmartDashboard/Not a chooser');
+    // Announced to its publisher once, with its pubuid, as WPILib's server does (not first without it, as to any subscriber).
+    expect(nt4.announcements.filter((announced) => announced.name === `${CHOOSER}/selected`)).toEqual([{ name: `${CHOOSER}/selected`, pubuid: 2 }]);
 
     const auto = await connect();
     auto.driverStation({ '>enabled': true, '>autonomous': true, '>ds': true, '>new_data': true });

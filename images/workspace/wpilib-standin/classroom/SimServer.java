@@ -147,13 +147,23 @@ public final class SimServer {
   }
 
   /** Sets a topic's value (made on first use); it goes to subscribers at the next send when it changed. */
-  public static synchronized void publish(String name, String type, Object value) {
+  public static void publish(String name, String type, Object value) {
+    publish(name, type, value, null);
+  }
+
+  /**
+   * publish, by `publisher` when not null: a topic it makes is announced to every other subscriber
+   * here, and to it only with its pubuid (publishFrom), as WPILib's server announces it once.
+   */
+  private static synchronized void publish(String name, String type, Object value, Client publisher) {
     Topic topic = TOPICS.get(name);
     if (topic == null || !topic.type.equals(type)) {
       topic = new Topic(nextId++, name, type, value);
       TOPICS.put(name, topic);
       for (Client client : CLIENTS) {
-        announceTo(client, List.of(topic), null);
+        if (client != publisher) {
+          announceTo(client, List.of(topic), null);
+        }
       }
     } else if (!same(topic.value, value)) {
       topic.value = value;
@@ -353,7 +363,7 @@ public final class SimServer {
     synchronized (SimServer.class) {
       topic = TOPICS.get(name);
       if (topic == null || !topic.type.equals("string")) {
-        publish(name, "string", null);
+        publish(name, "string", null, client);
         topic = TOPICS.get(name);
       }
       topic.clientPublishers++;
