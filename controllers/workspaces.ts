@@ -97,6 +97,11 @@ export class WorkspaceController extends Controller {
   /** Workspaces whose code container runs, as this controller last saw them: the cap's count. */
   private readonly runningCode = new Set<string>();
   private readonly starting = new Set<string>();
+  /**
+   * The code container each workspace's start was last logged for: a swarm service's task runs a
+   * while after its start, and each look meanwhile starts it again, but it started once.
+   */
+  private readonly saidStarted = new Map<string, string>();
   private readonly orphanSeenAt = new Map<string, number>();
   /** Orphan volumes by name: when first seen, or `reported` once counted and logged. */
   private readonly orphanVolumes = new Map<string, number | 'reported'>();
@@ -397,7 +402,10 @@ export class WorkspaceController extends Controller {
       await runtime.start(container.id);
       if (!existing) metrics.containerStartDuration.observe((performance.now() - started) / 1000);
       this.runningCode.add(id);
-      log.info({ workspaceId: id, slug: workspace.slug, containerId: container.id.slice(0, 12), cold: !existing }, 'code container started');
+      if (this.saidStarted.get(id) !== container.id) {
+        this.saidStarted.set(id, container.id);
+        log.info({ workspaceId: id, slug: workspace.slug, containerId: container.id.slice(0, 12), cold: !existing }, 'code container started');
+      }
       // Its address exists only once it runs.
       const running = (await runtime.listContainers({ workspaceId: id })).find((candidate) => candidate.id === container.id);
       return this.ready(workspace, running ?? container);
@@ -446,6 +454,7 @@ export class WorkspaceController extends Controller {
     await runtime.removeVolumes({ workspaceId: workspace.id, slug: workspace.slug });
     await store.workspaces.finalizeDeleted(workspace.id);
     this.runningCode.delete(workspace.id);
+    this.saidStarted.delete(workspace.id);
     log.info({ workspaceId: workspace.id, slug: workspace.slug }, 'workspace deleted: containers and volume removed');
   }
 

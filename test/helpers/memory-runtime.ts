@@ -170,6 +170,8 @@ export class MemoryRuntime implements WorkspaceRuntime {
 
   /** What ensureNetwork says of the host's firewall (one engine's link-local rules); unset: nothing, as a swarm. */
   firewall: FirewallOutcome | undefined;
+  /** A start leaves the container as it was (a swarm service whose task is scheduled and not running yet). */
+  startsPending = false;
 
   async ensureNetwork(name: string): Promise<NetworkState> {
     this.fail('ensureNetwork');
@@ -249,6 +251,8 @@ export class MemoryRuntime implements WorkspaceRuntime {
     const container = this.containers.get(id);
     if (!container) throw new Error(`no such container: ${id}`);
     if (container.state === 'running') return;
+    // A swarm service's task: scheduled, not running yet.
+    if (this.startsPending) return void this.actions.push(`start ${container.name} (pending)`);
     container.state = 'running';
     container.address = this.address();
     container.startedAt = this.starts++;

@@ -274,6 +274,17 @@ describe('WorkspaceController.reconcile', () => {
     expect((await status(wanted.id)).observedState).toBe('running');
   });
 
+  it('logs a container started once, however often it is looked at before it runs (a swarm service whose task is scheduled)', async () => {
+    const wanted = await workspace('running');
+    runtime.volumes.add(names.volume(wanted.slug));
+    codeContainer(wanted, { state: 'created' });
+    runtime.startsPending = true;
+    const workspaces = controller({ editorProbeMs: 250 });
+    for (let look = 0; look < 3; look++) await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+    expect(runtime.actions).toEqual(Array.from({ length: 3 }, () => `start ${names.code(wanted.slug)} (pending)`));
+    expect(records.filter((record) => record['message'] === 'code container started')).toHaveLength(1);
+  });
+
   it('reports starting, and looks again shortly, while the editor does not answer', async () => {
     const wanted = await workspace('running');
     codeContainer(wanted);
