@@ -5,7 +5,7 @@ import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { SYSTEM_ACTOR } from '../src/store/audit.ts';
 import type { Store } from '../src/store/index.ts';
-import { Periodic } from './periodic.ts';
+import { passFailed, Periodic } from './periodic.ts';
 
 /** After a backup failed (a file changed as it was read), the same home is not tried again before this. */
 export const RETRY_AFTER_FAILURE_MS = 15 * 60_000;
@@ -51,7 +51,7 @@ export class BackupSchedule {
     this.periodic = new Periodic(
       () => this.pass(),
       checkEveryMs,
-      (error) => this.options.log.error({ error }, 'scheduled backups failed'),
+      passFailed(this.options.log, 'scheduled backups'),
     );
   }
 

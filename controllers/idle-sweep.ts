@@ -2,7 +2,7 @@ import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
 import type { WorkspaceStore } from '../src/store/workspaces.ts';
-import { Periodic } from './periodic.ts';
+import { passFailed, Periodic } from './periodic.ts';
 
 export interface IdleSweepOptions {
   workspaces: WorkspaceStore;
@@ -29,7 +29,7 @@ export class IdleSweep {
     this.periodic = new Periodic(
       () => this.sweep(),
       this.options.intervalMs,
-      (error) => this.options.log.error({ error }, 'idle sweep failed'),
+      passFailed(this.options.log, 'idle sweep'),
     );
   }
 

@@ -1,3 +1,6 @@
+import type { Logger } from '../src/log.ts';
+import { FencedOutError } from '../src/store/leases.ts';
+
 /**
  * Runs `task` every `intervalMs` (optionally once at start), never two at a time; a failure is
  * passed to `onError` and the next tick runs as usual. `stop()` waits for a running task.
@@ -49,5 +52,17 @@ export function everyWithJitter(task: () => Promise<unknown>, intervalMs: number
   return () => {
     stopped = true;
     clearTimeout(timer);
+  };
+}
+
+/**
+ * A leader-only pass's `onError` (Periodic): a pass cut short because this replica stopped leading
+ * (a FencedOutError: a step-down, ordinary or not) is expected, said at info with no stack; anything
+ * else is `<what> failed` at error level.
+ */
+export function passFailed(log: Logger, what: string): (error: unknown) => void {
+  return (error) => {
+    if (error instanceof FencedOutError) log.info({ term: error.term, why: error.message }, `${what} stopped: this replica no longer leads`);
+    else log.error({ error }, `${what} failed`);
   };
 }

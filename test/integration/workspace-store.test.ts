@@ -6,8 +6,15 @@ import { ActivityRecorder } from '../../src/store/activity.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { Store } from '../../src/store/index.ts';
 import { slugFromEmail } from '../../src/store/workspaces.ts';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { IdleSweep } from '../../controllers/idle-sweep.ts';
-import { captureLogger } from '../helpers/controllers.ts';
+import { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
+import { ChangeFeed } from '../../src/db/changes.ts';
+import { createStore } from '../../src/store/index.ts';
+import { FencedOutError, type Fence } from '../../src/store/leases.ts';
+import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { testStore } from '../helpers/store.ts';
 
@@ -143,6 +150,48 @@ describe('activity and the idle sweep', () => {
     expect(logger.records).toEqual([
       expect.objectContaining({ level: 'info', category: 'control.idle', workspaceId: idle!.id, message: 'stopping idle workspace' }),
     ]);
+  });
+
+  it('says at info, with no stack, that a pass was cut short because the replica stopped leading (an ordinary step-down), and at error any other failure', async () => {
+    const [idle] = await workspaces(1);
+    await store.workspaces.open(idle!.id);
+    await db.dataSource.query("UPDATE workspaces SET last_activity_at = now() - interval '45 minutes' WHERE id = $1", [idle!.id]);
+    // The store of a replica that has just stepped down: its fence refuses every write by its own clock.
+    const fence: Fence = {
+      holder: 'a',
+      term: 1,
+      holdMs: undefined,
+      assertCurrent: () => {
+        throw new FencedOutError(1, 'this replica stepped down');
+      },
+      refused: () => undefined,
+    };
+    const fenced = createStore({
+      db: db.dataSource,
+      changes: new ChangeFeed(),
+      environmentCap: 10,
+      allowlistFile: AllowlistFile.in(mkdtempSync(path.join(os.tmpdir(), 'cp-fenced-'))),
+      fence,
+    });
+    const logger = captureLogger();
+    const sweeper = new IdleSweep({
+      workspaces: fenced.workspaces,
+      activity: recorder(),
+      metrics: createMetrics(),
+      log: categoryLogger(logger.root, 'idle'),
+      idleMinutes: 30,
+      intervalMs: 20,
+    });
+    sweeper.start();
+    try {
+      const said = await eventually('the pass cut short said', async () => logger.records.find((record) => String(record['message']).startsWith('idle sweep')));
+      expect(said).toMatchObject({ level: 'info', message: 'idle sweep stopped: this replica no longer leads', term: 1 });
+      expect(JSON.stringify(said)).not.toContain('stack');
+    } finally {
+      await sweeper.stop();
+    }
+    expect(logger.records.filter((record) => record['level'] === 'error')).toEqual([]);
+    expect((await store.workspaces.get(idle!.id))!.desiredState).toBe('running');
   });
 
   it('writes a batch of activity in one statement and never moves it backwards', async () => {
