@@ -48,11 +48,7 @@ export class BackupSchedule {
   constructor(options: BackupScheduleOptions) {
     this.options = options;
     const checkEveryMs = options.checkEveryMs ?? Math.min(60_000, Math.max(1000, options.intervalMs / 4));
-    this.periodic = new Periodic(
-      () => this.pass(),
-      checkEveryMs,
-      passFailed(this.options.log, 'scheduled backups'),
-    );
+    this.periodic = new Periodic(() => this.pass(), checkEveryMs, passFailed(this.options.log, 'scheduled backups'));
   }
 
   start(): void {

@@ -26,11 +26,7 @@ export class IdleSweep {
 
   constructor(options: IdleSweepOptions) {
     this.options = { intervalMs: 60_000, ...options };
-    this.periodic = new Periodic(
-      () => this.sweep(),
-      this.options.intervalMs,
-      passFailed(this.options.log, 'idle sweep'),
-    );
+    this.periodic = new Periodic(() => this.sweep(), this.options.intervalMs, passFailed(this.options.log, 'idle sweep'));
   }
 
   /** Starts sweeping every interval; `idle_sweep_last_run_timestamp_seconds` counts from now until the first pass. */
