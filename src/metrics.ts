@@ -212,6 +212,7 @@ export const KNOWN_LABELS = {
   halsimDisables: ['connected', 'silence', 'ended'],
   replacementKinds: ['reset', 'import'],
   replacementOutcomes: ['done', 'failed'],
+  fencedWriteRefusers: ['database', 'self'],
 } as const;
 
 /** Sets every series of KNOWN_LABELS to 0 (counters: present, not increased). */
@@ -229,6 +230,7 @@ function initialise(metrics: Metrics): Metrics {
   for (const outcome of KNOWN_LABELS.halsimToRobot) metrics.halsimMessages.inc({ direction: 'to_robot', outcome }, 0);
   metrics.halsimMessages.inc({ direction: 'to_browser', outcome: 'relayed' }, 0);
   for (const reason of KNOWN_LABELS.halsimDisables) metrics.halsimDisables.inc({ reason }, 0);
+  for (const by of KNOWN_LABELS.fencedWriteRefusers) metrics.fencedWrites.inc({ refused_by: by }, 0);
   for (const kind of KNOWN_LABELS.replacementKinds)
     for (const outcome of KNOWN_LABELS.replacementOutcomes) metrics.projectReplacements.inc({ kind, outcome }, 0);
   return metrics;
