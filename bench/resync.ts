@@ -26,15 +26,15 @@ function counted(engine: MemoryRuntime): { runtime: WorkspaceRuntime; calls: Map
   const runtime = new Proxy(engine, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function' || property === 'withSignal' || property === 'watch') return value;
+      if (typeof value !== 'function' || property === 'scoped' || property === 'watch') return value;
       return (...args: unknown[]) => {
         calls.set(String(property), (calls.get(String(property)) ?? 0) + 1);
         return (value as (...values: unknown[]) => unknown).apply(target, args);
       };
     },
   });
-  // A controller's view (withSignal) is the same counted engine.
-  engine.withSignal = () => runtime;
+  // A controller's view (scoped) is the same counted engine.
+  engine.scoped = () => runtime;
   return { runtime, calls, total: () => [...calls.values()].reduce((sum, count) => sum + count, 0) };
 }
 

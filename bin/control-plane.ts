@@ -36,7 +36,7 @@ import { SERVICE } from '../src/package-info.ts';
 import { loadSessionSecret } from '../src/session-secret.ts';
 import { ActivityRecorder } from '../src/store/activity.ts';
 import { createStore, type Store } from '../src/store/index.ts';
-import { RECONCILER_LEASE, type Fence } from '../src/store/leases.ts';
+import { assertLeads, RECONCILER_LEASE, type Fence } from '../src/store/leases.ts';
 import { SERVER_HEARTBEAT_MS } from '../src/store/servers.ts';
 import { linkPath } from '../src/store/sign-in-links.ts';
 
@@ -198,64 +198,71 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   const sweepEveryMs = options.tuning?.idleIntervalMs ?? Math.min(60_000, Math.max(1000, (config.idleStopMinutes * 60_000) / 4));
 
   /** The leader-only parts chosen, built on `partStore` (a leader's fenced store, or the plain one). */
-  const buildLeaderParts = (partStore: Store, fence?: Fence) => ({
-    workspaces: chosen.has('workspaces')
-      ? new WorkspaceController({
-          store: partStore,
-          fence,
-          runtime,
-          metrics,
-          log: containersLog,
-          template: { ...volumeTemplate, memoryBytes: config.codeMemoryLimitBytes, nanoCpus: config.codeNanoCpus, editorPort: config.editorPort },
-          // Homes move off drained and lost nodes through the leader's backups (a fenced store audits them).
-          homes: new Backups({ store: partStore, runtime, dataDir: config.dataDir, image: config.workspaceImage }),
-          nodeLostMs: config.nodeLostMs,
-          ...options.tuning?.workspaces,
-        })
-      : undefined,
-    runs: chosen.has('runs')
-      ? new RunController({
-          store: partStore,
-          fence,
-          runtime,
-          metrics,
-          log: categoryLogger(log, 'runs'),
-          buildTimeoutMs: config.runBuildTimeoutMs,
-          maxRunMs: config.runMaxMs,
-          template: {
-            ...volumeTemplate,
-            memoryBytes: config.runMemoryLimitBytes,
-            nanoCpus: config.runNanoCpus,
-            nt4Port: config.nt4Port,
-            halsimPort: config.halsimPort,
-            command: config.simCommand,
-          },
-          ...options.tuning?.runs,
-        })
-      : undefined,
-    idle: chosen.has('idle')
-      ? new IdleSweep({
-          workspaces: partStore.workspaces,
-          activity,
-          metrics,
-          log: categoryLogger(log, 'idle'),
-          idleMinutes: config.idleStopMinutes,
-          intervalMs: sweepEveryMs,
-        })
-      : undefined,
-    stats: chosen.has('stats') ? new StatsSampler({ runtime, store: partStore, metrics, log: containersLog, homeDisk: config.homeDisk }) : undefined,
-    backups:
-      chosen.has('backups') && config.backupSchedule
-        ? new BackupSchedule({
+  const buildLeaderParts = (partStore: Store, fence?: Fence) => {
+    // A leader's parts ask its fence before each engine call that may change something, not only
+    // before each reconcile: a leader paused between two calls makes the second only if it still leads.
+    const leaderRuntime = fence ? runtime.scoped({ beforeChange: () => assertLeads(fence) }) : runtime;
+    return {
+      workspaces: chosen.has('workspaces')
+        ? new WorkspaceController({
             store: partStore,
-            backups: new Backups({ store: partStore, runtime, dataDir: config.dataDir, image: config.workspaceImage }),
-            runtime,
+            fence,
+            runtime: leaderRuntime,
             metrics,
-            log: categoryLogger(log, 'backups'),
-            ...config.backupSchedule,
+            log: containersLog,
+            template: { ...volumeTemplate, memoryBytes: config.codeMemoryLimitBytes, nanoCpus: config.codeNanoCpus, editorPort: config.editorPort },
+            // Homes move off drained and lost nodes through the leader's backups (a fenced store audits them).
+            homes: new Backups({ store: partStore, runtime: leaderRuntime, dataDir: config.dataDir, image: config.workspaceImage }),
+            nodeLostMs: config.nodeLostMs,
+            ...options.tuning?.workspaces,
           })
         : undefined,
-  });
+      runs: chosen.has('runs')
+        ? new RunController({
+            store: partStore,
+            fence,
+            runtime: leaderRuntime,
+            metrics,
+            log: categoryLogger(log, 'runs'),
+            buildTimeoutMs: config.runBuildTimeoutMs,
+            maxRunMs: config.runMaxMs,
+            template: {
+              ...volumeTemplate,
+              memoryBytes: config.runMemoryLimitBytes,
+              nanoCpus: config.runNanoCpus,
+              nt4Port: config.nt4Port,
+              halsimPort: config.halsimPort,
+              command: config.simCommand,
+            },
+            ...options.tuning?.runs,
+          })
+        : undefined,
+      idle: chosen.has('idle')
+        ? new IdleSweep({
+            workspaces: partStore.workspaces,
+            activity,
+            metrics,
+            log: categoryLogger(log, 'idle'),
+            idleMinutes: config.idleStopMinutes,
+            intervalMs: sweepEveryMs,
+          })
+        : undefined,
+      stats: chosen.has('stats')
+        ? new StatsSampler({ runtime: leaderRuntime, store: partStore, metrics, log: containersLog, homeDisk: config.homeDisk })
+        : undefined,
+      backups:
+        chosen.has('backups') && config.backupSchedule
+          ? new BackupSchedule({
+              store: partStore,
+              backups: new Backups({ store: partStore, runtime: leaderRuntime, dataDir: config.dataDir, image: config.workspaceImage }),
+              runtime: leaderRuntime,
+              metrics,
+              log: categoryLogger(log, 'backups'),
+              ...config.backupSchedule,
+            })
+          : undefined,
+    };
+  };
   type LeaderParts = ReturnType<typeof buildLeaderParts>;
   const led = chosen.has('leadership');
   /** The leader-only parts now: built once without `leadership`, per term with it (none while following). */

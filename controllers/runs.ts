@@ -80,7 +80,7 @@ export class RunController extends Controller {
       ...options,
       template: { nanoCpus: 0, pidsLimit: DEFAULT_PIDS_LIMIT, halsimPort: DEFAULT_HALSIM_PORT, ...options.template },
       // Reconciles' engine calls end when the queue shuts down (the output followers stop on their own).
-      runtime: options.runtime.withSignal(this.queue.signal),
+      runtime: options.runtime.scoped({ signal: this.queue.signal }),
     };
     this.output = new RunOutputCollector({ runtime: options.runtime, runs: options.store.runs, changes: options.store.changes, log: options.log });
   }

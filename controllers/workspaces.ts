@@ -132,7 +132,7 @@ export class WorkspaceController extends Controller {
       ...options,
       homes: options.homes,
       // Reconciles' engine calls end when the queue shuts down.
-      runtime: options.runtime.withSignal(this.queue.signal),
+      runtime: options.runtime.scoped({ signal: this.queue.signal }),
     };
     this.specHash = codeSpecHash(options.template);
     this.nodeCheck = new Periodic(

@@ -12,6 +12,7 @@ import { ConflictError, NotFoundError } from '../errors.ts';
 import { blockLinkLocal } from './firewall.ts';
 import {
   HOME_PATH,
+  type EngineScope,
   ImageMissingError,
   LABELS,
   isTargetOf,
@@ -98,16 +99,38 @@ export function engineClient(options: Docker.DockerOptions = {}): Docker {
 }
 
 /**
- * A client of the same engine, through the same connection settings, whose every request is
- * aborted when `signal` is (dockerode's abortSignal, set on each request its modem dials).
+ * A client of the same engine, through the same connection settings, whose every request keeps to
+ * `scope` (see EngineScope): aborted when its signal is (dockerode's abortSignal, set on each
+ * request its modem dials, beside any the request has), and never sent when it may change
+ * something and `beforeChange` throws.
  */
-export function signalled(docker: Docker, signal: AbortSignal): Docker {
+export function scopedClient(docker: Docker, scope: EngineScope): Docker {
   const base = docker.modem;
   const modem = Object.create(base) as typeof base;
   modem.dial = function (this: typeof base, options, callback) {
-    base.dial.call(this, { ...options, abortSignal: options.abortSignal ?? signal }, callback);
+    if (scope.beforeChange && options.method !== 'GET' && options.method !== 'HEAD') {
+      try {
+        scope.beforeChange();
+      } catch (error) {
+        callback?.(error as Error, null);
+        return;
+      }
+    }
+    const signals = [options.abortSignal, scope.signal].filter((signal) => signal !== undefined);
+    base.dial.call(this, { ...options, abortSignal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] }, callback);
   };
   return new Docker({ modem } as Docker.DockerOptions);
+}
+
+/** Both scopes at once: `outer`'s bounds, then `inner`'s. */
+export function bothScopes(outer: EngineScope | undefined, inner: EngineScope): EngineScope {
+  if (!outer) return inner;
+  const signals = [outer.signal, inner.signal].filter((signal) => signal !== undefined);
+  const checks = [outer.beforeChange, inner.beforeChange].filter((check) => check !== undefined);
+  return {
+    signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0],
+    beforeChange: checks.length === 0 ? undefined : () => checks.forEach((check) => check()),
+  };
 }
 
 export interface DockerRuntimeOptions {
@@ -133,10 +156,10 @@ export class DockerRuntime implements WorkspaceRuntime {
     this.controlPlaneId = options.controlPlaneId;
   }
 
-  /** This runtime with every engine call aborted once `signal` is (a stopping controller's calls end at once). */
-  withSignal(signal: AbortSignal): WorkspaceRuntime {
+  /** This runtime with every engine call kept to `scope` as well (its client's requests: scopedClient). */
+  scoped(scope: EngineScope): WorkspaceRuntime {
     const bound = Object.create(this) as DockerRuntime;
-    Object.defineProperty(bound, 'docker', { value: signalled(this.docker, signal) });
+    Object.defineProperty(bound, 'docker', { value: scopedClient(this.docker, scope) });
     return bound;
   }
 

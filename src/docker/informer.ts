@@ -22,6 +22,7 @@ import type { Readable } from 'node:stream';
 import type {
   CodeContainerSpec,
   ContainerExit,
+  EngineScope,
   EventSubscription,
   HomeUsage,
   ManagedContainer,
@@ -89,8 +90,8 @@ export class InformedRuntime implements WorkspaceRuntime {
     return this.cache.synced;
   }
 
-  withSignal(signal: AbortSignal): WorkspaceRuntime {
-    return new InformedRuntime(this.inner.withSignal(signal), { cache: this.cache, base: this.base });
+  scoped(scope: EngineScope): WorkspaceRuntime {
+    return new InformedRuntime(this.inner.scoped(scope), { cache: this.cache, base: this.base });
   }
 
   async listContainers(filter: { workspaceId?: string } = {}): Promise<ManagedContainer[]> {

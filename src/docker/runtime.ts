@@ -223,6 +223,22 @@ export interface RuntimeNode {
   reachable: boolean;
 }
 
+/** What bounds every engine call of a scoped runtime (WorkspaceRuntime.scoped). */
+export interface EngineScope {
+  /**
+   * Every call is aborted once it is: a controller's, so that a stopping control plane ends its
+   * engine calls at once instead of waiting out their timeout.
+   */
+  signal?: AbortSignal;
+  /**
+   * Asked right before each engine request that may change something (every method but GET and
+   * HEAD); when it throws, the request is never sent and the call fails with that error. A leader's
+   * fence: a leader paused between two calls of one reconcile makes neither once it may no longer
+   * lead (docs/architecture.md, "Fencing").
+   */
+  beforeChange?: () => void;
+}
+
 export interface WorkspaceRuntime {
   /** The machines workspaces run on: one for a single engine, every node of a swarm. */
   nodes(): Promise<RuntimeNode[]>;
@@ -232,10 +248,10 @@ export interface WorkspaceRuntime {
    */
   setNodeAvailability(node: string, availability: 'active' | 'pause'): Promise<void>;
   /**
-   * The same runtime with every call aborted once `signal` is: a controller's, so that a stopping
-   * control plane ends its engine calls at once instead of waiting out their timeout.
+   * The same runtime with every engine call bounded by `scope` (see EngineScope), on top of this
+   * one's own scope: a leader's fence, then a controller's signal.
    */
-  withSignal(signal: AbortSignal): WorkspaceRuntime;
+  scoped(scope: EngineScope): WorkspaceRuntime;
   /** Every managed container, optionally only those of one workspace. */
   listContainers(filter?: { workspaceId?: string }): Promise<ManagedContainer[]>;
   /** Creates a workspace's home volume of this name (labelled with the workspace); already there is success. */

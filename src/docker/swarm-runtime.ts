@@ -27,9 +27,10 @@ import { PassThrough, type Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { NotFoundError } from '../errors.ts';
-import { CALL_TIMEOUT_MS, CONTROL_PLANE_LABEL, DockerRuntime, engineClient, signalled, statusOf, tolerate } from './docker-runtime.ts';
+import { CALL_TIMEOUT_MS, CONTROL_PLANE_LABEL, DockerRuntime, bothScopes, engineClient, scopedClient, statusOf, tolerate } from './docker-runtime.ts';
 import {
   HOME_PATH,
+  type EngineScope,
   ImageMissingError,
   LABELS,
   MANAGED_LABEL,
@@ -122,8 +123,8 @@ export class SwarmRuntime implements WorkspaceRuntime {
   private readonly engines: Engine[];
   private readonly controlPlaneId: string;
   private readonly reservation: { memoryBytes: number; nanoCpus: number };
-  /** Set on a copy made by withSignal: every engine call of that copy ends when it is aborted. */
-  private signal: AbortSignal | undefined;
+  /** Set on a copy made by scoped: what bounds every engine call of that copy. */
+  private scope: EngineScope | undefined;
   /** Each engine's swarm node id, once it has said. */
   private readonly nodeOfEngine = new Map<Engine, string>();
   /** The engine of a manager, once found (forgotten when it stops answering). */
@@ -148,20 +149,20 @@ export class SwarmRuntime implements WorkspaceRuntime {
     }));
   }
 
-  withSignal(signal: AbortSignal): WorkspaceRuntime {
+  scoped(scope: EngineScope): WorkspaceRuntime {
     const bound = Object.create(this) as SwarmRuntime;
-    bound.signal = signal;
+    bound.scope = bothScopes(this.scope, scope);
     return bound;
   }
 
   // ---- engines and nodes ------------------------------------------------------------------------
 
   private client(engine: Engine): Docker {
-    return this.signal ? signalled(engine.docker, this.signal) : engine.docker;
+    return this.scope ? scopedClient(engine.docker, this.scope) : engine.docker;
   }
 
   private on(engine: Engine): WorkspaceRuntime {
-    return this.signal ? engine.runtime.withSignal(this.signal) : engine.runtime;
+    return this.scope ? engine.runtime.scoped(this.scope) : engine.runtime;
   }
 
   /** Runs a call on a manager's engine; a manager that does not answer is forgotten (the next call looks for another). */
@@ -769,7 +770,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       const task = await this.newestTask(id);
       if (!task || !(task.Status.State === 'running' || ON_ITS_WAY.has(task.Status.State))) return;
       if (Date.now() > deadline) throw new Error(`the task of service ${id} did not stop within ${timeoutSeconds + 20} s`);
-      await sleep(250, undefined, this.signal ? { signal: this.signal } : undefined);
+      await sleep(250, undefined, this.scope?.signal ? { signal: this.scope.signal } : undefined);
     }
   }
 
@@ -831,7 +832,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
         empty.end();
         return empty;
       }
-      await sleep(250, undefined, this.signal ? { signal: this.signal } : undefined);
+      await sleep(250, undefined, this.scope?.signal ? { signal: this.scope.signal } : undefined);
     }
   }
 

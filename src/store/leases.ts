@@ -72,6 +72,20 @@ export class FencedOutError extends Error {
 }
 
 /**
+ * Throws FencedOutError, counted as refused by this process, when its own clock says it may no
+ * longer lead (Fence.assertCurrent): asked before every fenced write and every engine call of a
+ * leader that may change something.
+ */
+export function assertLeads(fence: Fence): void {
+  try {
+    fence.assertCurrent();
+  } catch (error) {
+    fence.refused('self');
+    throw error;
+  }
+}
+
+/**
  * Checks the fence inside a write's transaction: the lease row must still name this holder and
  * term. `FOR SHARE` keeps the row as it is until the transaction ends, so another process cannot
  * take the lease between this check and the write's commit (its UPDATE waits); a lease taken
@@ -79,12 +93,7 @@ export class FencedOutError extends Error {
  * transaction may then sit idle (the fence's holdMs), so a paused writer cannot hold a takeover.
  */
 export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
-  try {
-    fence.assertCurrent();
-  } catch (error) {
-    fence.refused('self');
-    throw error;
-  }
+  assertLeads(fence);
   const bound = fence.holdMs === undefined ? [] : [String(Math.max(1, Math.ceil(fence.holdMs)))];
   const rows = await queryRows<{ term: string }>(
     tx,

@@ -125,8 +125,8 @@ export class MemoryRuntime implements WorkspaceRuntime {
     this.actions.push(`node ${name} ${availability}`);
   }
 
-  /** The same runtime: in memory, nothing waits on an engine to abort. */
-  withSignal(): WorkspaceRuntime {
+  /** The same runtime: in memory, no engine request to abort or to refuse. */
+  scoped(): WorkspaceRuntime {
     return this;
   }
 

@@ -170,7 +170,7 @@ describe('observed state from a cache (InformedRuntime)', () => {
     watcher.close();
   });
 
-  it('shares one subscription to the engine among every watcher and every view (withSignal), and closes it with the last', async () => {
+  it('shares one subscription to the engine among every watcher and every view (scoped), and closes it with the last', async () => {
     const engine = countingEngine();
     const runtime = new InformedRuntime(engine);
     const subscribe = engine.watch.bind(engine);
@@ -182,7 +182,7 @@ describe('observed state from a cache (InformedRuntime)', () => {
       return { close: () => (closed++, subscription.close()) };
     };
     const first = await watching(runtime);
-    const view = runtime.withSignal(new AbortController().signal) as InformedRuntime;
+    const view = runtime.scoped({ signal: new AbortController().signal }) as InformedRuntime;
     const second = await watching(view);
     expect(subscriptions).toBe(1);
     first.close();
