@@ -100,8 +100,6 @@ it("refuses a paused leader's next engine call once it wakes past its renew dead
     until: Math.ceil(Date.now() / 1000),
     filters: { type: ['container'], event: ['create'], label: [`${LABELS.workspaceId}=${student.workspace.id}`] },
   });
-  const created = String(await text(events))
-    .split('\n')
-    .filter(Boolean);
+  const created = (await text(events)).split('\n').filter(Boolean);
   expect(created).toHaveLength(1);
 }, 120_000);

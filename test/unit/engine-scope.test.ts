@@ -12,7 +12,7 @@ function recording() {
   const sent: { method: string; path: string; signal: AbortSignal | undefined }[] = [];
   const docker = new Docker();
   docker.modem.dial = (options, callback) => {
-    sent.push({ method: String(options.method), path: String(options.path), signal: options.abortSignal });
+    sent.push({ method: String(options.method), path: options.path, signal: options.abortSignal });
     callback?.(null, {});
   };
   return { docker, sent };
