@@ -17,6 +17,7 @@ import { healthRouter } from './health.ts';
 import { openApiRouter } from './openapi-route.ts';
 import { metricsRouter } from './metrics.ts';
 import { loadUser, Throttle, type GateOptions } from './middleware/auth.ts';
+import { callerDeadline } from './middleware/deadline.ts';
 import { errorMiddleware } from './middleware/errors.ts';
 import { noFrames } from './middleware/frames.ts';
 import { implementedMethodsOnly } from './middleware/methods.ts';
@@ -165,6 +166,8 @@ export function createApp(deps: AppDeps): AppHandlers {
   app.use(noFrames());
   app.use(errorMiddleware(httpLog));
   app.use(implementedMethodsOnly());
+  // A change made for a request whose client left, or past its deadline, is not committed.
+  app.use(callerDeadline(httpLog));
   // The health check before the session: a monitor's answer does not depend on a cookie it sends (nor on the database answering for its session).
   const health = healthRouter(store.ping);
   app.use(health.routes());

@@ -1,9 +1,11 @@
 import { createReadStream } from 'node:fs';
 import type Router from '@koa/router';
 import type { JSONSchemaType } from 'ajv';
+import { LONG_REQUEST_MS } from '../../src/caller.ts';
 import { NotFoundError } from '../../src/errors.ts';
 import type { AdminDeps } from '../admin.ts';
 import type { AuthState } from '../middleware/auth.ts';
+import { longRequest } from '../middleware/deadline.ts';
 import { jsonBody, validateBody, type BodyState } from '../middleware/validate.ts';
 import { presentBackup, presentWorkspaceChange } from '../../src/wire/presenters.ts';
 import type { BackupAnswer, BackupList, RestoreAnswer } from '../../src/wire/schemas.ts';
@@ -40,7 +42,7 @@ export function backupRoutes(router: Router<AuthState>, { store, backups }: Admi
     ctx.body = createReadStream(file);
   });
 
-  router.post('/workspaces/:workspaceId/backup', async (ctx) => {
+  router.post('/workspaces/:workspaceId/backup', longRequest(LONG_REQUEST_MS), async (ctx) => {
     const workspace = await workspaceOf(ctx.params.workspaceId!);
     const made = await backups.create(ctx.state.actor!, workspace);
     ctx.status = 201;
@@ -49,7 +51,7 @@ export function backupRoutes(router: Router<AuthState>, { store, backups }: Admi
     } satisfies BackupAnswer;
   });
 
-  router.post('/workspaces/:workspaceId/restore', jsonBody(), validateBody(restoreSchema), async (ctx) => {
+  router.post('/workspaces/:workspaceId/restore', longRequest(LONG_REQUEST_MS), jsonBody(), validateBody(restoreSchema), async (ctx) => {
     const workspace = await workspaceOf(ctx.params.workspaceId!);
     const file = await backups.pathOf((ctx.state as BodyState<RestoreBody>).body.backup);
     const restored = await backups.restore(ctx.state.actor!, file, { to: workspace });

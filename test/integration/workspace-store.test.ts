@@ -1,4 +1,5 @@
 // @lane local
+import { CallerGoneError, currentCaller, forCaller } from '../../src/caller.ts';
 import { AT_CAPACITY_MESSAGE, AtCapacityError } from '../../src/errors.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics } from '../../src/metrics.ts';
@@ -128,6 +129,41 @@ describe('admin changes', () => {
     const [a] = await workspaces(1);
     await expect(store.workspaces.restartCode(SYSTEM_ACTOR, a!.id)).rejects.toMatchObject({ status: 409, code: 'workspace_not_running' });
     expect(await db.dataSource.query('SELECT * FROM audit_log')).toEqual([]);
+  });
+});
+
+describe('a change made for an API request (src/caller.ts)', () => {
+  /** Stops `a` for an admin, for a caller whose state is `caller`, right before the commit. */
+  const stopFor = async (caller: { gone: () => boolean; deadlineAt: () => number }) => {
+    const [a] = await workspaces(1);
+    await store.workspaces.open(a!.id);
+    const made = forCaller({ gone: caller.gone, deadlineAt: Number.POSITIVE_INFINITY }, async () => {
+      const current = currentCaller()!;
+      // The request's time runs out, or its client leaves, while the change is under way.
+      await db.dataSource.query('SELECT 1');
+      current.deadlineAt = caller.deadlineAt();
+      return store.workspaces.stop({ id: null, email: 'coach@school.test' }, a!.id, 'coach');
+    });
+    return { a: a!, made };
+  };
+
+  it('is rolled back, audit and all, once the deadline has passed', async () => {
+    const { a, made } = await stopFor({ gone: () => false, deadlineAt: () => performance.now() - 1 });
+    await expect(made).rejects.toMatchObject({ status: 503, code: 'deadline_passed' });
+    expect((await store.workspaces.get(a.id))!.desiredState).toBe('running');
+    expect(await db.dataSource.query('SELECT * FROM audit_log')).toEqual([]);
+  });
+
+  it('is rolled back once its client is gone', async () => {
+    const { a, made } = await stopFor({ gone: () => true, deadlineAt: () => performance.now() + 60_000 });
+    await expect(made).rejects.toBeInstanceOf(CallerGoneError);
+    expect((await store.workspaces.get(a.id))!.desiredState).toBe('running');
+  });
+
+  it('is committed while its client waits within its deadline', async () => {
+    const { a, made } = await stopFor({ gone: () => false, deadlineAt: () => performance.now() + 60_000 });
+    await made;
+    expect((await store.workspaces.get(a.id))!.desiredState).toBe('stopped');
   });
 });
 

@@ -1,0 +1,170 @@
+/**
+ * Issue 44 item 2: a frozen replica lets its students go and acts on nothing it was asked while
+ * frozen. Two real server processes on one PostgreSQL behind HAProxy with the shipped
+ * deploy/haproxy.cfg (its API timeout made 3 s, LB_API_TIMEOUT); editors' WebSockets through the
+ * balancer on both. One replica is frozen (SIGSTOP) and students ask to open their workspaces
+ * through the balancer meanwhile: the WebSockets it held are closed once the balancer marks it down
+ * (VS Code would open new ones, to the other); the requests it got fail within seconds instead of
+ * ten minutes; woken (SIGCONT), it changes nothing they asked, and says so once each.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import WebSocket from 'ws';
+import { TEST_SESSION_SECRET } from '../helpers/app.ts';
+import { ROOT } from '../helpers/compose.ts';
+import { createHarness, docker, eventually, newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { openTestDatabase } from '../helpers/db.ts';
+import { freePort, startServer, type ServerProcess } from '../helpers/server.ts';
+import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+
+const HAPROXY_IMAGE = 'classroom-base/haproxy:2.6';
+const tag = Date.now().toString(36);
+const controlPlaneId = newControlPlaneId();
+let db: { url: string; dataSource: DataSource };
+let harness: Harness;
+let lbUrl = '';
+let lbContainer = '';
+const replicas: ServerProcess[] = [];
+const sockets: WebSocket[] = [];
+
+const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-frozen-'));
+writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
+const env = (port: number) => ({
+  ...TEST_ENV,
+  DATABASE_URL: db.url,
+  PORT: String(port),
+  PUBLIC_URL: lbUrl,
+  TRUST_PROXY: 'true',
+  CONTROL_PLANE_ID: controlPlaneId,
+  SESSION_SECRET: TEST_SESSION_SECRET,
+  DATA_DIR,
+  LOG_LEVEL: 'info',
+});
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  harness = createHarness(db.dataSource, { controlPlaneId });
+  const [lbPort, portA, portB] = [await freePort(), await freePort(), await freePort()];
+  lbUrl = `http://127.0.0.1:${lbPort}`;
+  // The first leads (it converges the workspaces); the second, a follower, is the one frozen.
+  replicas.push(await startServer(env(portA)));
+  await replicas[0]!.waitForLog((record) => record.message.startsWith('leading: took the reconciler lease'));
+  replicas.push(await startServer(env(portB)));
+  const lb = await docker.createContainer({
+    Image: HAPROXY_IMAGE,
+    name: `${controlPlaneId}-lb`,
+    Env: ['LB_HOST=127.0.0.1', `LB_PORT=${lbPort}`, `CONTROL_A_PORT=${portA}`, `CONTROL_B_PORT=${portB}`, 'LB_API_TIMEOUT=3s'],
+    HostConfig: { NetworkMode: 'host', Binds: [`${path.join(ROOT, 'deploy/haproxy.cfg')}:/usr/local/etc/haproxy/haproxy.cfg:ro`] },
+  });
+  lbContainer = lb.id;
+  await lb.start();
+  await eventually('the balancer to answer', async () => (await fetch(`${lbUrl}/healthz`).catch(() => undefined))?.status === 200, 30_000);
+}, 120_000);
+
+afterAll(async () => {
+  for (const socket of sockets) socket.terminate();
+  for (const replica of replicas) {
+    replica.proc.kill('SIGCONT');
+    await replica.stop('SIGKILL');
+  }
+  if (lbContainer) await docker.getContainer(lbContainer).remove({ force: true });
+  await removeEverything(controlPlaneId);
+  await db?.dataSource.destroy();
+}, 60_000);
+
+/** An editor WebSocket through the balancer, open. */
+async function editorSocket(student: Student): Promise<WebSocket> {
+  const socket = new WebSocket(`${lbUrl.replace('http', 'ws')}/u/${student.workspace.slug}/ws`, { headers: { cookie: student.cookie, origin: lbUrl } });
+  sockets.push(socket);
+  await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
+  return socket;
+}
+
+/** What became of a socket: its echo of `text`, or its close; neither within `ms` fails. */
+function echoOrClose(socket: WebSocket, text: string, ms: number): Promise<'echoed' | 'closed'> {
+  return new Promise((resolve, reject) => {
+    if (socket.readyState !== WebSocket.OPEN) return resolve('closed');
+    const timer = setTimeout(() => reject(new Error(`a WebSocket neither answered nor closed within ${ms} ms`)), ms);
+    socket.on('message', (data: Buffer) => {
+      if (data.toString() === text) (clearTimeout(timer), resolve('echoed'));
+    });
+    socket.once('close', () => (clearTimeout(timer), resolve('closed')));
+    socket.send(text);
+  });
+}
+
+it('a frozen replica: its editors are let go within seconds, the requests it held fail fast, and nothing they asked is done when it wakes', async () => {
+  const ada = await newStudent(harness.store, 'ada', tag);
+  await openAndWait(harness.store, ada.workspace);
+  // Four editor connections; the balancer spreads them over both replicas (the fewest connections first).
+  for (let index = 0; index < 4; index++) await editorSocket(ada);
+  for (const [index, socket] of sockets.entries()) expect(await echoOrClose(socket, `before ${index}`, 10_000)).toBe('echoed');
+  const asking = await Promise.all(Array.from({ length: 4 }, (_, index) => newStudent(harness.store, `asker${index}`, tag)));
+
+  const frozen = replicas[1]!;
+  frozen.proc.kill('SIGSTOP');
+  // Students press Open meanwhile: some of their requests go to the frozen replica before the balancer marks it down.
+  const asked = await Promise.all(
+    asking.map(async (student) => {
+      const sent = Date.now();
+      const answer = await fetch(`${lbUrl}/u/${student.workspace.slug}/api/workspace/open`, {
+        method: 'POST',
+        headers: { cookie: student.cookie, origin: lbUrl },
+      });
+      return { student, status: answer.status, tookMs: Date.now() - sent };
+    }),
+  );
+  const failed = asked.filter(({ status }) => status >= 500);
+  expect(failed.length).toBeGreaterThan(0);
+  for (const { status, tookMs } of asked) {
+    expect([202, 502, 503, 504]).toContain(status);
+    expect(tookMs).toBeLessThan(15_000);
+  }
+  // The frozen replica's editors are closed (to reconnect elsewhere); the others still answer.
+  const outcomes = await Promise.all(sockets.map((socket, index) => echoOrClose(socket, `during ${index}`, 20_000)));
+  expect(outcomes).toContain('closed');
+  expect(outcomes).toContain('echoed');
+
+  // Woken: it reads what it was sent while frozen, and commits none of it.
+  frozen.proc.kill('SIGCONT');
+  await eventually(
+    'the woken replica to have refused each request it held',
+    async () => frozen.records.filter((record) => record.message.endsWith('changed nothing: its client left before the answer')).length === failed.length,
+    30_000,
+  );
+  for (const { student, status } of asked) {
+    const workspace = (await harness.store.workspaces.get(student.workspace.id))!;
+    expect(workspace.desiredState).toBe(status === 202 ? 'running' : 'stopped');
+  }
+}, 180_000);
+
+it('an API request that a replica cannot answer within the API timeout ends as a 504 for the student, and is not carried out once the replica can', async () => {
+  const bea = await newStudent(harness.store, 'bea', tag);
+  // The replica answers its health checks but this request waits: the workspace's row is held elsewhere.
+  const holder = db.dataSource.createQueryRunner();
+  await holder.connect();
+  await holder.startTransaction();
+  await holder.query('SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE', [bea.workspace.id]);
+  const logged = () =>
+    replicas.flatMap((replica) => replica.records).filter((record) => record.message.endsWith('changed nothing: its client left before the answer')).length;
+  const before = logged();
+  try {
+    const sent = Date.now();
+    const answer = await fetch(`${lbUrl}/u/${bea.workspace.slug}/api/workspace/open`, {
+      method: 'POST',
+      headers: { cookie: bea.cookie, origin: lbUrl },
+      // A bound for the failure only: the balancer answers after its 3 s.
+      signal: AbortSignal.timeout(20_000),
+    });
+    expect(answer.status).toBe(504);
+    expect(Date.now() - sent).toBeLessThan(15_000);
+  } finally {
+    await holder.rollbackTransaction();
+    await holder.release();
+  }
+  // The row free, the replica's open goes on and is rolled back: its client is gone.
+  await eventually('the replica to refuse the abandoned open', async () => logged() === before + 1, 30_000);
+  expect((await harness.store.workspaces.get(bea.workspace.id))!.desiredState).toBe('stopped');
+}, 120_000);
