@@ -91,6 +91,8 @@ export interface AppDeps {
   runtime: Pick<WorkspaceRuntime, 'serving'>;
   /** How many WebSocket tunnels may be open at once, per workspace and in all (see src/descriptors.ts). */
   tunnelLimits: TunnelLimits;
+  /** This server's row in `servers`, for GET /readyz (none: never draining). */
+  serverId?: string;
 }
 
 /** The HTTP server's handlers: requests and WebSocket upgrades. */
@@ -169,7 +171,7 @@ export function createApp(deps: AppDeps): AppHandlers {
   // A change made for a request whose client left, or past its deadline, is not committed.
   app.use(callerDeadline(httpLog));
   // The health check before the session: a monitor's answer does not depend on a cookie it sends (nor on the database answering for its session).
-  const health = healthRouter(store.ping);
+  const health = healthRouter(store.ping, () => (deps.serverId ? store.servers.draining(deps.serverId) : Promise.resolve(false)));
   app.use(health.routes());
   app.use(health.allowedMethods({ throw: true }));
   app.use(

@@ -55,6 +55,19 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: 'get',
+    path: '/readyz',
+    summary:
+      "Whether a load balancer should send this replica new connections (HAProxy's `http-check disable-on-404`): 404 while another replica stops and a newer one runs, so that the editors it lets go land on the newest.",
+    auth: 'none',
+    tag: 'service',
+    responses: {
+      200: json(Wire.Readiness, 'Ready.'),
+      404: json(Wire.Readiness, 'Draining: keep its connections, send it no new ones.'),
+      503: json(Wire.Readiness, 'Not ready: the database does not answer.'),
+    },
+  },
+  {
+    method: 'get',
     path: '/metrics',
     summary: 'Prometheus metrics (text exposition format).',
     auth: 'metrics',

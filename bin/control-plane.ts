@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createApp, type AllowlistView, type AppHandlers } from '../api/app.ts';
 import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
 import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
@@ -42,6 +43,12 @@ import { linkPath } from '../src/store/sign-in-links.ts';
 
 /** How long in-flight requests may take to finish after a stop began before their sockets are closed. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How long a stopping replica that has others waits, once its row says it stops, before it lets its
+ * editors go: two of a balancer's checks a second apart (deploy/haproxy.cfg), so that it sees the
+ * older replicas draining (GET /readyz) and sends the editors to the newest.
+ */
+const BALANCER_NOTICE_MS = 2500;
 
 /** How often activity gathered in memory is written to the database. */
 const ACTIVITY_FLUSH_MS = 10_000;
@@ -383,6 +390,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         backups,
         runtime,
         tunnelLimits,
+        serverId: chosen.has('presence') ? self.id : undefined,
       });
       server.on('request', handlers.request);
       server.on('upgrade', handlers.upgrade);
@@ -408,6 +416,8 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     },
   };
 
+  /** Removes this server's row once everything else has stopped (set when presence stops). */
+  let unregister: (() => Promise<void>) | undefined;
   const factories: Record<PartName, () => Part> = {
     changes: () => {
       let unsubscribe: (() => void) | undefined;
@@ -455,8 +465,18 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         },
         stop: async () => {
           await beat.stop();
-          if (server.publicUrl)
-            await store.servers.unregister(server.id).catch((error: unknown) => serverLog.warning({ error }, "removing this server's row failed"));
+          if (!server.publicUrl) return;
+          // Stopping, said before anything is let go: while this row says so, the replicas older than
+          // the newest take no new connections (GET /readyz), so that the editors this one lets go
+          // land on the newest. The row goes last (plane.stop), once the editors have gone.
+          unregister = () => store.servers.unregister(server.id).catch((error: unknown) => serverLog.warning({ error }, "removing this server's row failed"));
+          try {
+            await store.servers.markStopping(server.id);
+            // The balancer's next checks see the others draining before this one closes its editors.
+            if ((await store.servers.live()).length > 1) await sleep(BALANCER_NOTICE_MS);
+          } catch (error) {
+            serverLog.warning({ error }, 'saying that this server stops failed');
+          }
         },
       };
     },
@@ -496,6 +516,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           serverLog.error({ part: name, error }, `stopping ${name} failed`);
         }
       }
+      await unregister?.();
       await database.close().catch((error: unknown) => serverLog.error({ error }, 'closing the database failed'));
     })());
   return plane;

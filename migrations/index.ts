@@ -25,6 +25,7 @@ import { AddRefusalRepeats1795840000000 } from './1795840000000-AddRefusalRepeat
 import { AddServerPidNamespace1795800000000 } from './1795800000000-AddServerPidNamespace.ts';
 import { CreateHomeDiskUsage1795860000000 } from './1795860000000-CreateHomeDiskUsage.ts';
 import { CreateWorkspaceImports1795880000000 } from './1795880000000-CreateWorkspaceImports.ts';
+import { AddServerStopping1795900000000 } from './1795900000000-AddServerStopping.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   AddRefusalRepeats1795840000000,
   CreateHomeDiskUsage1795860000000,
   CreateWorkspaceImports1795880000000,
+  AddServerStopping1795900000000,
 ];

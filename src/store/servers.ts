@@ -65,6 +65,29 @@ export class ServerStore {
     await this.db.query(`DELETE FROM servers WHERE seen_at < now() - make_interval(secs => $1)`, [SERVER_GONE_AFTER_MS / 1000]);
   }
 
+  /** The server has begun to stop (see draining); its row stays until it has stopped (unregister). */
+  async markStopping(id: string): Promise<void> {
+    await this.db.query('UPDATE servers SET stopping_since = now() WHERE id = $1', [id]);
+  }
+
+  /**
+   * Whether server `id` should take no new connections now: another server is stopping while one
+   * that started after `id` runs and is not stopping. In a rolling upgrade (a new replica started
+   * before each old one stops) the editors a stopping replica lets go then land on the newest
+   * replicas, never on an old one that goes next: each moves once.
+   */
+  async draining(id: string): Promise<boolean> {
+    const rows = await queryRows<{ draining: boolean }>(
+      this.db,
+      `WITH live AS (SELECT id, started_at, stopping_since FROM servers WHERE seen_at >= now() - make_interval(secs => $2))
+       SELECT EXISTS (SELECT 1 FROM live WHERE id <> $1 AND stopping_since IS NOT NULL)
+          AND EXISTS (SELECT 1 FROM live newer, live me WHERE me.id = $1 AND newer.id <> $1
+                        AND newer.stopping_since IS NULL AND newer.started_at > me.started_at) AS draining`,
+      [id, SERVER_GONE_AFTER_MS / 1000],
+    );
+    return rows[0]?.draining === true;
+  }
+
   /** The server has stopped. */
   async unregister(id: string): Promise<void> {
     await this.db.query('DELETE FROM servers WHERE id = $1', [id]);

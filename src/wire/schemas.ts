@@ -47,6 +47,15 @@ export const Health = Strict({
 });
 export type Health = Static<typeof Health>;
 
+/** GET /readyz: whether a balancer should send this replica new connections. */
+export const Readiness = Strict({
+  ready: Type.Boolean(),
+  /** True while another replica stops and a newer one runs: keep this one's connections, send it no new ones. */
+  draining: Type.Boolean(),
+  checks: Strict({ database: CheckResult }),
+});
+export type Readiness = Static<typeof Readiness>;
+
 // --- Users ----------------------------------------------------------------------------------------
 
 export const User = Strict({

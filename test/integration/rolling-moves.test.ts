@@ -1,0 +1,165 @@
+/**
+ * Issue 44 item 7: a rolling upgrade moves each editor once. Real server processes on one
+ * PostgreSQL behind HAProxy with the shipped deploy/haproxy.cfg (its three places a, b and c);
+ * eight editor WebSockets through it that reconnect through the balancer as soon as they are
+ * closed, as VS Code's do, six on the first replica and two on the second (the balancer sends each
+ * new one to the replica with the fewest). The upgrade as docs/operations.md gives it: a new
+ * replica on the free place c, then the first old one replaced (stopped, a new one on its place),
+ * then the second stopped. While a replica stops, the older ones that still run take no new
+ * connections (GET /readyz answers 404), so every editor it lets go lands on a new replica: each
+ * editor moved exactly once.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import WebSocket from 'ws';
+import { TEST_SESSION_SECRET } from '../helpers/app.ts';
+import { ok, ROOT } from '../helpers/compose.ts';
+import { createHarness, docker, eventually, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { openTestDatabase } from '../helpers/db.ts';
+import { freePort, startServer, type ServerProcess } from '../helpers/server.ts';
+import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+
+const HAPROXY_IMAGE = 'classroom-base/haproxy:2.6';
+const tag = Date.now().toString(36);
+const controlPlaneId = newControlPlaneId();
+let db: { url: string; dataSource: DataSource };
+let harness: Harness;
+let lbUrl = '';
+let lbContainer = '';
+const servers: ServerProcess[] = [];
+const editors: Editor[] = [];
+
+const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-rolling-moves-'));
+writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
+const env = (port: number) => ({
+  ...TEST_ENV,
+  DATABASE_URL: db.url,
+  PORT: String(port),
+  PUBLIC_URL: lbUrl,
+  TRUST_PROXY: 'true',
+  CONTROL_PLANE_ID: controlPlaneId,
+  SESSION_SECRET: TEST_SESSION_SECRET,
+  DATA_DIR,
+  LOG_LEVEL: 'info',
+});
+
+/** A replica started on `port`, kept for the end. */
+async function replica(port: number): Promise<ServerProcess> {
+  const server = await startServer(env(port));
+  servers.push(server);
+  return server;
+}
+
+/** How many times the balancer has said that its server `name` is up or down (its log, as `docker logs` shows it). */
+async function said(name: 'a' | 'b' | 'c', state: 'UP' | 'DOWN'): Promise<number> {
+  const logs = await ok('docker', ['logs', lbContainer], { timeoutMs: 10_000 }).catch(() => '');
+  return logs.split('\n').filter((line) => line.includes(`Server replicas/${name} is ${state}`)).length;
+}
+
+/** Waits until the balancer has taken server `name` back once more than `before` times. */
+const balancerTook = (name: 'a' | 'b' | 'c', before: number) =>
+  eventually(`the balancer to take ${name}`, async () => (await said(name, 'UP')) > before, 30_000);
+
+/** An editor's connection through the balancer that opens a new one as soon as it is closed (VS Code's reconnection), counting its moves. */
+interface Editor {
+  socket: WebSocket | undefined;
+  moves: number;
+  stopped: boolean;
+  /** It could not connect again within its attempts. */
+  failed: boolean;
+}
+
+function editorOf(student: Student): Promise<Editor> {
+  const editor: Editor = { socket: undefined, moves: 0, stopped: false, failed: false };
+  editors.push(editor);
+  return new Promise((resolve) => {
+    let failures = 0;
+    const connect = () => {
+      const socket = new WebSocket(`${lbUrl.replace('http', 'ws')}/u/${student.workspace.slug}/ws`, { headers: { cookie: student.cookie, origin: lbUrl } });
+      socket.once('open', () => {
+        failures = 0;
+        editor.socket = socket;
+        resolve(editor);
+      });
+      socket.once('error', () => undefined);
+      socket.once('close', () => {
+        if (editor.stopped) return;
+        const wasOpen = editor.socket === socket;
+        if (wasOpen) {
+          editor.moves++;
+          editor.socket = undefined;
+        }
+        // Bounded: a balancer with nowhere to send it for 10 s fails the test.
+        if (!wasOpen && ++failures > 100) return void (editor.failed = true);
+        setTimeout(connect, wasOpen ? 0 : 100);
+      });
+    };
+    connect();
+  });
+}
+
+const allConnected = () => {
+  if (editors.some((editor) => editor.failed)) throw new Error('an editor could not connect again');
+  return editors.every((editor) => editor.socket?.readyState === WebSocket.OPEN);
+};
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  harness = createHarness(db.dataSource, { controlPlaneId });
+  const [lbPort, portA, portB, portC] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  lbUrl = `http://127.0.0.1:${lbPort}`;
+  const lb = await docker.createContainer({
+    Image: HAPROXY_IMAGE,
+    name: `${controlPlaneId}-lb`,
+    Env: ['LB_HOST=127.0.0.1', `LB_PORT=${lbPort}`, `CONTROL_A_PORT=${portA}`, `CONTROL_B_PORT=${portB}`, `CONTROL_C_PORT=${portC}`],
+    HostConfig: { NetworkMode: 'host', Binds: [`${path.join(ROOT, 'deploy/haproxy.cfg')}:/usr/local/etc/haproxy/haproxy.cfg:ro`] },
+  });
+  lbContainer = lb.id;
+  await lb.start();
+  ports.push(portA, portB, portC);
+}, 60_000);
+const ports: number[] = [];
+
+afterAll(async () => {
+  for (const editor of editors) {
+    editor.stopped = true;
+    editor.socket?.terminate();
+  }
+  for (const server of servers) await server.stop('SIGKILL');
+  if (lbContainer) await docker.getContainer(lbContainer).remove({ force: true });
+  await removeEverything(controlPlaneId);
+  await db?.dataSource.destroy();
+}, 60_000);
+
+it('a rolling upgrade through a third place moves each editor once, even when the old replicas hold unequal shares', async () => {
+  const [portA, portB, portC] = ports as [number, number, number];
+  // The first replica alone, then six editors on it.
+  const oldA = await replica(portA);
+  await balancerTook('a', 0);
+  const ada = await newStudent(harness.store, 'ada', tag);
+  await openAndWait(harness.store, ada.workspace);
+  for (let index = 0; index < 6; index++) await editorOf(ada);
+  // The second replica, then two editors more: both go to it, which holds the fewest.
+  const oldB = await replica(portB);
+  await balancerTook('b', 0);
+  for (let index = 0; index < 2; index++) await editorOf(ada);
+
+  // A new replica on the free place.
+  await replica(portC);
+  await balancerTook('c', 0);
+  // The first old one replaced: its six editors move to the new one, none to the old one that goes next.
+  const [aUp, aDown] = [await said('a', 'UP'), await said('a', 'DOWN')];
+  expect(await oldA.stop('SIGTERM')).toBe(0);
+  await eventually('every editor connected again', async () => allConnected(), 30_000);
+  // Its place seen empty, then taken again (as the docs' procedure waits for the balancer).
+  await eventually('the balancer to see a gone', async () => (await said('a', 'DOWN')) > aDown, 30_000);
+  await replica(portA);
+  await balancerTook('a', aUp);
+  // The second old one stopped: its editors move to the new ones.
+  expect(await oldB.stop('SIGTERM')).toBe(0);
+  await eventually('every editor connected again', async () => allConnected(), 30_000);
+
+  expect(editors.map((editor) => editor.moves)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+}, 240_000);
