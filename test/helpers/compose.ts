@@ -154,7 +154,8 @@ export async function deployment(files: string[], settings: Record<string, strin
       ];
     },
     cleanup: async () => {
-      if ((await self.leftovers()).length > 0) await self.compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
+      // compose.replicas.yaml's upgrade place too, when it was started.
+      if ((await self.leftovers()).length > 0) await self.compose(['--profile', 'upgrade', 'down', '-v', '--remove-orphans', '-t', '10'], 120_000);
       await removeEverything(project);
       await docker
         .getNetwork(workspaceNetwork)

@@ -95,7 +95,7 @@ const SETTINGS: Record<string, string> = Object.fromEntries(
 );
 
 /** The settings of compose.yaml's own (not the server's) that are checked through the server's: its database's port, the replicas' ports. */
-const DEPLOYMENT = { DB_PORT: '6543', CONTROL_A_PORT: '9081', CONTROL_B_PORT: '9082' };
+const DEPLOYMENT = { DB_PORT: '6543', CONTROL_A_PORT: '9081', CONTROL_B_PORT: '9082', CONTROL_C_PORT: '9083' };
 
 /**
  * Run by node in a control container: the image's loadConfig parses the container's environment,
@@ -150,6 +150,8 @@ describe.each([
   // Each replica listens where the file says, on the loopback (HOST, the server's default), behind the balancer.
   { file: 'compose.replicas.yaml', service: 'control', own: { HOST: '127.0.0.1', PORT: DEPLOYMENT.CONTROL_A_PORT, TRUST_PROXY: 'true' } },
   { file: 'compose.replicas.yaml', service: 'control-b', own: { HOST: '127.0.0.1', PORT: DEPLOYMENT.CONTROL_B_PORT, TRUST_PROXY: 'true' } },
+  // The upgrade's third place (issue 44): the second replica on its own port.
+  { file: 'compose.replicas.yaml', service: 'control-c', own: { HOST: '127.0.0.1', PORT: DEPLOYMENT.CONTROL_C_PORT, TRUST_PROXY: 'true' } },
 ])('$file, $service', ({ file, service, own }) => {
   it.each([
     { providers: GITHUB, with: "GitHub's sign-in" },

@@ -17,7 +17,7 @@ const METRICS_TOKEN = randomBytes(24).toString('hex');
 let deployed: Deployment;
 let base = '';
 /** Each replica's own address (on the host's loopback), by compose service. */
-const replica: Record<'control' | 'control-b', string> = { control: '', 'control-b': '' };
+const replica: Record<'control' | 'control-b' | 'control-c', string> = { control: '', 'control-b': '', 'control-c': '' };
 let cookie = '';
 let slug = '';
 let editorContainer = '';
@@ -47,7 +47,7 @@ async function balancerSends(service: keyof typeof replica): Promise<boolean> {
 
 /** The replica that leads now (by its `leader` gauge), or undefined. */
 async function leader(): Promise<keyof typeof replica | undefined> {
-  for (const service of ['control', 'control-b'] as const) if ((await metric(service, 'leader').catch(() => 0)) === 1) return service;
+  for (const service of ['control', 'control-b', 'control-c'] as const) if ((await metric(service, 'leader').catch(() => 0)) === 1) return service;
   return undefined;
 }
 
@@ -87,15 +87,17 @@ async function editor(): Promise<{ id: string; startedAt: string }> {
 }
 
 beforeAll(async () => {
-  const [port, dbPort, portA, portB] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [port, dbPort, portA, portB, portC] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   base = `http://127.0.0.1:${port}`;
   replica.control = `http://127.0.0.1:${portA}`;
   replica['control-b'] = `http://127.0.0.1:${portB}`;
+  replica['control-c'] = `http://127.0.0.1:${portC}`;
   deployed = await deployment(['compose.yaml', 'compose.replicas.yaml'], {
     PORT: String(port),
     DB_PORT: String(dbPort),
     CONTROL_A_PORT: String(portA),
     CONTROL_B_PORT: String(portB),
+    CONTROL_C_PORT: String(portC),
     HAPROXY_IMAGE: 'classroom-base/haproxy:2.6',
     PUBLIC_URL: base,
     ADMIN_TOKEN,
@@ -169,26 +171,33 @@ it('loses no request through the balancer when the leader is stopped, and the ot
   await eventually(`the balancer to send ${was} requests again`, () => balancerSends(was), 30_000);
 }, 240_000);
 
-it('upgrades one replica at a time (docs/operations.md) without a failed request or a restarted workspace', async () => {
+it('upgrades through the third place (docs/operations.md) without a failed request or a restarted workspace', async () => {
   const before = await editor();
-  for (const service of ['control-b', 'control'] as const) {
+  // The new release on the free place, the first old replica replaced on its place, the other stopped.
+  const steps: [string, string[], keyof typeof replica | undefined][] = [
+    ['start control-c', ['up', '-d', '--no-build', '--no-deps', 'control-c'], 'control-c'],
+    ['replace control', ['up', '-d', '--no-build', '--no-deps', '--force-recreate', 'control'], 'control'],
+    ['stop control-b', ['stop', '-t', '10', 'control-b'], undefined],
+  ];
+  for (const [name, args, started] of steps) {
     const step = (async () => {
-      const recreated = await deployed.compose(['up', '-d', '--no-build', '--no-deps', '--force-recreate', service], 120_000);
-      if (recreated.code !== 0) throw new Error(`recreating ${service} failed:\n${recreated.stdout}${recreated.stderr}`);
-      await eventually(`the new ${service}'s /healthz`, async () => (await fetch(`${replica[service]}/healthz`)).status === 200, 90_000);
-      // As the procedure says: the other is replaced only once the balancer sends this one requests again
-      // (its checks pass twice); before that, the other's stop leaves the balancer no replica to send to.
-      await eventually(`the balancer to send the new ${service} requests`, () => balancerSends(service), 30_000);
+      const done = await deployed.compose(args, 120_000);
+      if (done.code !== 0) throw new Error(`${name} failed:\n${done.stdout}${done.stderr}`);
+      if (!started) return;
+      await eventually(`the new ${started}'s /healthz`, async () => (await fetch(`${replica[started]}/healthz`)).status === 200, 90_000);
+      // As the procedure says: the next step waits until the balancer sends this one requests
+      // (its checks pass twice); before that, the next stop could leave the balancer no replica.
+      await eventually(`the balancer to send the new ${started} requests`, () => balancerSends(started), 30_000);
     })();
     const { failed } = await steadyRequests(step);
-    expect({ service, failed }).toEqual({ service, failed: [] });
+    expect({ name, failed }).toEqual({ name, failed: [] });
   }
   await eventually('a leader', async () => (await leader()) !== undefined, 30_000);
   expect(await editor()).toEqual(before);
 }, 400_000);
 
 it('compose down removes every container, volume and network it made', async () => {
-  const down = await deployed.compose(['down', '-v', '--remove-orphans', '-t', '10'], 120_000);
+  const down = await deployed.compose(['--profile', 'upgrade', 'down', '-v', '--remove-orphans', '-t', '10'], 120_000);
   expect(down.code).toBe(0);
   expect(await deployed.leftovers()).toEqual([`network ${deployed.workspaceNetwork}`]);
 }, 150_000);

@@ -3,8 +3,9 @@
  * Issue 23, compose.replicas.yaml beside compose.yaml: its second replica is compose.yaml's control
  * service written out (Debian's docker-compose cannot `extends` a service with depends_on), so that
  * it must not drift from it: the same image, user, socket, volumes and settings, but its own port,
- * on the loopback, trusting the balancer. And the balancer's configuration is given every variable
- * it names. (test/integration/compose-replicas.test.ts brings the deployment up.)
+ * on the loopback, trusting the balancer; the upgrade's third place (issue 44) is the second's
+ * copy (YAML merge keys) on a port of its own. And the balancer's configuration is given every
+ * variable it names. (test/integration/compose-replicas.test.ts brings the deployment up.)
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -21,9 +22,11 @@ interface Service {
   environment?: Record<string, string>;
   volumes?: string[];
   depends_on?: unknown;
+  profiles?: string[];
 }
 
-const read = (file: string) => parse(readFileSync(path.join(root, file), 'utf8')) as { services: Record<string, Service> };
+// Merge keys (`<<`) as Compose reads them (YAML 1.1's).
+const read = (file: string) => parse(readFileSync(path.join(root, file), 'utf8'), { merge: true }) as { services: Record<string, Service> };
 const single = read('compose.yaml').services;
 const replicas = read('compose.replicas.yaml').services;
 
@@ -48,9 +51,18 @@ it('passes both replicas every setting that compose.yaml passes, as it does, and
   expect([a.PORT, b.PORT]).toEqual(['${CONTROL_A_PORT:-8081}', '${CONTROL_B_PORT:-8082}']);
 });
 
+it("runs the upgrade's third place as the second replica on its own port, only when named (its profile)", () => {
+  const { 'control-b': b, 'control-c': c } = replicas;
+  expect({ ...c, environment: undefined, profiles: undefined }).toEqual({ ...b, environment: undefined });
+  expect(c!.environment).toEqual({ ...b!.environment, PORT: '${CONTROL_C_PORT:-8083}' });
+  expect(c!.profiles).toEqual(['upgrade']);
+  expect(b!.profiles).toBeUndefined();
+});
+
 it("gives the balancer every variable its configuration names, where compose.yaml's control plane listened", () => {
   const config = readFileSync(path.join(root, 'deploy/haproxy.cfg'), 'utf8');
-  const named = new Set([...config.matchAll(/\$\{(\w+)\}/g)].map((match) => match[1]!));
+  // `${NAME}`, and `${NAME-default}` for those with a default in the configuration itself.
+  const named = new Set([...config.matchAll(/\$\{(\w+)(?:-[^}]*)?\}/g)].map((match) => match[1]!));
   const lb = replicas.lb!;
   expect(Object.keys(lb.environment!).toSorted()).toEqual([...named].toSorted());
   expect(lb.environment!.LB_HOST).toBe(single.control!.environment!.HOST);
