@@ -21,6 +21,11 @@ export interface Caller {
   gone(): boolean;
   /** When its deadline passes, on `performance.now()`'s clock (monotonic: it runs on while a process is paused). */
   deadlineAt: number;
+  /**
+   * Set once the caller's handling is over: work it started that goes on after (an import's clone,
+   * a timer) is its own, bounded by neither the caller's connection nor its deadline.
+   */
+  released: boolean;
 }
 
 const callers = new AsyncLocalStorage<Caller>();
@@ -46,7 +51,7 @@ export class CallerGoneError extends AppError {
 /** Throws when the work running now has a caller that is gone or past its deadline (nothing is committed then). */
 export function assertCallerWaits(): void {
   const caller = callers.getStore();
-  if (!caller) return;
+  if (!caller || caller.released) return;
   if (caller.gone()) throw new CallerGoneError();
   if (performance.now() > caller.deadlineAt) {
     throw UnavailableError('deadline_passed', 'The control plane took too long to answer this request; nothing was changed. Try again.', 1);

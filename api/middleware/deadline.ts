@@ -20,6 +20,7 @@ export function callerDeadline(log: Logger): Middleware {
     const caller: Caller = {
       deadlineAt: performance.now() + API_DEADLINE_MS,
       gone: () => closedEarly || req.socket.destroyed || req.socket.readableEnded,
+      released: false,
     };
     try {
       await forCaller(caller, next);
@@ -33,6 +34,8 @@ export function callerDeadline(log: Logger): Middleware {
       throw error;
     } finally {
       res.off('close', onClose);
+      // What the request started and goes on after it (an import's clone, a timer) is not its change.
+      caller.released = true;
     }
   };
 }

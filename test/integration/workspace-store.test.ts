@@ -137,7 +137,7 @@ describe('a change made for an API request (src/caller.ts)', () => {
   const stopFor = async (caller: { gone: () => boolean; deadlineAt: () => number }) => {
     const [a] = await workspaces(1);
     await store.workspaces.open(a!.id);
-    const made = forCaller({ gone: caller.gone, deadlineAt: Number.POSITIVE_INFINITY }, async () => {
+    const made = forCaller({ gone: caller.gone, deadlineAt: Number.POSITIVE_INFINITY, released: false }, async () => {
       const current = currentCaller()!;
       // The request's time runs out, or its client leaves, while the change is under way.
       await db.dataSource.query('SELECT 1');
@@ -158,6 +158,19 @@ describe('a change made for an API request (src/caller.ts)', () => {
     const { a, made } = await stopFor({ gone: () => true, deadlineAt: () => performance.now() + 60_000 });
     await expect(made).rejects.toBeInstanceOf(CallerGoneError);
     expect((await store.workspaces.get(a.id))!.desiredState).toBe('running');
+  });
+
+  it('is committed when made by work the request started and that outlived it (an import, a timer), whatever became of the request', async () => {
+    const [a] = await workspaces(1);
+    await store.workspaces.open(a!.id);
+    const caller = { gone: () => true, deadlineAt: performance.now() - 1, released: false };
+    let later: Promise<unknown> | undefined;
+    await forCaller(caller, async () => {
+      later = new Promise((resolve) => setImmediate(resolve)).then(() => store.workspaces.stop({ id: null, email: 'coach@school.test' }, a!.id, 'coach'));
+    });
+    caller.released = true;
+    await later;
+    expect((await store.workspaces.get(a!.id))!.desiredState).toBe('stopped');
   });
 
   it('is committed while its client waits within its deadline', async () => {
