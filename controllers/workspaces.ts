@@ -20,6 +20,7 @@ import type { Fence } from '../src/store/leases.ts';
 import type { Backups } from '../src/backup/backups.ts';
 import { SYSTEM_ACTOR } from '../src/store/audit.ts';
 import { Periodic } from './periodic.ts';
+import { TaskFailures } from './task-failures.ts';
 
 /** The parts of a code container that come from configuration. */
 export interface CodeTemplate {
@@ -117,6 +118,8 @@ export class WorkspaceController extends Controller {
   /** Workspaces whose lost home has no backup to come back from: said once each. */
   private readonly unrecoverable = new Set<string>();
   private readonly nodeCheck: Periodic;
+  /** Editors' tasks a swarm node refused: counted, said, their network repaired (controllers/task-failures.ts). */
+  private readonly failures: TaskFailures;
 
   constructor(options: WorkspaceControllerOptions) {
     super({ name: 'workspaces', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 16 }, options.fence);
@@ -135,6 +138,8 @@ export class WorkspaceController extends Controller {
       runtime: options.runtime.scoped({ signal: this.queue.signal }),
     };
     this.specHash = codeSpecHash(options.template);
+    const { runtime, metrics, log, template } = this.options;
+    this.failures = new TaskFailures({ runtime, metrics, log, network: template.network, signal: this.queue.signal });
     this.nodeCheck = new Periodic(
       () => this.checkNodes().then((keys) => keys.forEach((key) => this.queue.add(key))),
       this.options.nodeCheckMs,
@@ -284,6 +289,7 @@ export class WorkspaceController extends Controller {
     // Running as specified: only its readiness is left to record.
     if (code?.state === 'running') {
       this.runningCode.add(id);
+      this.failures.forget(id);
       return this.ready(workspace, code);
     }
     // Failed for this spec because the image is missing, and it still is: nothing to try (see startCode).
@@ -291,6 +297,8 @@ export class WorkspaceController extends Controller {
       if (!(await this.options.runtime.imageExists(this.options.template.image))) return;
       this.missingImageReported = undefined;
     }
+    // Its node refused or ended its task (a swarm): counted and said; its network repaired when that is what was refused.
+    if (code?.failure) await this.failures.saw(workspace, code);
     // Missing or stopped: create or start it, under the cap.
     return this.startCode(workspace, code);
   }
@@ -438,7 +446,7 @@ export class WorkspaceController extends Controller {
     const confirmed = workspace.observedState === 'running' && workspace.editorEndpoint === endpoint && workspace.observedGeneration === workspace.generation;
     if (endpoint && confirmed && workspace.node === (container.node ?? null)) return;
     if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint, container.node);
-    await this.status(workspace, 'starting', 'waiting for the editor to answer');
+    await this.status(workspace, 'starting', this.failures.text(workspace.id) ?? 'waiting for the editor to answer');
     return { requeueAfterMs: this.options.editorProbeMs };
   }
 
@@ -455,6 +463,7 @@ export class WorkspaceController extends Controller {
     await store.workspaces.finalizeDeleted(workspace.id);
     this.runningCode.delete(workspace.id);
     this.saidStarted.delete(workspace.id);
+    this.failures.forget(workspace.id);
     log.info({ workspaceId: workspace.id, slug: workspace.slug }, 'workspace deleted: containers and volume removed');
   }
 

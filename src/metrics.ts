@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { InFlightGauge, RequestHistogram } from './request-histogram.ts';
+import { TASK_FAILURE_REASONS } from './docker/runtime.ts';
 
 /** Buckets for request-scale latencies (seconds). */
 const FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -137,6 +138,12 @@ function buildMetrics() {
       registers,
     }),
     orphanContainers: new Counter({ name: 'orphan_containers_total', help: 'Managed containers found matching no workspace.', registers }),
+    swarmTaskRejections: new Counter({
+      name: 'swarm_task_rejections_total',
+      help: "Editors' swarm tasks a node refused or ended with an error, each counted once, by reason (network, image, exit, other).",
+      labelNames: ['reason'] as const,
+      registers,
+    }),
     orphanVolumes: new Counter({
       name: 'orphan_volumes_total',
       help: "Managed volumes found that are no workspace's home nor one a restore replaced (kept: they hold files).",
@@ -213,6 +220,7 @@ export const KNOWN_LABELS = {
   replacementKinds: ['reset', 'import'],
   replacementOutcomes: ['done', 'failed'],
   fencedWriteRefusers: ['database', 'self'],
+  taskFailureReasons: TASK_FAILURE_REASONS,
 } as const;
 
 /** Sets every series of KNOWN_LABELS to 0 (counters: present, not increased). */
@@ -231,6 +239,7 @@ function initialise(metrics: Metrics): Metrics {
   metrics.halsimMessages.inc({ direction: 'to_browser', outcome: 'relayed' }, 0);
   for (const reason of KNOWN_LABELS.halsimDisables) metrics.halsimDisables.inc({ reason }, 0);
   for (const by of KNOWN_LABELS.fencedWriteRefusers) metrics.fencedWrites.inc({ refused_by: by }, 0);
+  for (const reason of KNOWN_LABELS.taskFailureReasons) metrics.swarmTaskRejections.inc({ reason }, 0);
   for (const kind of KNOWN_LABELS.replacementKinds)
     for (const outcome of KNOWN_LABELS.replacementOutcomes) metrics.projectReplacements.inc({ kind, outcome }, 0);
   return metrics;

@@ -8,8 +8,8 @@
  * - The engine's events keep it current: an event of a workspace refreshes that workspace's entry
  *   from the engine before the event is passed on, so the reconcile it wakes reads what the event
  *   announced. The subscription is one for every controller.
- * - A change this control plane makes (create, start, stop, remove) refreshes that workspace's
- *   entry before the call returns: a reconcile reads its own writes.
+ * - A change this control plane makes (create, start, stop, remove, a network repaired) refreshes
+ *   that workspace's entry before the call returns: a reconcile reads its own writes.
  * - In sync means: the events stream is connected and a full listing began after it connected.
  *   Until then, and for a workspace whose refresh failed, a listing goes to the engine as before.
  *   The periodic resync (a full listing) stays the guarantee for what no event announces (a swarm
@@ -26,6 +26,7 @@ import type {
   EventSubscription,
   HomeUsage,
   ManagedContainer,
+  NetworkRepair,
   RuntimeEvent,
   RuntimeNode,
   ServingContainer,
@@ -151,6 +152,12 @@ export class InformedRuntime implements WorkspaceRuntime {
     const workspaceId = this.cache.workspaceOf(id);
     await this.inner.remove(id);
     await this.changed(workspaceId);
+  }
+
+  async repairNetwork(id: string, network: string): Promise<NetworkRepair | undefined> {
+    const repaired = await this.inner.repairNetwork?.(id, network);
+    await this.changed(this.cache.workspaceOf(id));
+    return repaired;
   }
 
   /**

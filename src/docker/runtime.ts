@@ -64,6 +64,39 @@ export interface ManagedContainer {
   node?: string;
   /** When the container was created (ms since epoch). */
   createdAt: number;
+  /** A swarm's: its newest task was refused or ended with an error (rejected or failed); absent otherwise and on one engine. */
+  failure?: TaskFailure;
+}
+
+/**
+ * Why a swarm node refused or ended a task, in a word (the label of `swarm_task_rejections_total`):
+ * `network` (the workspace network on its node: left stale by an unclean death of the node's engine,
+ * moby#37087, or its configuration missing), `image` (the image could not be had), `exit` (the
+ * container exited with an error), `other`.
+ */
+export const TASK_FAILURE_REASONS = ['network', 'image', 'exit', 'other'] as const;
+export type TaskFailureReason = (typeof TASK_FAILURE_REASONS)[number];
+
+/** A swarm task refused or ended with an error: its id, why in a word, and the engine's own words. */
+export interface TaskFailure {
+  task: string;
+  reason: TaskFailureReason;
+  message: string;
+}
+
+/** The word for a task's error (TASK_FAILURE_REASONS), from the engine's message. */
+export function taskFailureReason(message: string): TaskFailureReason {
+  if (/^network \S+ exists$|^configuration network .* does not exist|^network \S+ not found$/.test(message)) return 'network';
+  if (/no such image|pull access denied|manifest unknown|failed to resolve reference|error pulling image/i.test(message)) return 'image';
+  if (message.startsWith('task: non-zero exit')) return 'exit';
+  return 'other';
+}
+
+/** What repairNetwork did: the node, the workspace network its services join now, and whether that is a new one made there. */
+export interface NetworkRepair {
+  node: string;
+  network: string;
+  renewed: boolean;
 }
 
 /** The most processes and threads a workspace container holds at once unless configured (CONTAINER_PIDS_LIMIT): see docs/security.md. */
@@ -333,6 +366,15 @@ export interface WorkspaceRuntime {
   volumeExists(volume: string): Promise<boolean>;
   /** Removes a volume by name (a staging volume); already gone is success; one not managed by this control plane is refused (`volume_not_managed`). */
   removeVolumeNamed(volume: string): Promise<void>;
+  /**
+   * A swarm's alone: makes the workspace network `network` usable again for the service `id`,
+   * whose node refused its task for it (a `network` failure). A node whose engine died uncleanly
+   * keeps its bridge of the network, which makes the network impossible to create there again
+   * (moby#37087): that node gets a new network of its own (its configuration and a swarm network
+   * made from it), and the service joins the node's newest. Undefined when the service or its pin
+   * is gone.
+   */
+  repairNetwork?(id: string, network: string): Promise<NetworkRepair | undefined>;
 }
 
 /**

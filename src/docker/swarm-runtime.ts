@@ -38,18 +38,21 @@ import {
   NoRoomError,
   simEnvironment,
   targetLabels,
+  taskFailureReason,
   type CodeContainerSpec,
   type ContainerExit,
   type ContainerRole,
   type EventSubscription,
   type HomeUsage,
   type ManagedContainer,
+  type NetworkRepair,
   type RuntimeEvent,
   type RuntimeNode,
   type ServingContainer,
   type ServingTarget,
   type SimContainerSpec,
   type StatsSample,
+  type TaskFailure,
   type WorkspaceRuntime,
 } from './runtime.ts';
 
@@ -61,6 +64,9 @@ const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
 
 /** How long a placement's memory counts against its node before its editor is seen reserving it. */
 const CLAIM_MS = 120_000;
+
+/** How often the manager's tasks are looked at for one a node refused or ended with an error (Swarm has no task events). */
+const TASK_POLL_MS = 5000;
 
 /** Task states before a task runs. */
 const ON_ITS_WAY = new Set(['new', 'allocated', 'pending', 'assigned', 'accepted', 'preparing', 'ready', 'starting']);
@@ -110,6 +116,7 @@ interface Task {
   NodeID?: string;
   CreatedAt: string;
   DesiredState: string;
+  Spec?: { ContainerSpec?: { Labels?: Record<string, string> } };
   Status: {
     State: string;
     Err?: string;
@@ -135,8 +142,10 @@ export class SwarmRuntime implements WorkspaceRuntime {
   private readonly claims = new Map<string, { node: string; at: number }>();
   /** Placements one at a time, so that concurrent ones see each other's claims. */
   private placing: Promise<unknown> = Promise.resolve();
-  /** The workspace network, made sure of on the manager and on each node (`<node id>/<name>` or the name). */
+  /** The workspace network (and each repair's network) made sure of on the manager, by name. */
   private readonly networks = new Map<string, Promise<{ isolated: boolean; created: boolean }>>();
+  /** The repair of each node's workspace network under way (node id → its promise): one at a time per node. */
+  private readonly repairs = new Map<string, Promise<unknown>>();
 
   constructor(options: SwarmRuntimeOptions) {
     if (options.engines.length === 0) throw new Error('a swarm runtime needs at least one engine (SWARM_ENGINES)');
@@ -513,55 +522,107 @@ export class SwarmRuntime implements WorkspaceRuntime {
    * The workspace network: on every node a configuration (a bridge whose containers cannot reach
    * each other, named WORKSPACE_BRIDGE_PREFIX + a hash of the name), and on the manager a
    * swarm-scoped network made from it, which services join. (An overlay has no such switch.)
-   * Isolated when the swarm network is made from that configuration.
+   * Isolated when the swarm network is made from that configuration. A node repaired after an
+   * unclean death has a newer network of its own (see repairNetwork and nodeNetwork).
    */
   ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
     return this.once(name, async () => {
-      for (const node of await this.swarmNodes()) if (node.engine && node.ready) await this.ensureNodeNetwork(node as SwarmNode & { engine: Engine }, name);
-      const inspect = async () => {
-        try {
-          const info = (await this.manager((docker) => docker.getNetwork(name).inspect())) as { ConfigFrom?: { Network?: string } };
-          return { isolated: info.ConfigFrom?.Network === configName(name), created: false };
-        } catch (error) {
-          if (statusOf(error) === 404) return undefined;
-          throw error;
-        }
-      };
-      const existing = await inspect();
-      if (existing) return existing;
-      try {
-        await this.manager((docker) =>
-          docker.createNetwork({
-            Name: name,
-            Driver: 'bridge',
-            Scope: 'swarm',
-            ConfigFrom: { Network: configName(name) },
-            CheckDuplicate: true,
-          }),
-        );
-      } catch (error) {
-        if (statusOf(error) !== 409) throw error;
-        return (await inspect()) ?? { isolated: false, created: false };
-      }
-      return { isolated: true, created: true };
+      for (const node of await this.swarmNodes()) if (node.engine && node.ready) await this.makeNodeConfig(node as SwarmNode & { engine: Engine }, name);
+      return this.makeSwarmNetwork(name);
     });
   }
 
-  /** The network's configuration on one node (a node that joined later gets it when a workspace is placed there). */
-  private ensureNodeNetwork(node: SwarmNode & { engine: Engine }, name: string): Promise<unknown> {
-    return this.once(`${node.id}/${name}`, async () => {
+  /** The swarm-scoped network `name` on the manager, made from the nodes' configuration `<name>-config` when missing. */
+  private async makeSwarmNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
+    const inspect = async () => {
       try {
-        await this.client(node.engine).createNetwork({
-          Name: configName(name),
-          ConfigOnly: true,
-          Options: { [ICC_OPTION]: 'false', 'com.docker.network.bridge.name': bridgeName(name) },
-          CheckDuplicate: true,
-        });
+        const info = (await this.manager((docker) => docker.getNetwork(name).inspect())) as { ConfigFrom?: { Network?: string } };
+        return { isolated: info.ConfigFrom?.Network === configName(name), created: false };
       } catch (error) {
-        if (statusOf(error) !== 409) throw error;
+        if (statusOf(error) === 404) return undefined;
+        throw error;
       }
-      return { isolated: true, created: false };
+    };
+    const existing = await inspect();
+    if (existing) return existing;
+    try {
+      await this.manager((docker) =>
+        docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          Scope: 'swarm',
+          ConfigFrom: { Network: configName(name) },
+          CheckDuplicate: true,
+        }),
+      );
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error;
+      return (await inspect()) ?? { isolated: false, created: false };
+    }
+    return { isolated: true, created: true };
+  }
+
+  /** A network's configuration on one node (already there is success). */
+  private async makeNodeConfig(node: SwarmNode & { engine: Engine }, network: string): Promise<void> {
+    try {
+      await this.client(node.engine).createNetwork({
+        Name: configName(network),
+        ConfigOnly: true,
+        Options: { [ICC_OPTION]: 'false', 'com.docker.network.bridge.name': bridgeName(network) },
+        CheckDuplicate: true,
+      });
+    } catch (error) {
+      if (statusOf(error) !== 409) throw error;
+    }
+  }
+
+  /**
+   * The workspace network a node's services join: its newest generation on that node, as the
+   * node's engine has their configurations (`<name>-config`, then `<name>-r<n>-config` for each
+   * repair), asked each time (a node whose engine lost its state gets its configuration again). A
+   * node with none gets the first; the swarm network of a newer one is made when missing.
+   */
+  private async nodeNetwork(node: SwarmNode & { engine: Engine }, name: string): Promise<{ network: string; generation: number }> {
+    const listed = (await this.client(node.engine).listNetworks({ filters: { name: [name] } })) as { Name: string }[];
+    const generation = Math.max(-1, ...listed.map((network) => generationOf(name, network.Name)));
+    if (generation < 0) {
+      await this.makeNodeConfig(node, name);
+      return { network: name, generation: 0 };
+    }
+    const network = generationName(name, generation);
+    if (generation > 0) await this.once(network, () => this.makeSwarmNetwork(network));
+    return { network, generation };
+  }
+
+  async repairNetwork(id: string, name: string): Promise<NetworkRepair | undefined> {
+    const service = await this.service(id);
+    const pinned = service && pinnedNode(service);
+    if (!pinned) return undefined;
+    const node = this.usable(await this.swarmNodes(), pinned, `service ${service.Spec?.Name ?? id}`);
+    // One repair of a node at a time: its other services' repairs then find the new network made.
+    const repair = (this.repairs.get(node.id) ?? Promise.resolve()).then(async () => {
+      let { network, generation } = await this.nodeNetwork(node, name);
+      // The node refused the very network its services join now: it holds a dead bridge of it (moby#37087).
+      const refused = /^network (\S+) exists$/.exec((await this.newestTask(id))?.Status.Err ?? '')?.[1];
+      const idOf = async (of: string) => ((await this.manager((docker) => docker.getNetwork(of).inspect())) as { Id: string }).Id;
+      let joined = await idOf(network);
+      const renewed = refused !== undefined && refused === joined;
+      if (renewed) {
+        network = generationName(name, generation + 1);
+        await this.makeNodeConfig(node, network);
+        await this.once(network, () => this.makeSwarmNetwork(network));
+        joined = await idOf(network);
+      }
+      await this.update(id, (spec) => {
+        const targets = spec.TaskTemplate?.Networks?.map((attached) => attached.Target) ?? [];
+        if (targets.length === 1 && (targets[0] === joined || targets[0] === network)) return undefined;
+        return { ...spec, TaskTemplate: { ...spec.TaskTemplate, Networks: [{ Target: network }] } };
+      });
+      return { node: node.name, network, renewed };
     });
+    const settled = repair.catch(() => undefined);
+    this.repairs.set(node.id, settled);
+    return repair;
   }
 
   /** Runs `make` once per key; a failure is not remembered. */
@@ -623,7 +684,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       [LABELS.restartGeneration]: String(spec.restartGeneration),
       [LABELS.homeVolume]: spec.homeVolume,
     };
-    const node = await this.homeOf(spec, spec.image, spec.network);
+    const { node, network } = await this.homeOf(spec, spec.image, spec.network);
     await this.checkRoom(node, spec);
     const cpus = this.reservation.nanoCpus > 0 ? { NanoCPUs: this.reservation.nanoCpus } : {};
     return this.createService(names.code(spec.slug), node, {
@@ -632,39 +693,39 @@ export class SwarmRuntime implements WorkspaceRuntime {
       resources: { Limits: limits(spec), Reservations: { MemoryBytes: spec.memoryBytes, ...cpus } },
       // An editor that ends is started again by Swarm (a single engine's controller does the same).
       restart: { Condition: 'any', Delay: 5e9 },
-      network: spec.network,
+      network,
       ports: [spec.editorPort],
     });
   }
 
   async createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer> {
-    const node = await this.homeOf(spec, spec.image, spec.network);
+    const { node, network } = await this.homeOf(spec, spec.image, spec.network);
     return this.createService(names.sim(spec.slug, spec.runId), node, {
       labels: { ...this.baseLabels(spec), [LABELS.role]: 'sim', [LABELS.runId]: spec.runId, [LABELS.homeVolume]: spec.homeVolume },
       container: { Image: spec.image, Args: ['sh', '-c', spec.command], Dir: HOME_PATH, Env: simEnvironment(spec), StopGracePeriod: 5e9 },
       // Limited, not reserved: a run never waits for room (on one engine, runs are not capped either).
       resources: { Limits: limits(spec) },
       restart: { Condition: 'none' },
-      network: spec.network,
+      network,
       // NetworkTables (the run's recorded endpoint) and HALSim, each published on the node.
       ports: [spec.nt4Port, spec.halsimPort],
     });
   }
 
-  /** The usable node of a workspace's home volume, with the workspace network and the image there. */
+  /** The usable node of a workspace's home volume, with the image there, and the workspace network its services join (nodeNetwork). */
   private async homeOf(
     spec: { workspaceId: string; slug: string; homeVolume: string },
     image: string,
     network: string,
-  ): Promise<SwarmNode & { engine: Engine }> {
+  ): Promise<{ node: SwarmNode & { engine: Engine }; network: string }> {
     const nodes = await this.swarmNodes();
     const found = await this.volumeNode(spec.homeVolume, nodes);
     if (!found) throw new Error(`the home volume ${spec.homeVolume} of ${spec.slug} is on no node`);
     const node = this.usable(nodes, found.id, `the home of ${spec.slug}`);
     await this.ensureNetwork(network);
-    await this.ensureNodeNetwork(node, network);
+    const joins = await this.nodeNetwork(node, network);
     await this.ensureImage(node, image);
-    return node;
+    return { node, network: joins.network };
   }
 
   /** Creates a service of no replica pinned to `node`; a name conflict returns the existing one. */
@@ -717,18 +778,23 @@ export class SwarmRuntime implements WorkspaceRuntime {
     return toManaged(service, await this.newestTask(service.ID), new Map(nodes.map((candidate) => [candidate.id, candidate])));
   }
 
-  /** Scales the service to `replicas` (compare-and-set on its version: retried when another update came between). */
-  private async scale(id: string, replicas: number, before?: (service: Service) => Promise<void>): Promise<void> {
+  /**
+   * Updates a service's spec to what `change` makes of it (undefined: nothing to change), as a
+   * compare-and-set on its version: retried when another update came between. A service gone is
+   * left so.
+   */
+  private async update(
+    id: string,
+    change: (spec: Docker.ServiceSpec, service: Service) => Promise<Docker.ServiceSpec | undefined> | Docker.ServiceSpec | undefined,
+  ): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       const service = await this.service(id);
       if (!service?.Spec) return;
-      if ((service.Spec.Mode?.Replicated?.Replicas ?? 0) === replicas) return;
-      await before?.(service);
+      const spec = await change(service.Spec, service);
+      if (!spec) return;
       const version = service.Version?.Index;
       try {
-        await this.manager((docker) =>
-          docker.getService(id).update({ ...service.Spec, Mode: { Replicated: { Replicas: replicas } }, version, _query: { version } }),
-        );
+        await this.manager((docker) => docker.getService(id).update({ ...spec, version, _query: { version } }));
         return;
       } catch (error) {
         if (statusOf(error) === 404) return;
@@ -736,6 +802,15 @@ export class SwarmRuntime implements WorkspaceRuntime {
         throw error;
       }
     }
+  }
+
+  /** Scales the service to `replicas` (after `before`, when it changes anything). */
+  private scale(id: string, replicas: number, before?: (service: Service) => Promise<void>): Promise<void> {
+    return this.update(id, async (spec, service) => {
+      if ((spec.Mode?.Replicated?.Replicas ?? 0) === replicas) return undefined;
+      await before?.(service);
+      return { ...spec, Mode: { Replicated: { Replicas: replicas } } };
+    });
   }
 
   async start(id: string): Promise<void> {
@@ -849,10 +924,43 @@ export class SwarmRuntime implements WorkspaceRuntime {
     return where.runtime.homeUsage(where.containerId);
   }
 
-  /** Every node's container events (Swarm has no task events); a (re)connect of any node asks for a full look. */
+  /**
+   * Every node's container events; a (re)connect of any node asks for a full look. Swarm has no
+   * task events, and a task a node refuses never has a container: the manager's tasks are looked
+   * at every TASK_POLL_MS, and each service's newest task found refused or failed with an error is
+   * announced once, as an event of its workspace (and run).
+   */
   watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription {
     const subscriptions = this.engines.map((engine) => engine.runtime.watch(handlers));
-    return { close: () => subscriptions.forEach((subscription) => subscription.close()) };
+    const announced = new Set<string>();
+    // A manager that does not answer: the nodes' streams say so; the next look tries again.
+    const poll = setInterval(() => void this.announceFailures(announced, handlers).catch(() => undefined), TASK_POLL_MS);
+    poll.unref();
+    return {
+      close: () => {
+        clearInterval(poll);
+        subscriptions.forEach((subscription) => subscription.close());
+      },
+    };
+  }
+
+  /** Announces each service's newest task that failed (taskFailure) and is not in `announced` yet; forgets those no longer newest and failed. */
+  private async announceFailures(announced: Set<string>, handlers: { onEvent(event: RuntimeEvent): void }): Promise<void> {
+    const newestOf = new Map<string, Task>();
+    for (const task of await this.tasks({ label: this.labelFilters() })) {
+      const known = newestOf.get(task.ServiceID);
+      if (!known || task.CreatedAt > known.CreatedAt) newestOf.set(task.ServiceID, task);
+    }
+    const failed = [...newestOf.values()].filter((task) => taskFailure(task) !== undefined);
+    const current = new Set(failed.map((task) => task.ID));
+    for (const id of announced) if (!current.has(id)) announced.delete(id);
+    for (const task of failed) {
+      const labels = task.Spec?.ContainerSpec?.Labels ?? {};
+      const workspaceId = labels[LABELS.workspaceId];
+      if (announced.has(task.ID) || !workspaceId) continue;
+      announced.add(task.ID);
+      handlers.onEvent({ workspaceId, runId: labels[LABELS.runId], action: `task ${task.Status.State}` });
+    }
   }
 }
 
@@ -897,6 +1005,7 @@ function toManaged(service: Service, task: Task | undefined, nodes: Map<string, 
   else if (ON_ITS_WAY.has(task.Status.State)) state = task.DesiredState === 'running' && replicas > 0 ? 'restarting' : 'exited';
   else state = replicas > 0 && restarts ? 'restarting' : 'exited';
   const node = nodes.get(task?.NodeID ?? pinnedNode(service) ?? '');
+  const failure = task && taskFailure(task);
   const published: Record<number, string> = {};
   if (state === 'running' && node?.address) {
     for (const port of task?.Status.PortStatus?.Ports ?? [])
@@ -917,12 +1026,33 @@ function toManaged(service: Service, task: Task | undefined, nodes: Map<string, 
     published,
     node: node?.name,
     createdAt: Date.parse(service.CreatedAt ?? '') || 0,
+    ...(failure && { failure }),
   };
+}
+
+/** A task's failure: refused (rejected) or ended (failed) with an error; undefined for any other task. */
+function taskFailure(task: Task): TaskFailure | undefined {
+  const message = task.Status.Err;
+  if (!message || !['rejected', 'failed'].includes(task.Status.State)) return undefined;
+  return { task: task.ID, reason: taskFailureReason(message), message };
 }
 
 /** The per-node configuration network of a workspace network. */
 function configName(network: string): string {
   return `${network}-config`;
+}
+
+/** The workspace network `name` of a node after `generation` repairs: `name`, then `name-r1`, `name-r2`… */
+function generationName(name: string, generation: number): string {
+  return generation === 0 ? name : `${name}-r${generation}`;
+}
+
+/** Of which generation of the workspace network `name` a network on a node is the configuration; -1: none. */
+function generationOf(name: string, network: string): number {
+  if (network === configName(name)) return 0;
+  if (!network.startsWith(`${name}-r`)) return -1;
+  const generation = /^(\d+)-config$/.exec(network.slice(name.length + 2))?.[1];
+  return generation === undefined ? -1 : Number(generation);
 }
 
 /** The bridge interface of a workspace network on each node (at most 15 characters). */

@@ -12,6 +12,7 @@ import {
   type EventSubscription,
   type HomeUsage,
   type ManagedContainer,
+  type NetworkRepair,
   type NetworkState,
   type RuntimeEvent,
   type RuntimeNode,
@@ -268,6 +269,15 @@ export class MemoryRuntime implements WorkspaceRuntime {
     container.address = undefined;
     container.exit ??= { running: false, exitCode: 143, oomKilled: false };
     this.actions.push(`stop ${container.name}`);
+  }
+
+  /** What repairNetwork answers (a swarm's: the node's workspace network made anew). */
+  repair: NetworkRepair | undefined = { node: 'node-2', network: 'bridge-r1', renewed: true };
+
+  async repairNetwork(id: string, network: string): Promise<NetworkRepair | undefined> {
+    this.fail('repairNetwork');
+    this.actions.push(`repair network ${network} for ${this.containers.get(id)?.name ?? id}`);
+    return this.repair;
   }
 
   async remove(id: string): Promise<void> {

@@ -8,7 +8,7 @@
  */
 import { codeSpecHash, WorkspaceController, type WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
 import { TerminalError } from '../../controllers/workqueue.ts';
-import { ImageMissingError, names, NoRoomError } from '../../src/docker/runtime.ts';
+import { ImageMissingError, names, NoRoomError, taskFailureReason } from '../../src/docker/runtime.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';
 import type { Probe } from '../../src/probe.ts';
@@ -608,5 +608,110 @@ describe('homes on nodes that are drained or lost (a swarm)', () => {
     });
     expect(records.filter((record) => String(record.message).includes('no backup of the home'))).toHaveLength(1);
     expect((await store.workspaces.get(wanted.id))!.homeVolume).toBeNull();
+  });
+});
+
+describe('editor tasks a swarm node refused', () => {
+  const refused = (task: string, message = 'network 8ht8zz1o8gv6b2ckyweu1556u exists') => ({
+    task,
+    reason: taskFailureReason(message),
+    message,
+  });
+  const counted = async () => Object.fromEntries((await metrics.swarmTaskRejections.get()).values.map((value) => [value.labels.reason, value.value]));
+  const said = () => records.filter((record) => String(record.message).startsWith('the editor of '));
+
+  /** A wanted workspace whose editor service's newest task its node refused (pending, as Swarm keeps it). */
+  async function refusedEditor(failure: ReturnType<typeof refused>) {
+    const wanted = await workspace('running');
+    runtime.volumes.add(names.volume(wanted.slug));
+    runtime.startsPending = true;
+    const container = codeContainer(wanted, { state: 'restarting', node: 'node-2', failure });
+    return { wanted, container };
+  }
+
+  it('counts each refused task once, says it once per error, has the runtime repair the network it was refused for, and tells the student', async () => {
+    const { wanted, container } = await refusedEditor(refused('t1'));
+    const subject = controller();
+    await expect(subject.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+    await subject.reconcile(wanted.id);
+    expect(runtime.actions.filter((action) => action.startsWith('repair'))).toEqual([`repair network bridge for ${names.code(wanted.slug)}`]);
+    expect(await counted()).toEqual({ network: 1, image: 0, exit: 0, other: 0 });
+    expect(said()).toEqual([
+      expect.objectContaining({
+        level: 'warning',
+        workspaceId: wanted.id,
+        node: 'node-2',
+        task: 't1',
+        reason: 'network',
+        error: 'network 8ht8zz1o8gv6b2ckyweu1556u exists',
+      }),
+    ]);
+    expect(records.filter((record) => String(record.message).startsWith('repaired the workspace network on node node-2'))).toHaveLength(1);
+    expect(await status(wanted.id)).toMatchObject({
+      observedState: 'starting',
+      statusMessage:
+        'The server node-2 had stopped without shutting down, which left its network for editors broken; it was repaired, and your editor is starting again.',
+    });
+
+    // Swarm's next task, refused the same way: counted and repaired, not said again.
+    runtime.containers.get(container.id)!.failure = refused('t2');
+    await subject.reconcile(wanted.id);
+    expect(runtime.actions.filter((action) => action.startsWith('repair'))).toHaveLength(2);
+    expect(await counted()).toMatchObject({ network: 2 });
+    expect(said()).toHaveLength(1);
+  });
+
+  it('counts, says and tells the student of a task refused for another reason, and repairs nothing', async () => {
+    const { wanted } = await refusedEditor(refused('t1', 'No such image: registry:5000/classroom-workspace@sha256:0'));
+    await controller().reconcile(wanted.id);
+    expect(runtime.actions.filter((action) => action.startsWith('repair'))).toEqual([]);
+    expect(await counted()).toEqual({ network: 0, image: 1, exit: 0, other: 0 });
+    expect(said()).toEqual([expect.objectContaining({ reason: 'image' })]);
+    expect((await status(wanted.id)).statusMessage).toBe(
+      'The server node-2 could not start your editor (No such image: registry:5000/classroom-workspace@sha256:0); it tries again every few seconds.',
+    );
+  });
+
+  it('says on the page and once at error level what is wrong when the network cannot be repaired, and tries again with the next task', async () => {
+    const { wanted, container } = await refusedEditor(refused('t1'));
+    runtime.failures.set('repairNetwork', new Error('could not find an available, non-overlapping IPv4 address pool'));
+    const subject = controller();
+    await expect(subject.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+    expect(await status(wanted.id)).toMatchObject({
+      observedState: 'starting',
+      statusMessage:
+        'The server node-2 cannot start your editor: its network for editors was left broken when it stopped without shutting down, and repairing it failed (could not find an available, non-overlapping IPv4 address pool). Your files are kept there; the operator has been told.',
+    });
+    expect(records.filter((record) => record.level === 'error')).toEqual([
+      expect.objectContaining({ node: 'node-2', repairError: 'could not find an available, non-overlapping IPv4 address pool' }),
+    ]);
+    runtime.containers.get(container.id)!.failure = refused('t2');
+    await subject.reconcile(wanted.id);
+    expect(runtime.actions.filter((action) => action.startsWith('repair'))).toHaveLength(1);
+    expect((await status(wanted.id)).statusMessage).toMatch(/^The server node-2 had stopped without shutting down/);
+  });
+
+  it('says a refusal again once the editor ran in between', async () => {
+    const { wanted, container } = await refusedEditor(refused('t1'));
+    const subject = controller();
+    await subject.reconcile(wanted.id);
+    Object.assign(runtime.containers.get(container.id)!, { state: 'running', address: '10.0.0.9', failure: undefined });
+    await subject.reconcile(wanted.id);
+    expect(await status(wanted.id)).toMatchObject({ observedState: 'running', statusMessage: '' });
+    Object.assign(runtime.containers.get(container.id)!, { state: 'restarting', address: undefined, failure: refused('t2') });
+    await subject.reconcile(wanted.id);
+    expect(said()).toHaveLength(2);
+  });
+});
+
+describe('taskFailureReason', () => {
+  it.each([
+    ['network 8ht8zz1o8gv6b2ckyweu1556u exists', 'network'],
+    ['configuration network "classroom-workspaces-config" does not exist', 'network'],
+    ['No such image: classroom-workspace:latest', 'image'],
+    ['task: non-zero exit (255)', 'exit'],
+    ['starting container failed: OCI runtime create failed', 'other'],
+  ])('%s: %s', (message, reason) => {
+    expect(taskFailureReason(message)).toBe(reason);
   });
 });

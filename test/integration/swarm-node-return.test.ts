@@ -1,0 +1,112 @@
+/**
+ * A swarm node whose engine dies uncleanly and comes back (moby#37087): on a real swarm of two
+ * Docker-in-Docker nodes, the worker's container is killed (its dockerd with it: SIGKILL) and
+ * started again on its own /var/lib/docker. The engine then keeps a dead bridge of the workspace
+ * network and refuses every editor task that joins it (`network <id> exists`); the control plane
+ * counts and says the refusal once, repairs the node's network through its engine, and the
+ * workspace runs again on that node with its files, twice in a row. (One swarm for the file.)
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { endpointOf, type ManagedContainer } from '../../src/docker/runtime.ts';
+import { createHarness, eventually, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { startSwarm, type Swarm, type SwarmNode } from '../helpers/swarm.ts';
+import { newStudent, waitForState } from '../helpers/workspaces.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+
+const db = useTestDatabase({ truncate: false });
+const shell = promisify(execFile);
+const tag = Date.now().toString(36);
+const NETWORK = 'classroom-swarm-return';
+let swarm: Swarm;
+let harness: Harness;
+
+beforeAll(async () => {
+  swarm = await startSwarm({ size: 2, images: [TEST_IMAGE] });
+  harness = createHarness(db.dataSource, {
+    env: { RUNTIME: 'swarm', SWARM_ENGINES: swarm.engines, WORKSPACE_NETWORK: NETWORK, WORKSPACE_IMAGE: swarm.images[TEST_IMAGE]! },
+  });
+  await harness.controller.start();
+}, 5 * 60_000);
+afterAll(async () => {
+  await harness?.stop();
+  await swarm?.stop();
+}, 5 * 60_000);
+
+const editorOf = async (workspaceId: string): Promise<ManagedContainer | undefined> =>
+  (await harness.runtime.listContainers({ workspaceId })).find((container) => container.role === 'code');
+
+/** The id of the container that runs a service's task on a node ('' when none runs). */
+const containerOn = async (node: SwarmNode, service: string) =>
+  (await swarm.docker(node, ['ps', '-q', '--filter', `label=com.docker.swarm.service.id=${service}`])).trim();
+
+/** SIGKILL of the node's container (its dockerd dies with it, as in a power cut), then started again: when (ms). */
+async function killAndStart(node: SwarmNode): Promise<number> {
+  await shell('docker', ['kill', node.name]);
+  await shell('docker', ['start', node.name]);
+  return Date.now();
+}
+
+/**
+ * Waits until the workspace's editor runs again on `node` in a task of its own (not the container
+ * `before`) and answers at the endpoint recorded for it: how long after `back` (seconds).
+ */
+async function runningAgainOn(workspace: WorkspaceRecord, node: SwarmNode, before: string, back: number): Promise<number> {
+  await eventually(
+    'the editor running again on its node',
+    async () => {
+      const [record, editor] = await Promise.all([harness.store.workspaces.get(workspace.id), editorOf(workspace.id)]);
+      if (record?.observedState !== 'running' || record.node !== node.name || !editor || editor.state !== 'running') return false;
+      if (record.editorEndpoint !== endpointOf(editor, 8080)) return false;
+      const answer = await fetch(`http://${record.editorEndpoint}/healthz`).catch(() => undefined);
+      return answer?.ok === true;
+    },
+    120_000,
+  );
+  const seconds = (Date.now() - back) / 1000;
+  const container = await containerOn(node, (await editorOf(workspace.id))!.id);
+  expect(container).not.toBe('');
+  expect(container).not.toBe(before);
+  return seconds;
+}
+
+const networkRefusals = (workspaceId: string) =>
+  harness.records.filter((record) => record.workspaceId === workspaceId && record.reason === 'network' && record.level === 'warning');
+const rejections = async (reason: string) => (await harness.metrics.swarmTaskRejections.get()).values.find((value) => value.labels.reason === reason)?.value;
+
+it("runs a workspace again on its node within 20 s after the node's engine died uncleanly and came back, with its files, twice; the refused task counted and said once", async () => {
+  const [worker, manager] = [swarm.nodes[1]!, swarm.nodes[0]!];
+  const students = await Promise.all([newStudent(harness.store, 'r0', tag), newStudent(harness.store, 'r1', tag)]);
+  await Promise.all(students.map((student) => harness.store.workspaces.open(student.workspace.id)));
+  const workspaces = await Promise.all(students.map((student) => waitForState(harness.store, student.workspace.id, 'running', 120_000)));
+  const here = workspaces.find((workspace) => workspace.node === worker.name)!;
+  const other = workspaces.find((workspace) => workspace.node === manager.name)!;
+  expect([here?.node, other?.node]).toEqual([worker.name, manager.name]);
+  const [editor, otherEditor] = [(await editorOf(here.id))!, (await editorOf(other.id))!];
+  let container = await containerOn(worker, editor.id);
+  await swarm.docker(worker, ['exec', container, 'sh', '-c', 'echo kept > /home/student/notes.txt']);
+  expect(await rejections('network')).toBe(0);
+
+  // Within 20 s (the swarm runtime announces a refused task within 5 s; without that, the next resync or a late event, 25 s and more).
+  expect(await runningAgainOn(here, worker, container, await killAndStart(worker))).toBeLessThan(20);
+  container = await containerOn(worker, editor.id);
+  expect(await swarm.docker(worker, ['exec', container, 'cat', '/home/student/notes.txt'])).toBe('kept\n');
+  // The node refused the network at least once (`network <id> exists`): said once, counted, and repaired by a network of the node's own.
+  expect(networkRefusals(here.id)).toEqual([expect.objectContaining({ node: worker.name, error: expect.stringMatching(/^network \S+ exists$/) })]);
+  expect(await rejections('network')).toBeGreaterThanOrEqual(1);
+  const repairs = () => harness.records.filter((record) => String(record.message).startsWith(`repaired the workspace network on node ${worker.name}`));
+  expect(repairs()).toEqual([expect.objectContaining({ network: `${NETWORK}-r1` })]);
+
+  // Dead again while on its repaired network: repaired again, with another.
+  expect(await runningAgainOn(here, worker, container, await killAndStart(worker))).toBeLessThan(20);
+  container = await containerOn(worker, editor.id);
+  expect(await swarm.docker(worker, ['exec', container, 'cat', '/home/student/notes.txt'])).toBe('kept\n');
+  expect(repairs().map((record) => record.network)).toEqual([`${NETWORK}-r1`, `${NETWORK}-r2`]);
+  // Said once per error: a line for each death (each names the network it refused).
+  expect(networkRefusals(here.id)).toHaveLength(2);
+
+  // The manager's workspace was never touched.
+  expect((await editorOf(other.id))!.id).toBe(otherEditor.id);
+  expect(networkRefusals(other.id)).toEqual([]);
+}, 400_000);
