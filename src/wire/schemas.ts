@@ -293,6 +293,20 @@ export const RefusalList = Strict({ refusals: Type.Array(Refusal) });
 export type RefusalList = Static<typeof RefusalList>;
 
 /** What the panel's Overview shows. */
+/** A node workspaces run on, as the leader last recorded it. */
+export const Node = Strict({
+  name: Type.String(),
+  state: Type.String({ description: 'ready, down or unknown (a swarm node; one Docker Engine is one ready node)' }),
+  availability: Type.String({ description: 'active, pause or drain' }),
+  drainRequested: Type.Boolean(),
+  runningWorkspaces: Type.Integer(),
+  workspaces: Type.Integer({ description: 'Workspaces last seen there, running or not (their homes are there).' }),
+  memoryBytes: Type.Number(),
+  freeMemoryBytes: Type.Number({ description: "Memory not reserved by this control plane's running editors." }),
+  seenAt: Time,
+});
+export type Node = Static<typeof Node>;
+
 export const Overview = Strict({
   capacity: Strict({ ...Capacity.properties, waiting: Type.Integer() }),
   activeBuilds: Type.Integer(),
@@ -301,22 +315,13 @@ export const Overview = Strict({
   orphansSeen: Type.Number(),
   orphanVolumesSeen: Type.Number(),
   signInProviders: Type.Array(Type.String(), { description: 'The identity providers configured (none: sign-in by links only).' }),
-  nodes: Type.Array(
-    Strict({
-      name: Type.String(),
-      state: Type.String({ description: 'ready, down or unknown (a swarm node; one Docker Engine is one ready node)' }),
-      availability: Type.String({ description: 'active, pause or drain' }),
-      drainRequested: Type.Boolean(),
-      runningWorkspaces: Type.Integer(),
-      workspaces: Type.Integer({ description: 'Workspaces last seen there, running or not (their homes are there).' }),
-      memoryBytes: Type.Number(),
-      freeMemoryBytes: Type.Number({ description: "Memory not reserved by this control plane's running editors." }),
-      seenAt: Time,
-    }),
-    { description: 'The nodes workspaces run on, as the leader last recorded them.' },
-  ),
+  nodes: Type.Array(Node, { description: 'The nodes workspaces run on, as the leader last recorded them.' }),
 });
 export type Overview = Static<typeof Overview>;
+
+/** `cli nodes list --json`: the nodes as the Overview lists them. */
+export const NodeList = Strict({ nodes: Type.Array(Node) });
+export type NodeList = Static<typeof NodeList>;
 
 /** `cli status --json`: the capacity with the builds in progress, every workspace as the admin lists it, and the servers that run. */
 export const CliStatus = Strict({

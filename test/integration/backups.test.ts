@@ -9,6 +9,7 @@
  * before a restore, named. The format itself (owners, modes, links, 200 MB, tampering) is
  * test/integration/backup.test.ts's.
  */
+import { checkAnswer } from '../helpers/contract.ts';
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir } from 'node:fs/promises';
@@ -229,7 +230,14 @@ describe('the CLI', () => {
     const bobsOwn = await listingOf(bob);
     const result = await cli(['restore', path.join(dataDir, 'backups', stored), '--to', bob.workspace.slug, '--yes', '--json'], env);
     expect(result).toMatchObject({ code: EXIT.ok, stderr: '' });
-    const { handedOver, kept } = JSON.parse(result.stdout) as { handedOver: boolean; kept: string };
+    // What POST /admin/workspaces/{id}/restore answers (test/integration/cli-json.test.ts).
+    await checkAnswer(
+      'POST',
+      new URL(`http://127.0.0.1/admin/workspaces/${bob.workspace.id}/restore`),
+      new Response(result.stdout, { status: 200, headers: { 'content-type': 'application/json' } }),
+    );
+    const { handedOver, kept, workspace } = JSON.parse(result.stdout) as { handedOver: boolean; kept: string; workspace: { slug: string } };
+    expect(workspace.slug).toBe(bob.workspace.slug);
     expect({ handedOver, kept }).toEqual({ handedOver: true, kept: expect.stringMatching(new RegExp(`^${bob.workspace.slug}-\\d{8}T\\d{6}Z`)) });
     const listing = await listingOf(bob);
     expect(listing).toContain('./project/src/main.py regular file 644 1000');

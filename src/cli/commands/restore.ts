@@ -4,6 +4,8 @@ import { Args, Flags } from '@oclif/core';
 import { SingleBar } from 'cli-progress';
 import { NotFoundError } from '../../errors.ts';
 import { CLI_ACTOR } from '../../store/audit.ts';
+import { presentWorkspaceChange } from '../../wire/presenters.ts';
+import type { RestoreAnswer } from '../../wire/schemas.ts';
 import { CliCommand } from '../command.ts';
 
 /** `restore <file> [--to <slug|email>]`: a backup back into a stopped workspace (audited `workspace.restore`). */
@@ -19,7 +21,7 @@ export default class Restore extends CliCommand {
     yes: CliCommand.yesFlag,
   };
 
-  async run(): Promise<{ slug: string; from: string; files: number; bytes: number; handedOver: boolean; kept: string | null }> {
+  async run(): Promise<RestoreAnswer> {
     const { args, flags } = await this.parse(Restore);
     const { backups } = await this.controlPlane();
     const file = existsSync(args.backup) ? path.resolve(args.backup) : await backups.pathOf(args.backup).catch(() => undefined);
@@ -47,6 +49,6 @@ export default class Restore extends CliCommand {
     this.say(
       `Restored ${manifest.files} files (${(manifest.bytes / 1e6).toFixed(1)} MB) of ${manifest.slug} into ${workspace.slug}${handedOver ? ", leaving out the editor's state, credentials and history" : ''}.${kept ? ` The files it replaced are kept as ${kept} (cli restore ${kept} puts them back).` : ''}`,
     );
-    return { slug: workspace.slug, from: manifest.slug, files: manifest.files, bytes: manifest.bytes, handedOver, kept };
+    return { workspace: presentWorkspaceChange(workspace), from: manifest.slug, handedOver, kept };
   }
 }

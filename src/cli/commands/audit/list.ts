@@ -1,4 +1,6 @@
 import { Flags } from '@oclif/core';
+import { presentAuditPage } from '../../../wire/presenters.ts';
+import type { AuditPage } from '../../../wire/schemas.ts';
 import { CliCommand } from '../../command.ts';
 import { parseDateFlag } from '../../dates.ts';
 
@@ -19,7 +21,7 @@ export default class AuditList extends CliCommand {
     limit: Flags.integer({ description: 'how many entries at most', default: 50, min: 1, max: 500 }),
   };
 
-  async run() {
+  async run(): Promise<AuditPage> {
     const { flags } = await this.parse(AuditList);
     const page = await (
       await this.controlPlane()
@@ -31,7 +33,8 @@ export default class AuditList extends CliCommand {
       until: flags.until === undefined ? undefined : parseDateFlag(flags.until, 'until'),
       limit: flags.limit,
     });
-    const entries = page.entries.map((entry) => ({ ...entry, timestamp: entry.timestamp.toISOString() }));
+    const answer = presentAuditPage(page);
+    const { entries } = answer;
     this.table(
       entries,
       {
@@ -45,6 +48,6 @@ export default class AuditList extends CliCommand {
       'No audit entries match.',
     );
     if (page.nextCursor !== null) this.say(`More: --before ${page.nextCursor}`);
-    return { entries, nextCursor: page.nextCursor };
+    return answer;
   }
 }

@@ -1,3 +1,5 @@
+import { presentBackup } from '../../../wire/presenters.ts';
+import type { BackupList } from '../../../wire/schemas.ts';
 import { CliCommand } from '../../command.ts';
 
 /** `backups list`: the stored backups, newest first. */
@@ -5,19 +7,10 @@ export default class BackupsList extends CliCommand {
   static override description = 'List the backups under DATA_DIR/backups/, newest first.';
   static override examples = ['<%= config.bin %> backups list', '<%= config.bin %> backups list --json'];
 
-  async run(): Promise<{
-    backups: { name: string; slug: string | null; created: string | null; files: number | null; bytes: number | null; sizeBytes: number }[];
-  }> {
+  async run(): Promise<BackupList> {
     await this.parse(BackupsList);
     const { backups } = await this.controlPlane();
-    const rows = (await backups.list()).map((backup) => ({
-      name: backup.name,
-      slug: backup.manifest?.slug ?? null,
-      created: backup.manifest?.created ?? null,
-      files: backup.manifest?.files ?? null,
-      bytes: backup.manifest?.bytes ?? null,
-      sizeBytes: backup.sizeBytes,
-    }));
+    const rows = (await backups.list()).map(presentBackup);
     this.table(
       rows,
       {

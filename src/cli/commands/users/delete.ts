@@ -1,5 +1,7 @@
 import { Args } from '@oclif/core';
 import { CLI_ACTOR } from '../../../store/audit.ts';
+import { presentUser } from '../../../wire/presenters.ts';
+import type { UserAnswer } from '../../../wire/schemas.ts';
 import { CliCommand } from '../../command.ts';
 
 /** `users delete <email>`: deletes a user and their workspace and files (audited `user.delete`), after a confirmation. */
@@ -10,7 +12,7 @@ export default class UsersDelete extends CliCommand {
   static override args = { email: Args.string({ description: "the user's email (or id)", required: true }) };
   static override flags = { yes: CliCommand.yesFlag };
 
-  async run(): Promise<{ user: { id: string; email: string; workspaceSlug: string | null } }> {
+  async run(): Promise<UserAnswer> {
     const { args, flags } = await this.parse(UsersDelete);
     const { store } = await this.controlPlane();
     const user = (await store.users.getByEmail(args.email)) ?? (await store.users.get(args.email));
@@ -20,6 +22,6 @@ export default class UsersDelete extends CliCommand {
     this.say(
       `Deleted ${deleted.email}${deleted.workspaceSlug ? `; workspace ${deleted.workspaceSlug} and its files are being removed` : ''}.${deleted.workspaceSlug ? await this.unattended() : ''}`,
     );
-    return { user: { id: deleted.id, email: deleted.email, workspaceSlug: deleted.workspaceSlug } };
+    return { user: presentUser(deleted) };
   }
 }

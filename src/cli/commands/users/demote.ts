@@ -1,5 +1,7 @@
 import { Args } from '@oclif/core';
 import { CLI_ACTOR } from '../../../store/audit.ts';
+import { presentUser } from '../../../wire/presenters.ts';
+import type { UserChange } from '../../../wire/schemas.ts';
 import { CliCommand } from '../../command.ts';
 
 /** `users demote <email>`: removes admin, keeping them signed in as a student (audited `user.demote`); never the last admin (exit 4). */
@@ -8,10 +10,10 @@ export default class UsersDemote extends CliCommand {
   static override examples = ['<%= config.bin %> users demote coach@school.org'];
   static override args = { email: Args.string({ description: "the user's email (or id)", required: true }) };
 
-  async run(): Promise<{ user: { id: string; email: string; role: string }; changed: boolean }> {
+  async run(): Promise<UserChange> {
     const { args } = await this.parse(UsersDemote);
     const { user, changed } = await (await this.controlPlane()).store.users.demote(CLI_ACTOR, args.email);
     this.say(changed ? `${user.email} is no longer an admin.` : `${user.email} is not an admin.`);
-    return { user: { id: user.id, email: user.email, role: user.role }, changed };
+    return { user: presentUser(user), changed };
   }
 }

@@ -1,5 +1,7 @@
 import { Args } from '@oclif/core';
 import { CLI_ACTOR } from '../../../store/audit.ts';
+import { presentUser } from '../../../wire/presenters.ts';
+import type { UserChange } from '../../../wire/schemas.ts';
 import { CliCommand } from '../../command.ts';
 
 /** `users promote <email>`: grants admin (audited `user.promote`); the user must exist (else exit 3). */
@@ -8,10 +10,10 @@ export default class UsersPromote extends CliCommand {
   static override examples = ['<%= config.bin %> users promote coach@school.org'];
   static override args = { email: Args.string({ description: "the user's email (or id)", required: true }) };
 
-  async run(): Promise<{ user: { id: string; email: string; role: string }; changed: boolean }> {
+  async run(): Promise<UserChange> {
     const { args } = await this.parse(UsersPromote);
     const { user, changed } = await (await this.controlPlane()).store.users.promote(CLI_ACTOR, args.email);
     this.say(changed ? `${user.email} is now an admin.` : `${user.email} is already an admin.`);
-    return { user: { id: user.id, email: user.email, role: user.role }, changed };
+    return { user: presentUser(user), changed };
   }
 }

@@ -2,7 +2,9 @@ import { Args, Flags } from '@oclif/core';
 import { maySignIn, serviceAdmins } from '../../../allowlist/allowlist.ts';
 import { configuredOrigin } from '../../../config.ts';
 import { CLI_ACTOR } from '../../../store/audit.ts';
-import { linkPath, MAX_SIGN_IN_LINK_TTL_MS, SIGN_IN_LINK_TTL_MS } from '../../../store/sign-in-links.ts';
+import { MAX_SIGN_IN_LINK_TTL_MS, SIGN_IN_LINK_TTL_MS } from '../../../store/sign-in-links.ts';
+import { presentLink } from '../../../wire/presenters.ts';
+import type { SignInLinkAnswer } from '../../../wire/schemas.ts';
 import { CliCommand } from '../../command.ts';
 
 /** `users sign-in-link <email>`: a one-time link that signs an allowlisted email in (audited `auth.sign-in-link`). */
@@ -20,7 +22,7 @@ export default class UsersSignInLink extends CliCommand {
     }),
   };
 
-  async run(): Promise<{ email: string; url: string; expiresAt: string }> {
+  async run(): Promise<SignInLinkAnswer> {
     const { args, flags } = await this.parse(UsersSignInLink);
     const plane = await this.controlPlane();
     const entries = await plane.store.allowlist.entries();
@@ -37,9 +39,8 @@ export default class UsersSignInLink extends CliCommand {
         `no server is running and PUBLIC_URL is not set: the link assumes the server will answer at ${origin}; set PUBLIC_URL to the address students open.`,
       );
     }
-    const url = `${origin}${linkPath('sign-in', link.token)}`;
-    const expiresAt = link.expiresAt.toISOString();
-    this.say(`${url}\nSigns in ${link.email} once, until ${expiresAt}. Send it to them only: whoever opens it is signed in as them.`);
-    return { email: link.email, url, expiresAt };
+    const presented = presentLink(link, origin);
+    this.say(`${presented.url}\nSigns in ${link.email} once, until ${presented.expiresAt}. Send it to them only: whoever opens it is signed in as them.`);
+    return { link: presented };
   }
 }
