@@ -7,7 +7,7 @@
  * validated by a maintained OpenAPI validator in the tests, and every JSON answer the integration
  * tests receive is checked against it (test/helpers/contract.ts).
  */
-import type { TSchema } from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import { SERVICE } from '../src/package-info.ts';
 import * as Wire from '../src/wire/schemas.ts';
 import { allowlistSchema } from './admin/allowlist.ts';
@@ -80,7 +80,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'This document.',
     auth: 'none',
     tag: 'service',
-    responses: { 200: { text: 'application/json', description: 'The OpenAPI 3.1 document.' } },
+    responses: { 200: { json: Type.Object({}, { description: 'An OpenAPI 3.1 document.' }), description: 'The OpenAPI 3.1 document.' } },
   },
   {
     method: 'get',
@@ -484,6 +484,19 @@ function queryParameters(schema: object | undefined): object[] {
   });
 }
 
+/**
+ * A request schema as OpenAPI 3.1 (JSON Schema 2020-12) writes it: ajv's `nullable: true` (an
+ * OpenAPI 3.0 keyword that 3.1 dropped) becomes `null` among the types.
+ */
+function openApi31(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(openApi31);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const { nullable, ...rest } = schema as { nullable?: boolean; type?: unknown };
+  const converted = Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, openApi31(value)])) as { type?: unknown };
+  if (nullable === true && typeof converted.type === 'string') converted.type = [converted.type, 'null'];
+  return converted;
+}
+
 /** The OpenAPI 3.1 document of the API (see the file comment). */
 export function openApiDocument(): Record<string, unknown> {
   const names = namedSchemas();
@@ -523,8 +536,8 @@ export function openApiDocument(): Record<string, unknown> {
       summary: operation.summary,
       tags: [operation.tag],
       security: SECURITY[operation.auth],
-      parameters: [...pathParameters, ...queryParameters(operation.query)],
-      ...(operation.body && { requestBody: { required: true, content: { 'application/json': { schema: operation.body } } } }),
+      parameters: [...pathParameters, ...queryParameters(operation.query)].map((parameter) => openApi31(parameter)),
+      ...(operation.body && { requestBody: { required: true, content: { 'application/json': { schema: openApi31(operation.body) } } } }),
       responses,
     };
   }
@@ -546,6 +559,8 @@ export function openApiDocument(): Record<string, unknown> {
       description:
         'Errors are `{"error": {"code", "message"}}` with a stable snake_case code. The student API is also served under the editor\'s own address: `/u/{slug}/.cp/api/...` in path mode, and `/.cp/api/...` on a workspace\'s host in host mode.',
     },
+    // Relative: wherever this control plane is served (PUBLIC_URL).
+    servers: [{ url: '/', description: 'This control plane, at its PUBLIC_URL.' }],
     tags: [
       { name: 'service', description: 'Health, metrics, this document, the signed-in user.' },
       { name: 'admin', description: 'The admin API: the bearer ADMIN_TOKEN, or a signed-in admin session (state changes need a same-origin request).' },

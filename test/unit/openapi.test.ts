@@ -21,6 +21,19 @@ it('is a valid OpenAPI 3.1 document', async () => {
   expect(validator.version).toBe('3.1');
 });
 
+it("speaks OpenAPI 3.1 only (issue 42): no 3.0 `nullable`, a server to send requests to, this document's own answer an object", () => {
+  const document = openApiDocument() as {
+    servers?: unknown[];
+    paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: { type?: unknown } }> }> }>>;
+  };
+  expect(JSON.stringify(document)).not.toContain('"nullable"');
+  expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+  expect(document.paths['/openapi.json']!.get!.responses['200']!.content!['application/json']!.schema.type).toBe('object');
+  // A nullable request field is null among its types (POST /u/{slug}/api/workspace/import's branch).
+  const body = JSON.stringify(document.paths['/u/{slug}/api/workspace/import']!.post);
+  expect(body).toContain('"type":["string","null"]');
+});
+
 it('is kept in docs/openapi.json as built (npm run openapi writes it)', () => {
   expect(readFileSync(path.join(PROJECT_ROOT, 'docs/openapi.json'), 'utf8')).toBe(openApiText());
 });
