@@ -10,6 +10,8 @@
  */
 import type { Duplex } from 'node:stream';
 import http from 'node:http';
+import { ERROR_CODES } from '../src/error-codes.ts';
+import { AppError } from '../src/errors.ts';
 import { NO_FRAMES } from './middleware/frames.ts';
 import { escapeHtml, page } from './pages.ts';
 import { errorBody } from './responses.ts';
@@ -70,18 +72,8 @@ export function answerClientError(
   onOverflow: (request: { host: string | undefined; cookies: number }) => void,
 ): void {
   if (error.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    const body = JSON.stringify(errorBody('request_timeout', 'The request did not arrive in time.'));
-    return writeAndEnd(socket, 408, { 'Content-Type': 'application/json; charset=utf-8' }, body);
-  }
-  if (error.code !== 'HPE_HEADER_OVERFLOW') {
-    return writeAndEnd(
-      socket,
-      400,
-      { 'Content-Type': 'application/json; charset=utf-8' },
-      JSON.stringify(errorBody('bad_request', 'The request could not be read.')),
-    );
-  }
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return writeError(socket, new AppError('request_timeout', 'The request did not arrive in time.'));
+  if (error.code !== 'HPE_HEADER_OVERFLOW') return writeError(socket, new AppError('bad_request', 'The request could not be read.'));
   const raw = readRaw(error.rawPacket);
   onOverflow({ host: raw.host, cookies: raw.cookieNames.length });
   const headers: Record<string, string | string[]> = {
@@ -92,7 +84,7 @@ export function answerClientError(
   if (!raw.wantsPage) {
     const message =
       'The request headers are too large, most likely because of too many or too large cookies; they have been cleared where this server can clear them.';
-    return writeAndEnd(socket, 431, { ...headers, 'Content-Type': 'application/json; charset=utf-8' }, JSON.stringify(errorBody('headers_too_large', message)));
+    return writeError(socket, new AppError('headers_too_large', message), headers);
   }
   const body = page(
     'Too many cookies',
@@ -101,7 +93,13 @@ export function answerClientError(
 <a class="button" href="/">Try again</a>
 <p class="note">If this page comes back, clear this site's cookies in your browser's settings${raw.host ? ` (${escapeHtml(raw.host)} and the sites around it)` : ''}, and tell your coach: the operator can put workspaces on a domain of their own, where their cookies never reach this site.</p>`,
   );
-  writeAndEnd(socket, 431, { ...headers, 'Content-Type': 'text/html; charset=utf-8' }, body);
+  writeAndEnd(socket, ERROR_CODES.headers_too_large.status, { ...headers, 'Content-Type': 'text/html; charset=utf-8' }, body);
+}
+
+/** Writes an error as its JSON body, with its status and `headers`, on a socket whose request was never parsed, then ends it. */
+function writeError(socket: Duplex, error: AppError, headers: Record<string, string | string[]> = {}): void {
+  const body = JSON.stringify(errorBody(error.code, error.message));
+  writeAndEnd(socket, error.status, { ...headers, 'Content-Type': 'application/json; charset=utf-8' }, body);
 }
 
 /** Writes a whole HTTP/1.1 answer on a socket whose request was never parsed, then ends it. */

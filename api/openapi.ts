@@ -8,6 +8,7 @@
  * tests receive is checked against it (test/helpers/contract.ts).
  */
 import Type, { type TSchema } from 'typebox';
+import { ERROR_CODES, type ErrorCode } from '../src/error-codes.ts';
 import { SERVICE } from '../src/package-info.ts';
 import * as Wire from '../src/wire/schemas.ts';
 import { allowlistSchema } from './admin/allowlist.ts';
@@ -36,8 +37,13 @@ export interface Operation {
   tag: 'admin' | 'student' | 'service';
   query?: object;
   body?: object;
-  /** Answers by status: 2xx (and the 3xx of a redirect); errors are the `default` ErrorBody. */
+  /** Answers by status: 2xx (and the 3xx of a redirect, and the health checks' own 404 and 503); errors are `errors`. */
   responses: Record<number, { description: string } & Content>;
+  /**
+   * The error codes it gives of its own (its handler and the store and services it calls), beside
+   * those that every operation of its kind gives, which are derived (`errorCodes`).
+   */
+  errors?: ErrorCode[];
 }
 
 const json = (schema: TSchema, description: string) => ({ json: schema, description });
@@ -139,6 +145,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Asks for a fresh code container (audit `container.restart-code`).',
     auth: 'admin',
     tag: 'admin',
+    errors: ['workspace_not_running'],
     responses: { 200: json(Wire.WorkspaceChangeAnswer, 'Observed as asked already.'), 202: json(Wire.WorkspaceChangeAnswer, 'Restarting.') },
   },
   // Admin: the panel's
@@ -166,6 +173,8 @@ export const OPERATIONS: Operation[] = [
     auth: 'admin',
     tag: 'admin',
     body: bulkStopSchema,
+    // A workspace deleted between its read and its stop.
+    errors: ['workspace_not_found'],
     responses: { 200: json(Wire.BulkStop, 'Which were stopped and which skipped.') },
   },
   {
@@ -206,6 +215,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Takes admin away (audit `user.demote`); never from the last admin (409).',
     auth: 'admin',
     tag: 'admin',
+    errors: ['last_admin'],
     responses: { 200: json(Wire.UserChange, 'The user, and whether anything changed.') },
   },
   {
@@ -214,6 +224,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Deletes the user and their workspace (audit `user.delete`).',
     auth: 'admin',
     tag: 'admin',
+    errors: ['last_admin'],
     responses: { 200: json(Wire.UserAnswer, 'The deleted user.') },
   },
   {
@@ -223,6 +234,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'admin',
     tag: 'admin',
     body: linkSchema,
+    errors: ['invalid_email', 'not_allowlisted'],
     responses: { 201: json(Wire.SignInLinkAnswer, 'The link: the one time its URL is shown.') },
   },
   {
@@ -231,6 +243,7 @@ export const OPERATIONS: Operation[] = [
     summary: "The allowlist's entries and the SERVICE_ADMIN_EMAIL ones.",
     auth: 'admin',
     tag: 'admin',
+    errors: ['allowlist_file_invalid'],
     responses: { 200: json(Wire.Allowlist, 'The allowlist.') },
   },
   {
@@ -240,6 +253,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'admin',
     tag: 'admin',
     body: allowlistSchema,
+    errors: ['invalid_allowlist_entry', 'allowlist_file_invalid', 'allowlist_locked'],
     responses: { 200: json(Wire.AllowlistAdded, 'It was there already.'), 201: json(Wire.AllowlistAdded, 'Added.') },
   },
   {
@@ -248,6 +262,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Removes an entry (URL-encoded; audit `allowlist.remove`).',
     auth: 'admin',
     tag: 'admin',
+    errors: ['invalid_allowlist_entry', 'allowlist_file_invalid', 'allowlist_locked'],
     responses: { 200: json(Wire.AllowlistRemoved, 'Removed.') },
   },
   {
@@ -272,6 +287,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Backs up the workspace's files (audit `workspace.backup`).",
     auth: 'admin',
     tag: 'admin',
+    errors: ['backup_unrestorable', 'backup_unsupported_owner', 'volume_not_found'],
     responses: { 201: json(Wire.BackupAnswer, 'The stored backup.') },
   },
   {
@@ -281,6 +297,16 @@ export const OPERATIONS: Operation[] = [
     auth: 'admin',
     tag: 'admin',
     body: restoreSchema,
+    errors: [
+      'backup_not_found',
+      'workspace_running',
+      'backup_tampered',
+      'backup_truncated',
+      'backup_not_ours',
+      'restore_not_kept',
+      'restore_backup_failed',
+      'restore_target_exists',
+    ],
     responses: { 200: json(Wire.RestoreAnswer, 'Restored.') },
   },
   {
@@ -308,6 +334,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'admin',
     tag: 'admin',
     query: outputQuerySchema,
+    errors: ['too_many_output_streams', 'run_output_streams_full'],
     responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
   },
   {
@@ -341,6 +368,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Opens the workspace: admission under the cap (503 `at_capacity` with Retry-After at the cap).',
     auth: 'student',
     tag: 'student',
+    errors: ['at_capacity', 'workspace_not_found'],
     responses: { 200: json(Wire.OpenAnswer, 'It runs already.'), 202: json(Wire.OpenAnswer, 'Starting.') },
   },
   {
@@ -357,6 +385,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'The student stops their workspace (audit `container.stop`); the files stay.',
     auth: 'student',
     tag: 'student',
+    errors: ['workspace_not_found'],
     responses: { 200: json(Wire.StudentWorkspaceAnswer, 'The workspace.') },
   },
   {
@@ -366,6 +395,7 @@ export const OPERATIONS: Operation[] = [
       'Starts a run (409 `run_active`, 409 `workspace_not_running`, 409 `home_disk_full` while the home is at HOME_DISK_LIMIT or cannot be measured in full).',
     auth: 'student',
     tag: 'student',
+    errors: ['home_disk_full', 'workspace_not_running', 'run_active', 'workspace_not_found'],
     responses: { 202: json(Wire.RunAnswer, 'Queued.') },
   },
   {
@@ -391,6 +421,7 @@ export const OPERATIONS: Operation[] = [
     auth: 'student',
     tag: 'student',
     query: outputQuerySchema,
+    errors: ['too_many_output_streams', 'run_output_streams_full'],
     responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
   },
   {
@@ -416,6 +447,7 @@ export const OPERATIONS: Operation[] = [
       'Stops the active run (if any), waits for it to end, and starts a new one (409 `workspace_not_running`, `home_disk_full` before anything is stopped; 409 `run_stopping` when the run does not end within 30 s).',
     auth: 'student',
     tag: 'student',
+    errors: ['workspace_not_running', 'home_disk_full', 'run_active', 'run_stopping', 'workspace_not_found'],
     responses: { 202: json(Wire.RestartAnswer, 'The new run, queued, and the run stopped first.') },
   },
   {
@@ -425,6 +457,15 @@ export const OPERATIONS: Operation[] = [
       "Puts the home back to what a new workspace gets (the image's starter), after a backup of the whole home (audit `workspace.reset` naming it). 409 `run_active`, `workspace_running` (stop it first), `import_in_progress`; 429 `too_many_replacements`.",
     auth: 'student',
     tag: 'student',
+    errors: [
+      'run_active',
+      'workspace_running',
+      'import_in_progress',
+      'too_many_replacements',
+      'backup_unrestorable',
+      'backup_unsupported_owner',
+      'workspace_not_found',
+    ],
     responses: { 200: json(Wire.ResetAnswer, 'The workspace on its new home, and the backup made.') },
   },
   {
@@ -435,6 +476,20 @@ export const OPERATIONS: Operation[] = [
     auth: 'student',
     tag: 'student',
     body: importSchema,
+    errors: [
+      'import_url_invalid',
+      'import_not_https',
+      'import_branch_invalid',
+      'import_subfolder_invalid',
+      'import_host_unknown',
+      'import_host_refused',
+      'import_address_refused',
+      'run_active',
+      'workspace_running',
+      'import_in_progress',
+      'too_many_replacements',
+      'imports_busy',
+    ],
     responses: { 202: json(Wire.ImportAnswer, 'Started (phase `checking`).') },
   },
   {
@@ -463,6 +518,96 @@ const SECURITY: Record<Auth, Record<string, string[]>[]> = {
   metrics: [{ metricsToken: [] }, { session: [] }],
   'signed-in': [{ session: [] }],
 };
+
+/** What every operation of a kind may give beside its own errors (see errorCodes). */
+const KIND_ERRORS = {
+  /** Any operation: a failure of ours; the database unreachable (from the session on: all but the health checks, which answer it themselves). */
+  any: ['internal_error', 'database_unavailable'],
+  /** One that changes state: it is rolled back past its deadline. */
+  change: ['deadline_passed'],
+  /** One with a query string. */
+  query: ['validation_error'],
+  /** One with a JSON body. */
+  body: [
+    'validation_error',
+    'invalid_json',
+    'bad_request',
+    'payload_too_large',
+    'unsupported_content_type',
+    'unsupported_content_encoding',
+    'unsupported_media_type',
+  ],
+  /** The admin gate (and the metrics gate, which is the admin gate without METRICS_TOKEN): wrong or no credentials, not an admin, too many wrong tokens. */
+  admin: ['authentication_required', 'forbidden', 'too_many_requests'],
+  /** An admin's state change with a session: the same-origin check. */
+  adminChange: ['csrf_failed'],
+  /**
+   * The student API: not signed in, not this workspace; the path itself (path mode), and in host
+   * mode a request from another site, a host that names no workspace, and who may pass not looked
+   * up (a page for a browser's page load, 404 and 503).
+   */
+  student: ['authentication_required', 'forbidden', 'csrf_failed', 'invalid_path', 'not_found', 'unavailable'],
+  signedIn: ['authentication_required'],
+} satisfies Record<string, ErrorCode[]>;
+
+/** What a path parameter that names a thing gives when there is no such thing (a user named wrongly: 400). */
+const PARAMETER_ERRORS: Record<string, ErrorCode[]> = {
+  workspaceId: ['workspace_not_found'],
+  userId: ['user_not_found', 'validation_error'],
+  runId: ['run_not_found'],
+  name: ['backup_not_found'],
+  entry: ['allowlist_entry_not_found'],
+  // A student API's slug that is no workspace is refused as not theirs (403), whoever asks.
+  slug: [],
+};
+
+/**
+ * Every error code an operation may give: its own, and those of its kinds (KIND_ERRORS) and path
+ * parameters (PARAMETER_ERRORS); not those of a status it answers itself (the health checks' 503).
+ */
+export function errorCodes(operation: Operation): ErrorCode[] {
+  const kinds: ErrorCode[][] = [KIND_ERRORS.any];
+  if (operation.method !== 'get') kinds.push(KIND_ERRORS.change);
+  if (operation.query) kinds.push(KIND_ERRORS.query);
+  if (operation.body) kinds.push(KIND_ERRORS.body);
+  if (operation.auth === 'admin' || operation.auth === 'metrics') kinds.push(KIND_ERRORS.admin);
+  if (operation.auth === 'admin' && operation.method !== 'get') kinds.push(KIND_ERRORS.adminChange);
+  if (operation.auth === 'student') kinds.push(KIND_ERRORS.student);
+  if (operation.auth === 'signed-in') kinds.push(KIND_ERRORS.signedIn);
+  for (const [, name] of operation.path.matchAll(/\{(\w+)\}/g)) kinds.push(PARAMETER_ERRORS[name!] ?? []);
+  kinds.push(operation.errors ?? []);
+  return [...new Set(kinds.flat())].filter((code) => !(ERROR_CODES[code].status in operation.responses));
+}
+
+/** The error answers of an operation, by status: ErrorBody with `code` one of those it gives there, each described. */
+function errorResponses(operation: Operation): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodes(operation).toSorted()) {
+    const status = ERROR_CODES[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const responses: Record<string, unknown> = {};
+  for (const [status, codes] of [...byStatus].toSorted(([a], [b]) => a - b)) {
+    const page = operation.auth === 'student' && (status === 404 || status === 503);
+    responses[status] = {
+      description: codes.map((code) => `\`${code}\`: ${ERROR_CODES[code].description}`).join('\n\n'),
+      ...((status === 429 || status === 503) && {
+        headers: { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } } },
+      }),
+      content: {
+        'application/json': {
+          schema: {
+            allOf: [{ $ref: '#/components/schemas/ErrorBody' }, { properties: { error: { properties: { code: { type: 'string', enum: codes } } } } }],
+          },
+        },
+        ...(page && {
+          'text/html': { schema: { type: 'string', description: "On a workspace's host, for a browser's page load: a page that says what went wrong." } },
+        }),
+      },
+    };
+  }
+  return responses;
+}
 
 /** The contract's schemas by name (each export of schemas.ts that is an object schema). */
 function namedSchemas(): Map<TSchema, string> {
@@ -524,13 +669,7 @@ export function openApiDocument(): Record<string, unknown> {
       else if ('file' in answer) content = { [answer.file]: { schema: { type: 'string', contentMediaType: answer.file } } };
       responses[status] = { description: answer.description, ...(content && { content }) };
     }
-    responses.default = {
-      description: 'An error: 400 (bad input, naming the field), 401, 403, 404, 409, 413, 415, 429, 503 (with Retry-After), 500.',
-      content: {
-        'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' } },
-        'text/html': { schema: { type: 'string', description: "A page that says what went wrong, for a browser's page load." } },
-      },
-    };
+    Object.assign(responses, errorResponses(operation));
     (paths[operation.path] ??= {})[operation.method] = {
       operationId: `${operation.method}${operation.path.replace(/\{(\w+)\}/g, 'By-$1').replace(/[^a-zA-Z0-9]+(.)?/g, (_all, next: string | undefined) => (next ?? '').toUpperCase())}`,
       summary: operation.summary,
@@ -557,7 +696,7 @@ export function openApiDocument(): Record<string, unknown> {
       title: 'Classroom workspaces control plane',
       version: SERVICE.version,
       description:
-        'Errors are `{"error": {"code", "message"}}` with a stable snake_case code. The student API is also served under the editor\'s own address: `/u/{slug}/.cp/api/...` in path mode, and `/.cp/api/...` on a workspace\'s host in host mode.',
+        'Errors are `{"error": {"code", "message"}}` with a stable snake_case code: each operation lists, by status, the codes it may give (the catalogue of every code, with its one status, is src/error-codes.ts). A request the server cannot read has no operation: 400 `bad_request`, 408 `request_timeout`, 431 `headers_too_large`. The student API is also served under the editor\'s own address: `/u/{slug}/.cp/api/...` in path mode, and `/.cp/api/...` on a workspace\'s host in host mode.',
     },
     // Relative: wherever this control plane is served (PUBLIC_URL).
     servers: [{ url: '/', description: 'This control plane, at its PUBLIC_URL.' }],

@@ -5,12 +5,13 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import type { ErrorCode } from '../src/error-codes.ts';
 import type { AppError } from '../src/errors.ts';
 import type { ErrorBody } from '../src/wire/schemas.ts';
 import { NO_FRAMES } from './middleware/frames.ts';
 
 /** The JSON body of an error: a stable snake_case code and a message safe to show. */
-export function errorBody(code: string, message: string): ErrorBody {
+export function errorBody(code: ErrorCode, message: string): ErrorBody {
   return { error: { code, message } };
 }
 

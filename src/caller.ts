@@ -43,7 +43,7 @@ export function currentCaller(): Caller | undefined {
 /** Refused because its caller is gone: there is no one to answer (stable id `caller_gone`). */
 export class CallerGoneError extends AppError {
   constructor() {
-    super(499, 'caller_gone', 'The request was abandoned before it was answered; nothing was changed.');
+    super('caller_gone', 'The request was abandoned before it was answered; nothing was changed.');
     this.name = 'CallerGoneError';
   }
 }

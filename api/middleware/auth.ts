@@ -54,7 +54,7 @@ export class Throttle {
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      throw new AppError(429, 'too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
+      throw new AppError('too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
     }
   }
 }
@@ -99,8 +99,8 @@ export function assertSameOrigin(ctx: Context, publicOrigin: string): void {
   const site = ctx.get('sec-fetch-site');
   if (site === 'same-origin') return;
   if (site === '' && ctx.get('origin') === publicOrigin) return;
-  if (site !== '' && site !== 'same-origin') throw new AppError(403, 'csrf_failed', 'This request came from another site and was refused.');
-  throw new AppError(403, 'csrf_failed', 'This request lacks a same-origin Origin header and was refused.');
+  if (site !== '' && site !== 'same-origin') throw new AppError('csrf_failed', 'This request came from another site and was refused.');
+  throw new AppError('csrf_failed', 'This request lacks a same-origin Origin header and was refused.');
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

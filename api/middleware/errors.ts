@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { errorCode, isUnreachable } from '../../src/db/errors.ts';
-import { AppError, NotFoundError, UnavailableError } from '../../src/errors.ts';
+import type { ErrorCode } from '../../src/error-codes.ts';
+import { AppError, InternalError, NotFoundError, UnavailableError } from '../../src/errors.ts';
 import type { Logger } from '../../src/log.ts';
 import { errorBody } from '../responses.ts';
 
@@ -50,8 +51,8 @@ class OutageLog {
   }
 }
 
-/** Codes for the client errors that Koa and its middleware raise as http-errors. */
-const HTTP_ERROR_CODES: Record<number, [code: string, message: string]> = {
+/** Codes for the client errors that Koa and its middleware raise as http-errors, by status; any other is a 400 `bad_request`. */
+const HTTP_ERROR_CODES: Record<number, [code: ErrorCode, message: string]> = {
   400: ['bad_request', 'The request could not be read.'],
   405: ['method_not_allowed', 'This method is not allowed here.'],
   413: ['payload_too_large', 'The request body is too large.'],
@@ -60,7 +61,7 @@ const HTTP_ERROR_CODES: Record<number, [code: string, message: string]> = {
 
 /**
  * Renders every error as JSON `{"error": {"code", "message"}}`. AppErrors keep their status and
- * code; http-errors from Koa's own stack get a stable code; a database that cannot be reached (its
+ * code; http-errors from Koa's own stack get a stable code (and that code's status); a database that cannot be reached (its
  * connection refused, lost or unanswered) is a 503 `database_unavailable` with Retry-After, logged
  * once per outage (OutageLog); anything else is logged with its stack and answered as a 500
  * `internal_error` that tells the client nothing more. Unmatched routes end as a 404 `not_found`.
@@ -87,14 +88,13 @@ export function errorMiddleware(log: Logger): Middleware {
   };
 }
 
-function render(error: unknown): { status: number; code: string; message: string; headers: Record<string, string> } {
+function render(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const status = (error as { status?: unknown })?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     // co-body reports unparseable JSON as a SyntaxError with status 400.
-    if (error instanceof SyntaxError) return { status: 400, code: 'invalid_json', message: 'The request body is not valid JSON.', headers: {} };
-    const [code, message] = HTTP_ERROR_CODES[status] ?? HTTP_ERROR_CODES[400]!;
-    return { status, code, message, headers: {} };
+    if (error instanceof SyntaxError) return new AppError('invalid_json', 'The request body is not valid JSON.');
+    return new AppError(...(HTTP_ERROR_CODES[status] ?? HTTP_ERROR_CODES[400]!));
   }
-  return { status: 500, code: 'internal_error', message: 'Something went wrong on our side; it has been logged.', headers: {} };
+  return InternalError();
 }

@@ -15,7 +15,7 @@ const IMPLEMENTED = new Set<string>(IMPLEMENTED_METHODS);
 export function implementedMethodsOnly(): Middleware {
   return async (ctx, next) => {
     if (!IMPLEMENTED.has(ctx.method)) {
-      throw new AppError(405, 'method_not_allowed', `The method ${ctx.method} is not supported here.`, { Allow: IMPLEMENTED_METHODS.join(', ') });
+      throw new AppError('method_not_allowed', `The method ${ctx.method} is not supported here.`, { Allow: IMPLEMENTED_METHODS.join(', ') });
     }
     await next();
   };

@@ -39,7 +39,7 @@ function uncompressed(parse: Middleware): Middleware {
       // The body is left unread; Node's server discards what remains of it once the answer is sent, so
       // the connection stays usable (closing it instead could reset a client still uploading before
       // it read the answer).
-      throw new AppError(415, 'unsupported_content_encoding', 'Request bodies are taken uncompressed only: send them without Content-Encoding.', {
+      throw new AppError('unsupported_content_encoding', 'Request bodies are taken uncompressed only: send them without Content-Encoding.', {
         'Accept-Encoding': 'identity',
       });
     }

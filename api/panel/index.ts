@@ -8,6 +8,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuthState } from '../middleware/auth.ts';
 import { escapeHtml, page } from '../pages.ts';
+import { errorBody } from '../responses.ts';
 import { loadAssets, type Assets } from './assets.ts';
 
 /** Where the panel lives (the JSON API is under /admin/, so the two never clash). */
@@ -42,7 +43,7 @@ export function panelRouter(): Router<AuthState> {
     if (!asset) {
       ctx.status = 404;
       ctx.set('Cache-Control', 'no-store');
-      ctx.body = { error: { code: 'not_found', message: 'No such asset (the panel was updated: reload the page).' } };
+      ctx.body = errorBody('not_found', 'No such asset (the panel was updated: reload the page).');
       return;
     }
     ctx.set('Cache-Control', 'public, max-age=31536000, immutable');

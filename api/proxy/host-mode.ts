@@ -74,7 +74,7 @@ export class HostModeProxy extends WorkspaceProxy {
       const target = req.url ?? '/';
       if (!target.startsWith('/')) return sendError(res, ValidationError('invalid_path', 'The request target must be a path.'));
       const refusal = crossOriginRefusal(req, this.hosts.origin(slug));
-      if (refusal) return sendError(res, new AppError(403, 'csrf_failed', refusal));
+      if (refusal) return sendError(res, new AppError('csrf_failed', refusal));
       const cookies = this.hosts.cookies(req.headers.cookie);
       const pathname = target.split('?', 1)[0]!;
       if (pathname === HANDOFF_PATH) return void this.redeem(req, res, slug, target, cookies).catch((error: unknown) => this.failed(res, error));
@@ -112,7 +112,7 @@ export class HostModeProxy extends WorkspaceProxy {
       if (slug === null) return this.notFound(req, res);
       const origin = this.hosts.origin(slug);
       const refusal = crossOriginRefusal(req, origin);
-      if (refusal) return sendError(res, new AppError(403, 'csrf_failed', refusal));
+      if (refusal) return sendError(res, new AppError('csrf_failed', refusal));
       const cookies = this.hosts.cookies(req.headers.cookie);
       const answer = (verdict: Verdict) => {
         if ('status' in verdict) return sendError(res, verdict);
@@ -146,7 +146,7 @@ export class HostModeProxy extends WorkspaceProxy {
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
       return refuseUpgrade(socket, ValidationError('websocket_required', 'Only WebSocket upgrades are proxied.'));
     if (req.headers.origin !== this.hosts.origin(slug))
-      return refuseUpgrade(socket, new AppError(403, 'csrf_failed', "WebSocket connections must come from this workspace's own pages."));
+      return refuseUpgrade(socket, new AppError('csrf_failed', "WebSocket connections must come from this workspace's own pages."));
     const cookies = this.hosts.cookies(req.headers.cookie);
     await this.openTunnel(req, socket, head, { slug, rest: target, host: true }, cookies.others, () => this.admission.admitGrant(cookies.grants, slug));
   }
@@ -284,7 +284,7 @@ export class HostModeProxy extends WorkspaceProxy {
       this.forwarder.drop(workspace.id);
       // Its page, with the Open button, is on the control plane.
       if (isNavigation(req)) return redirect(res, `${this.deps.publicOrigin}/u/${workspace.slug}/`);
-      return sendError(res, UnavailableError('workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, 5));
+      return sendError(res, UnavailableError('editor_not_running', `Workspace ${workspace.slug} is not running; open it first.`, 5));
     }
     this.forwarder.forward(req, res, workspace, path, cookies.others);
   }

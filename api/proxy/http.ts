@@ -231,18 +231,18 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (this.retry && RETRIED_CODES.has(code)) return this.forwarder.forward(this.req, res, this.workspace, this.path, this.cookie, true);
     if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'ETIMEDOUT') {
       this.forwarder.observe('timeout', this.started);
-      return sendError(res, UpstreamError(504, 'upstream_timeout', 'The editor did not answer in time.'));
+      return sendError(res, UpstreamError('upstream_timeout', 'The editor did not answer in time.'));
     }
     this.forwarder.observe('error', this.started);
     if (code === 'UPSTREAM_UNVERIFIED' && !isNavigation(this.req))
-      return sendError(res, UpstreamError(502, 'editor_gone', 'The editor is not running here any more; it may be restarting: try again in a moment.'));
+      return sendError(res, UpstreamError('editor_gone', 'The editor is not running here any more; it may be restarting: try again in a moment.'));
     // A student's page load: a page that says so and tries again (by then the workspace page, if it was stopped).
     if (isNavigation(this.req)) return sendHtml(res, 502, editorNotAnswering(this.workspace.slug));
-    sendError(res, UpstreamError(502, 'upstream_error', 'The editor could not be reached.'));
+    sendError(res, UpstreamError('upstream_error', 'The editor could not be reached.'));
   }
 
   private refuse(message: string): false {
-    if (!this.res.headersSent) sendError(this.res, UpstreamError(502, 'upstream_error', message));
+    if (!this.res.headersSent) sendError(this.res, UpstreamError('upstream_error', message));
     else this.res.destroy();
     this.abort?.(new Error(message));
     return false;

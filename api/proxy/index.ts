@@ -233,7 +233,7 @@ export class WorkspaceProxy {
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket')
       return refuseUpgrade(socket, ValidationError('websocket_required', 'Only WebSocket upgrades are proxied.'));
     if (req.headers.origin !== this.deps.publicOrigin)
-      return refuseUpgrade(socket, new AppError(403, 'csrf_failed', 'WebSocket connections must come from this site.'));
+      return refuseUpgrade(socket, new AppError('csrf_failed', 'WebSocket connections must come from this site.'));
     const cookies = sessionCookies(req.headers.cookie, this.admission.cookieNames);
     await this.openTunnel(req, socket, head, path, cookies.others, () => this.admission.admit(cookies, path.slug));
   }
@@ -382,7 +382,7 @@ export class WorkspaceProxy {
       this.forwarder.drop(workspace.id);
       if (browser)
         return sendHtml(res, path.rest === '/' ? 200 : 503, workspacePage(workspace, { editorUrl, atEditorAddress: editorUrl === `/u/${workspace.slug}/` }));
-      return sendError(res, UnavailableError('workspace_not_running', `Workspace ${workspace.slug} is not running; open it first.`, 5));
+      return sendError(res, UnavailableError('editor_not_running', `Workspace ${workspace.slug} is not running; open it first.`, 5));
     }
     this.serveEditor(req, res, workspace, path, cookie);
   }

@@ -246,14 +246,14 @@ export class Tunnels {
   ): void {
     let answered = false;
     /** The upstream failed before its answer was passed on: the client gets a 502 (or `failure`), not a cut connection. */
-    const broken = (failure = UpstreamError(502, 'upstream_error', `The ${UPSTREAM_NAMES[target.upstream]} could not be reached.`)) => {
+    const broken = (failure = UpstreamError('upstream_error', `The ${UPSTREAM_NAMES[target.upstream]} could not be reached.`)) => {
       upstream.destroy();
       if (answered || socket.destroyed) return socket.destroy();
       answered = true;
       refuseUpgrade(socket, failure);
     };
     const waiting = setTimeout(
-      () => broken(UpstreamError(504, 'upstream_timeout', `The ${UPSTREAM_NAMES[target.upstream]} did not answer in time.`)),
+      () => broken(UpstreamError('upstream_timeout', `The ${UPSTREAM_NAMES[target.upstream]} did not answer in time.`)),
       this.deps.answerTimeoutMs,
     );
     // The client's FIN (a tab closed, a program that dropped it): nothing more is for it, and the upstream may never close its side.
@@ -364,8 +364,8 @@ function upstreamFailure(error: unknown, upstream: TunnelTarget['upstream']): Ap
   if (error instanceof UnverifiedUpstreamError)
     return upstream !== 'vscode'
       ? UnavailableError('no_simulator', 'The simulator of this run is not running any more: press Run again.', 5)
-      : UpstreamError(502, 'editor_gone', 'The editor is not running here any more; it may be restarting: try again in a moment.');
+      : UpstreamError('editor_gone', 'The editor is not running here any more; it may be restarting: try again in a moment.');
   if ((error as NodeJS.ErrnoException).code === 'ETIMEDOUT')
-    return UpstreamError(504, 'upstream_timeout', `The ${UPSTREAM_NAMES[upstream]} did not answer in time.`);
-  return UpstreamError(502, 'upstream_error', `The ${UPSTREAM_NAMES[upstream]} could not be reached.`);
+    return UpstreamError('upstream_timeout', `The ${UPSTREAM_NAMES[upstream]} did not answer in time.`);
+  return UpstreamError('upstream_error', `The ${UPSTREAM_NAMES[upstream]} could not be reached.`);
 }

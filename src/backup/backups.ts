@@ -375,10 +375,9 @@ export class Backups {
     try {
       return (await this.create(actor, workspace)).name;
     } catch (error) {
-      // A home that cannot be kept as it is (backup_unrestorable) is refused by a rule; anything else may pass.
+      // A home that cannot be kept as it is (backup_unrestorable) is refused by a rule (409); anything else may pass (503, to try again).
       throw new AppError(
-        error instanceof AppError && error.status === 409 ? 409 : 503,
-        'restore_not_kept',
+        error instanceof AppError && error.status === 409 ? 'restore_not_kept' : 'restore_backup_failed',
         `The files of ${workspace.slug} could not be kept as a backup before the restore (${(error as Error).message}); nothing was restored.`,
       );
     }

@@ -6,6 +6,7 @@ import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { parseCidr } from '../config.ts';
 import { AppError, ValidationError } from '../errors.ts';
+import type { CodeWithStatus } from '../error-codes.ts';
 
 /**
  * The networks an import never connects to unless IMPORT_ALLOWED_ADDRESSES names them, by what
@@ -67,7 +68,7 @@ export interface AddressRules {
 }
 
 /** 403 for an address the rules refuse (a host not allowed, an address not to be connected to). */
-const refused = (code: string, message: string) => new AppError(403, code, message);
+const refused = (code: CodeWithStatus<403>, message: string) => new AppError(code, message);
 
 /**
  * Checks an import's address as the student gave it, before anything is looked up: a URL, https,

@@ -131,7 +131,7 @@ function runBoxed(
 
 /** A program of the import missing on the host: 503, naming it. */
 const missing = (program: string) =>
-  new AppError(503, 'import_unavailable', `Importing needs ${program} on the control plane's host, and it is not installed there: ask your coach.`);
+  new AppError('import_unavailable', `Importing needs ${program} on the control plane's host, and it is not installed there: ask your coach.`);
 
 /**
  * What a failed clone's error output says, as the student's error: a branch or repository that is
@@ -155,7 +155,7 @@ function cloneFailure(stderr: string, options: CloneOptions): AppError {
       .at(-1)
       ?.replace(/^fatal: /, '')
       .slice(0, 300) ?? '';
-  return new AppError(502, 'import_unreachable', `The clone of ${url} failed: ${last || 'git gave no reason'}.`);
+  return new AppError('import_unreachable', `The clone of ${url} failed: ${last || 'git gave no reason'}.`);
 }
 
 /**
@@ -173,7 +173,6 @@ export async function cloneRepository(options: CloneOptions): Promise<{ commit: 
   await mkdir(options.home, { recursive: true });
   const tooLarge = () =>
     new AppError(
-      413,
       'import_too_large',
       `The repository is larger than ${Math.round(options.maxBytes / 1024 / 1024)} MB (its last commit alone): import a smaller one, or a subfolder of it from a smaller repository.`,
     );

@@ -63,7 +63,7 @@ export async function discover(start: CheckedUrl, rules: AddressRules, ca: Buffe
       answer = await head(`${checked.url}${SERVICE}`, checked, ca, signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw new AppError(502, 'import_unreachable', `${checked.host} could not be reached (${(error as Error).message}).`);
+      throw new AppError('import_unreachable', `${checked.host} could not be reached (${(error as Error).message}).`);
     }
     if (answer.status >= 300 && answer.status < 400 && answer.location) {
       if (hops === MAX_REDIRECTS) throw ValidationError('import_redirect_invalid', `${start.url} redirects more than ${MAX_REDIRECTS} times.`);
@@ -81,6 +81,6 @@ export async function discover(start: CheckedUrl, rules: AddressRules, ca: Buffe
     if (answer.status === 401 || answer.status === 403 || answer.status === 404) {
       throw NotFoundError('import_repository_not_found', `There is no public repository at ${checked.url} (a private repository cannot be imported).`);
     }
-    throw new AppError(502, 'import_unreachable', `${checked.host} answered ${answer.status} for ${checked.url}.`);
+    throw new AppError('import_unreachable', `${checked.host} answered ${answer.status} for ${checked.url}.`);
   }
 }

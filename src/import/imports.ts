@@ -194,7 +194,6 @@ export class Imports {
       () =>
         abort.abort(
           new AppError(
-            504,
             'import_timeout',
             `${checked.host} did not finish answering within ${Math.round(limits.timeoutMs / 1000)} s: the server is too slow or does not answer; nothing was changed.`,
           ),
@@ -241,7 +240,7 @@ export class Imports {
     } catch (caught) {
       const error = caught instanceof AppError ? caught : undefined;
       if (!error) log.error({ ...where, error: caught }, 'import failed unexpectedly');
-      const failure = error ?? new AppError(500, 'internal_error', 'The import failed on the server’s side; it has been logged. Nothing was changed.');
+      const failure = error ?? new AppError('internal_error', 'The import failed on the server’s side; it has been logged. Nothing was changed.');
       await progress.settled();
       await store.imports
         .fail(record.id, { code: failure.code, message: failure.message })

@@ -39,7 +39,7 @@ const hash = (token: string) => createHash('sha256').update(token).digest('hex')
 
 /** 410 `link_not_valid`: the one answer for a link that is unknown, used, expired or of another kind (which of them is no one's business). */
 const LinkNotValidError = () =>
-  new AppError(410, 'link_not_valid', 'This link is not valid: it was already used, it expired, or it was copied incompletely. Ask for a new one.');
+  new AppError('link_not_valid', 'This link is not valid: it was already used, it expired, or it was copied incompletely. Ask for a new one.');
 
 interface LinkRow {
   id: string;

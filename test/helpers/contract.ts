@@ -2,7 +2,8 @@
  * The contract test of every integration test: each JSON answer a test receives through `fetch`
  * from a control plane it runs (started through test/helpers/app.ts or server.ts) is checked against the OpenAPI document (api/openapi.ts), by its
  * operation (method and path template) and status: a documented 2xx by its schema, an error by
- * ErrorBody. A body that disagrees throws from that `fetch`, so the test that met it fails and says
+ * ErrorBody with a code among those the document lists for that operation and status (so the whole
+ * suite checks that the lists are complete). A body that disagrees throws from that `fetch`, so the test that met it fails and says
  * which operation, which field and why. Installed for every test file by jest.config.js
  * (setupFilesAfterEnv); answers of paths the document does not describe (an editor through the
  * proxy, the panel, the sign-in pages) pass unchecked.
@@ -10,15 +11,31 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 
+/** A documented error answer: the codes it may carry, and whether a page may stand for it (a browser's page load). */
+interface ErrorAnswer {
+  codes: readonly string[];
+  page: boolean;
+}
+
 interface Compiled {
   method: string;
   template: string;
   pattern: RegExp;
-  /** Validators of the documented JSON answers, by status. */
+  /** Validators of the documented JSON answers (2xx, 3xx and the health checks' own), by status. */
   statuses: Map<number, ValidateFunction | 'not json'>;
+  /** The documented error answers, by status. */
+  errors: Map<number, ErrorAnswer>;
 }
 
 let compiled: { operations: Compiled[]; error: ValidateFunction } | undefined;
+
+/** The codes an error answer's schema allows (ErrorBody, its `code` narrowed to an enum: api/openapi.ts). */
+function errorAnswer(content: Record<string, { schema: unknown }>): ErrorAnswer | undefined {
+  const schema = content['application/json']?.schema as
+    { allOf?: [{ $ref?: string }, { properties: { error: { properties: { code: { enum: string[] } } } } }] } | undefined;
+  if (schema?.allOf?.[0].$ref !== '#/components/schemas/ErrorBody') return undefined;
+  return { codes: schema.allOf[1].properties.error.properties.code.enum, page: 'text/html' in content };
+}
 
 /** The document's operations with a validator for each JSON answer (loaded and compiled once per test file that needs it). */
 async function contract(): Promise<NonNullable<typeof compiled>> {
@@ -35,13 +52,18 @@ async function contract(): Promise<NonNullable<typeof compiled>> {
   ).paths;
   const operations = OPERATIONS.map((operation): Compiled => {
     const statuses = new Map<number, ValidateFunction | 'not json'>();
+    const errors = new Map<number, ErrorAnswer>();
     for (const [status, answer] of Object.entries(paths[operation.path]![operation.method]!.responses)) {
-      if (status === 'default') continue;
+      const error = answer.content && errorAnswer(answer.content);
+      if (error) {
+        errors.set(Number(status), error);
+        continue;
+      }
       const json = answer.content?.['application/json'];
       statuses.set(Number(status), json && operation.path !== '/openapi.json' ? ajv.compile(refs(json.schema) as object) : 'not json');
     }
     const pattern = new RegExp(`^${operation.path.replace(/\{\w+\}/g, '[^/]+').replace(/\./g, '\\.')}$`);
-    return { method: operation.method.toUpperCase(), template: operation.path, pattern, statuses };
+    return { method: operation.method.toUpperCase(), template: operation.path, pattern, statuses, errors };
   });
   compiled = { operations, error: ajv.compile(refs({ $ref: '#/components/schemas/ErrorBody' }) as object) };
   return compiled;
@@ -69,14 +91,22 @@ export async function checkAnswer(method: string, url: URL, response: Response):
   const where = `${method} ${operation.template} answered ${response.status}`;
   const documented = operation.statuses.get(response.status);
   if (response.status >= 400 && !documented) {
-    // A browser's page load gets a page that says what went wrong (the document lists both).
-    if (type.startsWith('text/html')) return;
+    const answer = operation.errors.get(response.status);
+    if (!answer) throw new Error(`${where}, an error status the OpenAPI document does not list for it`);
+    // A browser's page load may get a page that says what went wrong, where the document lists one.
+    if (answer.page && type.startsWith('text/html')) return;
     if (!type.startsWith('application/json')) throw new Error(`${where} with ${type || 'no content type'}, not the JSON error the document says`);
     const body: unknown = await response.clone().json();
     if (!error(body))
       throw new Error(
         `${where}: the error body disagrees with ErrorBody: ${JSON.stringify(error.errors?.slice(0, 3))} in ${JSON.stringify(body).slice(0, 500)}`,
       );
+    const { code } = (body as { error: { code: string } }).error;
+    if (!answer.codes.includes(code)) {
+      throw new Error(
+        `${where} with code ${code}, which the OpenAPI document does not list for it there (${answer.codes.join(', ')}): add it to the operation's errors (api/openapi.ts)`,
+      );
+    }
     return;
   }
   if (response.status >= 300) return;

@@ -408,7 +408,7 @@ describe('an editor that is not up', () => {
       const answer = await fetch(url(bob, '/files'), { headers: as(bob) });
       return answer.status === 503 ? answer : (await answer.body?.cancel(), undefined);
     });
-    expect(((await api.json()) as { error: { code: string } }).error.code).toBe('workspace_not_running');
+    expect(((await api.json()) as { error: { code: string } }).error.code).toBe('editor_not_running');
     const page = await fetch(url(bob, '/'), { headers: as(bob, { accept: 'text/html' }) });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<button id="open"');

@@ -9,8 +9,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type Router from '@koa/router';
-import { OPERATIONS, openApiDocument, openApiText } from '../../api/openapi.ts';
+import { OPERATIONS, errorCodes, openApiDocument, openApiText } from '../../api/openapi.ts';
 import { PROJECT_ROOT } from '../../src/config.ts';
+import { ERROR_CODES, type ErrorCode } from '../../src/error-codes.ts';
+import { AppError, NotFoundError } from '../../src/errors.ts';
 import { checkAnswer } from '../helpers/contract.ts';
 
 it('is a valid OpenAPI 3.1 document', async () => {
@@ -32,6 +34,56 @@ it("speaks OpenAPI 3.1 only (issue 42): no 3.0 `nullable`, a server to send requ
   // A nullable request field is null among its types (POST /u/{slug}/api/workspace/import's branch).
   const body = JSON.stringify(document.paths['/u/{slug}/api/workspace/import']!.post);
   expect(body).toContain('"type":["string","null"]');
+});
+
+describe('errors in the contract (issue 42)', () => {
+  type Responses = Record<string, { description: string; content?: Record<string, { schema: { allOf?: unknown[] } }> }>;
+  const operations = () =>
+    Object.entries((openApiDocument() as { paths: Record<string, Record<string, { responses: Responses }>> }).paths).flatMap(([template, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({ where: `${method.toUpperCase()} ${template}`, responses: operation.responses })),
+    );
+  /** The codes an error answer's schema allows. */
+  const codesOf = (answer: Responses[string]) =>
+    (answer.content?.['application/json']?.schema.allOf?.[1] as { properties: { error: { properties: { code: { enum: string[] } } } } } | undefined)?.properties
+      .error.properties.code.enum;
+
+  it('gives every code of the catalogue in some operation, or says where it is given instead (and only then)', () => {
+    const given = new Set(OPERATIONS.flatMap(errorCodes));
+    const catalogue = Object.entries(ERROR_CODES) as [ErrorCode, { outside?: string }][];
+    expect(catalogue.filter(([code, entry]) => !given.has(code) && entry.outside === undefined).map(([code]) => code)).toEqual([]);
+    expect(catalogue.filter(([code, entry]) => given.has(code) && entry.outside !== undefined).map(([code]) => code)).toEqual([]);
+  });
+
+  it('answers every error status of an operation with ErrorBody, its code one of those given there with that status, each described', () => {
+    for (const { where, responses } of operations()) {
+      expect([where, responses.default]).toEqual([where, undefined]);
+      for (const [status, answer] of Object.entries(responses)) {
+        const codes = codesOf(answer);
+        if (codes === undefined) continue;
+        expect([where, status, codes.map((code) => ERROR_CODES[code as ErrorCode].status)]).toEqual([where, status, codes.map(() => Number(status))]);
+        for (const code of codes) expect(answer.description).toContain(`\`${code}\`: ${ERROR_CODES[code as ErrorCode].description}`);
+      }
+      // Every operation documents at least its own failure.
+      expect([where, '500' in responses]).toEqual([where, true]);
+    }
+    const demote = operations().find(({ where }) => where === 'POST /admin/users/{userId}/demote')!.responses;
+    expect(codesOf(demote['409']!)).toEqual(['last_admin']);
+    expect(codesOf(demote['404']!)).toEqual(['user_not_found']);
+    expect(codesOf(demote['403']!)).toEqual(['csrf_failed', 'forbidden']);
+  });
+
+  it('gives a code the status of the catalogue, whatever the throw site, and takes no code the catalogue lacks', () => {
+    expect(NotFoundError('run_not_found', 'No run.')).toMatchObject({ status: 404, code: 'run_not_found', message: 'No run.' });
+    expect(new AppError('at_capacity', 'Full.', { 'Retry-After': '60' })).toMatchObject({ status: 503, headers: { 'Retry-After': '60' } });
+    // The CLI's form names the status too: it must be the catalogue's.
+    expect(new AppError(409, 'not_draining', 'No.')).toMatchObject({ status: 409, code: 'not_draining' });
+    // @ts-expect-error: a code the catalogue lacks does not compile.
+    expect(() => new AppError('no_such_code', 'x')).toThrow(TypeError);
+    // @ts-expect-error: nor does a status that is not the code's own.
+    void new AppError(503, 'not_draining', 'No.');
+    // @ts-expect-error: nor a code of another status than the factory's (run_active is 409).
+    void NotFoundError('run_active', 'No.');
+  });
 });
 
 it('is kept in docs/openapi.json as built (npm run openapi writes it)', () => {
@@ -72,7 +124,24 @@ describe('the contract check (test/helpers/contract.ts)', () => {
 
   it('fails a status the document does not list, and an error that is not the error body', async () => {
     await expect(checkAnswer('GET', url('/admin/users'), json({ users: [] }, 202))).rejects.toThrow('a status the OpenAPI document does not list');
-    await expect(checkAnswer('GET', url('/admin/users'), json({ message: 'no' }, 404))).rejects.toThrow('the error body disagrees');
+    await expect(checkAnswer('GET', url('/admin/users'), json({ message: 'no' }, 403))).rejects.toThrow('the error body disagrees');
+  });
+
+  it('passes an error whose code the document lists for that operation and status, and fails any other', async () => {
+    const error = (code: string, status: number) => json({ error: { code, message: 'No.' } }, status);
+    await expect(checkAnswer('POST', url('/admin/users/x/demote'), error('last_admin', 409))).resolves.toBeUndefined();
+    await expect(checkAnswer('POST', url('/admin/users/x/demote'), error('run_active', 409))).rejects.toThrow(
+      'POST /admin/users/{userId}/demote answered 409 with code run_active, which the OpenAPI document does not list for it there (last_admin)',
+    );
+    await expect(checkAnswer('GET', url('/admin/users'), error('user_not_found', 404))).rejects.toThrow(
+      'GET /admin/users answered 404, an error status the OpenAPI document does not list for it',
+    );
+  });
+
+  it("passes a page for a browser's page load only where the document lists one", async () => {
+    const page = (status: number) => new Response('<h1>No</h1>', { status, headers: { 'content-type': 'text/html; charset=utf-8' } });
+    await expect(checkAnswer('GET', url('/.cp/api/workspace'), page(404))).resolves.toBeUndefined();
+    await expect(checkAnswer('GET', url('/admin/users'), page(403))).rejects.toThrow('not the JSON error the document says');
   });
 
   it('checks the student API under the editor’s own address as the student API', async () => {
