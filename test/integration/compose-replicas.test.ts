@@ -177,7 +177,7 @@ it('upgrades through the third place (docs/operations.md) without a failed reque
   const steps: [string, string[], keyof typeof replica | undefined][] = [
     ['start control-c', ['up', '-d', '--no-build', '--no-deps', 'control-c'], 'control-c'],
     ['replace control', ['up', '-d', '--no-build', '--no-deps', '--force-recreate', 'control'], 'control'],
-    ['stop control-b', ['stop', '-t', '10', 'control-b'], undefined],
+    ['stop control-b', ['stop', 'control-b'], undefined],
   ];
   for (const [name, args, started] of steps) {
     const step = (async () => {
