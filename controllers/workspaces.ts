@@ -87,6 +87,11 @@ export function codeSpecHash(template: CodeTemplate): string {
 
 const LIVE = new Set(['running', 'restarting', 'paused']);
 
+/** What a student's page says while the node of their editor is away (down, not yet lost). */
+function awayText(node: string): string {
+  return `The server ${node} that holds your files is not answering; your editor starts again there once it is back.`;
+}
+
 /**
  * Converges each workspace's code container and home volume to its spec, and records the observed
  * status. Triggers only enqueue workspace ids: committed workspace and cap changes, engine events
@@ -115,6 +120,8 @@ export class WorkspaceController extends Controller {
   private drained = new Set<string>();
   /** When each node not ready was first seen so, by name. */
   private readonly downSince = new Map<string, number>();
+  /** Each node's state (Swarm's words) at the last look, by name. */
+  private nodeStates = new Map<string, string>();
   /** Workspaces whose lost home has no backup to come back from: said once each. */
   private readonly unrecoverable = new Set<string>();
   private readonly nodeCheck: Periodic;
@@ -191,7 +198,8 @@ export class WorkspaceController extends Controller {
    * Looks at the nodes: records them (what the operator's views show), reads the drains asked for, pauses each drained node (nothing new is
    * placed there) and makes active again one no longer drained, and notes since when each node is
    * down. Answers the workspaces whose editor is on a node they must leave (drained, or down past
-   * NODE_LOST_SECONDS), for the queue. (Run every few seconds and on every drain asked for.)
+   * NODE_LOST_SECONDS), or on a node Swarm marked down or ready again since the last look (their
+   * pages say so), for the queue. (Run every few seconds and on every drain asked for.)
    */
   async checkNodes(): Promise<string[]> {
     const { store, runtime, log } = this.options;
@@ -200,6 +208,13 @@ export class WorkspaceController extends Controller {
     const before = this.drained;
     this.drained = new Set(drains.map((drain) => drain.node));
     const now = Date.now();
+    // Marked down or back since the last look (a node first seen down is looked at by the start's full look).
+    const turned = new Set(
+      nodes
+        .filter((node) => this.nodeStates.has(node.name) && (this.nodeStates.get(node.name) === 'down') !== (node.state === 'down'))
+        .map((node) => node.name),
+    );
+    this.nodeStates = new Map(nodes.map((node) => [node.name, node.state]));
     for (const node of nodes) {
       if (node.state === 'ready') this.downSince.delete(node.name);
       else if (!this.downSince.has(node.name)) {
@@ -217,12 +232,12 @@ export class WorkspaceController extends Controller {
         log.info({ node: node.name }, `node ${node.name} taken back: workspaces may be placed there again`);
       }
     }
-    const leaving = new Set(nodes.map((node) => node.name).filter((name) => this.leaving(name) !== undefined));
-    if (leaving.size === 0) return [];
+    const wanted = new Set(nodes.map((node) => node.name).filter((name) => turned.has(name) || this.leaving(name) !== undefined));
+    if (wanted.size === 0) return [];
     const containers = await runtime.listContainers();
     return [
       ...new Set(
-        containers.filter((container) => container.role === 'code' && container.node && leaving.has(container.node)).map((container) => container.workspaceId),
+        containers.filter((container) => container.role === 'code' && container.node && wanted.has(container.node)).map((container) => container.workspaceId),
       ),
     ];
   }
@@ -278,6 +293,9 @@ export class WorkspaceController extends Controller {
       this.runningCode.delete(id);
       return this.status(workspace, 'stopped', '');
     }
+
+    // Its editor's node is down, not yet lost: Swarm replaced its task there, and nothing starts until the node is back.
+    if (code?.node && this.nodeStates.get(code.node) === 'down') return this.status(workspace, 'starting', awayText(code.node));
 
     // Spec or restart generation drifted: recreate. It keeps its slot under the cap (a running workspace is never refused, even after the cap was lowered).
     if (code && (code.specHash !== this.specHash || code.restartGeneration !== workspace.restartGeneration)) {
@@ -423,6 +441,11 @@ export class WorkspaceController extends Controller {
         await this.status(workspace, 'waiting', error.message);
         return { requeueAfterMs: this.options.capacityRetryMs };
       }
+      // Its node is not ready (a swarm that marked it down before the last look at the nodes, or does not know it yet): it waits for it.
+      if (existing?.node && (await this.notReady(existing.node))) {
+        await this.status(workspace, 'starting', awayText(existing.node));
+        return { requeueAfterMs: this.options.nodeCheckMs };
+      }
       // The engine refused: `failed` with its message, and the queue retries with backoff; but not a
       // missing image, which no retry brings (terminal: looked at again when the spec changes, and
       // by the resync, which creates nothing until the image is there).
@@ -448,6 +471,12 @@ export class WorkspaceController extends Controller {
     if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint, container.node);
     await this.status(workspace, 'starting', this.failures.text(workspace.id) ?? 'waiting for the editor to answer');
     return { requeueAfterMs: this.options.editorProbeMs };
+  }
+
+  /** Whether the runtime reports the node as not ready now; false when it cannot tell. */
+  private async notReady(node: string): Promise<boolean> {
+    const state = (await this.options.runtime.nodes().catch(() => [])).find((candidate) => candidate.name === node)?.state;
+    return state !== undefined && state !== 'ready';
   }
 
   /** `host:port` of a running code container's editor, or null while it has none. */

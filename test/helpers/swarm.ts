@@ -1,11 +1,12 @@
 /**
  * A real Docker Swarm of several nodes on this machine: each node a Docker-in-Docker container of
  * classroom-swarm-node:test (scripts/build-swarm-node-image.sh, Debian's docker.io) with its own
- * /var/lib/docker, all on one bridge network of the outer engine. The first node is the manager,
- * the others join as workers. The control plane reaches each node's engine through a Unix socket
- * that the node's dockerd opens in a directory bound from this host (no TCP port that a workspace
- * could reach); the nodes' addresses on the bridge are reachable from this host, as a cluster's
- * nodes are from its control plane's host.
+ * /var/lib/docker, all on one bridge network of the outer engine. The first node is a manager, and
+ * so are the next ones when more managers are asked for; the others join as workers. The control
+ * plane reaches each node's engine through a Unix socket that the node's dockerd opens in a
+ * directory bound from this host (no TCP port that a workspace could reach); the nodes' addresses
+ * on the bridge are reachable from this host, as a cluster's nodes are from its control plane's
+ * host.
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -65,13 +66,17 @@ export async function buildNodeImage(): Promise<void> {
 }
 
 /**
- * Starts a swarm of `size` nodes (one manager) with the cluster's registry on the manager, as
- * docs/swarm.md sets one up: the registry image loaded into the manager (the one image brought in
- * by hand), run as a service, and each of `images` brought into the manager and pushed to it, to be
- * pulled by every node by digest. Leftovers of harness swarms whose test process is gone are
- * removed first.
+ * Starts a swarm of `size` nodes, the first `managers` of them managers (default one: the first
+ * inits the swarm, the other managers then join it as managers, the rest as workers), with the
+ * cluster's registry on the first node, as docs/swarm.md sets one up: the registry image loaded
+ * into it (the one image brought in by hand), run as a service pinned there, and each of `images`
+ * brought into it and pushed to it, to be pulled by every node by digest. Leftovers of harness
+ * swarms whose test process is gone are removed first.
  */
-export async function startSwarm(options: { size: number; images: string[] }): Promise<Swarm> {
+export async function startSwarm(options: { size: number; images: string[]; managers?: number }): Promise<Swarm> {
+  const managers = options.managers ?? 1;
+  if (!Number.isInteger(managers) || managers < 1 || managers > options.size)
+    throw new Error(`a swarm of ${options.size} nodes cannot have ${managers} managers`);
   await buildNodeImage();
   await removeLeftovers();
   const id = `${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -126,12 +131,19 @@ export async function startSwarm(options: { size: number; images: string[] }): P
         async () => (await run('docker', ['-H', `unix://${node.socket}`, 'info'], { timeoutMs: 10_000 })).code === 0,
         60_000,
       );
-    const manager = nodes[0]!;
-    const workers = nodes.slice(1);
-    await docker(manager, ['swarm', 'init', '--advertise-addr', manager.address]);
-    const token = (await docker(manager, ['swarm', 'join-token', '-q', 'worker'])).trim();
-    for (const worker of workers) await docker(worker, ['swarm', 'join', '--token', token, `${manager.address}:2377`]);
-    const images = await registryImages(manager, options.images, docker);
+    const first = nodes[0]!;
+    await docker(first, ['swarm', 'init', '--advertise-addr', first.address]);
+    const tokens = {
+      manager: (await docker(first, ['swarm', 'join-token', '-q', 'manager'])).trim(),
+      worker: (await docker(first, ['swarm', 'join-token', '-q', 'worker'])).trim(),
+    };
+    // One at a time: a manager joins the Raft group only once the one before it has.
+    for (const [index, node] of nodes.entries()) {
+      if (index === 0) continue;
+      const token = index < managers ? tokens.manager : tokens.worker;
+      await docker(node, ['swarm', 'join', '--token', token, '--advertise-addr', node.address, `${first.address}:2377`]);
+    }
+    const images = await registryImages(first, options.images, docker);
     const firewall = async () => {
       const script = readFileSync(path.join(ROOT, 'deploy/swarm-node-firewall.sh'), 'utf8');
       for (const node of nodes) await exec(node, ['sh', '-s', '--', gateway, subnet], script);
@@ -144,9 +156,9 @@ export async function startSwarm(options: { size: number; images: string[] }): P
 }
 
 /**
- * The cluster's registry on the manager (a service pinned there, its port published on the
- * manager's address, its storage a volume there), and `images` pushed to it from the manager:
- * each image's reference by digest.
+ * The cluster's registry on the first node, a manager (a service pinned there, its port published
+ * on its address, its storage a volume there), and `images` pushed to it from there: each image's
+ * reference by digest.
  */
 async function registryImages(
   manager: SwarmNode,
@@ -155,7 +167,7 @@ async function registryImages(
 ): Promise<Record<string, string>> {
   await loadImage(REGISTRY_IMAGE, manager.socket);
   await docker(manager, [
-    'service', 'create', '-d', '--name', 'classroom-registry', '--constraint', 'node.role==manager',
+    'service', 'create', '-d', '--name', 'classroom-registry', '--constraint', `node.hostname==${manager.name}`,
     '--publish', 'mode=host,target=5000,published=5000', '--mount', 'type=volume,source=classroom-registry,target=/var/lib/docker-registry',
     REGISTRY_IMAGE,
   ]); // prettier-ignore
