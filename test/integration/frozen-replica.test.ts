@@ -14,7 +14,7 @@ import type { DataSource } from 'typeorm';
 import WebSocket from 'ws';
 import { TEST_SESSION_SECRET } from '../helpers/app.ts';
 import { ROOT } from '../helpers/compose.ts';
-import { createHarness, docker, eventually, newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { createHarness, docker, eventually, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 import { freePort, startServer, type ServerProcess } from '../helpers/server.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -87,10 +87,14 @@ function echoOrClose(socket: WebSocket, text: string, ms: number): Promise<'echo
   return new Promise((resolve, reject) => {
     if (socket.readyState !== WebSocket.OPEN) return resolve('closed');
     const timer = setTimeout(() => reject(new Error(`a WebSocket neither answered nor closed within ${ms} ms`)), ms);
+    const settle = (outcome: 'echoed' | 'closed') => {
+      clearTimeout(timer);
+      resolve(outcome);
+    };
     socket.on('message', (data: Buffer) => {
-      if (data.toString() === text) (clearTimeout(timer), resolve('echoed'));
+      if (data.toString() === text) settle('echoed');
     });
-    socket.once('close', () => (clearTimeout(timer), resolve('closed')));
+    socket.once('close', () => settle('closed'));
     socket.send(text);
   });
 }

@@ -80,6 +80,9 @@ it("runs a workspace again on its node within 20 s after the node's engine died 
   const students = await Promise.all([newStudent(harness.store, 'r0', tag), newStudent(harness.store, 'r1', tag)]);
   await Promise.all(students.map((student) => harness.store.workspaces.open(student.workspace.id)));
   const workspaces = await Promise.all(students.map((student) => waitForState(harness.store, student.workspace.id, 'running', 120_000)));
+  // Each editor's start said once (issue 44 item 8: each look at a task scheduled but not yet running said it again, 21-25 times).
+  for (const workspace of workspaces)
+    expect(harness.records.filter((record) => record.message === 'code container started' && record.workspaceId === workspace.id)).toHaveLength(1);
   const here = workspaces.find((workspace) => workspace.node === worker.name)!;
   const other = workspaces.find((workspace) => workspace.node === manager.name)!;
   expect([here?.node, other?.node]).toEqual([worker.name, manager.name]);
