@@ -261,9 +261,12 @@ describe('a fresh workspace (an empty volume)', () => {
 
   test('./gradlew simulateJava (the default SIM_COMMAND) compiles the starter and answers on NT4_PORT', async () => {
     const sim = await start('fresh-sim', { volume, cmd: ['sh', '-c', './gradlew simulateJava'], env: ['NT4_PORT=5810'], ports: [5810] });
+    const output = await follow(sim.container);
     const answer = await waitForHttp(`http://127.0.0.1:${sim.port}/`, 60_000);
     expect(answer.status).toBe(200);
     expect(await answer.json()).toMatchObject({ alive: true, standIn: true, values: expect.any(Object) });
+    // The robot's own line comes after the simulator listens: wait for it, not for the HTTP answer.
+    await output.until(/Robot program started\. Hello from Robot\.java!/, 30_000);
     await sim.container.stop({ t: 5 });
     const { stdout } = await logs(sim.container);
     expect(stdout).toContain('> Task :compileJava');
