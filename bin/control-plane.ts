@@ -11,12 +11,13 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createApp, type AllowlistView, type AppHandlers } from '../api/app.ts';
+import { createApp, type AllowlistView, type AppDeps, type AppHandlers } from '../api/app.ts';
 import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
 import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
 import { BackupSchedule } from '../controllers/backup-schedule.ts';
 import { IdleSweep } from '../controllers/idle-sweep.ts';
 import { Leadership } from '../controllers/leadership.ts';
+import { Manager, type Runnable } from '../controllers/manager.ts';
 import { Periodic } from '../controllers/periodic.ts';
 import { RunController, type RunControllerOptions } from '../controllers/runs.ts';
 import { StatsSampler } from '../controllers/stats-sampler.ts';
@@ -57,11 +58,13 @@ const ACTIVITY_FLUSH_MS = 10_000;
 const SESSION_PRUNE_MS = 60 * 60_000;
 
 /**
- * The long-running parts of a control plane, in the order they start (they stop in reverse).
- * `setup` prints the first-run setup link while no admin exists (it needs `http`'s address).
- * With `leadership`, the leader-only parts (LEADER_PARTS) run only while this process holds the
- * reconciler lease, built afresh for each term with a store that writes under its fence; without
- * it (a test or benchmark driving a controller directly) they run from start to stop, unfenced.
+ * The long-running parts of a control plane, in the order they are added to its manager and so
+ * start (they stop in reverse; controllers/manager.ts). `setup` prints the first-run setup link
+ * while no admin exists (it needs `http`'s address). With `leadership`, the leader-only parts
+ * (`workspaces` to `backups`: the controllers, the idle sweep, the stats sampler and the backup
+ * schedule) run only while this process holds the reconciler lease, made anew for each term on a
+ * store that writes under its fence; without it (a test or benchmark driving a controller
+ * directly) they run from start to stop, unfenced.
  */
 export const PARTS = [
   'changes',
@@ -82,17 +85,15 @@ export const PARTS = [
 export type PartName = (typeof PARTS)[number];
 
 /**
- * The parts one replica at a time runs: the controllers, the idle sweep, the stats sampler and the
- * backup schedule (the orphan sweep is the workspace controller's).
+ * What a leader's parts work through (the composition root's term of the Manager): for a term won,
+ * a store that writes under its fence, a runtime that asks the fence before every change, and
+ * backups over both; without `leadership`, the plain store and runtime, unfenced.
  */
-export const LEADER_PARTS = ['workspaces', 'runs', 'idle', 'stats', 'backups'] as const satisfies readonly PartName[];
-type LeaderPartName = (typeof LEADER_PARTS)[number];
-const isLeaderPart = (name: PartName): name is LeaderPartName => (LEADER_PARTS as readonly PartName[]).includes(name);
-
-/** The one lifecycle shape of every long-running part. */
-export interface Part {
-  start(): Promise<void> | void;
-  stop(): Promise<void> | void;
+interface Term {
+  store: Store;
+  fence: Fence | undefined;
+  runtime: WorkspaceRuntime;
+  backups: Backups;
 }
 
 export interface ControlPlaneOptions {
@@ -180,55 +181,123 @@ export async function openControlPlane(options: ControlPlaneOptions): Promise<Co
 
 /**
  * Builds a control plane on an open database: change feed, store, runtime, metrics, and the chosen
- * parts, wired but not started.
+ * parts, added to its manager in the order of PARTS, wired but not started.
  */
 export function createControlPlane(options: ControlPlaneOptions & { database: Database }): ControlPlane {
   const { config, log, database } = options;
-  const startedAt = options.startedAt ?? performance.now();
   const chosen = new Set<PartName>(options.parts ?? PARTS.filter((name) => name !== 'http' || options.listen !== undefined));
   const changes = options.changes ?? new ChangeFeed();
   const metrics = createMetrics();
   const allowlistFile = AllowlistFile.in(config.dataDir);
-  const store = createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile });
+  const storeUnder = (fence?: Fence) => createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile, fence });
+  const store = storeUnder();
   // Reconciles read observed state from one shared cache fed by the engine's events (src/docker/informer.ts).
   const engine = options.runtime ?? runtimeFor(config);
   const runtime = options.observedStateCache === false ? engine : new InformedRuntime(engine);
+  const termOf = (termStore: Store, termRuntime: WorkspaceRuntime, fence?: Fence): Term => ({
+    store: termStore,
+    fence,
+    runtime: termRuntime,
+    backups: new Backups({ store: termStore, runtime: termRuntime, dataDir: config.dataDir, image: config.workspaceImage }),
+  });
+  const unfenced = termOf(store, runtime);
   const serverLog = categoryLogger(log, 'server');
   const authLog = categoryLogger(log, 'auth');
   const containersLog = categoryLogger(log, 'containers');
+  const leadershipLog = categoryLogger(log, 'leader');
+  const led = chosen.has('leadership');
+  const manager = new Manager<Term>({
+    log: serverLog,
+    // A leader's parts ask its fence before each engine call that may change something, not only
+    // before each reconcile: a leader paused between two calls makes the second only if it still leads.
+    term: (fence) => (fence ? termOf(storeUnder(fence), runtime.scoped({ beforeChange: () => assertLeads(fence) }), fence) : unfenced),
+    election: led ? { log: leadershipLog } : undefined,
+  });
   const activity = new ActivityRecorder(store.workspaces, ACTIVITY_FLUSH_MS, (error) => serverLog.error({ error }, 'writing workspace activity failed'));
   const watcher = options.allowlist ? undefined : new AllowlistWatcher({ file: allowlistFile, log: authLog, implicit: config.serviceAdminEmails, changes });
-  const allowlist: AllowlistView = options.allowlist ?? watcher!;
-  const backups = new Backups({ store, runtime, dataDir: config.dataDir, image: config.workspaceImage });
   const volumeTemplate = { image: config.workspaceImage, network: config.workspaceNetwork, pidsLimit: config.containerPidsLimit };
   // Every minute, or more often when the idle limit is short (a demo), so a workspace never overstays by much.
   const sweepEveryMs = options.tuning?.idleIntervalMs ?? Math.min(60_000, Math.max(1000, (config.idleStopMinutes * 60_000) / 4));
+  /** This process in the `servers` table and on the lease. */
+  const self: ServerSelf = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid, pidNamespace: pidNamespace() };
+  metrics.replicaInfo.set({ replica: self.id, hostname: self.hostname, pid: String(self.pid), version: SERVICE.version }, 1);
 
-  /** The leader-only parts chosen, built on `partStore` (a leader's fenced store, or the plain one). */
-  const buildLeaderParts = (partStore: Store, fence?: Fence) => {
-    // A leader's parts ask its fence before each engine call that may change something, not only
-    // before each reconcile: a leader paused between two calls makes the second only if it still leads.
-    const leaderRuntime = fence ? runtime.scoped({ beforeChange: () => assertLeads(fence) }) : runtime;
-    return {
-      workspaces: chosen.has('workspaces')
-        ? new WorkspaceController({
-            store: partStore,
+  if (chosen.has('changes')) manager.add('changes', changeListener(changes, options.changes !== undefined, database, config, categoryLogger(log, 'db')));
+  if (chosen.has('allowlist') && watcher) manager.add('allowlist', watcher);
+  if (chosen.has('admins'))
+    manager.add(
+      'admins',
+      atStart(async () => void (await promoteConfiguredAdmins(store.users, config.serviceAdminEmails, authLog))),
+    );
+  if (chosen.has('activity')) manager.add('activity', activity);
+  const web = chosen.has('http')
+    ? new HttpPart({
+        config,
+        log,
+        listen: options.listen ?? { port: config.port, host: config.host },
+        sessionSecret: options.sessionSecret,
+        startedAt: options.startedAt ?? performance.now(),
+        app: {
+          store,
+          metrics,
+          allowlist: options.allowlist ?? watcher!,
+          activity,
+          backups: unfenced.backups,
+          runtime,
+          serverId: chosen.has('presence') ? self.id : undefined,
+        },
+      })
+    : undefined;
+  if (web) manager.add('http', web);
+  if (chosen.has('setup'))
+    manager.add(
+      'setup',
+      atStart(() => (web?.serving ? printSetupLink(store, web.serving.origin, serverLog) : undefined)),
+    );
+  const presence = chosen.has('presence') ? new Presence({ store, metrics, self, origin: () => web?.serving?.origin, log: serverLog }) : undefined;
+  if (presence) manager.add('presence', presence);
+  const leadership = led
+    ? new Leadership({
+        leases: store.leases,
+        holder: self.id,
+        lease: config.lease,
+        boundWrites: !database.embedded,
+        metrics,
+        log: leadershipLog,
+        lead: (fence) => manager.lead(fence),
+        follow: () => manager.follow(),
+        holderGone: () => holderGone(store, self),
+      })
+    : undefined;
+  if (leadership) manager.add('leadership', leadership);
+  // The leader-only parts, made anew on each term's fenced store and runtime (once, unfenced, without `leadership`).
+  const workspaces = chosen.has('workspaces')
+    ? manager.add(
+        'workspaces',
+        ({ store: termStore, fence, runtime: termRuntime, backups }) =>
+          new WorkspaceController({
+            store: termStore,
             fence,
-            runtime: leaderRuntime,
+            runtime: termRuntime,
             metrics,
             log: containersLog,
             template: { ...volumeTemplate, memoryBytes: config.codeMemoryLimitBytes, nanoCpus: config.codeNanoCpus, editorPort: config.editorPort },
             // Homes move off drained and lost nodes through the leader's backups (a fenced store audits them).
-            homes: new Backups({ store: partStore, runtime: leaderRuntime, dataDir: config.dataDir, image: config.workspaceImage }),
+            homes: backups,
             nodeLostMs: config.nodeLostMs,
             ...options.tuning?.workspaces,
-          })
-        : undefined,
-      runs: chosen.has('runs')
-        ? new RunController({
-            store: partStore,
+          }),
+        { leaderOnly: true },
+      )
+    : undefined;
+  const runs = chosen.has('runs')
+    ? manager.add(
+        'runs',
+        ({ store: termStore, fence, runtime: termRuntime }) =>
+          new RunController({
+            store: termStore,
             fence,
-            runtime: leaderRuntime,
+            runtime: termRuntime,
             metrics,
             log: categoryLogger(log, 'runs'),
             buildTimeoutMs: config.runBuildTimeoutMs,
@@ -242,284 +311,276 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
               command: config.simCommand,
             },
             ...options.tuning?.runs,
-          })
-        : undefined,
-      idle: chosen.has('idle')
-        ? new IdleSweep({
-            workspaces: partStore.workspaces,
+          }),
+        { leaderOnly: true },
+      )
+    : undefined;
+  const idle = chosen.has('idle')
+    ? manager.add(
+        'idle',
+        ({ store: termStore }) =>
+          new IdleSweep({
+            workspaces: termStore.workspaces,
             activity,
             metrics,
             log: categoryLogger(log, 'idle'),
             idleMinutes: config.idleStopMinutes,
             intervalMs: sweepEveryMs,
-          })
-        : undefined,
-      stats: chosen.has('stats')
-        ? new StatsSampler({ runtime: leaderRuntime, store: partStore, metrics, log: containersLog, homeDisk: config.homeDisk })
-        : undefined,
-      backups:
-        chosen.has('backups') && config.backupSchedule
-          ? new BackupSchedule({
-              store: partStore,
-              backups: new Backups({ store: partStore, runtime: leaderRuntime, dataDir: config.dataDir, image: config.workspaceImage }),
-              runtime: leaderRuntime,
-              metrics,
-              log: categoryLogger(log, 'backups'),
-              ...config.backupSchedule,
-            })
-          : undefined,
-    };
-  };
-  type LeaderParts = ReturnType<typeof buildLeaderParts>;
-  const led = chosen.has('leadership');
-  /** The leader-only parts now: built once without `leadership`, per term with it (none while following). */
-  let leaderParts: LeaderParts | undefined = led ? undefined : buildLeaderParts(store);
-  /** This process in the `servers` table and on the lease. */
-  const self = { id: randomUUID(), publicUrl: '', hostname: os.hostname(), pid: process.pid, pidNamespace: pidNamespace() };
-  metrics.replicaInfo.set({ replica: self.id, hostname: self.hostname, pid: String(self.pid), version: SERVICE.version }, 1);
-  const leadershipLog = categoryLogger(log, 'leader');
-  const runningLeaderParts: { name: LeaderPartName; part: Part }[] = [];
-  const leadership = led
-    ? new Leadership({
-        leases: store.leases,
-        holder: self.id,
-        lease: config.lease,
-        boundWrites: !database.embedded,
-        metrics,
-        log: leadershipLog,
-        lead: async (fence) => {
-          const parts = buildLeaderParts(
-            createStore({ db: database.dataSource, changes, environmentCap: config.maxActiveContainers, allowlistFile, fence }),
-            fence,
-          );
-          leaderParts = parts;
-          for (const name of LEADER_PARTS) {
-            const part = parts[name];
-            if (!part) continue;
-            await part.start();
-            runningLeaderParts.push({ name, part });
-          }
-        },
-        holderGone: async () => {
-          const lease = await store.leases.get(RECONCILER_LEASE);
-          if (!lease || lease.holder === self.id) return undefined;
-          const holder = await store.servers.get(lease.holder);
-          // Only a process of this host and PID namespace can be known dead (replicas in containers on
-          // one host may share its name and their pid; a process restarted in the same namespace may
-          // reuse the pid: then it is this one).
-          if (!holder || holder.hostname !== self.hostname || holder.pidNamespace !== self.pidNamespace) return undefined;
-          return holder.pid === process.pid || !processRuns(holder.pid) ? lease.holder : undefined;
-        },
-        follow: async () => {
-          leaderParts = undefined;
-          for (const { name, part } of runningLeaderParts.splice(0).toReversed()) {
-            try {
-              await part.stop();
-            } catch (error) {
-              leadershipLog.error({ part: name, error }, `stopping ${name} failed`);
-            }
-          }
-        },
-      })
+          }),
+        { leaderOnly: true },
+      )
     : undefined;
-
-  const plane: ControlPlane = {
-    config,
-    store,
-    metrics,
-    runtime,
-    activity,
-    backups,
-    changes,
-    get workspaces() {
-      return leaderParts?.workspaces;
-    },
-    get runs() {
-      return leaderParts?.runs;
-    },
-    get idleSweep() {
-      return leaderParts?.idle;
-    },
-    get stats() {
-      return leaderParts?.stats;
-    },
-    leadership,
-    http: undefined,
-    start: async () => undefined,
-    stop: async () => undefined,
-  };
-
-  const httpPart: Part = {
-    start: async () => {
-      const { port, host } = options.listen ?? { port: config.port, host: config.host };
-      const secret = options.sessionSecret ?? (await sessionSecret(config, authLog));
-      if (config.providers.length === 0) {
-        authLog.info(
-          'no sign-in provider configured: users sign in by links only (cli users sign-in-link, or the panel); set GITHUB_CLIENT_ID, GOOGLE_CLIENT_ID or OIDC_CLIENT_ID for sign-in with an account',
-        );
-      }
-      const server = http.createServer();
-      // Clients never take the descriptors the control plane needs for itself (src/descriptors.ts).
-      const budget = descriptorBudget(descriptorLimit(), config.proxyTunnels.total);
-      server.maxConnections = budget.maxConnections;
-      const dropped = new Fold();
-      server.on('drop', () => {
-        metrics.httpConnectionsDropped.inc();
-        const repeats = dropped.take('drop');
-        if (repeats !== undefined)
-          serverLog.warning(
-            { maxConnections: budget.maxConnections, reserve: budget.reserve, repeats },
-            `closed a new connection on arrival: ${budget.maxConnections} client connections are open, the most this server holds (descriptors kept in reserve: ${budget.reserve})`,
-          );
-      });
-      await listen(server, port, host, config.reusePort);
-      const bound = (server.address() as AddressInfo).port;
-      const url = `http://${urlHost(host)}:${bound}`;
-      const origin = config.publicUrl ?? url;
-      const tunnelLimits = { perWorkspace: config.proxyTunnels.perWorkspace, total: budget.maxTunnels };
-      // Attached before this tick ends, so before any connection is handled.
-      const handlers = createApp({
-        config,
-        store,
-        metrics,
-        log,
-        publicOrigin: origin,
-        sessionSecret: secret,
-        allowlist,
-        activity,
-        backups,
-        runtime,
-        tunnelLimits,
-        serverId: chosen.has('presence') ? self.id : undefined,
-      });
-      server.on('request', handlers.request);
-      server.on('upgrade', handlers.upgrade);
-      server.on('clientError', handlers.clientError);
-      plane.http = { url, origin, server, handlers };
-      serverLog.info(
-        {
-          descriptors: budget.limit,
-          descriptorReserve: budget.reserve,
-          maxConnections: budget.maxConnections,
-          maxTunnels: tunnelLimits.total,
-          maxTunnelsPerWorkspace: tunnelLimits.perWorkspace,
-        },
-        `descriptors: ${budget.limit ?? 'no limit known'}, of which ${budget.reserve} kept for the control plane's own use; at most ${budget.maxConnections} client connections and ${tunnelLimits.total} WebSocket tunnels (${tunnelLimits.perWorkspace} per workspace)`,
-      );
-      serverLog.info(
-        { host, port: bound, publicUrl: origin, version: SERVICE.version, startupMs: Math.round(performance.now() - startedAt) },
-        `listening on http://${host}:${bound}`,
-      );
-    },
-    stop: async () => {
-      if (plane.http) await closeGracefully(plane.http.server, plane.http.handlers, serverLog);
-    },
-  };
-
-  /** Removes this server's row once everything else has stopped (set when presence stops). */
-  let unregister: (() => Promise<void>) | undefined;
-  const factories: Record<PartName, () => Part> = {
-    changes: () => {
-      let unsubscribe: (() => void) | undefined;
-      return {
-        // Other processes' changes (the CLI's): LISTEN on PostgreSQL; the embedded database's owner hears them itself.
-        start: () => {
-          if (options.changes !== undefined) return;
-          if (database.onNotification) unsubscribe = database.onNotification((channel, payload) => changes.deliver(channel, payload));
-          // LISTEN holds a session: on DATABASE_DIRECT_URL, which bypasses a pooler in transaction mode.
-          else if (config.databaseDirectUrl !== undefined) changes.listen(config.databaseDirectUrl, categoryLogger(log, 'db'));
-        },
-        stop: async () => {
-          unsubscribe?.();
-          await changes.close();
-        },
-      };
-    },
-    allowlist: () => watcher ?? { start: () => undefined, stop: () => undefined },
-    admins: () => ({ start: async () => void (await promoteConfiguredAdmins(store.users, config.serviceAdminEmails, authLog)), stop: () => undefined }),
-    activity: () => activity,
-    http: () => httpPart,
-    setup: () => ({ start: () => (plane.http ? printSetupLink(store, plane.http.origin, serverLog) : undefined), stop: () => undefined }),
-    presence: () => {
-      // This server's row in `servers`: the CLI asks whether a server will act, and at which address.
-      const server = self;
-      // Its success or failure is also `database_up`.
-      const beat = new Periodic(
-        async () => {
-          await store.servers.heartbeat(server);
-          metrics.databaseUp.set(1);
-        },
-        SERVER_HEARTBEAT_MS,
-        (error) => {
-          metrics.databaseUp.set(0);
-          serverLog.warning({ error }, "refreshing this server's row in the database failed");
-        },
-      );
-      return {
-        start: async () => {
-          if (!plane.http) return;
-          server.publicUrl = plane.http.origin;
-          await store.servers.heartbeat(server);
-          metrics.databaseUp.set(1);
-          beat.start();
-        },
-        stop: async () => {
-          await beat.stop();
-          if (!server.publicUrl) return;
-          // Stopping, said before anything is let go: while this row says so, the replicas older than
-          // the newest take no new connections (GET /readyz), so that the editors this one lets go
-          // land on the newest. The row goes last (plane.stop), once the editors have gone.
-          unregister = () => store.servers.unregister(server.id).catch((error: unknown) => serverLog.warning({ error }, "removing this server's row failed"));
-          try {
-            await store.servers.markStopping(server.id);
-            // The balancer's next checks see the others draining before this one closes its editors.
-            if ((await store.servers.live()).length > 1) await sleep(BALANCER_NOTICE_MS);
-          } catch (error) {
-            serverLog.warning({ error }, 'saying that this server stops failed');
-          }
-        },
-      };
-    },
-    leadership: () => leadership!,
-    workspaces: () => leaderParts!.workspaces!,
-    runs: () => leaderParts!.runs!,
-    idle: () => leaderParts!.idle!,
-    stats: () => leaderParts!.stats!,
-    backups: () => leaderParts!.backups ?? { start: () => undefined, stop: () => undefined },
-    sessions: () =>
+  const stats = chosen.has('stats')
+    ? manager.add(
+        'stats',
+        ({ store: termStore, runtime: termRuntime }) =>
+          new StatsSampler({ runtime: termRuntime, store: termStore, metrics, log: containersLog, homeDisk: config.homeDisk }),
+        { leaderOnly: true },
+      )
+    : undefined;
+  const { backupSchedule } = config;
+  if (chosen.has('backups') && backupSchedule)
+    manager.add(
+      'backups',
+      ({ store: termStore, runtime: termRuntime, backups }) =>
+        new BackupSchedule({ store: termStore, backups, runtime: termRuntime, metrics, log: categoryLogger(log, 'backups'), ...backupSchedule }),
+      { leaderOnly: true },
+    );
+  if (chosen.has('sessions'))
+    manager.add(
+      'sessions',
       new Periodic(
         () => store.sessions.prune(),
         SESSION_PRUNE_MS,
         (error) => authLog.error({ error }, 'pruning expired sessions failed'),
       ),
+    );
+
+  let stopping: Promise<void> | undefined;
+  return {
+    config,
+    store,
+    metrics,
+    runtime,
+    activity,
+    backups: unfenced.backups,
+    changes,
+    get workspaces() {
+      return workspaces?.current;
+    },
+    get runs() {
+      return runs?.current;
+    },
+    get idleSweep() {
+      return idle?.current;
+    },
+    get stats() {
+      return stats?.current;
+    },
+    leadership,
+    get http() {
+      return web?.serving;
+    },
+    start: () => manager.start(),
+    stop: () =>
+      (stopping ??= (async () => {
+        await manager.stop();
+        // The server's row goes last, once the editors have gone (see Presence).
+        await presence?.unregister();
+        await database.close().catch((error: unknown) => serverLog.error({ error }, 'closing the database failed'));
+      })()),
+  };
+}
+
+/** A part that does something once at start and nothing at stop. */
+const atStart = (start: () => Promise<void> | void): Runnable => ({ start, stop: () => undefined });
+
+/** This process as the `servers` table and the lease know it (`publicUrl` once `http` listens). */
+interface ServerSelf {
+  id: string;
+  publicUrl: string;
+  hostname: string;
+  pid: number;
+  pidNamespace: string;
+}
+
+/**
+ * The `changes` part: other processes' changes (the CLI's), heard through LISTEN on PostgreSQL (on
+ * DATABASE_DIRECT_URL: LISTEN holds a session, which a pooler in transaction mode would not keep),
+ * or by the embedded database's owner itself; nothing is listened for when the feed was `given`.
+ * Stopping closes the feed.
+ */
+function changeListener(changes: ChangeFeed, given: boolean, database: Database, config: Config, dbLog: Logger): Runnable {
+  let unsubscribe: (() => void) | undefined;
+  return {
+    start: () => {
+      if (given) return;
+      if (database.onNotification) unsubscribe = database.onNotification((channel, payload) => changes.deliver(channel, payload));
+      else if (config.databaseDirectUrl !== undefined) changes.listen(config.databaseDirectUrl, dbLog);
+    },
+    stop: async () => {
+      unsubscribe?.();
+      await changes.close();
+    },
+  };
+}
+
+/**
+ * The `http` part: listens, serves the app (`serving` once it listens: its base URL and handlers),
+ * and at stop closes gracefully.
+ */
+class HttpPart implements Runnable {
+  /** Set once it listens. */
+  serving: ControlPlane['http'];
+  private readonly options: {
+    config: Config;
+    log: Logger;
+    listen: { port: number; host: string };
+    sessionSecret: string | undefined;
+    startedAt: number;
+    app: Pick<AppDeps, 'store' | 'metrics' | 'allowlist' | 'activity' | 'backups' | 'runtime' | 'serverId'>;
   };
 
-  const started: { name: PartName; part: Part }[] = [];
-  let starting: Promise<void> | undefined;
-  let stopping: Promise<void> | undefined;
-  plane.start = () =>
-    (starting ??= (async () => {
-      for (const name of PARTS) {
-        if (!chosen.has(name) || stopping || (led && isLeaderPart(name))) continue;
-        const part = factories[name]();
-        await part.start();
-        started.push({ name, part });
-      }
-    })());
-  plane.stop = () =>
-    (stopping ??= (async () => {
-      await starting?.catch(() => undefined);
-      for (const { name, part } of started.toReversed()) {
-        try {
-          await part.stop();
-        } catch (error) {
-          serverLog.error({ part: name, error }, `stopping ${name} failed`);
-        }
-      }
-      await unregister?.();
-      await database.close().catch((error: unknown) => serverLog.error({ error }, 'closing the database failed'));
-    })());
-  return plane;
+  constructor(options: HttpPart['options']) {
+    this.options = options;
+  }
+
+  async start(): Promise<void> {
+    const {
+      config,
+      log,
+      listen: { port, host },
+      app,
+      startedAt,
+    } = this.options;
+    const serverLog = categoryLogger(log, 'server');
+    const authLog = categoryLogger(log, 'auth');
+    const secret = this.options.sessionSecret ?? (await sessionSecret(config, authLog));
+    if (config.providers.length === 0) {
+      authLog.info(
+        'no sign-in provider configured: users sign in by links only (cli users sign-in-link, or the panel); set GITHUB_CLIENT_ID, GOOGLE_CLIENT_ID or OIDC_CLIENT_ID for sign-in with an account',
+      );
+    }
+    const server = http.createServer();
+    // Clients never take the descriptors the control plane needs for itself (src/descriptors.ts).
+    const budget = descriptorBudget(descriptorLimit(), config.proxyTunnels.total);
+    server.maxConnections = budget.maxConnections;
+    const dropped = new Fold();
+    server.on('drop', () => {
+      app.metrics.httpConnectionsDropped.inc();
+      const repeats = dropped.take('drop');
+      if (repeats !== undefined)
+        serverLog.warning(
+          { maxConnections: budget.maxConnections, reserve: budget.reserve, repeats },
+          `closed a new connection on arrival: ${budget.maxConnections} client connections are open, the most this server holds (descriptors kept in reserve: ${budget.reserve})`,
+        );
+    });
+    await listen(server, port, host, config.reusePort);
+    const bound = (server.address() as AddressInfo).port;
+    const url = `http://${urlHost(host)}:${bound}`;
+    const origin = config.publicUrl ?? url;
+    const tunnelLimits = { perWorkspace: config.proxyTunnels.perWorkspace, total: budget.maxTunnels };
+    // Attached before this tick ends, so before any connection is handled.
+    const handlers = createApp({ ...app, config, log, publicOrigin: origin, sessionSecret: secret, tunnelLimits });
+    server.on('request', handlers.request);
+    server.on('upgrade', handlers.upgrade);
+    server.on('clientError', handlers.clientError);
+    this.serving = { url, origin, server, handlers };
+    serverLog.info(
+      {
+        descriptors: budget.limit,
+        descriptorReserve: budget.reserve,
+        maxConnections: budget.maxConnections,
+        maxTunnels: tunnelLimits.total,
+        maxTunnelsPerWorkspace: tunnelLimits.perWorkspace,
+      },
+      `descriptors: ${budget.limit ?? 'no limit known'}, of which ${budget.reserve} kept for the control plane's own use; at most ${budget.maxConnections} client connections and ${tunnelLimits.total} WebSocket tunnels (${tunnelLimits.perWorkspace} per workspace)`,
+    );
+    serverLog.info(
+      { host, port: bound, publicUrl: origin, version: SERVICE.version, startupMs: Math.round(performance.now() - startedAt) },
+      `listening on http://${host}:${bound}`,
+    );
+  }
+
+  async stop(): Promise<void> {
+    if (this.serving) await closeGracefully(this.serving.server, this.serving.handlers, categoryLogger(this.options.log, 'server'));
+  }
+}
+
+/**
+ * The `presence` part: this server's row in `servers` (the CLI asks whether a server will act, and
+ * at which address), written at start once `http` listens and refreshed every SERVER_HEARTBEAT_MS;
+ * its success or failure is also `database_up`. Stopping says so in the row; `unregister` removes
+ * the row, once everything else has stopped.
+ */
+class Presence implements Runnable {
+  private readonly options: { store: Store; metrics: Metrics; self: ServerSelf; origin: () => string | undefined; log: Logger };
+  private readonly beat: Periodic;
+  /** Whether the row says this server stops (and so is to be removed). */
+  private marked = false;
+
+  constructor(options: Presence['options']) {
+    this.options = options;
+    const { store, metrics, self, log } = options;
+    this.beat = new Periodic(
+      async () => {
+        await store.servers.heartbeat(self);
+        metrics.databaseUp.set(1);
+      },
+      SERVER_HEARTBEAT_MS,
+      (error) => {
+        metrics.databaseUp.set(0);
+        log.warning({ error }, "refreshing this server's row in the database failed");
+      },
+    );
+  }
+
+  async start(): Promise<void> {
+    const origin = this.options.origin();
+    if (!origin) return;
+    this.options.self.publicUrl = origin;
+    await this.options.store.servers.heartbeat(this.options.self);
+    this.options.metrics.databaseUp.set(1);
+    this.beat.start();
+  }
+
+  async stop(): Promise<void> {
+    const { store, self, log } = this.options;
+    await this.beat.stop();
+    if (!self.publicUrl) return;
+    // Stopping, said before anything is let go: while this row says so, the replicas older than
+    // the newest take no new connections (GET /readyz), so that the editors this one lets go
+    // land on the newest. The row goes last (unregister), once the editors have gone.
+    this.marked = true;
+    try {
+      await store.servers.markStopping(self.id);
+      // The balancer's next checks see the others draining before this one closes its editors.
+      if ((await store.servers.live()).length > 1) await sleep(BALANCER_NOTICE_MS);
+    } catch (error) {
+      log.warning({ error }, 'saying that this server stops failed');
+    }
+  }
+
+  /** Removes this server's row, when stopping said it stops. */
+  async unregister(): Promise<void> {
+    if (!this.marked) return;
+    await this.options.store.servers
+      .unregister(this.options.self.id)
+      .catch((error: unknown) => this.options.log.warning({ error }, "removing this server's row failed"));
+  }
+}
+
+/**
+ * The lease's holder when it is known to be dead, else undefined. Only a process of this host and
+ * PID namespace can be known dead (replicas in containers on one host may share its name and their
+ * pid; a process restarted in the same namespace may reuse the pid: then it is this one).
+ */
+async function holderGone(store: Store, self: ServerSelf): Promise<string | undefined> {
+  const lease = await store.leases.get(RECONCILER_LEASE);
+  if (!lease || lease.holder === self.id) return undefined;
+  const holder = await store.servers.get(lease.holder);
+  if (!holder || holder.hostname !== self.hostname || holder.pidNamespace !== self.pidNamespace) return undefined;
+  return holder.pid === process.pid || !processRuns(holder.pid) ? lease.holder : undefined;
 }
 
 /**
