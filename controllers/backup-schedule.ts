@@ -1,5 +1,5 @@
 import type { Backups } from '../src/backup/backups.ts';
-import { names, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, names, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { AppError } from '../src/errors.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
@@ -13,7 +13,7 @@ export const RETRY_AFTER_FAILURE_MS = 15 * 60_000;
 export interface BackupScheduleOptions {
   store: Pick<Store, 'workspaces' | 'scheduledBackups'>;
   backups: Pick<Backups, 'create' | 'remove'>;
-  runtime: Pick<WorkspaceRuntime, 'listVolumes'>;
+  runtime: Pick<WorkspaceRuntime, 'listVolumes' | 'reachability'>;
   metrics: Metrics;
   /** Logger of `control.backups`. */
   log: Logger;
@@ -48,7 +48,11 @@ export class BackupSchedule {
   constructor(options: BackupScheduleOptions) {
     this.options = options;
     const checkEveryMs = options.checkEveryMs ?? Math.min(60_000, Math.max(1000, options.intervalMs / 4));
-    this.periodic = new Periodic(() => this.pass(), checkEveryMs, passFailed(this.options.log, 'scheduled backups'));
+    this.periodic = new Periodic(
+      () => this.pass(),
+      checkEveryMs,
+      passFailed(this.options.log, 'scheduled backups', (error) => engineAway(options.runtime, error)),
+    );
   }
 
   start(): void {
@@ -91,6 +95,8 @@ export class BackupSchedule {
         done.push(workspace.slug);
       } catch (error) {
         if (signal.aborted) break;
+        // The engine went away: no home can be backed up now, and none is to blame; the next pass tries them all.
+        if (engineAway(runtime, error)) throw error;
         this.failedAt.set(workspace.id, now);
         metrics.scheduledBackups.inc({ outcome: 'failed' });
         log.warning({ ...where, error }, `backing up ${workspace.slug}'s home failed: trying again in ${RETRY_AFTER_FAILURE_MS / 60_000} minutes`);

@@ -1,5 +1,5 @@
 import type { Change, ChangeFeed } from '../src/db/changes.ts';
-import type { RuntimeEvent, WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, type RuntimeEvent, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Fence } from '../src/store/leases.ts';
 import { everyWithJitter } from './periodic.ts';
@@ -71,7 +71,7 @@ interface TriggerSpec {
   allKeys(): Promise<string[]>;
   /** Full resync period (±10 % jitter). */
   resyncIntervalMs: number;
-  /** Where lost streams and failed resyncs are reported. */
+  /** Where lost streams and failed resyncs are reported, and the engine's reachability said (EngineReachability.attach). */
   log: Logger;
 }
 
@@ -85,6 +85,8 @@ interface TriggerSpec {
  */
 function wireTriggers(spec: TriggerSpec): Triggers {
   const { queue, log } = spec;
+  // The engine's outages are said once, by its reachability (through the first controller attached); each trigger then stays quiet about them.
+  const detach = spec.runtime.reachability?.attach(log);
   const enqueue = (keys: string[]) => keys.forEach((key) => queue.add(key));
   const resync = async () => {
     try {
@@ -92,7 +94,10 @@ function wireTriggers(spec: TriggerSpec): Triggers {
     } catch (error) {
       // Stopping aborts the resync under way: nothing to say.
       if (!queue.signal.aborted)
-        log.warning({ controller: queue.name, error: (error as Error).message }, `${queue.name} resync failed; the next one will retry`);
+        log[engineAway(spec.runtime, error) ? 'debug' : 'warning'](
+          { controller: queue.name, error: (error as Error).message },
+          `${queue.name} resync failed; the next one will retry`,
+        );
     }
   };
   const unsubscribe = spec.changes.subscribe((change) => {
@@ -117,6 +122,9 @@ function wireTriggers(spec: TriggerSpec): Triggers {
       void resync();
     },
     onDisconnect: (error) => {
+      // An engine that cannot be reached (at start, or after the stream was lost) is said by its reachability.
+      if (engineAway(spec.runtime, error))
+        return log.debug({ controller: queue.name, error: error.message }, 'Docker events stream: engine not reached, retrying');
       if (!lost) log.warning({ controller: queue.name, error: error.message }, 'Docker events stream lost, reconnecting');
       lost = true;
     },
@@ -129,6 +137,7 @@ function wireTriggers(spec: TriggerSpec): Triggers {
       unsubscribeReconnect();
       watch.close();
       stopResync();
+      detach?.();
     },
   };
 }

@@ -57,12 +57,14 @@ export function everyWithJitter(task: () => Promise<unknown>, intervalMs: number
 
 /**
  * A leader-only pass's `onError` (Periodic): a pass cut short because this replica stopped leading
- * (a FencedOutError: a step-down, ordinary or not) is expected, said at info with no stack; anything
- * else is `<what> failed` at error level.
+ * (a FencedOutError: a step-down, ordinary or not) is expected, said at info with no stack; so is one
+ * that met a failure `saidElsewhere` (the engine found unreachable, which its reachability says
+ * once), at debug; anything else is `<what> failed` at error level.
  */
-export function passFailed(log: Logger, what: string): (error: unknown) => void {
+export function passFailed(log: Logger, what: string, saidElsewhere: (error: unknown) => boolean = () => false): (error: unknown) => void {
   return (error) => {
     if (error instanceof FencedOutError) log.info({ term: error.term, why: error.message }, `${what} stopped: this replica no longer leads`);
+    else if (saidElsewhere(error)) log.debug({ error: (error as Error).message }, `${what} failed`);
     else log.error({ error }, `${what} failed`);
   };
 }

@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ChangeFeed } from '../src/db/changes.ts';
 import { storableText } from '../src/db/text.ts';
-import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import { OUTPUT_LIMIT, type OutputPiece, type RunStore } from '../src/store/runs.ts';
 
@@ -88,7 +88,10 @@ export class RunOutputCollector {
         (error: unknown) => {
           if (this.followers.get(runId) === follower) this.followers.delete(runId);
           if (!follower.stopped)
-            this.options.log.warning({ runId, error: (error as Error).message }, 'following the output of a run failed; the next pass follows it again');
+            this.options.log[engineAway(this.options.runtime, error) ? 'debug' : 'warning'](
+              { runId, error: (error as Error).message },
+              'following the output of a run failed; the next pass follows it again',
+            );
           return false;
         },
       ),

@@ -1,4 +1,4 @@
-import type { HomeUsage, StatsSample, WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, type HomeUsage, type StatsSample, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import { formatBytes, homeDiskStatus, type HomeDiskLevel, type HomeDiskLimit } from '../src/home-disk.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
@@ -58,7 +58,7 @@ export class StatsSampler {
     this.periodic = new Periodic(
       () => this.sample(),
       this.options.intervalMs,
-      (error) => this.options.log.warning({ error: (error as Error).message }, 'stats sampling failed'),
+      (error) => this.failed(error, 'stats sampling failed'),
     );
     const bound = this.options.homeDisk;
     this.homes =
@@ -66,9 +66,14 @@ export class StatsSampler {
         ? new Periodic(
             () => this.measureHomes(),
             bound.checkMs,
-            (error) => this.options.log.warning({ error: (error as Error).message }, 'measuring homes failed'),
+            (error) => this.failed(error, 'measuring homes failed'),
           )
         : undefined;
+  }
+
+  /** Says a failed pass: at debug when the engine cannot be reached (its reachability says that once), else as a warning. */
+  private failed(error: unknown, what: string): void {
+    this.options.log[engineAway(this.options.runtime, error) ? 'debug' : 'warning']({ error: (error as Error).message }, what);
   }
 
   start(): void {

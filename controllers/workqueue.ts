@@ -33,6 +33,11 @@ export interface WorkQueueOptions {
   maxDelayMs?: number;
   /** Global cap on retries per second across all keys (a token bucket), as client-go's limiter. */
   retriesPerSecond?: number;
+  /**
+   * Failures said elsewhere, once (the engine found unreachable: its EngineReachability says so):
+   * counted and retried as any other, logged at debug. Default: none.
+   */
+  saidElsewhere?: (error: unknown) => boolean;
 }
 
 /**
@@ -58,7 +63,7 @@ export class WorkQueue {
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: WorkQueueOptions) {
-    this.options = { concurrency: 8, baseDelayMs: 100, maxDelayMs: 300_000, retriesPerSecond: 20, ...options };
+    this.options = { concurrency: 8, baseDelayMs: 100, maxDelayMs: 300_000, retriesPerSecond: 20, saidElsewhere: () => false, ...options };
     this.tokens = this.options.retriesPerSecond;
   }
 
@@ -191,7 +196,10 @@ export class WorkQueue {
     this.failures.set(key, failures);
     const retryAfter = this.retryDelay(failures);
     metrics.reconcileTotal.inc({ controller: name, result: 'error' });
-    log.warning({ key, failures, retryInMs: retryAfter, error: error.message }, `${name} reconcile failed, retrying`);
+    log[this.options.saidElsewhere(error) ? 'debug' : 'warning'](
+      { key, failures, retryInMs: retryAfter, error: error.message },
+      `${name} reconcile failed, retrying`,
+    );
     return retryAfter;
   }
 

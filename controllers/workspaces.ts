@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   DEFAULT_PIDS_LIMIT,
   endpointOf,
+  engineAway,
   ImageMissingError,
   names,
   NoRoomError,
@@ -129,7 +130,16 @@ export class WorkspaceController extends Controller {
   private readonly failures: TaskFailures;
 
   constructor(options: WorkspaceControllerOptions) {
-    super({ name: 'workspaces', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 16 }, options.fence);
+    super(
+      {
+        name: 'workspaces',
+        metrics: options.metrics,
+        log: options.log,
+        concurrency: options.concurrency ?? 16,
+        saidElsewhere: (error) => engineAway(options.runtime, error),
+      },
+      options.fence,
+    );
     this.options = {
       resyncIntervalMs: 30_000,
       orphanStartupGraceMs: 3 * 60_000,
@@ -151,8 +161,9 @@ export class WorkspaceController extends Controller {
       () => this.checkNodes().then((keys) => keys.forEach((key) => this.queue.add(key))),
       this.options.nodeCheckMs,
       (error) => {
-        // Stopping aborts the look under way: nothing to say.
-        if (!this.queue.signal.aborted) this.options.log.warning({ error: (error as Error).message }, 'looking at the nodes failed; the next look tries again');
+        // Stopping aborts the look under way, and an engine that cannot be reached is said by its reachability: nothing to say.
+        if (!this.queue.signal.aborted && !engineAway(this.options.runtime, error))
+          this.options.log.warning({ error: (error as Error).message }, 'looking at the nodes failed; the next look tries again');
       },
     );
   }
@@ -164,7 +175,10 @@ export class WorkspaceController extends Controller {
     // Count the code containers already running before anything may start another. If the engine
     // does not answer now, the first reconcile that would start a container tries again (and fails, retried, until it does).
     await this.adopt().catch((error: unknown) =>
-      log.warning({ error: (error as Error).message }, 'listing running containers failed; retrying before the first start'),
+      log[engineAway(runtime, error) ? 'debug' : 'warning'](
+        { error: (error as Error).message },
+        'listing running containers failed; retrying before the first start',
+      ),
     );
     // The operator hears at start, in one line, that no workspace can open yet (never pulled: built or pulled by them).
     const image = this.options.template.image;
@@ -178,7 +192,11 @@ export class WorkspaceController extends Controller {
       keyOfEvent: (event) => event.workspaceId,
       allKeys: async () => {
         void this.sweepVolumes().catch((error: unknown) => {
-          if (!this.queue.signal.aborted) log.warning({ error: (error as Error).message }, 'looking for orphan volumes failed; the next resync looks again');
+          if (!this.queue.signal.aborted)
+            log[engineAway(runtime, error) ? 'debug' : 'warning'](
+              { error: (error as Error).message },
+              'looking for orphan volumes failed; the next resync looks again',
+            );
         });
         const [ids, containers] = await Promise.all([store.workspaces.ids(), runtime.listContainers()]);
         return [...new Set([...ids, ...containers.map((container) => container.workspaceId)])];

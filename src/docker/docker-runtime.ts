@@ -10,6 +10,7 @@ import { inspect as formatValue } from 'node:util';
 import Docker from 'dockerode';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { blockLinkLocal } from './firewall.ts';
+import { EngineReachability, isConnectionFailure } from './reachability.ts';
 import {
   HOME_PATH,
   type EngineScope,
@@ -81,8 +82,9 @@ export async function tolerate(action: () => Promise<unknown>, statuses: number[
  * sockets for 5 s, and a call made just as one of them times out fails with "socket hang up" (a
  * 5 s ping hit that every third time). A local socket's connect costs far less than any engine call.
  */
-export function engineClient(options: Docker.DockerOptions = {}): Docker {
+export function engineClient(options: Docker.DockerOptions = {}, reachability?: EngineReachability): Docker {
   const docker = new Docker(options);
+  if (reachability) reportTo(docker.modem, reachability);
   // docker-modem resolves the protocol (a socket, or DOCKER_HOST with TLS) and passes its `agent` on
   // to http.request or https.request, which each take only their own kind (SSH brings its own).
   const modem = docker.modem as { protocol?: string; agent?: http.Agent };
@@ -96,6 +98,39 @@ export function engineClient(options: Docker.DockerOptions = {}): Docker {
     modem.agent = agent;
   }
   return docker;
+}
+
+/** What docker-modem knows of where the engine is (its own fields, set from the options or DOCKER_HOST). */
+type ModemAddress = { socketPath?: unknown; socketPathCache?: unknown; protocol?: string; host?: string; port?: string | number };
+
+/**
+ * Where a client looks for the engine, as DOCKER_HOST spells it: `unix:///path`, `tcp://host:port`,
+ * `ssh://host:port`. The default socket (DOCKER_HOST unset) is found by docker-modem as it dials: the
+ * socket a failed connection names, then.
+ */
+export function engineAddress(modem: Docker['modem'], failure?: Error): string {
+  const { socketPath, socketPathCache, protocol, host, port } = modem as ModemAddress;
+  const socket = [socketPathCache, socketPath, (failure as { address?: unknown } | undefined)?.address].find((candidate) => typeof candidate === 'string');
+  if (host !== undefined) return `${protocol === 'ssh' ? 'ssh' : 'tcp'}://${host}${port === undefined || port === '' ? '' : `:${String(port)}`}`;
+  return socket === undefined ? 'the default socket (DOCKER_HOST unset)' : `unix://${socket}`;
+}
+
+/**
+ * Reports the outcome of every request the modem dials to `reachability` (an answer of any status,
+ * or a connection failure), and fails a request that could not reach the engine with its
+ * EngineUnreachableError instead of the connection's error. Scoped clients (scopedClient) dial
+ * through it too.
+ */
+function reportTo(modem: Docker['modem'], reachability: EngineReachability): void {
+  // docker-modem's own dial, from a fresh client's prototype (scopedClient's modems dial through this one).
+  const base = Object.getPrototypeOf(modem) as typeof modem;
+  modem.dial = function (this: typeof modem, options, callback) {
+    base.dial.call(this, options, (error, result) => {
+      if (!error || statusOf(error) !== undefined) reachability.answered();
+      else if (isConnectionFailure(error)) return callback?.(reachability.failed(error), null);
+      callback?.(error, result);
+    });
+  };
 }
 
 /**
@@ -149,10 +184,13 @@ export class DockerRuntime implements WorkspaceRuntime {
   private readonly controlPlaneId: string;
   /** Networks made sure of, by name (see ensureNetwork). */
   private readonly networks = new Map<string, Promise<NetworkState>>();
+  /** Whether the engine answers: every call of both clients reports to it (see EngineReachability). */
+  readonly reachability: EngineReachability;
 
   constructor(options: DockerRuntimeOptions) {
-    this.docker = engineClient({ ...options.docker, timeout: CALL_TIMEOUT_MS });
-    this.events = engineClient(options.docker);
+    this.reachability = new EngineReachability((failure) => engineAddress(this.docker.modem, failure));
+    this.docker = engineClient({ ...options.docker, timeout: CALL_TIMEOUT_MS }, this.reachability);
+    this.events = engineClient(options.docker, this.reachability);
     this.controlPlaneId = options.controlPlaneId;
   }
 

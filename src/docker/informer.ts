@@ -19,6 +19,7 @@
  * after the one it holds, so a slow answer never overwrites a newer one.
  */
 import type { Readable } from 'node:stream';
+import type { EngineReachability } from './reachability.ts';
 import type {
   CodeContainerSpec,
   ContainerExit,
@@ -84,6 +85,11 @@ export class InformedRuntime implements WorkspaceRuntime {
     this.inner = inner;
     this.cache = shared?.cache ?? new Cache();
     this.base = shared?.base ?? inner;
+  }
+
+  /** The inner engine's (calls are made through it). */
+  get reachability(): EngineReachability | undefined {
+    return this.inner.reachability;
   }
 
   /** Whether per-workspace listings are served from memory now. */

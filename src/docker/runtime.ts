@@ -5,6 +5,10 @@
 
 import type { Readable } from 'node:stream';
 import type { FirewallOutcome } from './firewall.ts';
+import type { EngineReachability } from './reachability.ts';
+
+// What the loops ask of an engine's reachability, from the runtime's own module (the one outside src/docker may import).
+export { engineAway, type EngineReachability } from './reachability.ts';
 
 /** The marker label on every object the control plane manages. */
 export const MANAGED_LABEL = 'service.managed';
@@ -273,6 +277,12 @@ export interface EngineScope {
 }
 
 export interface WorkspaceRuntime {
+  /**
+   * One engine's: whether it answers, which says when it cannot be reached and when it is back
+   * (its calls then fail with an EngineUnreachableError it covers, and the loops stay quiet). None
+   * on a swarm, whose engines are its nodes (the node check's).
+   */
+  readonly reachability?: EngineReachability;
   /** The machines workspaces run on: one for a single engine, every node of a swarm. */
   nodes(): Promise<RuntimeNode[]>;
   /**

@@ -28,6 +28,15 @@ export class TcpProxy {
     return this;
   }
 
+  /** Starts listening on a Unix socket at `socketPath` (a Docker Engine's address, say, that answers only from now on). */
+  async listenAt(socketPath: string): Promise<this> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(socketPath, () => resolve());
+    });
+    return this;
+  }
+
   private accept(client: net.Socket): void {
     this.sockets.add(client);
     client.on('close', () => this.sockets.delete(client));

@@ -182,3 +182,48 @@ describe('WorkQueue', () => {
     await work.shutdown();
   });
 });
+
+describe('WorkQueue failures said elsewhere', () => {
+  it('logs a failure said elsewhere (the engine away) at debug, counts it and retries it like any other; others as a warning', async () => {
+    const { root, records } = captureLogger();
+    const metrics = createMetrics();
+    const away = new Error('Docker Engine cannot be reached at unix:///run/missing.sock (connect ENOENT /run/missing.sock)');
+    // Each key fails this many times, then succeeds.
+    const failing = new Map([
+      ['away', 2],
+      ['broken', 1],
+    ]);
+    let succeeded!: () => void;
+    const bothSucceeded = new Promise<void>((resolve) => (succeeded = resolve));
+    const work = new WorkQueue({
+      name: 'test',
+      metrics,
+      log: categoryLogger(root, 'test'),
+      baseDelayMs: 5,
+      saidElsewhere: (error) => error === away,
+      reconcile: async (key) => {
+        const left = failing.get(key)!;
+        failing.set(key, left - 1);
+        if (left > 0) throw key === 'away' ? away : new Error('engine refused');
+        if ([...failing.values()].every((count) => count < 0)) succeeded();
+      },
+    });
+    work.add('away');
+    work.add('broken');
+    await bothSucceeded;
+    const failures = records.filter((record) => record.message === 'test reconcile failed, retrying').map((record) => [record.level, record.key]);
+    expect(failures).toHaveLength(3);
+    expect(failures).toEqual(
+      expect.arrayContaining([
+        ['debug', 'away'],
+        ['warning', 'broken'],
+      ]),
+    );
+    expect(failures.filter(([level]) => level === 'debug')).toEqual([
+      ['debug', 'away'],
+      ['debug', 'away'],
+    ]);
+    expect(await counter(metrics, 'error')).toBe(3);
+    await work.shutdown();
+  });
+});
