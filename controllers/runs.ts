@@ -1,9 +1,10 @@
-import { DEFAULT_HALSIM_PORT, DEFAULT_PIDS_LIMIT, endpointOf, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { DEFAULT_HALSIM_PORT, DEFAULT_PIDS_LIMIT, endpointOf, engineAway, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { probeHttp, type Probe } from '../src/probe.ts';
 import type { Store } from '../src/store/index.ts';
-import { isTerminal, type RunRecord, type TerminalStatus } from '../src/store/runs.ts';
+import { isTerminal, type RunRecord } from '../src/store/runs.ts';
+import type { TerminalRunStatus } from '../src/wire/vocabulary.ts';
 import type { WorkspaceRecord } from '../src/store/workspaces.ts';
 import { Controller } from './controller.ts';
 import { RunOutputCollector } from './run-output.ts';
@@ -69,7 +70,16 @@ export class RunController extends Controller {
   private readonly output: RunOutputCollector;
 
   constructor(options: RunControllerOptions) {
-    super({ name: 'runs', metrics: options.metrics, log: options.log, concurrency: options.concurrency ?? 8 }, options.fence);
+    super(
+      {
+        name: 'runs',
+        metrics: options.metrics,
+        log: options.log,
+        concurrency: options.concurrency ?? 8,
+        saidElsewhere: (error) => engineAway(options.runtime, error),
+      },
+      options.fence,
+    );
     this.options = {
       probeIntervalMs: 100,
       runningCheckMs: 5000,
@@ -138,7 +148,7 @@ export class RunController extends Controller {
     if (!workspace || workspace.desiredState !== 'running')
       return this.end(run, container, wasReady ? 'stopped' : 'canceled', 'the workspace was stopped', log);
     if (run.desiredState === 'stopped')
-      return this.end(run, container, wasReady ? 'stopped' : 'canceled', run.stoppedBy === 'admin' ? 'stopped by a coach' : 'stopped by request', log);
+      return this.end(run, container, wasReady ? 'stopped' : 'canceled', run.stoppedBy === 'coach' ? 'stopped by a coach' : 'stopped by request', log);
 
     // No container: create and start it, unless it ran and vanished or the build time is up (both `failed`).
     if (!container) {
@@ -207,7 +217,7 @@ export class RunController extends Controller {
   private async end(
     run: RunRecord,
     container: ManagedContainer | undefined,
-    status: TerminalStatus,
+    status: TerminalRunStatus,
     reason: string,
     log: Logger,
     exitCode: number | null = null,

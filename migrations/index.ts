@@ -26,6 +26,7 @@ import { AddServerPidNamespace1795800000000 } from './1795800000000-AddServerPid
 import { CreateHomeDiskUsage1795860000000 } from './1795860000000-CreateHomeDiskUsage.ts';
 import { CreateWorkspaceImports1795880000000 } from './1795880000000-CreateWorkspaceImports.ts';
 import { AddServerStopping1795900000000 } from './1795900000000-AddServerStopping.ts';
+import { WidenRunStoppedBy1795965600000 } from './1795965600000-WidenRunStoppedBy.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   CreateHomeDiskUsage1795860000000,
   CreateWorkspaceImports1795880000000,
   AddServerStopping1795900000000,
+  WidenRunStoppedBy1795965600000,
 ];

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { InFlightGauge, RequestHistogram } from './request-histogram.ts';
 import { TASK_FAILURE_REASONS } from './docker/runtime.ts';
+import { TERMINAL_RUN_STATUSES } from './wire/vocabulary.ts';
 
 /** Buckets for request-scale latencies (seconds). */
 const FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -209,7 +210,7 @@ export type Metrics = ReturnType<typeof buildMetrics>;
 export const KNOWN_LABELS = {
   controllers: ['workspaces', 'runs'],
   reconcileResults: ['success', 'requeue', 'error', 'terminal', 'aborted'],
-  terminalStatuses: ['stopped', 'failed', 'canceled'],
+  terminalStatuses: TERMINAL_RUN_STATUSES,
   transitions: ['acquired', 'lost', 'released'],
   backupOutcomes: ['ok', 'failed'],
   outputStreamBounds: ['user', 'run'],

@@ -7,17 +7,22 @@ import { isUuid } from './ids.ts';
 import type { Actor } from './audit.ts';
 import type { Mutate } from './mutation.ts';
 import { fencedWrite, type Fence } from './leases.ts';
-
-export type RunStatus = 'queued' | 'running' | 'stopped' | 'failed' | 'canceled';
-export type TerminalStatus = 'stopped' | 'failed' | 'canceled';
+import {
+  TERMINAL_RUN_STATUSES,
+  type ActiveRunStatus,
+  type RunDesiredState,
+  type RunStatus,
+  type RunStoppedBy,
+  type TerminalRunStatus,
+} from '../wire/vocabulary.ts';
 
 /** A run record: desired (running/stopped) and status, with its timestamps and outcome. */
 export interface RunRecord {
   id: string;
   workspaceId: string;
-  desiredState: 'running' | 'stopped';
+  desiredState: RunDesiredState;
   /** Who asked it to stop, if anyone did: its student or a coach. */
-  stoppedBy: 'student' | 'admin' | null;
+  stoppedBy: RunStoppedBy | null;
   status: RunStatus;
   queuedAt: Date;
   readyAt: Date | null;
@@ -62,7 +67,7 @@ export interface OutputPiece {
 /** The run a workspace has in progress (queued or running): its id, status and simulator endpoint. */
 export interface ActiveRun {
   id: string;
-  status: 'queued' | 'running';
+  status: ActiveRunStatus;
   simEndpoint: string | null;
 }
 
@@ -76,7 +81,7 @@ const ACTIVE = "status IN ('queued', 'running')";
 interface RunRow {
   id: string;
   workspace_id: string;
-  desired_state: 'running' | 'stopped';
+  desired_state: RunDesiredState;
   status: RunStatus;
   queued_at: Date;
   ready_at: Date | null;
@@ -86,7 +91,8 @@ interface RunRow {
   output: string | null;
   sim_endpoint: string | null;
   output_length: number;
-  stopped_by: 'student' | 'admin' | null;
+  /** `admin` is the word of the release before WidenRunStoppedBy for a coach's stop, which it may still write during a rolling upgrade. */
+  stopped_by: RunStoppedBy | 'admin' | null;
   output_truncated: boolean;
   /** bigint: pg returns it as text. */
   output_source_bytes: string;
@@ -107,7 +113,7 @@ const toRun = (row: RunRow): RunRecord => ({
   outputLength: row.output_length,
   outputTruncated: row.output_truncated,
   outputSourceBytes: Number(row.output_source_bytes),
-  stoppedBy: row.stopped_by,
+  stoppedBy: row.stopped_by === 'admin' ? 'coach' : row.stopped_by,
 });
 
 /** A run with whose it is, for the admin's lists: the workspace's slug and its owner's email. */
@@ -124,8 +130,8 @@ export interface RunFilter {
   limit: number;
 }
 
-/** Whether a status is terminal. */
-export const isTerminal = (status: RunStatus): status is TerminalStatus => status === 'stopped' || status === 'failed' || status === 'canceled';
+/** Whether a status is terminal (one of TERMINAL_RUN_STATUSES). */
+export const isTerminal = (status: RunStatus): status is TerminalRunStatus => (TERMINAL_RUN_STATUSES as readonly RunStatus[]).includes(status);
 
 const runChange = (id: string): Change => ({ kind: 'runs', id });
 
@@ -174,7 +180,7 @@ export class RunStore {
       workspaceId,
     ]);
     const row = rows[0];
-    return row && { id: row.id, status: row.status as 'queued' | 'running', simEndpoint: row.sim_endpoint };
+    return row && { id: row.id, status: row.status as ActiveRunStatus, simEndpoint: row.sim_endpoint };
   }
 
   /** The workspace's most recent runs, newest first. */
@@ -244,14 +250,14 @@ export class RunStore {
     if (!run) throw NotFoundError('run_not_found', `No run ${JSON.stringify(id)}.`);
     if (isTerminal(run.status) || run.desiredState === 'stopped') return run;
     await this.mutate(async (tx) => {
-      await tx.query(`UPDATE runs SET desired_state = 'stopped', stopped_by = 'admin' WHERE id = $1`, [id]);
+      await tx.query(`UPDATE runs SET desired_state = 'stopped', stopped_by = 'coach' WHERE id = $1`, [id]);
       return {
         value: undefined,
         changed: [runChange(id)],
         audit: { actor, action: 'run.stop', target: { kind: 'run', id }, metadata: { slug: run.slug, workspaceId: run.workspaceId, owner: run.ownerEmail } },
       };
     });
-    return { ...run, desiredState: 'stopped', stoppedBy: 'admin' };
+    return { ...run, desiredState: 'stopped', stoppedBy: 'coach' };
   }
 
   /** A run with its workspace's slug and owner's email, or undefined. */
@@ -310,7 +316,7 @@ export class RunStore {
    * run, and gives them their whole idle time again after it). Its reason and output are kept as
    * storableText makes them, so that an end is recordable whatever the run printed.
    */
-  async finish(id: string, outcome: { status: TerminalStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
+  async finish(id: string, outcome: { status: TerminalRunStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
       const ended = await queryRows<RunRow>(
         db,

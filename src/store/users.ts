@@ -7,8 +7,10 @@ import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
 import { insertWorkspace, markDeleted, workspaceChange, type WorkspaceRecord } from './workspaces.ts';
+import type { Role } from '../wire/vocabulary.ts';
 
-export type Role = 'user' | 'admin';
+/** A user's role: the word of src/wire/vocabulary.ts, where it is defined. */
+export type { Role } from '../wire/vocabulary.ts';
 
 /** A user with the id and slug of their workspace. */
 export interface UserRecord {

@@ -7,12 +7,8 @@
 import type { DataSource } from 'typeorm';
 import type { HomeDiskUsage } from '../home-disk.ts';
 import { readCap, type EffectiveCap } from './settings.ts';
-import type { DesiredState, ObservedState } from './workspaces.ts';
 import { fencedWrite, type Fence } from './leases.ts';
-
-/** Every observed state and desired state, for the counts (a state with none counts 0). */
-export const OBSERVED_STATES: readonly ObservedState[] = ['unknown', 'starting', 'running', 'stopped', 'waiting', 'failed'];
-export const DESIRED_STATES: readonly DesiredState[] = ['running', 'stopped', 'deleted'];
+import { DESIRED_STATES, OBSERVED_STATES, type ActiveRunStatus, type DesiredState, type ObservedState } from '../wire/vocabulary.ts';
 
 /** What a page of workspaces can be sorted by. */
 export const WORKSPACE_SORTS = ['slug', 'owner', 'desired', 'observed', 'lastActivity', 'cpu', 'memory', 'disk'] as const;
@@ -43,7 +39,7 @@ export interface WorkspaceListRow {
   memoryPercent: number | null;
   /** Its home's last measure (kept while it is stopped); null until one. */
   disk: HomeDiskUsage | null;
-  activeRun: { id: string; status: 'queued' | 'running' } | null;
+  activeRun: { id: string; status: ActiveRunStatus } | null;
 }
 
 /** A page of workspaces, how many match, and the whole class counted by state. */
@@ -105,7 +101,7 @@ interface ListRow {
   disk_problem: string | null;
   disk_measured_at: Date | null;
   run_id: string | null;
-  run_status: 'queued' | 'running' | null;
+  run_status: ActiveRunStatus | null;
 }
 
 /** Every workspace with its owner, active run and (while it runs) last sample: the rows a page is cut from. */

@@ -9,16 +9,10 @@ import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
 import { readCap, type EffectiveCap } from './settings.ts';
 import { fencedWrite, type Fence } from './leases.ts';
+import type { ActiveRunStatus, DesiredState, ObservedState, RunDesiredState, StoppedBy } from '../wire/vocabulary.ts';
 
-/** What is wanted of a workspace (its spec). `deleted` is the finalizer's mark: the row goes once Docker is clean. */
-export type DesiredState = 'running' | 'stopped' | 'deleted';
-
-/**
- * What the workspace controller last saw of a workspace's code container: `unknown` (not seen yet),
- * `starting` (runs, its editor does not answer yet), `running` (the editor answered), `stopped`,
- * `waiting` (the cap is reached) or `failed` (with the engine's message).
- */
-export type ObservedState = 'unknown' | 'starting' | 'running' | 'stopped' | 'waiting' | 'failed';
+/** A workspace's wanted and observed states and who stopped it: the words of src/wire/vocabulary.ts, where each is defined. */
+export type { DesiredState, ObservedState, StoppedBy } from '../wire/vocabulary.ts';
 
 /** A workspace row: spec (desired) and status (observed). */
 export interface WorkspaceRecord {
@@ -51,9 +45,6 @@ export interface WorkspaceRecord {
   node: string | null;
 }
 
-/** Who stops a workspace: its student, a coach (panel, admin API), the operator (CLI), or the idle sweep. */
-export type StoppedBy = 'student' | 'coach' | 'operator' | 'idle';
-
 /** The observed half of a workspace, written by the workspace controller. */
 export interface WorkspaceStatus {
   observedState: ObservedState;
@@ -69,8 +60,8 @@ export interface WorkspaceStatus {
 export interface OverviewRun {
   id: string;
   workspaceId: string;
-  desiredState: 'running' | 'stopped';
-  status: 'queued' | 'running';
+  desiredState: RunDesiredState;
+  status: ActiveRunStatus;
 }
 
 /** Everything the admin overview shows, read from recorded desired and observed state (never from Docker). */
@@ -503,7 +494,7 @@ export class WorkspaceStore {
   async overview(): Promise<Overview> {
     const [workspaces, runs, cap] = await Promise.all([
       this.list(),
-      this.db.query<{ id: string; workspace_id: string; desired_state: 'running' | 'stopped'; status: 'queued' | 'running' }[]>(
+      this.db.query<{ id: string; workspace_id: string; desired_state: RunDesiredState; status: ActiveRunStatus }[]>(
         "SELECT id, workspace_id, desired_state, status FROM runs WHERE status IN ('queued', 'running')",
       ),
       readCap(this.db, this.environmentCap),

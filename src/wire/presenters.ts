@@ -111,6 +111,7 @@ export function presentRun(run: RunRecord): Run {
     id: run.id,
     status: run.status,
     desiredState: run.desiredState,
+    stoppedBy: run.stoppedBy,
     queuedAt: run.queuedAt.toISOString(),
     readyAt: iso(run.readyAt),
     endedAt: iso(run.endedAt),

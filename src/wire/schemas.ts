@@ -12,6 +12,7 @@
  * a handler adds or renames is a contract change the tests catch (test/helpers/contract.ts).
  */
 import Type, { type Static, type TProperties, type TSchema } from 'typebox';
+import { ACTIVE_RUN_STATUSES, DESIRED_STATES, OBSERVED_STATES, ROLES, RUN_DESIRED_STATES, RUN_STATUSES, RUN_STOPPED_BY, STOPPED_BY } from './vocabulary.ts';
 
 /** An object of exactly these properties (no others). */
 const Strict = <P extends TProperties>(properties: P, options: { description?: string } = {}) =>
@@ -22,11 +23,14 @@ const Time = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' });
 
 // --- Enumerations -------------------------------------------------------------------------------
 
-export const DesiredState = Type.Enum(['running', 'stopped', 'deleted']);
-export const ObservedState = Type.Enum(['unknown', 'starting', 'running', 'stopped', 'waiting', 'failed']);
-export const RunStatus = Type.Enum(['queued', 'running', 'stopped', 'failed', 'canceled']);
-export const Role = Type.Enum(['user', 'admin']);
-export const StoppedBy = Type.Enum(['student', 'coach', 'operator', 'idle']);
+// The words are vocabulary.ts's: each list is written there once, and these schemas are built from it.
+export const DesiredState = Type.Enum(DESIRED_STATES);
+export const ObservedState = Type.Enum(OBSERVED_STATES);
+export const RunDesiredState = Type.Enum(RUN_DESIRED_STATES);
+export const RunStatus = Type.Enum(RUN_STATUSES);
+export const ActiveRunStatus = Type.Enum(ACTIVE_RUN_STATUSES);
+export const Role = Type.Enum(ROLES);
+export const StoppedBy = Type.Enum(STOPPED_BY);
 export const CapSource = Type.Enum(['override', 'environment']);
 
 // --- Errors ---------------------------------------------------------------------------------------
@@ -80,7 +84,12 @@ export type UserAnswer = Static<typeof UserAnswer>;
 export const Run = Strict({
   id: Uuid,
   status: RunStatus,
-  desiredState: Type.Enum(['running', 'stopped']),
+  desiredState: RunDesiredState,
+  stoppedBy: Nullable(
+    Type.Enum(RUN_STOPPED_BY, {
+      description: 'Who asked it to stop: its student or a coach; null while nobody did (a run that ends on its own or with its workspace).',
+    }),
+  ),
   queuedAt: Time,
   readyAt: Nullable(Time),
   endedAt: Nullable(Time),
@@ -258,7 +267,7 @@ export const WorkspaceRow = Strict({
   cpuPercent: Nullable(Type.Number()),
   memoryPercent: Nullable(Type.Number()),
   disk: Nullable(HomeDisk),
-  activeRun: Nullable(Strict({ id: Uuid, status: Type.Enum(['queued', 'running']) })),
+  activeRun: Nullable(Strict({ id: Uuid, status: ActiveRunStatus })),
 });
 export type WorkspaceRow = Static<typeof WorkspaceRow>;
 export const WorkspacePage = Strict({

@@ -141,11 +141,14 @@ describe('RunController.reconcile', () => {
   it.each([
     ['a stop asked before it was ready', false, 'student', 'canceled', 'stopped by request'],
     ['a stop asked once it ran', true, 'student', 'stopped', 'stopped by request'],
-    ["a coach's stop", true, 'admin', 'stopped', 'stopped by a coach'],
+    ["a coach's stop", true, 'coach', 'stopped', 'stopped by a coach'],
+    // A replica of the release before WidenRunStoppedBy, during a rolling upgrade, still writes a coach's stop as `admin`.
+    ["a coach's stop written by the previous release", true, 'admin', 'stopped', 'stopped by a coach'],
   ])('ends the run on %s, keeping its output and removing its container', async (_name, ready, by, status, reason) => {
     const { workspace, run } = await queuedRun(ready);
     simContainer(workspace, run);
-    if (by === 'admin') await store.runs.stopByAdmin(SYSTEM_ACTOR, run.id);
+    if (by === 'coach') await store.runs.stopByAdmin(SYSTEM_ACTOR, run.id);
+    else if (by === 'admin') await db.dataSource.query("UPDATE runs SET desired_state = 'stopped', stopped_by = 'admin' WHERE id = $1", [run.id]);
     else await store.runs.requestStop(workspace.id, run.id);
     await controller().reconcile(run.id);
     const name = names.sim(workspace.slug, run.id);
