@@ -11,16 +11,13 @@ import { statusClass } from '../src/request-histogram.ts';
 import type { ActivityRecorder } from '../src/store/activity.ts';
 import type { SurfaceStore } from '../src/store/index.ts';
 import { ANONYMOUS_SESSION_TTL_MS, sessionDigest } from '../src/store/sessions.ts';
-import { adminRouter } from './admin.ts';
-import { authRoutes } from './auth.ts';
-import { healthRouter } from './health.ts';
-import { openApiRouter } from './openapi-route.ts';
-import { metricsRouter } from './metrics.ts';
+import { authRoutes } from './pages/auth.ts';
 import { loadUser, Throttle, type GateOptions } from './middleware/auth.ts';
 import { callerDeadline } from './middleware/deadline.ts';
 import { errorMiddleware } from './middleware/errors.ts';
 import { noFrames } from './middleware/frames.ts';
 import { implementedMethodsOnly } from './middleware/methods.ts';
+import type { ApiDeps, ApiRouters } from './operation.ts';
 import { requestMetrics } from './middleware/request-metrics.ts';
 import {
   EDITOR_API_PREFIX,
@@ -38,17 +35,16 @@ import {
 import { HostModeProxy } from './proxy/host-mode.ts';
 import { Upstreams } from './proxy/upstreams.ts';
 import type { TunnelLimits } from './proxy/websocket.ts';
-import type { WorkspaceRuntime } from '../src/docker/runtime.ts';
+import type { RuntimeWorkloads } from '../src/docker/runtime.ts';
 import { RESERVED_PREFIX } from './proxy/host.ts';
 import { isDriverStationTarget } from './driver-station.ts';
 import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
 import { answerClientError } from './header-overflow.ts';
-import { homeRouter } from './home.ts';
-import { linkRouter } from './links.ts';
-import { LiveEvents } from './live.ts';
-import { RunOutputHub } from './run-output.ts';
-import { studentRouter } from './student.ts';
+import { homeRouter } from './pages/home.ts';
+import { linkRouter } from './pages/links.ts';
+import { LiveEvents } from './streams/live.ts';
+import { RunOutputHub } from './streams/run-output.ts';
 import { Imports } from '../src/import/imports.ts';
 import { NotFoundError, ValidationError, type AppError } from '../src/errors.ts';
 
@@ -88,7 +84,7 @@ export interface AppDeps {
   /** Workspace backups, for the admin API. */
   backups: Backups;
   /** The engine, read only: where the live containers of editors and simulators serve (the proxy connects to nothing else). */
-  runtime: Pick<WorkspaceRuntime, 'serving'>;
+  runtime: Pick<RuntimeWorkloads, 'serving'>;
   /** How many WebSocket tunnels may be open at once, per workspace and in all (see src/descriptors.ts). */
   tunnelLimits: TunnelLimits;
   /** This server's row in `servers`, for GET /readyz (none: never draining). */
@@ -170,10 +166,15 @@ export function createApp(deps: AppDeps): AppHandlers {
   app.use(implementedMethodsOnly());
   // A change made for a request whose client left, or past its deadline, is not committed.
   app.use(callerDeadline(httpLog));
-  // The health check before the session: a monitor's answer does not depend on a cookie it sends (nor on the database answering for its session).
-  const health = healthRouter(store.ping, () => (deps.serverId ? store.servers.draining(deps.serverId) : Promise.resolve(false)));
-  app.use(health.routes());
-  app.use(health.allowedMethods({ throw: true }));
+  // The API's operations (api/operations.ts) are loaded at the first request: TypeBox, which their
+  // schemas are written in, takes a fifth of a second to load, which the server's start does not wait for.
+  let api: Promise<ApiRouters> | undefined;
+  const operations = () =>
+    (api ??= Promise.all([import('./operation.ts'), import('./operations.ts'), import('./resources/student.ts')]).then(
+      ([{ apiRouters }, { OPERATIONS }, { studentGate }]) => apiRouters(OPERATIONS, apiDeps, studentGate(apiDeps)),
+    ));
+  // The health checks before the session: a monitor's answer does not depend on a cookie it sends (nor on the database answering for its session).
+  app.use(async (ctx, next) => (await operations()).public(ctx, next));
   app.use(
     createSession(
       {
@@ -228,41 +229,34 @@ export function createApp(deps: AppDeps): AppHandlers {
     log: categoryLogger(deps.log, 'imports'),
     metrics: deps.metrics,
   });
-  const student = studentRouter({
+  const apiDeps: ApiDeps = {
     store,
-    live,
     metrics: deps.metrics,
-    activity: deps.activity,
     publicOrigin: deps.publicOrigin,
+    gate,
+    metricsToken: config.metricsToken,
+    ping: store.ping,
+    draining: () => (deps.serverId ? store.servers.draining(deps.serverId) : Promise.resolve(false)),
+    implicitAllowlist: adminEmails,
+    isAllowed,
+    allowlistReload: () => deps.allowlist.reload?.() ?? Promise.resolve(),
+    linkMints: new Throttle(store.rateLimits.limiter('link_mints', SIGN_IN_LINKS_PER_HOUR, 3600)),
+    backups: deps.backups,
+    live,
+    outputHub,
+    providers: config.providers.map((provider) => provider.label),
+    homeDisk: config.homeDisk,
+    activity: deps.activity,
     containersLog: categoryLogger(deps.log, 'containers'),
     editorUrl: hostProxy ? (slug) => hostProxy.editorUrl(slug) : undefined,
-    outputHub,
     upstreams,
     idleStopMinutes: config.idleStopMinutes,
     idleWarningMinutes: config.idleWarningMinutes,
-    homeDisk: config.homeDisk,
     imports,
-  });
-  app.use(student.routes());
-  app.use(student.allowedMethods({ throw: true }));
+  };
+  app.use(async (ctx, next) => (await operations()).session(ctx, next));
   const routers = [
     auth.router,
-    openApiRouter(),
-    metricsRouter(deps.metrics, config.metricsToken, gate),
-    adminRouter({
-      store,
-      gate,
-      implicitAllowlist: adminEmails,
-      metrics: deps.metrics,
-      live,
-      isAllowed,
-      allowlistReload: () => deps.allowlist.reload?.() ?? Promise.resolve(),
-      linkMints: new Throttle(store.rateLimits.limiter('link_mints', SIGN_IN_LINKS_PER_HOUR, 3600)),
-      backups: deps.backups,
-      outputHub,
-      providers: config.providers.map((provider) => provider.label),
-      homeDisk: config.homeDisk,
-    }),
     panelRouter(),
     linkRouter({
       store,

@@ -13,7 +13,7 @@ import http from 'node:http';
 import { ERROR_CODES } from '../src/error-codes.ts';
 import { AppError } from '../src/errors.ts';
 import { NO_FRAMES } from './middleware/frames.ts';
-import { escapeHtml, page } from './pages.ts';
+import { escapeHtml, page } from './pages/page.ts';
 import { errorBody } from './responses.ts';
 
 /** At most this many cookie names are cleared one by one (Clear-Site-Data takes the rest). */

@@ -125,7 +125,7 @@ function buildMetrics() {
       labelNames: ['kind', 'outcome'] as const,
       registers,
     }),
-    // Runs' output streams (api/run-output.ts): open on this replica, refused past a bound, cut for a reader that took nothing.
+    // Runs' output streams (api/streams/run-output.ts): open on this replica, refused past a bound, cut for a reader that took nothing.
     runOutputStreams: new Gauge({ name: 'run_output_streams', help: "Runs' output streams open on this replica.", registers }),
     runOutputStreamRefusals: new Counter({
       name: 'run_output_stream_refusals_total',

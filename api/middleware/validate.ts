@@ -1,5 +1,5 @@
 import { bodyParser } from '@koa/bodyparser';
-import type { Ajv, ErrorObject, JSONSchemaType, SchemaObject } from 'ajv';
+import type { Ajv, ErrorObject, SchemaObject } from 'ajv';
 import type { Middleware } from 'koa';
 import { AppError, ValidationError } from '../../src/errors.ts';
 
@@ -80,16 +80,17 @@ function lazily<F>(make: () => F): () => F {
   return () => (made ??= make());
 }
 
-/** State that validateBody leaves for the handler: the typed body. */
-export interface BodyState<T> {
-  body: T;
+/** State that validateBody leaves for the handler: the body. */
+export interface BodyState {
+  body?: unknown;
 }
 
 /**
- * Requires a JSON body (Content-Type application/json) matching `schema`; otherwise 400 with a
- * message naming the field and the problem. Puts the typed body in `ctx.state.body`.
+ * Requires a JSON body (Content-Type application/json) matching `schema` (a TypeBox schema: JSON
+ * Schema); otherwise 400 with a message naming the field and the problem. Puts the body in
+ * `ctx.state.body`, where the operation's adapter gives it to the handler (api/operation.ts).
  */
-export function validateBody<T>(schema: JSONSchemaType<T>): Middleware<BodyState<T>> {
+export function validateBody(schema: SchemaObject): Middleware<BodyState> {
   const compiled = lazily(async () => (await compilers()).body.compile(schema));
   return async (ctx, next) => {
     const check = await compiled();
@@ -105,18 +106,18 @@ export function validateBody<T>(schema: JSONSchemaType<T>): Middleware<BodyState
   };
 }
 
-/** State that validateQuery leaves for the handler: the typed, coerced query. */
-export interface QueryState<T> {
-  query: T;
+/** State that validateQuery leaves for the handler: the coerced query. */
+export interface QueryState {
+  query?: unknown;
 }
 
 /**
  * Requires the query string to match `schema` (an object schema of scalar parameters; numbers are
  * coerced, defaults applied, unknown parameters refused); otherwise 400 `validation_error` naming
- * the parameter. Puts the typed query in `ctx.state.query`.
+ * the parameter. Puts the query in `ctx.state.query`.
  */
-export function validateQuery<T>(schema: SchemaObject): Middleware<QueryState<T>> {
-  const compiled = lazily(async () => (await compilers()).query.compile<T>(schema));
+export function validateQuery(schema: SchemaObject): Middleware<QueryState> {
+  const compiled = lazily(async () => (await compilers()).query.compile(schema));
   const integers = Object.entries((schema.properties ?? {}) as Record<string, { type?: unknown }>)
     .filter(([, property]) => property.type === 'integer')
     .map(([name]) => name);

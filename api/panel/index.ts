@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuthState } from '../middleware/auth.ts';
-import { escapeHtml, page } from '../pages.ts';
+import { escapeHtml, page } from '../pages/page.ts';
 import { errorBody } from '../responses.ts';
 import { loadAssets, type Assets } from './assets.ts';
 

@@ -4,7 +4,7 @@ import { AppError, AuthorizationError, MethodNotAllowedError, NotFoundError, Una
 import { safeReturnTo } from '../../src/identity/return-to.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { isDriverStationTarget } from '../driver-station.ts';
-import { refusalPage } from '../pages.ts';
+import { refusalPage } from '../pages/page.ts';
 import { redirect, refuseUpgrade, sendError, sendHtml } from '../responses.ts';
 import { NO_SUCH_WORKSPACE, sessionCookies, type Verdict } from './admission.ts';
 import type { HandoffStore } from '../../src/store/handoffs.ts';

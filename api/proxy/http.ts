@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type { buildConnector, Dispatcher, Pool as UndiciPool } from 'undici';
 import type { Metrics } from '../../src/metrics.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { escapeHtml, page } from '../pages.ts';
+import { escapeHtml, page } from '../pages/page.ts';
 import { sendError, sendHtml } from '../responses.ts';
 import { isNavigation } from './host.ts';
 import { responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';

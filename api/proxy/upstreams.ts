@@ -15,7 +15,7 @@
  * completed before it began (a burst of connections costs one engine call, not one each).
  */
 import net from 'node:net';
-import type { ServingContainer, ServingTarget, WorkspaceRuntime } from '../../src/docker/runtime.ts';
+import type { RuntimeWorkloads, ServingContainer, ServingTarget } from '../../src/docker/runtime.ts';
 import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import { Fold } from '../../src/fold.ts';
@@ -28,7 +28,7 @@ export type UpstreamKind = 'vscode' | 'nt4' | 'halsim';
 
 export interface UpstreamsDeps {
   /** The engine, for reads only. */
-  runtime: Pick<WorkspaceRuntime, 'serving'>;
+  runtime: Pick<RuntimeWorkloads, 'serving'>;
   /** The container ports the editor (EDITOR_PORT), the simulator's NetworkTables (NT4_PORT) and its robot's HALSim WebSocket (HALSIM_PORT) listen on. */
   ports: Record<UpstreamKind, number>;
   /** How long a TCP handshake may take. */

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
-import type { AuthState } from './middleware/auth.ts';
-import { PANEL_PATH } from './panel/index.ts';
+import type { AuthState } from '../middleware/auth.ts';
+import { PANEL_PATH } from '../panel/index.ts';
 
 /** `GET /` leads each person to their place: sign-in when signed out, the admin panel for an admin, their workspace for a student. */
 export function homeRouter(): Router<AuthState> {

@@ -13,15 +13,15 @@
  */
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
-import type { OutputStreamLimits } from '../src/config.ts';
-import type { ChangeFeed, RunOutputEvent } from '../src/db/changes.ts';
-import { TooManyError } from '../src/errors.ts';
-import { Fold } from '../src/fold.ts';
-import type { Logger } from '../src/log.ts';
-import type { Metrics } from '../src/metrics.ts';
-import type { SurfaceStore } from '../src/store/index.ts';
-import { isTerminal, type RunRecord } from '../src/store/runs.ts';
-import type { AuthState } from './middleware/auth.ts';
+import type { OutputStreamLimits } from '../../src/config.ts';
+import type { ChangeFeed, RunOutputEvent } from '../../src/db/changes.ts';
+import { TooManyError } from '../../src/errors.ts';
+import { Fold } from '../../src/fold.ts';
+import type { Logger } from '../../src/log.ts';
+import type { Metrics } from '../../src/metrics.ts';
+import type { SurfaceStore } from '../../src/store/index.ts';
+import { isTerminal, type RunRecord } from '../../src/store/runs.ts';
+import type { AuthState } from '../middleware/auth.ts';
 
 /** How often an idle stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;
@@ -265,17 +265,6 @@ export function runOutputStream(deps: OutputStreamDeps, run: RunRecord, from: nu
   void catchUp();
   return stream;
 }
-
-/** The query of an output stream: `from`, the offset to start at (a reconnect's Last-Event-ID wins). */
-export interface OutputQuery {
-  from?: number;
-}
-
-export const outputQuerySchema = {
-  type: 'object',
-  properties: { from: { type: 'integer', minimum: 0, maximum: 100_000_000 } },
-  additionalProperties: false,
-};
 
 /**
  * Answers `ctx` with `run`'s output as an event stream (runOutputStream), from a reconnect's

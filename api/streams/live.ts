@@ -8,10 +8,10 @@
  * or deleted (a users change, checked again), or signed out (its session ended).
  */
 import { PassThrough } from 'node:stream';
-import type { ChangeFeed } from '../src/db/changes.ts';
-import { presentRefusal } from '../src/wire/presenters.ts';
-import type { RefusalRecord, RefusalStore } from '../src/store/refusals.ts';
-import { sessionDigest } from '../src/store/sessions.ts';
+import type { ChangeFeed } from '../../src/db/changes.ts';
+import { presentRefusal } from '../../src/wire/presenters.ts';
+import type { RefusalRecord, RefusalStore } from '../../src/store/refusals.ts';
+import { sessionDigest } from '../../src/store/sessions.ts';
 
 /** How many refusals' ids are remembered as told (a replica hears its own refusal twice: at once, and by NOTIFY). */
 const TOLD_KEPT = 256;

@@ -1,5 +1,5 @@
-import type { WorkspaceRecord } from '../src/store/workspaces.ts';
-import { escapeHtml, page } from './pages.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { escapeHtml, page } from './page.ts';
 
 /** What the page says of a workspace: what is wanted, then what is seen. */
 function stateText(workspace: WorkspaceRecord): string {

@@ -1,16 +1,13 @@
 import Router from '@koa/router';
 import grantModule from 'grant';
 import type { Context, Middleware } from 'koa';
-import type { ProviderConfig } from '../src/config.ts';
-import { discoverOidc, fetchIdentity, IdentityError, type OidcEndpoints } from '../src/identity/providers.ts';
-import { safeReturnTo } from '../src/identity/return-to.ts';
-import type { Logger } from '../src/log.ts';
-import { AuthenticationError } from '../src/errors.ts';
-import type { UserStore } from '../src/store/users.ts';
-import { assertSameOrigin, type AuthState, type Throttle } from './middleware/auth.ts';
-import { escapeHtml, page } from './pages.ts';
-import { presentUser } from '../src/wire/presenters.ts';
-import type { UserAnswer } from '../src/wire/schemas.ts';
+import type { ProviderConfig } from '../../src/config.ts';
+import { discoverOidc, fetchIdentity, IdentityError, type OidcEndpoints } from '../../src/identity/providers.ts';
+import { safeReturnTo } from '../../src/identity/return-to.ts';
+import type { Logger } from '../../src/log.ts';
+import type { UserStore } from '../../src/store/users.ts';
+import { assertSameOrigin, type AuthState, type Throttle } from '../middleware/auth.ts';
+import { escapeHtml, page } from './page.ts';
 
 // grant's typings declare an ES default export, but the package is `module.exports = grant`.
 const grant = grantModule as unknown as (typeof grantModule)['default'];
@@ -85,7 +82,7 @@ const NO_PROVIDER =
 /**
  * Sign-in with grant (GitHub, Google, generic OpenID Connect): the sign-in page, the start of a
  * sign-in (remembers a same-origin `return_to`), grant's redirects under /connect, the callback
- * (verified email → allowlist → user, session regenerated), sign-out and `GET /auth/me`. Every
+ * (verified email → allowlist → user, session regenerated), sign-out (`GET /auth/me` is an operation: api/resources/service.ts). Every
  * failure is a page that says what happened, never a 500. Returns grant's middleware (mount it
  * first) and the router.
  */
@@ -203,12 +200,6 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
     ctx.session = null;
     ctx.status = 303;
     ctx.redirect('/auth/sign-in');
-  });
-
-  router.get('/auth/me', async (ctx) => {
-    const user = ctx.state.user;
-    if (!user) throw AuthenticationError('Not signed in.');
-    ctx.body = { user: presentUser(user) } satisfies UserAnswer;
   });
 
   const grantRoutes: Middleware<AuthState> = async (ctx, next) => {

@@ -7,14 +7,14 @@
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { AppError } from '../src/errors.ts';
-import type { Logger } from '../src/log.ts';
-import type { Actor } from '../src/store/audit.ts';
-import type { SurfaceStore } from '../src/store/index.ts';
-import { assertSameOrigin, type AuthState, type Throttle } from './middleware/auth.ts';
-import { formBody } from './middleware/validate.ts';
-import { escapeHtml, page } from './pages.ts';
-import { PANEL_PATH } from './panel/index.ts';
+import { AppError } from '../../src/errors.ts';
+import type { Logger } from '../../src/log.ts';
+import type { Actor } from '../../src/store/audit.ts';
+import type { SurfaceStore } from '../../src/store/index.ts';
+import { assertSameOrigin, type AuthState, type Throttle } from '../middleware/auth.ts';
+import { formBody } from '../middleware/validate.ts';
+import { escapeHtml, page } from './page.ts';
+import { PANEL_PATH } from '../panel/index.ts';
 
 export interface LinkRoutesDeps {
   store: SurfaceStore;
