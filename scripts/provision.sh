@@ -2,7 +2,7 @@
 # Brings up what the test suite needs on this machine, installing from Debian's packages when
 # missing: a PostgreSQL server on 127.0.0.1:${TEST_PG_PORT:-54329} (trust auth, loopback only,
 # durability off: it only holds throwaway test databases), a Docker Engine, Chromium, Docker
-# Compose, Prometheus and PgBouncer; then builds every image the tests use (the test image, the
+# Compose, Prometheus and PgBouncer, and openapi-typescript (tools/openapi-typescript); then builds every image the tests use (the test image, the
 # workspace image, the production images of the compose tests), so that no image is built while
 # tests run. Idempotent
 # and quick when all is there (each build script is a no-op when its image is up to date). Needs
@@ -125,6 +125,7 @@ build_swarm_node_image() {
   bash "$ROOT/scripts/build-swarm-node-image.sh"
   bash "$ROOT/scripts/build-registry-image.sh"
 }
+build_openapi_tools() { bash "$ROOT/scripts/openapi-tools.sh"; }
 build_compose_images() { LOCAL_BASE=1 CONTROL_IMAGE=classroom-control:test NODE_IMAGE= NPM_REGISTRY= bash "$ROOT/scripts/build-control-image.sh"; }
 
 # phase NAME FUNCTION: runs it, noting how long it took.
@@ -142,6 +143,7 @@ phase chromium provision_chromium
 phase compose provision_compose
 phase prometheus provision_prometheus
 phase pgbouncer provision_pgbouncer
+phase openapi-tools build_openapi_tools
 phase test-image build_test_image
 phase workspace-image build_workspace_image
 phase compose-images build_compose_images

@@ -31,6 +31,7 @@ const VENDOR: Record<string, string> = {
   preact: 'preact',
   'preact/hooks': 'preact/hooks',
   htm: 'htm',
+  'openapi-fetch': 'openapi-fetch',
 };
 
 /** An asset with its compressed forms. */

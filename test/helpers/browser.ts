@@ -202,16 +202,35 @@ export function recordPage(page: Page): { logged: string[]; stop: () => void } {
   return { logged, stop };
 }
 
+/** How Chromium fails the requests in flight when the host's network changes (a Docker network made or removed beside the test). */
+const NETWORK_CHANGED = 'net::ERR_NETWORK_CHANGED';
+
 /**
- * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say). When it does not show,
- * the error says what the page showed instead, what it logged meanwhile (recordPage), and where its
- * screenshot `<tmpdir>/<name>.png` is: a failure on a busy machine says why.
+ * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say). When the host's
+ * network changes while the page loads (another test makes a Docker network: Chromium then fails
+ * what it is fetching with ERR_NETWORK_CHANGED, and a page whose module failed stays blank), it loads
+ * the page once more, as a person would. When it does not show, the error says what the page showed
+ * instead, what it logged meanwhile (recordPage), and where its screenshot `<tmpdir>/<name>.png` is: a
+ * failure on a busy machine says why.
  */
 export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
   const record = recordPage(page);
+  let onFailed: (request: Request) => void = () => undefined;
+  const changed = new Promise<'changed'>((resolve) => {
+    onFailed = (request) => {
+      if (request.failure()?.errorText.startsWith(NETWORK_CHANGED)) resolve('changed');
+    };
+  });
+  page.on('requestfailed', onFailed);
   try {
     await page.goto(url);
-    await shown.waitFor({ timeout });
+    const waiting = shown.waitFor({ timeout }).then(() => 'shown' as const);
+    if ((await Promise.race([waiting, changed])) === 'changed') {
+      waiting.catch(() => undefined);
+      page.off('requestfailed', onFailed);
+      await page.reload();
+      await shown.waitFor({ timeout });
+    }
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);
     await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
@@ -224,6 +243,7 @@ export async function gotoAndWait(page: Page, url: string, shown: Locator, name:
       { cause: error },
     );
   } finally {
+    page.off('requestfailed', onFailed);
     record.stop();
   }
 }

@@ -1,10 +1,13 @@
 // @lane local
 /**
- * The OpenAPI document: valid OpenAPI 3.1 by a maintained validator, kept in the repository as it
- * is built (docs/openapi.json; `npm run openapi` writes it), and covering every route of the admin
- * and student APIs that the routers define, no more and no fewer. That the answers agree with it is
- * checked on every integration test's answers (test/helpers/contract.ts), and by the cases below.
+ * The OpenAPI document: valid OpenAPI 3.1 by a maintained validator, free of errors by Redocly's
+ * linter with its recommended rules, kept in the repository as it is built (docs/openapi.json;
+ * `npm run openapi` writes it) with the panel's types that openapi-typescript makes of it
+ * (api/panel/client/openapi.d.ts, by which the panel's every call is type-checked). Its routes are
+ * the routers' by construction (both come from api/operations.ts). That the answers agree with it
+ * is checked on every integration test's answers (test/helpers/contract.ts), and by the cases below.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -13,6 +16,9 @@ import { PROJECT_ROOT } from '../../src/config.ts';
 import { ERROR_CODES, type ErrorCode } from '../../src/error-codes.ts';
 import { AppError, NotFoundError } from '../../src/errors.ts';
 import { checkAnswer } from '../helpers/contract.ts';
+import { PANEL_TYPES, panelTypes } from '../../scripts/panel-types.ts';
+
+const DOCUMENT = path.join(PROJECT_ROOT, 'docs/openapi.json');
 
 it('is a valid OpenAPI 3.1 document', async () => {
   const validator = new Validator();
@@ -86,7 +92,23 @@ describe('errors in the contract (issue 42)', () => {
 });
 
 it('is kept in docs/openapi.json as built (npm run openapi writes it)', () => {
-  expect(readFileSync(path.join(PROJECT_ROOT, 'docs/openapi.json'), 'utf8')).toBe(openApiText());
+  expect(readFileSync(DOCUMENT, 'utf8')).toBe(openApiText());
+});
+
+it("gives the panel the types openapi-typescript makes of it (npm run openapi writes them), which the panel's calls type-check against", () => {
+  expect(readFileSync(PANEL_TYPES, 'utf8')).toBe(panelTypes(DOCUMENT));
+});
+
+it("has no error by Redocly's linter with its recommended rules", () => {
+  const cli = path.join(PROJECT_ROOT, 'node_modules/@redocly/cli/bin/cli.js');
+  const lint = spawnSync(process.execPath, [cli, 'lint', '--extends', 'recommended', '--format', 'json', DOCUMENT], {
+    encoding: 'utf8',
+    env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+  });
+  const report = JSON.parse(lint.stdout) as { totals: { errors: number }; problems: { ruleId: string; severity: string; message: string }[] };
+  expect(report.problems.filter((problem) => problem.severity === 'error')).toEqual([]);
+  expect(report.totals.errors).toBe(0);
+  expect(lint.status).toBe(0);
 });
 
 describe('the contract check (test/helpers/contract.ts)', () => {

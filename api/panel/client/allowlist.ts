@@ -1,14 +1,14 @@
 /** Allowlist: emails and domains (and the SERVICE_ADMIN_EMAIL ones, marked); add with the server's validation shown inline; remove; a one-time sign-in link for an email. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, messageOf } from './api.ts';
+import { client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
 import type { SignInLink } from '../../../src/wire/schemas.ts';
 import { signInLinkConfirmation, SignInLinkNotice } from './sign-in-link.ts';
 import { ConfirmDialog, Empty, Notice, useResource, type Confirmation, Loading } from './ui.ts';
 
 export function AllowlistPage(): VNode {
-  const { data, error, reload } = useResource(() => api<{ entries: string[]; implicit: string[] }>('GET', '/admin/allowlist'), 'allowlist', ['allowlist']);
+  const { data, error, reload } = useResource(() => ok(client.GET('/admin/allowlist')), 'allowlist', ['allowlist']);
   const [entry, setEntry] = useState('');
   const [problem, setProblem] = useState<string | undefined>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
@@ -18,7 +18,7 @@ export function AllowlistPage(): VNode {
     event.preventDefault();
     setNotice(undefined);
     try {
-      const answer = await api<{ entry: string; added: boolean }>('POST', '/admin/allowlist', { entry });
+      const answer = await ok(client.POST('/admin/allowlist', { body: { entry } }));
       setProblem(undefined);
       setEntry('');
       setNotice(answer.added ? `Added ${answer.entry}.` : `${answer.entry} is already on the allowlist.`);
@@ -35,7 +35,7 @@ export function AllowlistPage(): VNode {
       </p>`,
       action: 'Remove',
       run: async () => {
-        await api('DELETE', `/admin/allowlist/${encodeURIComponent(value)}`);
+        await ok(client.DELETE('/admin/allowlist/{entry}', { params: { path: { entry: value } } }));
         setNotice(`Removed ${value}.`);
         reload();
       },

@@ -2,7 +2,9 @@
  * The admin API as the panel calls it (same origin, the session cookie), and the live events that
  * tell it when to read again. The panel changes state through these calls only.
  */
+import createClient from 'openapi-fetch';
 import type { Refusal } from '../../../src/wire/schemas.ts';
+import type { paths } from './openapi.d.ts';
 
 /** An answer of the API that is not a success: its stable code and its message for the coach. */
 export class ApiError extends Error {
@@ -18,25 +20,38 @@ export class ApiError extends Error {
 /** What to tell the coach about a failure: the API's message, or the error's own. */
 export const messageOf = (failure: unknown): string => (failure instanceof ApiError ? failure.message : String(failure));
 
-/** Calls the API; resolves with the JSON answer, rejects with an ApiError carrying the server's message. */
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  let response: Response;
+/**
+ * The API's client: openapi-fetch, typed by what openapi-typescript makes of the OpenAPI document
+ * (openapi.d.ts, written by `npm run openapi`), so every call names an operation of the document
+ * with its path parameters, query and body, and gets its answer's type.
+ */
+export const client = createClient<paths>({ credentials: 'same-origin', headers: { accept: 'application/json' } });
+
+/** What a call of the client resolves to. */
+interface Outcome<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/**
+ * The answer of a call: its JSON body; or an ApiError carrying the server's code and message (and
+ * a 401 goes to the sign-in page, back here after).
+ */
+export async function ok<T>(call: Promise<Outcome<T>>): Promise<T> {
+  let outcome: Outcome<T>;
   try {
-    response = await fetch(path, {
-      method,
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: 'same-origin',
-    });
+    outcome = await call;
   } catch {
     throw new ApiError(0, 'network_error', 'The control plane cannot be reached; check the connection and try again.');
   }
-  const answer = (await response.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined;
+  const { data, error, response } = outcome;
   if (!response.ok) {
     if (response.status === 401) location.assign(`/auth/sign-in?return_to=${encodeURIComponent(location.pathname + location.search)}`);
-    throw new ApiError(response.status, answer?.error?.code ?? 'error', answer?.error?.message ?? `The control plane answered ${response.status}.`);
+    const body = (error as { error?: { code?: string; message?: string } } | undefined)?.error;
+    throw new ApiError(response.status, body?.code ?? 'error', body?.message ?? `The control plane answered ${response.status}.`);
   }
-  return answer as T;
+  return data as T;
 }
 
 /** What the live stream says: a change of some kind of state, or a capacity refusal. */

@@ -5,7 +5,7 @@
  */
 import type { VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, messageOf } from './api.ts';
+import { client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
 import { Empty, Notice, setQuery, Time, Loading } from './ui.ts';
 import type { AuditEntry as Entry } from '../../../src/wire/schemas.ts';
@@ -111,11 +111,9 @@ export function AuditPage({ url }: { url: URL }): VNode {
   const load = async (before: number | null) => {
     const call = ++latest.current;
     setLoading(true);
-    const params = new URLSearchParams({ limit: '50' });
-    for (const [name, value] of Object.entries(filters)) if (value) params.set(name, value);
-    if (before !== null) params.set('before', String(before));
+    const query = { limit: 50, ...Object.fromEntries(Object.entries(filters).filter(([, value]) => value)), ...(before !== null && { before }) };
     try {
-      const page = await api<{ entries: Entry[]; nextCursor: number | null }>('GET', `/admin/audit-log?${params.toString()}`);
+      const page = await ok(client.GET('/admin/audit-log', { params: { query } }));
       if (call !== latest.current) return;
       setEntries((current) => (before === null ? page.entries : [...(current ?? []), ...page.entries]));
       setCursor(page.nextCursor);

@@ -1,7 +1,7 @@
 /** Backups: the stored ones (download, restore into a stopped workspace), and a new one of a workspace. */
 import type { VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, messageOf } from './api.ts';
+import { ApiError, client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
 import { ConfirmDialog, Empty, Notice, Time, useResource, type Confirmation, Loading } from './ui.ts';
 import type { Backup, WorkspaceRow } from '../../../src/wire/schemas.ts';
@@ -9,11 +9,12 @@ import type { Backup, WorkspaceRow } from '../../../src/wire/schemas.ts';
 const megabytes = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 export function BackupsPage(): VNode {
-  const backups = useResource(() => api<{ backups: Backup[] }>('GET', '/admin/backups'), 'backups');
-  const workspaces = useResource(() => api<{ workspaces: WorkspaceRow[] }>('GET', '/admin/workspaces?sort=slug&order=asc&limit=1000'), 'backup-workspaces', [
-    'workspaces',
-    'status',
-  ]);
+  const backups = useResource(() => ok(client.GET('/admin/backups')), 'backups');
+  const workspaces = useResource(
+    () => ok(client.GET('/admin/workspaces', { params: { query: { sort: 'slug', order: 'asc', limit: 1000 } } })),
+    'backup-workspaces',
+    ['workspaces', 'status'],
+  );
   const [source, setSource] = useState('');
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>(undefined);
@@ -26,7 +27,7 @@ export function BackupsPage(): VNode {
     setBusy(true);
     setNotice(undefined);
     try {
-      const { backup } = await api<{ backup: Backup }>('POST', `/admin/workspaces/${workspace.id}/backup`);
+      const { backup } = await ok(client.POST('/admin/workspaces/{workspaceId}/backup', { params: { path: { workspaceId: workspace.id } } }));
       setNotice({
         kind: 'ok',
         text: `Backed up ${workspace.slug}: ${backup.files ?? '?'} files, ${backup.bytes === null ? '?' : megabytes(backup.bytes)} of data (a ${megabytes(backup.sizeBytes)} file, ${backup.name}).`,
@@ -61,9 +62,9 @@ export function BackupsPage(): VNode {
 
   /** Restores `backup` into the workspace `target` and says what happened. */
   const restoreInto = async (backup: Backup, target: string) => {
-    const answer = await api<{ workspace: { slug: string }; handedOver: boolean; kept: string | null }>('POST', `/admin/workspaces/${target}/restore`, {
-      backup: backup.name,
-    });
+    const answer = await ok(
+      client.POST('/admin/workspaces/{workspaceId}/restore', { params: { path: { workspaceId: target } }, body: { backup: backup.name } }),
+    );
     setNotice({
       kind: 'ok',
       text: `Restored ${backup.name} into ${answer.workspace.slug}${answer.handedOver ? ", without the first student's editor state, credentials and history" : ''}.${answer.kept ? ` Its previous files are kept as ${answer.kept}.` : ''}`,
@@ -99,7 +100,7 @@ export function BackupsPage(): VNode {
         message: `${workspace.slug} is running: stop it, then replace its files (its student's editor closes; the files stay).`,
         label: `Stop ${workspace.slug} and replace the files`,
         run: async () => {
-          await api('POST', `/admin/workspaces/${workspace.id}/stop-containers`);
+          await ok(client.POST('/admin/workspaces/{workspaceId}/stop-containers', { params: { path: { workspaceId: workspace.id } } }));
           await stopped(workspace.id);
           await restoreInto(backup, workspace.id);
           return 'done';

@@ -2,7 +2,7 @@
 import { render, type VNode } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { AllowlistPage } from './allowlist.ts';
-import { api, onLive, type Refusal } from './api.ts';
+import { client, ok, onLive, type Refusal } from './api.ts';
 import { AuditPage } from './audit.ts';
 import { BackupsPage } from './backups.ts';
 import { html } from './html.ts';
@@ -52,7 +52,7 @@ function App(): VNode {
   const url = useLocation();
   const [me, setMe] = useState<string | undefined>(undefined);
   useEffect(() => {
-    void api<{ user: { email: string } }>('GET', '/auth/me').then(
+    void ok(client.GET('/auth/me')).then(
       (answer) => setMe(answer.user.email),
       () => setMe(''),
     );

@@ -1,7 +1,7 @@
 /** Overview: capacity with the inline cap editor, active builds, who was refused at the cap (live), failures. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, messageOf } from './api.ts';
+import { client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
 import { Ago, Empty, Link, Notice, Time, useResource } from './ui.ts';
 import type { Overview } from '../../../src/wire/schemas.ts';
@@ -30,7 +30,7 @@ function CapEditor({
     const number = Number(value);
     if (!/^\d+$/.test(value.trim()) || number > 10000) return setError('The cap is a whole number from 0 to 10000.');
     try {
-      const answer = await api<{ value: number; previous: number }>('POST', '/admin/config/max-active-containers', { value: number });
+      const answer = await ok(client.POST('/admin/config/max-active-containers', { body: { value: number } }));
       setError(undefined);
       onSaved(`Saved: the cap is ${answer.value} (was ${answer.previous}). Lowering it stops no one.`);
     } catch (failure) {
@@ -89,7 +89,7 @@ function Nodes({ nodes }: { nodes: Overview['nodes'] }): VNode {
 }
 
 export function OverviewPage(): VNode {
-  const { data, error, reload } = useResource(() => api<Overview>('GET', '/admin/overview'), 'overview', [
+  const { data, error, reload } = useResource(() => ok(client.GET('/admin/overview')), 'overview', [
     'workspaces',
     'status',
     'runs',

@@ -6,7 +6,7 @@
  */
 import type { VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError } from './api.ts';
+import { ApiError, client, ok } from './api.ts';
 import { html } from './html.ts';
 import { ConfirmDialog, Empty, Link, Loading, Notice, setQuery, Time, useResource, type Confirmation } from './ui.ts';
 import type { ClassRun as Run } from '../../../src/wire/schemas.ts';
@@ -39,7 +39,7 @@ function StopRun({ run, onStopped }: { run: Run; onStopped: () => void }): VNode
       body: html`<p>${run.ownerEmail ?? 'The student'} sees it stopped, by you (the audit log records it). Their files and editor stay.</p>`,
       action: 'Stop the run',
       run: async () => {
-        await api('POST', `/admin/runs/${run.id}/stop`);
+        await ok(client.POST('/admin/runs/{runId}/stop', { params: { path: { runId: run.id } } }));
         onStopped();
       },
     });
@@ -53,11 +53,14 @@ export function RunsPage({ url }: { url: URL }): VNode {
   const period = params.get('period') ?? '';
   const workspace = params.get('workspace') ?? '';
   const since = PERIODS.find(([value]) => value === period)?.[2];
-  const query = new URLSearchParams({ limit: '200' });
-  if (status) query.set('status', status);
-  if (since) query.set('since', new Date(Date.now() - since).toISOString());
-  if (workspace) query.set('workspace', workspace);
-  const { data, error, reload } = useResource(() => api<{ runs: Run[] }>('GET', `/admin/runs?${query.toString()}`), `${status}|${period}|${workspace}`, [
+  const query = {
+    limit: 200,
+    // The page's own address names the status: the server refuses one that is no status.
+    ...(status && { status: status as RunStatus }),
+    ...(since && { since: new Date(Date.now() - since).toISOString() }),
+    ...(workspace && { workspace }),
+  };
+  const { data, error, reload } = useResource(() => ok(client.GET('/admin/runs', { params: { query } })), `${status}|${period}|${workspace}`, [
     'runs',
     'status',
   ]);
@@ -136,7 +139,7 @@ export function RunPage({ id }: { id: string }): VNode {
   const { data, error, reload } = useResource(
     async () =>
       (
-        await api<{ run: Run }>('GET', `/admin/runs/${id}`).catch((failure: unknown) =>
+        await ok(client.GET('/admin/runs/{runId}', { params: { path: { runId: id } } })).catch((failure: unknown) =>
           failure instanceof ApiError && failure.status === 404 ? { run: null } : Promise.reject(failure),
         )
       ).run,

@@ -1,7 +1,7 @@
 /** One-time sign-in links from the panel: a confirmation that names whom the link signs in, then the link, shown once, to copy. */
 import type { VNode } from 'preact';
 import { useRef, useState } from 'preact/hooks';
-import { api } from './api.ts';
+import { client, ok } from './api.ts';
 import { html } from './html.ts';
 import { Notice, Time, type Confirmation } from './ui.ts';
 import type { SignInLink } from '../../../src/wire/schemas.ts';
@@ -15,7 +15,7 @@ export function signInLinkConfirmation(email: string, onMade: (link: SignInLink)
       them only.
     </p>`,
     action: 'Make the link',
-    run: async () => onMade((await api<{ link: SignInLink }>('POST', '/admin/sign-in-links', { email })).link),
+    run: async () => onMade((await ok(client.POST('/admin/sign-in-links', { body: { email } }))).link),
   };
 }
 

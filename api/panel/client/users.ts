@@ -1,14 +1,14 @@
 /** Users: name, email, role and workspace; search; promote, demote (never the last admin), a one-time sign-in link, delete with a typed confirmation. */
 import type { VNode } from 'preact';
 import { useState } from 'preact/hooks';
-import { api } from './api.ts';
+import { client, ok } from './api.ts';
 import { html } from './html.ts';
 import type { SignInLink, User } from '../../../src/wire/schemas.ts';
 import { signInLinkConfirmation, SignInLinkNotice } from './sign-in-link.ts';
 import { ConfirmDialog, Empty, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
 
 export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
-  const { data, error, reload } = useResource(() => api<{ users: User[] }>('GET', '/admin/users'), 'users', ['users', 'workspaces']);
+  const { data, error, reload } = useResource(() => ok(client.GET('/admin/users')), 'users', ['users', 'workspaces']);
   const [confirmation, setConfirmation] = useState<Confirmation | undefined>(undefined);
   const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string } | undefined>(undefined);
   const [link, setLink] = useState<SignInLink | undefined>(undefined);
@@ -34,7 +34,11 @@ export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
             </p>`,
       action: action === 'promote' ? 'Make admin' : 'Demote',
       run: async () => {
-        await api('POST', `/admin/users/${user.id}/${action}`);
+        await ok(
+          action === 'promote'
+            ? client.POST('/admin/users/{userId}/promote', { params: { path: { userId: user.id } } })
+            : client.POST('/admin/users/{userId}/demote', { params: { path: { userId: user.id } } }),
+        );
         setNotice({ kind: 'ok', text: action === 'promote' ? `${user.email} is now an admin.` : `${user.email} is no longer an admin.` });
         reload();
       },
@@ -49,7 +53,7 @@ export function UsersPage({ url, me }: { url: URL; me: string }): VNode {
       action: 'Delete',
       typed: user.email,
       run: async () => {
-        await api('DELETE', `/admin/users/${user.id}`);
+        await ok(client.DELETE('/admin/users/{userId}', { params: { path: { userId: user.id } } }));
         setNotice({ kind: 'ok', text: `Deleted ${user.email}.` });
         reload();
       },

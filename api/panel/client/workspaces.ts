@@ -5,11 +5,15 @@
  */
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api } from './api.ts';
+import { client, ok } from './api.ts';
+import type { paths } from './openapi.d.ts';
 import { html } from './html.ts';
 import { Ago, ConfirmDialog, Empty, Link, Notice, setQuery, useResource, type Confirmation, Loading } from './ui.ts';
-import type { WorkspacePage as Page, WorkspaceRow as Row } from '../../../src/wire/schemas.ts';
+import type { WorkspaceRow as Row } from '../../../src/wire/schemas.ts';
 import type { DesiredState, ObservedState } from '../../../src/wire/vocabulary.ts';
+
+/** The query of GET /admin/workspaces. */
+type Query = NonNullable<paths['/admin/workspaces']['get']['parameters']['query']>;
 
 /** A whole class on one page: 500 rows render well within 200 ms (bench/panel.ts). */
 const PAGE_SIZE = 500;
@@ -48,14 +52,12 @@ function disk(row: Row): VNode | string {
 export function WorkspacesPage({ url }: { url: URL }): VNode {
   const query = url.searchParams;
   const sort = query.get('sort') ?? 'slug';
-  const order = query.get('order') === 'desc' ? 'desc' : 'asc';
+  const order: Query['order'] = query.get('order') === 'desc' ? 'desc' : 'asc';
   const page = Math.max(1, Number(query.get('page') ?? '1') || 1);
-  const params = new URLSearchParams({ sort, order, offset: String((page - 1) * PAGE_SIZE), limit: String(PAGE_SIZE) });
-  for (const name of ['q', 'observed', 'desired']) {
-    const value = query.get(name);
-    if (value) params.set(name, value);
-  }
-  const { data, error, reload } = useResource(() => api<Page>('GET', `/admin/workspaces?${params.toString()}`), params.toString(), [
+  // The page's own address names the sort and the filters as text: the server refuses what is none of its words.
+  const filters = Object.fromEntries(['q', 'observed', 'desired'].flatMap((name) => (query.get(name) ? [[name, query.get(name)!]] : []))) as Query;
+  const params: Query = { sort: sort as Query['sort'], order, offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE, ...filters };
+  const { data, error, reload } = useResource(() => ok(client.GET('/admin/workspaces', { params: { query: params } })), JSON.stringify(params), [
     'workspaces',
     'status',
     'runs',
@@ -63,7 +65,7 @@ export function WorkspacesPage({ url }: { url: URL }): VNode {
   ]);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   // A selection is of the rows shown: another page, search or filter starts a new one.
-  useEffect(() => setSelected(new Set()), [params.toString()]);
+  useEffect(() => setSelected(new Set()), [JSON.stringify(params)]);
   const [confirmation, setConfirmation] = useState<Confirmation | undefined>(undefined);
   const [notice, setNotice] = useState<string | undefined>(undefined);
 
@@ -83,7 +85,11 @@ export function WorkspacesPage({ url }: { url: URL }): VNode {
           : html`<p>${row.owner ?? 'The student'}'s editor gets a fresh container; the files stay, unsaved editor state is lost.</p>`,
       action: action === 'stop' ? 'Stop' : 'Restart',
       run: async () => {
-        await api('POST', `/admin/workspaces/${row.id}/${action === 'stop' ? 'stop-containers' : 'restart-code'}`);
+        await ok(
+          action === 'stop'
+            ? client.POST('/admin/workspaces/{workspaceId}/stop-containers', { params: { path: { workspaceId: row.id } } })
+            : client.POST('/admin/workspaces/{workspaceId}/restart-code', { params: { path: { workspaceId: row.id } } }),
+        );
         setNotice(action === 'stop' ? `${row.slug} is stopping.` : `${row.slug} gets a fresh editor.`);
         reload();
       },
@@ -101,7 +107,7 @@ export function WorkspacesPage({ url }: { url: URL }): VNode {
         ${skipped > 0 ? html`<p class="muted">${skipped} already stopped ${skipped === 1 ? 'is' : 'are'} left as they are.</p>` : null}`,
       action: 'Stop them',
       run: async () => {
-        const answer = await api<{ stopped: unknown[]; skipped: unknown[] }>('POST', '/admin/workspaces/stop', { ids: rows.map((row) => row.id) });
+        const answer = await ok(client.POST('/admin/workspaces/stop', { body: { ids: rows.map((row) => row.id) } }));
         setSelected(new Set());
         setNotice(`Stopping ${answer.stopped.length}; ${answer.skipped.length} skipped.`);
         reload();
