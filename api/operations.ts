@@ -10,6 +10,7 @@ import * as backups from './resources/backups.ts';
 import * as config from './resources/config.ts';
 import * as events from './resources/events.ts';
 import * as links from './resources/links.ts';
+import * as nodes from './resources/nodes.ts';
 import * as runs from './resources/runs.ts';
 import * as service from './resources/service.ts';
 import * as student from './resources/student.ts';
@@ -53,6 +54,7 @@ export const OPERATIONS: AnyOperation[] = [
   runs.output,
   runs.outputFile,
   runs.stop,
+  nodes.list,
   // Student
   student.getWorkspace,
   student.openWorkspace,

@@ -64,6 +64,41 @@ describe('GET /admin/status', () => {
   });
 });
 
+describe('GET /admin/nodes', () => {
+  it('lists the nodes as the leader recorded them, with their room and workspaces; none on a single engine', async () => {
+    const none = await fetch(`${app.url}/admin/nodes`, { headers: admin });
+    expect(await none.json()).toEqual({ nodes: [] });
+    await app.store.nodes.record([
+      {
+        name: 'n1',
+        state: 'ready',
+        availability: 'active',
+        address: '',
+        memoryBytes: 8 * 1024 ** 3,
+        reservedMemoryBytes: 1024 ** 3,
+        nanoCpus: 4e9,
+        reachable: true,
+      },
+    ]);
+    const response = await fetch(`${app.url}/admin/nodes`, { headers: admin });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(await response.json()).toEqual({
+      nodes: [
+        expect.objectContaining({
+          name: 'n1',
+          state: 'ready',
+          availability: 'active',
+          drainRequested: false,
+          memoryBytes: 8 * 1024 ** 3,
+          freeMemoryBytes: 7 * 1024 ** 3,
+        }),
+      ],
+    });
+    expect((await fetch(`${app.url}/admin/nodes`)).status).toBe(401);
+  });
+});
+
 describe('GET /admin/workspaces', () => {
   it("shows a running workspace's last CPU and memory sample, and none for a stopped one whatever was sampled last", async () => {
     const ada = await workspace('ada@school.test', true);

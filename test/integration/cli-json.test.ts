@@ -47,7 +47,7 @@ const CONTRACTS: Record<keyof typeof COMMANDS, Contract> = {
   'backups:list': { operation: ['GET', '/admin/backups', 200] },
   restore: { operation: ['POST', '/admin/workspaces/{workspaceId}/restore', 200] },
   status: { schema: Wire.CliStatus },
-  'nodes:list': { schema: Wire.NodeList },
+  'nodes:list': { operation: ['GET', '/admin/nodes', 200] },
   backup: { cliOnly: 'writes the backup where it is told (--output FILE, or stdout), not only among the stored ones the API lists' },
   'setup-link': { cliOnly: "the first admin's link, which the API cannot make (no admin to ask for it yet)" },
   'nodes:drain': { cliOnly: 'the panel drains a node through the CLI only' },

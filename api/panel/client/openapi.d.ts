@@ -534,6 +534,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/nodes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The nodes workspaces run on (a swarm), as the leader last saw them; none on a single engine. */
+        get: operations["getAdminNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/u/{slug}/api/workspace": {
         parameters: {
             query?: never;
@@ -831,6 +848,9 @@ export interface components {
         };
         ImportAnswer: {
             import: components["schemas"]["WorkspaceImport"] | null;
+        };
+        NodeList: {
+            nodes: components["schemas"]["Node"][];
         };
         OpenAnswer: {
             workspace: components["schemas"]["StudentWorkspace"];
@@ -5148,6 +5168,100 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The nodes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeList"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
                         };
                     };
                 };
