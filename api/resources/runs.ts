@@ -70,9 +70,9 @@ export const output = operation({
   query: outputQuery,
   errors: ['too_many_output_streams', 'run_output_streams_full'],
   responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
-  handle: async ({ params, query, ctx }, { store, outputHub }) => {
+  handle: async ({ params, query, ctx, user }, { store, outputHub }) => {
     const run = await runOf(store, params.runId);
-    answerOutputStream(ctx, { runs: store.runs, changes: store.changes, hub: outputHub, presentEnd: presentRunEnd }, run, query.from);
+    answerOutputStream(ctx, { runs: store.runs, changes: store.changes, hub: outputHub, presentEnd: presentRunEnd }, run, query.from, user?.id);
   },
 });
 

@@ -179,9 +179,9 @@ export const runOutput = operation({
   query: outputQuery,
   errors: ['too_many_output_streams', 'run_output_streams_full'],
   responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
-  handle: async ({ workspace, params, query, ctx }, { store, outputHub }) => {
+  handle: async ({ workspace, user, params, query, ctx }, { store, outputHub }) => {
     const found = await store.runs.getOf(workspace.id, params.runId);
-    answerOutputStream(ctx, { runs: store.runs, changes: store.changes, hub: outputHub, presentEnd: presentRunEnd }, found, query.from);
+    answerOutputStream(ctx, { runs: store.runs, changes: store.changes, hub: outputHub, presentEnd: presentRunEnd }, found, query.from, user.id);
   },
 });
 

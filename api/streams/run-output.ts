@@ -21,7 +21,6 @@ import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../../src/store/runs.ts';
-import type { AuthState } from '../middleware/auth.ts';
 
 /** How often an idle stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;
@@ -268,12 +267,12 @@ export function runOutputStream(deps: OutputStreamDeps, run: RunRecord, from: nu
 
 /**
  * Answers `ctx` with `run`'s output as an event stream (runOutputStream), from a reconnect's
- * Last-Event-ID, else `from`, else the start; or 429 when its reader (the signed-in user; the admin
- * bearer token counts as one) or the run has as many streams open as allowed (RunOutputHub.admit).
+ * Last-Event-ID, else `from`, else the start; or 429 when its reader (the signed-in user, `userId`;
+ * the admin bearer token, none, counts as one) or the run has as many streams open as allowed (RunOutputHub.admit).
  * A cut closes the connection: the reader resumes from the last whole event it got.
  */
-export function answerOutputStream(ctx: Context, deps: OutputStreamDeps, run: RunRecord, from: number | undefined): void {
-  const reader = (ctx.state as AuthState).user?.id ?? TOKEN_READER;
+export function answerOutputStream(ctx: Context, deps: OutputStreamDeps, run: RunRecord, from: number | undefined, userId: string | undefined): void {
+  const reader = userId ?? TOKEN_READER;
   const keep = deps.hub.admit(reader, run.id);
   const resume = Number(ctx.get('last-event-id'));
   ctx.req.socket.setTimeout(0);
