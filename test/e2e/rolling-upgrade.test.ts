@@ -11,21 +11,16 @@
  * container and the run's simulator container are the ones from before (never restarted), and the
  * run is still running, its output still growing.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import type { DataSource } from 'typeorm';
 import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
-import { TEST_SESSION_SECRET } from '../helpers/app.ts';
-import { ROOT } from '../helpers/compose.ts';
-import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/server.ts';
+import { createBalancer, replicaEnv, type Balancer } from '../helpers/replicas.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
-const HAPROXY_IMAGE = 'classroom-base/haproxy:2.6';
 const HOME = '/home/student';
 const tag = Date.now().toString(36);
 const controlPlaneId = newControlPlaneId();
@@ -33,45 +28,19 @@ let db: { url: string; dataSource: DataSource };
 let harness: Harness;
 let browser: Browser;
 let ada: Student;
-let lbUrl = '';
-let lbContainer = '';
-const ports: number[] = [];
+let balancer: Balancer;
+let env: (port: number) => Record<string, string>;
 const replicas: ServerProcess[] = [];
-
-const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-rolling-'));
-writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
-const env = (port: number) => ({
-  DATABASE_URL: db.url,
-  PORT: String(port),
-  PUBLIC_URL: lbUrl,
-  TRUST_PROXY: 'true',
-  WORKSPACE_IMAGE: IMAGE,
-  // code-server needs far more than the test image's 64 MiB.
-  CODE_MEMORY_LIMIT: '1g',
-  WORKSPACE_NETWORK: TEST_ENV.WORKSPACE_NETWORK,
-  CONTROL_PLANE_ID: controlPlaneId,
-  SESSION_SECRET: TEST_SESSION_SECRET,
-  DATA_DIR,
-  LOG_LEVEL: 'info',
-});
 
 beforeAll(async () => {
   db = await openTestDatabase();
   harness = createHarness(db.dataSource, { controlPlaneId });
-  const [lbPort, portA, portB] = [await freePort(), await freePort(), await freePort()];
-  ports.push(portA, portB);
-  lbUrl = `http://127.0.0.1:${lbPort}`;
-  for (const port of ports) replicas.push(await startServer(env(port)));
-  // The balancer as compose.replicas.yaml runs it: the host's network, the shipped configuration.
-  const lb = await docker.createContainer({
-    Image: HAPROXY_IMAGE,
-    name: `${controlPlaneId}-lb`,
-    Env: [`LB_HOST=127.0.0.1`, `LB_PORT=${lbPort}`, `CONTROL_A_PORT=${portA}`, `CONTROL_B_PORT=${portB}`],
-    HostConfig: { NetworkMode: 'host', Binds: [`${path.join(ROOT, 'deploy/haproxy.cfg')}:/usr/local/etc/haproxy/haproxy.cfg:ro`] },
-  });
-  lbContainer = lb.id;
-  await lb.start();
-  await eventually('the balancer to answer', async () => (await fetch(`${lbUrl}/healthz`).catch(() => undefined))?.status === 200, 30_000);
+  balancer = await createBalancer(controlPlaneId, { places: 2 });
+  // code-server needs far more than the test image's 64 MiB.
+  env = replicaEnv(balancer, { databaseUrl: db.url, controlPlaneId, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
+  for (const port of balancer.ports) replicas.push(await startServer(env(port)));
+  await balancer.start();
+  await balancer.answering();
   ada = await newStudent(harness.store, 'ada', tag);
   browser = await launchBrowser();
 }, 120_000);
@@ -79,7 +48,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   for (const replica of replicas) await replica.stop('SIGKILL');
-  if (lbContainer) await docker.getContainer(lbContainer).remove({ force: true });
+  await balancer?.remove();
   await removeEverything(controlPlaneId);
   await db?.dataSource.destroy();
 }, 60_000);
@@ -112,7 +81,7 @@ async function fileInWorkspace(file: string): Promise<string> {
  */
 async function upgrade(index: number): Promise<void> {
   expect(await replicas[index]!.stop('SIGTERM')).toBe(0);
-  replicas[index] = await startServer(env(ports[index]!));
+  replicas[index] = await startServer(env(balancer.ports[index]!));
 }
 
 it('upgrades both replicas under an open editor and a going run: the editor reconnects, the unsaved edit is saved whole, nothing restarts', async () => {
@@ -122,10 +91,10 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     page.on('websocket', (socket) => sockets.push(socket));
     await page
       .context()
-      .addCookies(ada.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: lbUrl })));
+      .addCookies(ada.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: balancer.url })));
 
     // The workspace page through the balancer; Open; the editor.
-    await page.goto(`${lbUrl}/u/${ada.workspace.slug}/`);
+    await page.goto(`${balancer.url}/u/${ada.workspace.slug}/`);
     await page.getByRole('button', { name: 'Open', exact: true }).click();
     await waitForWorkbench(page, { timeout: 120_000 });
     const editorBefore = await started(await editorContainer());
@@ -144,7 +113,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     expect(await fileInWorkspace(robot)).not.toContain(`before the upgrade ${tag}`);
 
     // A run going, started as the editor's Run does (the student API through the balancer).
-    const answer = await fetch(`${lbUrl}/u/${ada.workspace.slug}/api/runs`, { method: 'POST', headers: { cookie: ada.cookie, origin: lbUrl } });
+    const answer = await fetch(`${balancer.url}/u/${ada.workspace.slug}/api/runs`, { method: 'POST', headers: { cookie: ada.cookie, origin: balancer.url } });
     expect(answer.status).toBe(202);
     const runId = ((await answer.json()) as { run: { id: string } }).run.id;
     await eventually('the run running', async () => (await harness.store.runs.get(runId))?.status === 'running', 180_000);
@@ -170,7 +139,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
       async () => first.every((socket) => socket.isClosed()) && sockets.some((socket) => !socket.isClosed()),
       60_000,
     );
-    expect(sockets.every((socket) => socket.url().startsWith(`ws://127.0.0.1:${new URL(lbUrl).port}/u/${ada.workspace.slug}/`))).toBe(true);
+    expect(sockets.every((socket) => socket.url().startsWith(`ws://127.0.0.1:${new URL(balancer.url).port}/u/${ada.workspace.slug}/`))).toBe(true);
 
     // More typing, then Save: the file holds the edit from before the upgrade and the one after.
     await editor.click();

@@ -13,8 +13,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { DataSource } from 'typeorm';
+import type { ManagedContainer } from '../../src/docker/runtime.ts';
 import { ok, ROOT, run } from './compose.ts';
-import { eventually } from './controllers.ts';
+import { createHarness, eventually, TEST_IMAGE, type Harness } from './controllers.ts';
 
 export const SWARM_NODE_IMAGE = 'classroom-swarm-node:test';
 /** The cluster's registry (scripts/build-registry-image.sh), as docs/swarm.md runs it. */
@@ -153,6 +155,53 @@ export async function startSwarm(options: { size: number; images: string[]; mana
     await stop();
     throw error;
   }
+}
+
+/**
+ * A control plane's settings on a harness swarm: the Swarm runtime, every node's engine, its
+ * workspace network, and the test image as the nodes pull it from the cluster's registry.
+ */
+export type SwarmSettings = { RUNTIME: 'swarm'; SWARM_ENGINES: string; WORKSPACE_NETWORK: string; WORKSPACE_IMAGE: string };
+
+/** A swarm with a control plane's workspace controller running on it. */
+export interface SwarmHarness {
+  swarm: Swarm;
+  harness: Harness;
+  /** The swarm settings the harness was given. */
+  env: SwarmSettings;
+  /** A workspace's editor (its code container) as the harness's runtime lists it, if it has one. */
+  editorOf: (workspaceId: string) => Promise<ManagedContainer | undefined>;
+  /** Stops the controller, then removes the swarm. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a swarm of `size` nodes, `managers` of them managers (startSwarm, the test image in its
+ * registry), then a control plane's workspace controller on `db` (createHarness with `harness`,
+ * started) given the swarm's settings with its workspaces on `network`, `harness.env` on top. What
+ * it started is stopped again when a step fails.
+ */
+export async function startSwarmHarness(
+  db: DataSource,
+  options: { size: number; managers?: number; network: string; harness?: NonNullable<Parameters<typeof createHarness>[1]> },
+): Promise<SwarmHarness> {
+  const swarm = await startSwarm({ size: options.size, managers: options.managers, images: [TEST_IMAGE] });
+  const env: SwarmSettings = { RUNTIME: 'swarm', SWARM_ENGINES: swarm.engines, WORKSPACE_NETWORK: options.network, WORKSPACE_IMAGE: swarm.images[TEST_IMAGE]! };
+  let harness: Harness | undefined;
+  const stop = async () => {
+    await harness?.stop();
+    await swarm.stop();
+  };
+  try {
+    harness = createHarness(db, { ...options.harness, env: { ...env, ...options.harness?.env } });
+    await harness.controller.start();
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const runtime = harness.runtime;
+  const editorOf = async (workspaceId: string) => (await runtime.listContainers({ workspaceId })).find((container) => container.role === 'code');
+  return { swarm, harness, env, editorOf, stop };
 }
 
 /**

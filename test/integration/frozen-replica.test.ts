@@ -7,60 +7,34 @@
  * (VS Code would open new ones, to the other); the requests it got fail within seconds instead of
  * ten minutes; woken (SIGCONT), it changes nothing they asked, and says so once each.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import WebSocket from 'ws';
-import { TEST_SESSION_SECRET } from '../helpers/app.ts';
-import { ROOT } from '../helpers/compose.ts';
-import { createHarness, docker, eventually, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { createHarness, eventually, newControlPlaneId, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/server.ts';
+import { createBalancer, replicaEnv, type Balancer } from '../helpers/replicas.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
-const HAPROXY_IMAGE = 'classroom-base/haproxy:2.6';
 const tag = Date.now().toString(36);
 const controlPlaneId = newControlPlaneId();
 let db: { url: string; dataSource: DataSource };
 let harness: Harness;
-let lbUrl = '';
-let lbContainer = '';
+let balancer: Balancer;
 const replicas: ServerProcess[] = [];
 const sockets: WebSocket[] = [];
-
-const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-frozen-'));
-writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
-const env = (port: number) => ({
-  ...TEST_ENV,
-  DATABASE_URL: db.url,
-  PORT: String(port),
-  PUBLIC_URL: lbUrl,
-  TRUST_PROXY: 'true',
-  CONTROL_PLANE_ID: controlPlaneId,
-  SESSION_SECRET: TEST_SESSION_SECRET,
-  DATA_DIR,
-  LOG_LEVEL: 'info',
-});
 
 beforeAll(async () => {
   db = await openTestDatabase();
   harness = createHarness(db.dataSource, { controlPlaneId });
-  const [lbPort, portA, portB] = [await freePort(), await freePort(), await freePort()];
-  lbUrl = `http://127.0.0.1:${lbPort}`;
+  balancer = await createBalancer(controlPlaneId, { places: 2, apiTimeout: '3s' });
+  const env = replicaEnv(balancer, { databaseUrl: db.url, controlPlaneId });
+  const [portA, portB] = balancer.ports as [number, number];
   // The first leads (it converges the workspaces); the second, a follower, is the one frozen.
   replicas.push(await startServer(env(portA)));
   await replicas[0]!.waitForLog((record) => record.message.startsWith('leading: took the reconciler lease'));
   replicas.push(await startServer(env(portB)));
-  const lb = await docker.createContainer({
-    Image: HAPROXY_IMAGE,
-    name: `${controlPlaneId}-lb`,
-    Env: ['LB_HOST=127.0.0.1', `LB_PORT=${lbPort}`, `CONTROL_A_PORT=${portA}`, `CONTROL_B_PORT=${portB}`, 'LB_API_TIMEOUT=3s'],
-    HostConfig: { NetworkMode: 'host', Binds: [`${path.join(ROOT, 'deploy/haproxy.cfg')}:/usr/local/etc/haproxy/haproxy.cfg:ro`] },
-  });
-  lbContainer = lb.id;
-  await lb.start();
-  await eventually('the balancer to answer', async () => (await fetch(`${lbUrl}/healthz`).catch(() => undefined))?.status === 200, 30_000);
+  await balancer.start();
+  await balancer.answering();
 }, 120_000);
 
 afterAll(async () => {
@@ -69,14 +43,16 @@ afterAll(async () => {
     replica.proc.kill('SIGCONT');
     await replica.stop('SIGKILL');
   }
-  if (lbContainer) await docker.getContainer(lbContainer).remove({ force: true });
+  await balancer?.remove();
   await removeEverything(controlPlaneId);
   await db?.dataSource.destroy();
 }, 60_000);
 
 /** An editor WebSocket through the balancer, open. */
 async function editorSocket(student: Student): Promise<WebSocket> {
-  const socket = new WebSocket(`${lbUrl.replace('http', 'ws')}/u/${student.workspace.slug}/ws`, { headers: { cookie: student.cookie, origin: lbUrl } });
+  const socket = new WebSocket(`${balancer.url.replace('http', 'ws')}/u/${student.workspace.slug}/ws`, {
+    headers: { cookie: student.cookie, origin: balancer.url },
+  });
   sockets.push(socket);
   await new Promise((resolve, reject) => (socket.once('open', resolve), socket.once('error', reject)));
   return socket;
@@ -113,9 +89,9 @@ it('a frozen replica: its editors are let go within seconds, the requests it hel
   const asked = await Promise.all(
     asking.map(async (student) => {
       const sent = Date.now();
-      const answer = await fetch(`${lbUrl}/u/${student.workspace.slug}/api/workspace/open`, {
+      const answer = await fetch(`${balancer.url}/u/${student.workspace.slug}/api/workspace/open`, {
         method: 'POST',
-        headers: { cookie: student.cookie, origin: lbUrl },
+        headers: { cookie: student.cookie, origin: balancer.url },
       });
       return { student, status: answer.status, tookMs: Date.now() - sent };
     }),
@@ -156,9 +132,9 @@ it('an API request that a replica cannot answer within the API timeout ends as a
   const before = logged();
   try {
     const sent = Date.now();
-    const answer = await fetch(`${lbUrl}/u/${bea.workspace.slug}/api/workspace/open`, {
+    const answer = await fetch(`${balancer.url}/u/${bea.workspace.slug}/api/workspace/open`, {
       method: 'POST',
-      headers: { cookie: bea.cookie, origin: lbUrl },
+      headers: { cookie: bea.cookie, origin: balancer.url },
       // A bound for the failure only: the balancer answers after its 3 s.
       signal: AbortSignal.timeout(20_000),
     });

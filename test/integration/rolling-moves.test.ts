@@ -9,41 +9,22 @@
  * connections (GET /readyz answers 404), so every editor it lets go lands on a new replica: each
  * editor moved exactly once.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { DataSource } from 'typeorm';
 import WebSocket from 'ws';
-import { TEST_SESSION_SECRET } from '../helpers/app.ts';
-import { ok, ROOT } from '../helpers/compose.ts';
-import { createHarness, docker, eventually, newControlPlaneId, removeEverything, TEST_ENV, type Harness } from '../helpers/controllers.ts';
+import { createHarness, eventually, newControlPlaneId, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
-import { freePort, startServer, type ServerProcess } from '../helpers/server.ts';
+import { createBalancer, replicaEnv, type Balancer } from '../helpers/replicas.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
-const HAPROXY_IMAGE = 'classroom-base/haproxy:2.6';
 const tag = Date.now().toString(36);
 const controlPlaneId = newControlPlaneId();
 let db: { url: string; dataSource: DataSource };
 let harness: Harness;
-let lbUrl = '';
-let lbContainer = '';
+let balancer: Balancer;
+let env: (port: number) => Record<string, string>;
 const servers: ServerProcess[] = [];
 const editors: Editor[] = [];
-
-const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'cp-rolling-moves-'));
-writeFileSync(path.join(DATA_DIR, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
-const env = (port: number) => ({
-  ...TEST_ENV,
-  DATABASE_URL: db.url,
-  PORT: String(port),
-  PUBLIC_URL: lbUrl,
-  TRUST_PROXY: 'true',
-  CONTROL_PLANE_ID: controlPlaneId,
-  SESSION_SECRET: TEST_SESSION_SECRET,
-  DATA_DIR,
-  LOG_LEVEL: 'info',
-});
 
 /** A replica started on `port`, kept for the end. */
 async function replica(port: number): Promise<ServerProcess> {
@@ -51,16 +32,6 @@ async function replica(port: number): Promise<ServerProcess> {
   servers.push(server);
   return server;
 }
-
-/** How many times the balancer has said that its server `name` is up or down (its log, as `docker logs` shows it). */
-async function said(name: 'a' | 'b' | 'c', state: 'UP' | 'DOWN'): Promise<number> {
-  const logs = await ok('docker', ['logs', lbContainer], { timeoutMs: 10_000 }).catch(() => '');
-  return logs.split('\n').filter((line) => line.includes(`Server replicas/${name} is ${state}`)).length;
-}
-
-/** Waits until the balancer has taken server `name` back once more than `before` times. */
-const balancerTook = (name: 'a' | 'b' | 'c', before: number) =>
-  eventually(`the balancer to take ${name}`, async () => (await said(name, 'UP')) > before, 30_000);
 
 /** An editor's connection through the balancer that opens a new one as soon as it is closed (VS Code's reconnection), counting its moves. */
 interface Editor {
@@ -77,7 +48,9 @@ function editorOf(student: Student): Promise<Editor> {
   return new Promise((resolve) => {
     let failures = 0;
     const connect = () => {
-      const socket = new WebSocket(`${lbUrl.replace('http', 'ws')}/u/${student.workspace.slug}/ws`, { headers: { cookie: student.cookie, origin: lbUrl } });
+      const socket = new WebSocket(`${balancer.url.replace('http', 'ws')}/u/${student.workspace.slug}/ws`, {
+        headers: { cookie: student.cookie, origin: balancer.url },
+      });
       socket.once('open', () => {
         failures = 0;
         editor.socket = socket;
@@ -108,19 +81,10 @@ const allConnected = () => {
 beforeAll(async () => {
   db = await openTestDatabase();
   harness = createHarness(db.dataSource, { controlPlaneId });
-  const [lbPort, portA, portB, portC] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  lbUrl = `http://127.0.0.1:${lbPort}`;
-  const lb = await docker.createContainer({
-    Image: HAPROXY_IMAGE,
-    name: `${controlPlaneId}-lb`,
-    Env: ['LB_HOST=127.0.0.1', `LB_PORT=${lbPort}`, `CONTROL_A_PORT=${portA}`, `CONTROL_B_PORT=${portB}`, `CONTROL_C_PORT=${portC}`],
-    HostConfig: { NetworkMode: 'host', Binds: [`${path.join(ROOT, 'deploy/haproxy.cfg')}:/usr/local/etc/haproxy/haproxy.cfg:ro`] },
-  });
-  lbContainer = lb.id;
-  await lb.start();
-  ports.push(portA, portB, portC);
+  balancer = await createBalancer(controlPlaneId, { places: 3 });
+  env = replicaEnv(balancer, { databaseUrl: db.url, controlPlaneId });
+  await balancer.start();
 }, 60_000);
-const ports: number[] = [];
 
 afterAll(async () => {
   for (const editor of editors) {
@@ -128,35 +92,35 @@ afterAll(async () => {
     editor.socket?.terminate();
   }
   for (const server of servers) await server.stop('SIGKILL');
-  if (lbContainer) await docker.getContainer(lbContainer).remove({ force: true });
+  await balancer?.remove();
   await removeEverything(controlPlaneId);
   await db?.dataSource.destroy();
 }, 60_000);
 
 it('a rolling upgrade through a third place moves each editor once, even when the old replicas hold unequal shares', async () => {
-  const [portA, portB, portC] = ports as [number, number, number];
+  const [portA, portB, portC] = balancer.ports as [number, number, number];
   // The first replica alone, then six editors on it.
   const oldA = await replica(portA);
-  await balancerTook('a', 0);
+  await balancer.took('a', 0);
   const ada = await newStudent(harness.store, 'ada', tag);
   await openAndWait(harness.store, ada.workspace);
   for (let index = 0; index < 6; index++) await editorOf(ada);
   // The second replica, then two editors more: both go to it, which holds the fewest.
   const oldB = await replica(portB);
-  await balancerTook('b', 0);
+  await balancer.took('b', 0);
   for (let index = 0; index < 2; index++) await editorOf(ada);
 
   // A new replica on the free place.
   await replica(portC);
-  await balancerTook('c', 0);
+  await balancer.took('c', 0);
   // The first old one replaced: its six editors move to the new one, none to the old one that goes next.
-  const [aUp, aDown] = [await said('a', 'UP'), await said('a', 'DOWN')];
+  const [aUp, aDown] = [await balancer.said('a', 'UP'), await balancer.said('a', 'DOWN')];
   expect(await oldA.stop('SIGTERM')).toBe(0);
   await eventually('every editor connected again', async () => allConnected(), 30_000);
   // Its place seen empty, then taken again (as the docs' procedure waits for the balancer).
-  await eventually('the balancer to see a gone', async () => (await said('a', 'DOWN')) > aDown, 30_000);
+  await eventually('the balancer to see a gone', async () => (await balancer.said('a', 'DOWN')) > aDown, 30_000);
   await replica(portA);
-  await balancerTook('a', aUp);
+  await balancer.took('a', aUp);
   // The second old one stopped: its editors move to the new ones.
   expect(await oldB.stop('SIGTERM')).toBe(0);
   await eventually('every editor connected again', async () => allConnected(), 30_000);

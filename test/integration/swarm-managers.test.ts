@@ -14,47 +14,37 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Backups } from '../../src/backup/backups.ts';
-import type { ManagedContainer } from '../../src/docker/runtime.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { createHarness, eventually, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { eventually, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startSwarm, type Swarm, type SwarmNode } from '../helpers/swarm.ts';
+import { startSwarmHarness, type Swarm, type SwarmHarness, type SwarmNode } from '../helpers/swarm.ts';
 import { newStudent, waitForState } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
 const shell = promisify(execFile);
 const tag = Date.now().toString(36);
 const NODE_LOST_SECONDS = 20;
+let plane: SwarmHarness | undefined;
 let swarm: Swarm;
 let harness: Harness;
+let editorOf: SwarmHarness['editorOf'];
 let backups: Backups;
 
 beforeAll(async () => {
-  swarm = await startSwarm({ size: 3, managers: 3, images: [TEST_IMAGE] });
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-swarm-managers-'));
-  const image = swarm.images[TEST_IMAGE]!;
-  harness = createHarness(db.dataSource, {
-    env: {
-      RUNTIME: 'swarm',
-      SWARM_ENGINES: swarm.engines,
-      WORKSPACE_NETWORK: 'classroom-swarm-managers',
-      WORKSPACE_IMAGE: image,
-      NODE_LOST_SECONDS: String(NODE_LOST_SECONDS),
-      DATA_DIR: dataDir,
-    },
-    nodeCheckMs: 500,
+  plane = await startSwarmHarness(db.dataSource, {
+    size: 3,
+    managers: 3,
+    network: 'classroom-swarm-managers',
+    harness: { env: { NODE_LOST_SECONDS: String(NODE_LOST_SECONDS), DATA_DIR: dataDir }, nodeCheckMs: 500 },
   });
-  backups = new Backups({ store: harness.store, runtime: harness.runtime, dataDir, image });
-  await harness.controller.start();
+  ({ swarm, harness, editorOf } = plane);
+  backups = new Backups({ store: harness.store, runtime: harness.runtime, dataDir, image: plane.env.WORKSPACE_IMAGE });
 }, 5 * 60_000);
 afterAll(async () => {
-  await harness?.stop();
-  await swarm?.stop();
+  await plane?.stop();
 }, 5 * 60_000);
-
-const editorOf = async (workspaceId: string): Promise<ManagedContainer | undefined> =>
-  (await harness.runtime.listContainers({ workspaceId })).find((container) => container.role === 'code');
 
 const nodeNamed = (name: string | null | undefined): SwarmNode => swarm.nodes.find((node) => node.name === name)!;
 

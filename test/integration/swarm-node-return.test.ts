@@ -8,10 +8,10 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { endpointOf, type ManagedContainer } from '../../src/docker/runtime.ts';
-import { createHarness, eventually, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
+import { endpointOf } from '../../src/docker/runtime.ts';
+import { eventually, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { startSwarm, type Swarm, type SwarmNode } from '../helpers/swarm.ts';
+import { startSwarmHarness, type Swarm, type SwarmHarness, type SwarmNode } from '../helpers/swarm.ts';
 import { newStudent, waitForState } from '../helpers/workspaces.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 
@@ -19,23 +19,18 @@ const db = useTestDatabase({ truncate: false });
 const shell = promisify(execFile);
 const tag = Date.now().toString(36);
 const NETWORK = 'classroom-swarm-return';
+let plane: SwarmHarness | undefined;
 let swarm: Swarm;
 let harness: Harness;
+let editorOf: SwarmHarness['editorOf'];
 
 beforeAll(async () => {
-  swarm = await startSwarm({ size: 2, images: [TEST_IMAGE] });
-  harness = createHarness(db.dataSource, {
-    env: { RUNTIME: 'swarm', SWARM_ENGINES: swarm.engines, WORKSPACE_NETWORK: NETWORK, WORKSPACE_IMAGE: swarm.images[TEST_IMAGE]! },
-  });
-  await harness.controller.start();
+  plane = await startSwarmHarness(db.dataSource, { size: 2, network: NETWORK });
+  ({ swarm, harness, editorOf } = plane);
 }, 5 * 60_000);
 afterAll(async () => {
-  await harness?.stop();
-  await swarm?.stop();
+  await plane?.stop();
 }, 5 * 60_000);
-
-const editorOf = async (workspaceId: string): Promise<ManagedContainer | undefined> =>
-  (await harness.runtime.listContainers({ workspaceId })).find((container) => container.role === 'code');
 
 /** The id of the container that runs a service's task on a node ('' when none runs). */
 const containerOn = async (node: SwarmNode, service: string) =>

@@ -27,13 +27,16 @@ import { createMetrics } from '../../src/metrics.ts';
 import { captureLogger, createHarness, eventually, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import type { Status } from '../../src/wire/schemas.ts';
-import { startSwarm, type Swarm, type SwarmNode } from '../helpers/swarm.ts';
+import { startSwarmHarness, type Swarm, type SwarmHarness, type SwarmNode, type SwarmSettings } from '../helpers/swarm.ts';
 import { echoes } from '../helpers/websocket.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase({ truncate: false });
+let plane: SwarmHarness | undefined;
 let swarm: Swarm;
 let harness: Harness;
+/** A control plane on the swarm, its workspace image pulled by the nodes from the cluster's registry, pinned by digest. */
+let swarmEnv: SwarmSettings;
 let app: TestApp;
 /** The control plane of the second part (NODE_LOST_SECONDS short, backups in its data directory). */
 let nodes: Harness | undefined;
@@ -52,26 +55,16 @@ socket.setTimeout(3000, () => say('blocked'));
 socket.on('connect', () => say('reached'));
 socket.on('error', () => say('blocked'));`;
 
-/** A control plane on the swarm, its workspace image pulled by the nodes from the cluster's registry, pinned by digest. */
-const swarmEnv = () => ({
-  RUNTIME: 'swarm',
-  SWARM_ENGINES: swarm.engines,
-  WORKSPACE_NETWORK: 'classroom-swarm-workspaces',
-  WORKSPACE_IMAGE: swarm.images[TEST_IMAGE]!,
-});
-
 beforeAll(async () => {
-  swarm = await startSwarm({ size: 3, images: [TEST_IMAGE] });
-  harness = createHarness(db.dataSource, { environmentCap: SIZE + 5, env: swarmEnv() });
-  await harness.controller.start();
+  plane = await startSwarmHarness(db.dataSource, { size: 3, network: 'classroom-swarm-workspaces', harness: { environmentCap: SIZE + 5 } });
+  ({ swarm, harness, env: swarmEnv } = plane);
   // The proxy asks the same swarm where each editor serves (its own control plane's services), as in a deployment.
-  app = await startApp(db.dataSource, { ...swarmEnv(), CONTROL_PLANE_ID: harness.controlPlaneId }, { changes: harness.changes });
+  app = await startApp(db.dataSource, { ...swarmEnv, CONTROL_PLANE_ID: harness.controlPlaneId }, { changes: harness.changes });
 }, 10 * 60_000);
 afterAll(async () => {
   await app?.close();
-  await harness?.stop();
   await nodes?.stop();
-  await swarm?.stop();
+  await plane?.stop();
 }, 5 * 60_000);
 
 const codeOf = async (runtime: { listContainers(filter?: { workspaceId?: string }): Promise<ManagedContainer[]> }, workspaceId: string) =>
@@ -150,7 +143,7 @@ describe('workspaces on a swarm', () => {
         memoryBytes: 64 * 1024 * 1024,
         nanoCpus: 250_000_000,
         pidsLimit: 100,
-        network: swarmEnv().WORKSPACE_NETWORK,
+        network: swarmEnv.WORKSPACE_NETWORK,
         nt4Port: 5810,
         command: 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100 node /app/sim.mjs',
       },
@@ -202,7 +195,7 @@ describe('workspaces on a swarm', () => {
       template: {
         image: swarm.images[TEST_IMAGE]!,
         memoryBytes: 64 * 1024 * 1024,
-        network: swarmEnv().WORKSPACE_NETWORK,
+        network: swarmEnv.WORKSPACE_NETWORK,
         nt4Port: 5810,
         command: 'SIM_COMPILE_MS=200 SIM_COMPILE_EXIT=2 node /app/sim.mjs',
       },
@@ -309,7 +302,7 @@ describe('workspaces on a swarm', () => {
     // Another control plane on the same swarm (its own reservations), whose editors reserve more than half a node.
     const sizes = await harness.runtime.nodes();
     const memory = Math.floor((Math.min(...sizes.map((node) => node.memoryBytes)) * 0.6) / 1024 / 1024);
-    const big = createHarness(db.dataSource, { environmentCap: 10, env: { ...swarmEnv(), CODE_MEMORY_LIMIT: `${memory}m` } });
+    const big = createHarness(db.dataSource, { environmentCap: 10, env: { ...swarmEnv, CODE_MEMORY_LIMIT: `${memory}m` } });
     await big.controller.start();
     try {
       const owners = await Promise.all(Array.from({ length: 4 }, (_, index) => newStudent(big.store, `big${index}`, tag)));
@@ -379,7 +372,7 @@ describe('homes on a swarm whose nodes fail', () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-swarm-nodes-'));
     nodes = createHarness(db.dataSource, {
       environmentCap: 20,
-      env: { ...swarmEnv(), NODE_LOST_SECONDS: '30', DATA_DIR: dataDir },
+      env: { ...swarmEnv, NODE_LOST_SECONDS: '30', DATA_DIR: dataDir },
       nodeCheckMs: 500,
     });
     backups = new Backups({ store: nodes.store, runtime: nodes.runtime, dataDir, image: swarm.images[TEST_IMAGE]! });
