@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   // The control plane's own data where students' homes are: one of them filling the disk fills it too.
-  const { engineRootBeside } = await import('../src/docker/data-root.ts');
+  const { engineRootBeside } = await import('../src/docker/runtimes.ts');
   const dataRoot = await engineRootBeside(config.dataDir, config).catch(() => undefined);
   if (dataRoot)
     log.warning(

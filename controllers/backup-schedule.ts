@@ -1,5 +1,5 @@
 import type { Backups } from '../src/backup/backups.ts';
-import { engineAway, names, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, names, type RuntimeEnvironment, type RuntimeVolumes } from '../src/docker/runtime.ts';
 import { AppError } from '../src/errors.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
@@ -13,7 +13,7 @@ export const RETRY_AFTER_FAILURE_MS = 15 * 60_000;
 export interface BackupScheduleOptions {
   store: Pick<Store, 'workspaces' | 'scheduledBackups'>;
   backups: Pick<Backups, 'create' | 'remove'>;
-  runtime: Pick<WorkspaceRuntime, 'listVolumes' | 'reachability'>;
+  runtime: Pick<RuntimeVolumes, 'listVolumes'> & Pick<RuntimeEnvironment, 'reachability'>;
   metrics: Metrics;
   /** Logger of `control.backups`. */
   log: Logger;

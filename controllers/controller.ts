@@ -1,5 +1,5 @@
 import type { Change, ChangeFeed } from '../src/db/changes.ts';
-import { engineAway, type RuntimeEvent, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, type RuntimeEnvironment, type RuntimeEvent, type RuntimeEvents } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Fence } from '../src/store/leases.ts';
 import { everyWithJitter } from './periodic.ts';
@@ -64,7 +64,8 @@ interface TriggerSpec {
   changes: ChangeFeed;
   /** The keys a committed change asks to look at (none for changes the controller does not follow). */
   keysOfChange(change: Change): string[] | Promise<string[]>;
-  runtime: WorkspaceRuntime;
+  /** Its engine events, and whether the engine answers. */
+  runtime: RuntimeEvents & Pick<RuntimeEnvironment, 'reachability'>;
   /** The key an engine event asks to look at, if any. */
   keyOfEvent(event: RuntimeEvent): string | undefined;
   /** Every key a full resync looks at: from the database and from the engine. */

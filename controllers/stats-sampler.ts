@@ -1,4 +1,4 @@
-import { engineAway, type HomeUsage, type StatsSample, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, type HomeUsage, type RuntimeEnvironment, type RuntimeStats, type RuntimeWorkloads, type StatsSample } from '../src/docker/runtime.ts';
 import { formatBytes, homeDiskStatus, type HomeDiskLevel, type HomeDiskLimit } from '../src/home-disk.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
@@ -7,7 +7,8 @@ import type { HomeDiskRecord, StatsRecord } from '../src/store/workspace-list.ts
 import { Periodic } from './periodic.ts';
 
 export interface StatsSamplerOptions {
-  runtime: WorkspaceRuntime;
+  /** The running editors, what each uses, and whether the engine answers. */
+  runtime: Pick<RuntimeWorkloads, 'listContainers'> & RuntimeStats & Pick<RuntimeEnvironment, 'reachability'>;
   /** Where each pass's figures are recorded, for the admin's list of workspaces (sorted by them in SQL). */
   store: Pick<Store, 'workspaceList'>;
   metrics: Metrics;

@@ -1,4 +1,4 @@
-import type { ManagedContainer, WorkspaceRuntime } from '../src/docker/runtime.ts';
+import type { ManagedContainer, RuntimeEnvironment } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import { FencedOutError } from '../src/store/leases.ts';
@@ -24,14 +24,14 @@ interface Seen {
  * page, and tried again with the next task.
  */
 export class TaskFailures {
-  private readonly runtime: WorkspaceRuntime;
+  private readonly runtime: Pick<RuntimeEnvironment, 'repairNetwork'>;
   private readonly metrics: Metrics;
   private readonly log: Logger;
   private readonly network: string;
   private readonly signal: AbortSignal | undefined;
   private readonly seen = new Map<string, Seen>();
 
-  constructor(options: { runtime: WorkspaceRuntime; metrics: Metrics; log: Logger; network: string; signal?: AbortSignal }) {
+  constructor(options: { runtime: Pick<RuntimeEnvironment, 'repairNetwork'>; metrics: Metrics; log: Logger; network: string; signal?: AbortSignal }) {
     this.runtime = options.runtime;
     this.metrics = options.metrics;
     this.log = options.log;

@@ -18,23 +18,17 @@
  * Every refresh takes a ticket when it begins; an entry is replaced only by a refresh that began
  * after the one it holds, so a slow answer never overwrites a newer one.
  */
-import type { Readable } from 'node:stream';
 import type { EngineReachability } from './reachability.ts';
-import type {
-  CodeContainerSpec,
-  ContainerExit,
-  EngineScope,
-  EventSubscription,
-  HomeUsage,
-  ManagedContainer,
-  NetworkRepair,
-  RuntimeEvent,
-  RuntimeNode,
-  ServingContainer,
-  ServingTarget,
-  SimContainerSpec,
-  StatsSample,
-  WorkspaceRuntime,
+import {
+  ROLE_METHODS,
+  type CodeContainerSpec,
+  type EngineScope,
+  type EventSubscription,
+  type ManagedContainer,
+  type NetworkRepair,
+  type RuntimeEvent,
+  type SimContainerSpec,
+  type WorkspaceRuntime,
 } from './runtime.ts';
 
 type Handlers = { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void };
@@ -74,14 +68,40 @@ class Cache {
   }
 }
 
+/** What the informer passes to the runtime it wraps unchanged: whole roles, the environment's and the workloads' reads. */
+const PASSED = [
+  ...ROLE_METHODS.volumes,
+  ...ROLE_METHODS.nodes,
+  ...ROLE_METHODS.stats,
+  'ensureNetwork',
+  'imageExists',
+  'serving',
+  'exitOf',
+  'logsTail',
+  'followOutput',
+] as const;
+
+/**
+ * A base class whose instances have `members` of the runtime they are made with, bound to it: a
+ * wrapper extends it and writes only what it changes (a method it writes that is also passed is a
+ * compile error, TS2425, not a silent shadow).
+ */
+function passing<K extends keyof WorkspaceRuntime>(members: readonly K[]): new (inner: WorkspaceRuntime) => Pick<WorkspaceRuntime, K> {
+  // A constructor function, not a class: it has nothing but its constructor.
+  return function (this: object, inner: WorkspaceRuntime) {
+    for (const member of members) Object.defineProperty(this, member, { value: (inner[member] as (...args: unknown[]) => unknown).bind(inner) });
+  } as unknown as new (inner: WorkspaceRuntime) => Pick<WorkspaceRuntime, K>;
+}
+
 /** A WorkspaceRuntime whose per-workspace listings come from a cache fed by the engine's events (see the file's comment). */
-export class InformedRuntime implements WorkspaceRuntime {
+export class InformedRuntime extends passing(PASSED) implements WorkspaceRuntime {
   private readonly inner: WorkspaceRuntime;
   private readonly cache: Cache;
   /** The runtime the shared event subscription refreshes through (never a stopping controller's). */
   private readonly base: WorkspaceRuntime;
 
   constructor(inner: WorkspaceRuntime, shared?: { cache: Cache; base: WorkspaceRuntime }) {
+    super(inner);
     this.inner = inner;
     this.cache = shared?.cache ?? new Cache();
     this.base = shared?.base ?? inner;
@@ -208,63 +228,5 @@ export class InformedRuntime implements WorkspaceRuntime {
         cache.synced = false;
       },
     };
-  }
-
-  // ---- passed through ---------------------------------------------------------------------------
-
-  nodes(): Promise<RuntimeNode[]> {
-    return this.inner.nodes();
-  }
-  setNodeAvailability(node: string, availability: 'active' | 'pause'): Promise<void> {
-    return this.inner.setNodeAvailability(node, availability);
-  }
-  ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void> {
-    return this.inner.ensureVolume(workspace, volume);
-  }
-  removeVolume(volume: string): Promise<boolean> {
-    return this.inner.removeVolume(volume);
-  }
-  removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void> {
-    return this.inner.removeVolumes(workspace);
-  }
-  listVolumes(): Promise<{ name: string; workspaceId: string }[]> {
-    return this.inner.listVolumes();
-  }
-  ensureNetwork(name: string): Promise<{ isolated: boolean; created: boolean }> {
-    return this.inner.ensureNetwork(name);
-  }
-  imageExists(image: string): Promise<boolean> {
-    return this.inner.imageExists(image);
-  }
-  serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined> {
-    return this.inner.serving(target, port, id);
-  }
-
-  exitOf(id: string): Promise<ContainerExit | undefined> {
-    return this.inner.exitOf(id);
-  }
-  logsTail(id: string, lines: number): Promise<string> {
-    return this.inner.logsTail(id, lines);
-  }
-  followOutput(id: string): Promise<Readable> {
-    return this.inner.followOutput(id);
-  }
-  stats(id: string): Promise<StatsSample | undefined> {
-    return this.inner.stats(id);
-  }
-  homeUsage(id: string): Promise<HomeUsage | undefined> {
-    return this.inner.homeUsage(id);
-  }
-  exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
-    return this.inner.exportVolume(volume, workspace, image);
-  }
-  importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void> {
-    return this.inner.importVolume(volume, workspace, image, tar);
-  }
-  volumeExists(volume: string): Promise<boolean> {
-    return this.inner.volumeExists(volume);
-  }
-  removeVolumeNamed(volume: string): Promise<void> {
-    return this.inner.removeVolumeNamed(volume);
   }
 }

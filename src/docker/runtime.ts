@@ -276,56 +276,20 @@ export interface EngineScope {
   beforeChange?: () => void;
 }
 
-export interface WorkspaceRuntime {
-  /**
-   * One engine's: whether it answers, which says when it cannot be reached and when it is back
-   * (its calls then fail with an EngineUnreachableError it covers, and the loops stay quiet). None
-   * on a swarm, whose engines are its nodes (the node check's).
-   */
-  readonly reachability?: EngineReachability;
-  /** The machines workspaces run on: one for a single engine, every node of a swarm. */
-  nodes(): Promise<RuntimeNode[]>;
-  /**
-   * Pauses a node (nothing new is placed there; what runs stays) or makes it active again, by name:
-   * the leader's step of a drain. A single engine has no nodes to drain: it refuses.
-   */
-  setNodeAvailability(node: string, availability: 'active' | 'pause'): Promise<void>;
-  /**
-   * The same runtime with every engine call bounded by `scope` (see EngineScope), on top of this
-   * one's own scope: a leader's fence, then a controller's signal.
-   */
-  scoped(scope: EngineScope): WorkspaceRuntime;
+/** The containers of workspaces and runs (services, on a swarm): listed, made, started, stopped, removed, and read (exit, output, where one serves). A role of WorkspaceRuntime. */
+export interface RuntimeWorkloads {
   /** Every managed container, optionally only those of one workspace. */
   listContainers(filter?: { workspaceId?: string }): Promise<ManagedContainer[]>;
-  /** Creates a workspace's home volume of this name (labelled with the workspace); already there is success. */
-  ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void>;
-  /** Removes one of a workspace's volumes by name; already gone is success; still mounted by a container: false, left as it is. */
-  removeVolume(volume: string): Promise<boolean>;
-  /** Removes every volume labelled with this workspace (its home, and any a restore made); those still mounted are left. */
-  removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void>;
-  /** Every managed volume of this control plane: its name and the workspace it is labelled with. */
-  listVolumes(): Promise<{ name: string; workspaceId: string }[]>;
-  /**
-   * Makes sure the workspace network exists: created as a bridge on which containers cannot reach
-   * each other (inter-container traffic off) when missing. Answers whether containers on it are
-   * isolated from each other (an existing network, e.g. Docker's default `bridge`, may not be),
-   * and, on one engine, whether the host's firewall keeps them from link-local addresses.
-   */
-  ensureNetwork(name: string): Promise<NetworkState>;
-  /** Whether the image is on the engine (it is never pulled: the operator builds or pulls it). */
-  imageExists(image: string): Promise<boolean>;
   /** Creates the code container (not started); a name conflict returns the existing one. */
   createCodeContainer(spec: CodeContainerSpec): Promise<ManagedContainer>;
   /** Creates a run's simulator container (not started); a name conflict returns the existing one. */
   createSimContainer(spec: SimContainerSpec): Promise<ManagedContainer>;
-  /**
-   * The running container of `target` (its labels name the workspace, the role and the run: whoever's
-   * control plane made it, workspace and run ids are unique) and where it serves `port`, read fresh
-   * from the engine; with `id` (a ServingContainer's), that container alone, and only while its labels
-   * still name `target`. Undefined when none runs. A read: the proxy checks an address with it before
-   * and after it connects (api/proxy/upstreams.ts).
-   */
-  serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined>;
+  /** Starts a container; already running is success. */
+  start(id: string): Promise<void>;
+  /** Stops a container (SIGTERM, then SIGKILL after timeoutSeconds); already stopped or gone is success. */
+  stop(id: string, timeoutSeconds?: number): Promise<void>;
+  /** Removes a container, stopping it first; already gone is success. */
+  remove(id: string): Promise<void>;
   /** Whether a container still runs, and its exit code when it does not; undefined when it is gone. */
   exitOf(id: string): Promise<ContainerExit | undefined>;
   /** The last `lines` lines of a container's output (stdout and stderr), oldest first. */
@@ -336,25 +300,30 @@ export interface WorkspaceRuntime {
    * engine waits while it does not) or destroys it; a container that is gone gives an empty stream.
    */
   followOutput(id: string): Promise<Readable>;
-  /** Starts a container; already running is success. */
-  start(id: string): Promise<void>;
-  /** Stops a container (SIGTERM, then SIGKILL after timeoutSeconds); already stopped or gone is success. */
-  stop(id: string, timeoutSeconds?: number): Promise<void>;
-  /** Removes a container, stopping it first; already gone is success. */
-  remove(id: string): Promise<void>;
-  /** One cheap stats sample (one-shot); undefined when the container is gone or not running. */
-  stats(id: string): Promise<StatsSample | undefined>;
   /**
-   * Measures the home volume mounted in a running container (`du` of it run inside, as the
-   * container's user, bounded in time); undefined when the container is gone or not running. Fails
-   * when the measure cannot be run at all (the engine refuses the exec).
+   * The running container of `target` (its labels name the workspace, the role and the run: whoever's
+   * control plane made it, workspace and run ids are unique) and where it serves `port`, read fresh
+   * from the engine; with `id` (a ServingContainer's), that container alone, and only while its labels
+   * still name `target`. Undefined when none runs. A read: the proxy checks an address with it before
+   * and after it connects (api/proxy/upstreams.ts).
    */
-  homeUsage(id: string): Promise<HomeUsage | undefined>;
-  /**
-   * Follows engine events on managed containers. `onConnect` is called on every (re)connect, when
-   * the caller should list everything again; the subscription reconnects by itself until closed.
-   */
-  watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription;
+  serving(target: ServingTarget, port: number, id?: string): Promise<ServingContainer | undefined>;
+}
+
+/** The volumes of workspaces: homes made and removed, and files moved in and out of them (VolumeArchives). A role of WorkspaceRuntime. */
+export interface RuntimeVolumes {
+  /** Creates a workspace's home volume of this name (labelled with the workspace); already there is success. */
+  ensureVolume(workspace: { workspaceId: string; slug: string }, volume: string): Promise<void>;
+  /** Removes one of a workspace's volumes by name; already gone is success; still mounted by a container: false, left as it is. */
+  removeVolume(volume: string): Promise<boolean>;
+  /** Removes every volume labelled with this workspace (its home, and any a restore made); those still mounted are left. */
+  removeVolumes(workspace: { workspaceId: string; slug: string }): Promise<void>;
+  /** Every managed volume of this control plane: its name and the workspace it is labelled with. */
+  listVolumes(): Promise<{ name: string; workspaceId: string }[]>;
+  /** Whether a volume of this name exists (whoever made it). */
+  volumeExists(volume: string): Promise<boolean>;
+  /** Removes a volume by name (a staging volume); already gone is success; one not managed by this control plane is refused (`volume_not_managed`). */
+  removeVolumeNamed(volume: string): Promise<void>;
   /**
    * A tar stream of the volume's contents (see VOLUME_ARCHIVE_ROOT), read through a helper container
    * (role `backup`) that mounts it read-only and is never started; the helper is removed once the
@@ -372,10 +341,57 @@ export interface WorkspaceRuntime {
    * volume exists but is not this control plane's.
    */
   importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void>;
-  /** Whether a volume of this name exists (whoever made it). */
-  volumeExists(volume: string): Promise<boolean>;
-  /** Removes a volume by name (a staging volume); already gone is success; one not managed by this control plane is refused (`volume_not_managed`). */
-  removeVolumeNamed(volume: string): Promise<void>;
+}
+
+/** The machines workspaces run on, and the leader's drain of one. A role of WorkspaceRuntime. */
+export interface RuntimeNodes {
+  /** The machines workspaces run on: one for a single engine, every node of a swarm. */
+  nodes(): Promise<RuntimeNode[]>;
+  /**
+   * Pauses a node (nothing new is placed there; what runs stays) or makes it active again, by name:
+   * the leader's step of a drain. A single engine has no nodes to drain: it refuses.
+   */
+  setNodeAvailability(node: string, availability: 'active' | 'pause'): Promise<void>;
+}
+
+/** What changes on the engine, as it happens. A role of WorkspaceRuntime. */
+export interface RuntimeEvents {
+  /**
+   * Follows engine events on managed containers. `onConnect` is called on every (re)connect, when
+   * the caller should list everything again; the subscription reconnects by itself until closed.
+   */
+  watch(handlers: { onEvent(event: RuntimeEvent): void; onConnect(): void; onDisconnect(error: Error): void }): EventSubscription;
+}
+
+/** What a running editor uses: its CPU and memory, and its home's disk. A role of WorkspaceRuntime. */
+export interface RuntimeStats {
+  /** One cheap stats sample (one-shot); undefined when the container is gone or not running. */
+  stats(id: string): Promise<StatsSample | undefined>;
+  /**
+   * Measures the home volume mounted in a running container (`du` of it run inside, as the
+   * container's user, bounded in time); undefined when the container is gone or not running. Fails
+   * when the measure cannot be run at all (the engine refuses the exec).
+   */
+  homeUsage(id: string): Promise<HomeUsage | undefined>;
+}
+
+/** What workspaces need around them on the engine: that it answers, the workspace network, the image. A role of WorkspaceRuntime. */
+export interface RuntimeEnvironment {
+  /**
+   * One engine's: whether it answers, which says when it cannot be reached and when it is back
+   * (its calls then fail with an EngineUnreachableError it covers, and the loops stay quiet). None
+   * on a swarm, whose engines are its nodes (the node check's).
+   */
+  readonly reachability?: EngineReachability;
+  /**
+   * Makes sure the workspace network exists: created as a bridge on which containers cannot reach
+   * each other (inter-container traffic off) when missing. Answers whether containers on it are
+   * isolated from each other (an existing network, e.g. Docker's default `bridge`, may not be),
+   * and, on one engine, whether the host's firewall keeps them from link-local addresses.
+   */
+  ensureNetwork(name: string): Promise<NetworkState>;
+  /** Whether the image is on the engine (it is never pulled: the operator builds or pulls it). */
+  imageExists(image: string): Promise<boolean>;
   /**
    * A swarm's alone: makes the workspace network `network` usable again for the service `id`,
    * whose node refused its task for it (a `network` failure). A node whose engine died uncleanly
@@ -388,11 +404,39 @@ export interface WorkspaceRuntime {
 }
 
 /**
+ * The runtime a controller is given: every role, and its own scoped copies. Its roles apart
+ * (RuntimeWorkloads, RuntimeVolumes, RuntimeNodes, RuntimeEvents, RuntimeStats, RuntimeEnvironment)
+ * are what a part that needs less takes.
+ */
+export interface WorkspaceRuntime extends RuntimeWorkloads, RuntimeVolumes, RuntimeNodes, RuntimeEvents, RuntimeStats, RuntimeEnvironment {
+  /**
+   * The same runtime with every engine call bounded by `scope` (see EngineScope), on top of this
+   * one's own scope: a leader's fence, then a controller's signal.
+   */
+  scoped(scope: EngineScope): WorkspaceRuntime;
+}
+
+/**
+ * The methods of the roles a wrapper passes whole to the runtime it wraps (src/docker/informer.ts),
+ * by name. A method added to one of these roles and not here leaves the wrapper short of it, which
+ * fails to compile.
+ */
+export const ROLE_METHODS = {
+  volumes: ['ensureVolume', 'removeVolume', 'removeVolumes', 'listVolumes', 'volumeExists', 'removeVolumeNamed', 'exportVolume', 'importVolume'],
+  nodes: ['nodes', 'setNodeAvailability'],
+  stats: ['stats', 'homeUsage'],
+} as const satisfies {
+  volumes: readonly (keyof RuntimeVolumes)[];
+  nodes: readonly (keyof RuntimeNodes)[];
+  stats: readonly (keyof RuntimeStats)[];
+};
+
+/**
  * What backups and restores may do on the engine: move files in and out of volumes. The one data
  * path where the CLI and the admin API reach Docker; starting, stopping and removing containers
  * stays the controllers'.
  */
-export type VolumeArchives = Pick<WorkspaceRuntime, 'exportVolume' | 'importVolume' | 'volumeExists' | 'removeVolumeNamed'>;
+export type VolumeArchives = Pick<RuntimeVolumes, 'exportVolume' | 'importVolume' | 'volumeExists' | 'removeVolumeNamed'>;
 
 /** The workspace image is not on the engine: what a student's page and the operator's log say. */
 export class ImageMissingError extends Error {

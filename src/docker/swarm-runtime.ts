@@ -16,7 +16,8 @@
  *   without IPVS (these machines' kernels) there is no routing mesh, so services use DNS round robin
  *   and are reached on the node that runs them.
  *
- * Placement: a workspace's home is made on the ready, active node with the most memory left
+ * Placement, decided from facts by src/docker/placement.ts (this file gathers them and carries the
+ * decision out): a workspace's home is made on the ready, active node with the most memory left
  * unreserved (its editor reserves CODE_MEMORY_LIMIT and CODE_CPUS, and is limited to them), so
  * workspaces spread; a workspace then stays on its home's node. When no node has room, creating or
  * starting its editor fails with NoRoomError (it waits, as at the cap). A home whose node does not
@@ -28,6 +29,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { NotFoundError } from '../errors.ts';
 import { CALL_TIMEOUT_MS, CONTROL_PLANE_LABEL, DockerRuntime, bothScopes, engineClient, scopedClient, statusOf, tolerate } from './docker-runtime.ts';
+import * as placement from './placement.ts';
+import type { Claim, PlacedService, PlacementNode } from './placement.ts';
 import {
   HOME_PATH,
   type EngineScope,
@@ -35,7 +38,6 @@ import {
   LABELS,
   MANAGED_LABEL,
   names,
-  NoRoomError,
   simEnvironment,
   targetLabels,
   taskFailureReason,
@@ -62,9 +64,6 @@ export const WORKSPACE_BRIDGE_PREFIX = 'cpws';
 /** The bridge option that, set to false, drops traffic between the network's containers. */
 const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
 
-/** How long a placement's memory counts against its node before its editor is seen reserving it. */
-const CLAIM_MS = 120_000;
-
 /** How often the manager's tasks are looked at for one a node refused or ended with an error (Swarm has no task events). */
 const TASK_POLL_MS = 5000;
 
@@ -80,21 +79,14 @@ interface Engine {
   runtime: DockerRuntime;
 }
 
-/** A swarm node as placement sees it. */
-export interface SwarmNode {
-  id: string;
-  name: string;
+/** A swarm node: what placement sees of it (src/docker/placement.ts), and what the adapter needs. */
+export interface SwarmNode extends PlacementNode {
   /** Where its published ports are reached. */
   address: string;
-  /** Status `ready` (else down, or unknown). */
-  ready: boolean;
-  /** Availability `active` (else paused or drained: nothing new is placed there). */
-  active: boolean;
   /** Swarm's words: ready, down, unknown, disconnected. */
   state: string;
   /** Swarm's words: active, pause, drain. */
   availability: string;
-  memoryBytes: number;
   nanoCpus: number;
   /** Its engine, when SWARM_ENGINES names it and it has answered. */
   engine: Engine | undefined;
@@ -139,7 +131,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
   /** Where each volume is (name → node id), as last seen or placed. */
   private readonly volumeNodes = new Map<string, string>();
   /** Memory promised by placements whose editor does not reserve it yet (workspace id → node and when). */
-  private readonly claims = new Map<string, { node: string; at: number }>();
+  private readonly claims = new Map<string, Claim>();
   /** Placements one at a time, so that concurrent ones see each other's claims. */
   private placing: Promise<unknown> = Promise.resolve();
   /** The workspace network (and each repair's network) made sure of on the manager, by name. */
@@ -213,7 +205,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       memoryBytes: node.memoryBytes,
       nanoCpus: node.nanoCpus,
       reservedMemoryBytes: reserved.get(node.id) ?? 0,
-      reachable: node.engine !== undefined,
+      reachable: node.reachable,
     }));
   }
 
@@ -264,17 +256,15 @@ export class SwarmRuntime implements WorkspaceRuntime {
         memoryBytes: node.Description?.Resources?.MemoryBytes ?? 0,
         nanoCpus: node.Description?.Resources?.NanoCPUs ?? 0,
         engine: engineOf.get(node.ID),
+        reachable: engineOf.has(node.ID),
       }))
       .toSorted((a, b) => a.name.localeCompare(b.name));
   }
 
   /** The node of this id, with its engine, or an error that says why it cannot be used. */
   private usable(nodes: SwarmNode[], id: string, what: string): SwarmNode & { engine: Engine } {
-    const node = nodes.find((candidate) => candidate.id === id);
-    if (!node) throw new Error(`${what} is on a node that has left the swarm (${id})`);
-    if (!node.ready) throw new Error(`${what} is on node ${node.name}, which is down`);
-    if (!node.engine) throw new Error(`${what} is on node ${node.name}, whose engine is not in SWARM_ENGINES or does not answer`);
-    return node as SwarmNode & { engine: Engine };
+    // Reachable is having an engine (swarmNodes).
+    return placement.usableNode(nodes, id, what) as SwarmNode & { engine: Engine };
   }
 
   // ---- labels, services and tasks ---------------------------------------------------------------
@@ -355,27 +345,15 @@ export class SwarmRuntime implements WorkspaceRuntime {
   }
 
   /** Memory reserved on each node: editors that run or are on their way, and placements not yet seen reserving. */
-  private async reservedByNode(services?: Service[]): Promise<Map<string, number>> {
-    const reserved = new Map<string, number>();
-    const add = (node: string, bytes: number) => reserved.set(node, (reserved.get(node) ?? 0) + bytes);
-    const list = services ?? (await this.services([`${LABELS.role}=code`]));
-    this.forgetClaims(list);
-    for (const service of list) {
-      const node = pinnedNode(service);
-      const spec = service.Spec?.TaskTemplate;
-      if (node && (service.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0) add(node, spec?.Resources?.Reservations?.MemoryBytes ?? 0);
-    }
-    for (const claim of this.claims.values()) add(claim.node, this.reservation.memoryBytes);
-    return reserved;
+  private async reservedByNode(): Promise<Map<string, number>> {
+    const editors = await this.services([`${LABELS.role}=code`]);
+    this.forgetClaims(editors);
+    return placement.reservedByNode(editors.map(placedService), this.claims.values(), this.reservation.memoryBytes);
   }
 
   /** Claims seen through (their editor reserves now) or expired are dropped. */
   private forgetClaims(services: Service[]): void {
-    const now = Date.now();
-    const reserving = new Set(
-      services.filter((service) => (service.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0).map((service) => service.Spec?.Labels?.[LABELS.workspaceId]),
-    );
-    for (const [workspaceId, claim] of this.claims) if (reserving.has(workspaceId) || now - claim.at > CLAIM_MS) this.claims.delete(workspaceId);
+    for (const workspaceId of placement.spentClaims(this.claims, services.map(placedService), Date.now())) this.claims.delete(workspaceId);
   }
 
   /** Chooses the node for a new home: ready, active, with an engine, and the most memory left; claims the workspace's reservation there. */
@@ -383,14 +361,8 @@ export class SwarmRuntime implements WorkspaceRuntime {
     const placed = this.placing.then(async () => {
       const nodes = await this.swarmNodes();
       const reserved = await this.reservedByNode();
-      const need = this.reservation.memoryBytes;
-      const candidates = nodes
-        .filter((node): node is SwarmNode & { engine: Engine } => node.ready && node.active && node.engine !== undefined)
-        .map((node) => ({ node, free: node.memoryBytes - (reserved.get(node.id) ?? 0) }))
-        .filter((candidate) => candidate.free >= need)
-        .toSorted((a, b) => b.free - a.free || a.node.name.localeCompare(b.node.name));
-      const chosen = candidates[0]?.node;
-      if (!chosen) throw new NoRoomError(noRoomMessage(nodes, need));
+      // Reachable is having an engine (swarmNodes).
+      const chosen = placement.chooseHome(nodes, reserved, this.reservation.memoryBytes) as SwarmNode & { engine: Engine };
       this.claims.set(workspace.workspaceId, { node: chosen.id, at: Date.now() });
       return chosen;
     });
@@ -401,12 +373,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
   /** Whether the workspace's editor fits on its node now (its own claim aside); NoRoomError when not. */
   private async checkRoom(node: SwarmNode, workspace: { workspaceId: string; slug: string }): Promise<void> {
     const reserved = await this.reservedByNode();
-    const own = this.claims.get(workspace.workspaceId)?.node === node.id ? this.reservation.memoryBytes : 0;
-    const free = node.memoryBytes - ((reserved.get(node.id) ?? 0) - own);
-    if (free >= this.reservation.memoryBytes) return;
-    throw new NoRoomError(
-      `Waiting for room on node ${node.name}, where the home of ${workspace.slug} is: it has ${formatBytes(Math.max(0, free))} of memory unreserved and an editor reserves ${formatBytes(this.reservation.memoryBytes)} (CODE_MEMORY_LIMIT). It starts once another workspace there stops.`,
-    );
+    placement.checkRoom(node, reserved, this.claims.get(workspace.workspaceId)?.node === node.id, this.reservation.memoryBytes, workspace.slug);
   }
 
   /**
@@ -502,9 +469,7 @@ export class SwarmRuntime implements WorkspaceRuntime {
       let node = await this.volumeNode(volume, nodes);
       if (!node) {
         const [code] = await this.services([`${LABELS.workspaceId}=${workspace.workspaceId}`, `${LABELS.role}=code`]);
-        const home = code && pinnedNode(code);
-        const beside = home ? nodes.find((candidate) => candidate.id === home && candidate.ready && candidate.active && candidate.engine) : undefined;
-        node = beside ?? (await this.place(workspace));
+        node = placement.besideHome(nodes, code && pinnedNode(code)) ?? (await this.place(workspace));
       }
       const usable = this.usable(nodes, node.id, `volume ${volume}`);
       await this.ensureImage(usable, image);
@@ -1060,13 +1025,12 @@ export function bridgeName(network: string): string {
   return WORKSPACE_BRIDGE_PREFIX + createHash('sha256').update(network).digest('hex').slice(0, 10);
 }
 
-function formatBytes(bytes: number): string {
-  const mib = bytes / 1024 / 1024;
-  return mib >= 1024 ? `${(mib / 1024).toFixed(1)} GiB` : `${Math.round(mib)} MiB`;
-}
-
-function noRoomMessage(nodes: SwarmNode[], need: number): string {
-  const usable = nodes.filter((node) => node.ready && node.active && node.engine);
-  if (usable.length === 0) return `Waiting for a node: none of the swarm's ${nodes.length} nodes is ready, active and reachable.`;
-  return `Waiting for room: no node of the swarm has ${formatBytes(need)} of memory unreserved for another editor (CODE_MEMORY_LIMIT; ${usable.length} usable nodes). It starts once a workspace stops or a node is added.`;
+/** A service as placement counts it (src/docker/placement.ts). */
+function placedService(service: Service): PlacedService {
+  return {
+    workspaceId: service.Spec?.Labels?.[LABELS.workspaceId],
+    node: pinnedNode(service),
+    scaledUp: (service.Spec?.Mode?.Replicated?.Replicas ?? 0) > 0,
+    reservedMemoryBytes: service.Spec?.TaskTemplate?.Resources?.Reservations?.MemoryBytes ?? 0,
+  };
 }

@@ -191,4 +191,20 @@ describe('observed state from a cache (InformedRuntime)', () => {
     expect(closed).toBe(1);
     expect(runtime.inSync).toBe(false);
   });
+
+  it('passes what it does not cache (volumes, nodes, stats, the network, the image, output) to the runtime it wraps, a scoped view to its scoped copy', async () => {
+    const engine = new MemoryRuntime();
+    const container = code(engine, 'a');
+    const runtime = new InformedRuntime(engine);
+    await runtime.ensureVolume({ workspaceId: 'a', slug: 'a' }, names.volume('a'));
+    expect(await engine.volumeExists(names.volume('a'))).toBe(true);
+    expect(await runtime.volumeExists(names.volume('a'))).toBe(true);
+    expect(await runtime.nodes()).toEqual(await engine.nodes());
+    expect(await runtime.stats(container.id)).toEqual(await engine.stats(container.id));
+    expect(await runtime.exitOf(container.id)).toEqual(await engine.exitOf(container.id));
+    let asked = 0;
+    engine.scoped = () => Object.assign(Object.create(engine) as MemoryRuntime, { nodes: () => (asked++, engine.nodes()) });
+    await runtime.scoped({}).nodes();
+    expect(asked).toBe(1);
+  });
 });

@@ -16,7 +16,17 @@ beforeAll(() => {
   scratch = mkdtempSync(path.join(tmpdir(), 'layers-'));
   copyFileSync(path.join(PROJECT_ROOT, '.oxlintrc.json'), path.join(scratch, '.oxlintrc.json'));
   // What the planted imports name (empty modules: the rule is about the import, not what it gets).
-  for (const file of ['api/app.ts', 'controllers/idle-sweep.ts', 'src/docker/docker-runtime.ts', 'src/store/index.ts', 'bin/control-plane.ts']) {
+  for (const file of [
+    'api/app.ts',
+    'controllers/idle-sweep.ts',
+    'src/docker/docker-runtime.ts',
+    'src/docker/runtime.ts',
+    'src/docker/runtimes.ts',
+    'src/docker/informer.ts',
+    'src/docker/swarm-runtime.ts',
+    'src/store/index.ts',
+    'bin/control-plane.ts',
+  ]) {
     mkdirSync(path.dirname(path.join(scratch, file)), { recursive: true });
     writeFileSync(path.join(scratch, file), 'export const x = 1;\n');
   }
@@ -48,6 +58,15 @@ it.each([
   ['src/ importing a controller', 'src/planted.ts', "import { x } from '../controllers/idle-sweep.ts';\nexport const planted = x;\n"],
   ['src/ importing the composition root', 'src/planted.ts', "import { x } from '../bin/control-plane.ts';\nexport const planted = x;\n"],
   ['the CLI importing the Docker runtime', 'src/cli/planted.ts', "import { x } from '../docker/docker-runtime.ts';\nexport const planted = x;\n"],
+  ['api/ importing the informer, not the port', 'api/planted.ts', "import { x } from '../src/docker/informer.ts';\nexport const planted = x;\n"],
+  ['a controller importing the swarm runtime', 'controllers/planted.ts', "import { x } from '../src/docker/swarm-runtime.ts';\nexport const planted = x;\n"],
+  ['the CLI importing what makes runtimes', 'src/cli/planted.ts', "const planted = () => import('../docker/runtimes.ts');\nexport default planted;\n"],
+  [
+    'the composition root importing the informer, not the entry',
+    'bin/planted.ts',
+    "import { x } from '../src/docker/informer.ts';\nexport const planted = x;\n",
+  ],
+  ['the composition root importing the Docker runtime', 'bin/planted.ts', "import { x } from '../src/docker/docker-runtime.ts';\nexport const planted = x;\n"],
 ])('fails lint: %s', async (_what, file, source) => {
   expect(await lint(file, source)).toEqual([RESTRICTED]);
 });
@@ -64,7 +83,15 @@ it.each([
   [
     'the composition root wiring everything',
     'bin/planted.ts',
-    "import { x } from '../api/app.ts';\nimport { x as y } from '../controllers/idle-sweep.ts';\nimport { x as z } from '../src/docker/docker-runtime.ts';\nexport const planted = [x, y, z];\n",
+    "import { x } from '../api/app.ts';\nimport { x as y } from '../controllers/idle-sweep.ts';\nimport { x as z } from '../src/docker/runtimes.ts';\nimport { x as w } from '../src/docker/runtime.ts';\nexport const planted = [x, y, z, w];\n",
+  ],
+  ['api/ importing the runtime port', 'api/planted.ts', "import { x } from '../src/docker/runtime.ts';\nexport const planted = x;\n"],
+  ['a controller importing the runtime port', 'controllers/planted.ts', "import { x } from '../src/docker/runtime.ts';\nexport const planted = x;\n"],
+  ['src/ importing the runtime port', 'src/cli/planted.ts', "import { x } from '../docker/runtime.ts';\nexport const planted = x;\n"],
+  [
+    'src/docker using its own modules',
+    'src/docker/planted.ts',
+    "import { x } from './informer.ts';\nimport { x as y } from './swarm-runtime.ts';\nexport const planted = [x, y];\n",
   ],
   ['src/docker using the engine client', 'src/docker/planted.ts', "import Docker from 'dockerode';\nexport const planted = Docker;\n"],
   ['api/ using the store', 'api/planted.ts', "import { x } from '../src/store/index.ts';\nexport const planted = x;\n"],
