@@ -1,7 +1,8 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { ChangeFeed } from '../src/db/changes.ts';
+import { detached } from '../src/caller.ts';
 import { storableText } from '../src/db/text.ts';
-import { engineAway, type WorkspaceRuntime } from '../src/docker/runtime.ts';
+import { engineAway, type RuntimeEnvironment, type RuntimeWorkloads } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import { OUTPUT_LIMIT, type OutputPiece, type RunStore } from '../src/store/runs.ts';
 
@@ -15,7 +16,8 @@ const MAX_CHUNK = 16 * 1024;
 export const TRUNCATED_MARK = `\n[This run printed more than ${OUTPUT_LIMIT / 1024 / 1024} MiB: the rest of its output was not kept. Its last lines are kept with the run when it ends.]\n`;
 
 export interface RunOutputCollectorOptions {
-  runtime: WorkspaceRuntime;
+  /** A run's output, and whether the engine answers. */
+  runtime: Pick<RuntimeWorkloads, 'followOutput'> & Pick<RuntimeEnvironment, 'reachability'>;
   runs: RunStore;
   changes: ChangeFeed;
   /** Logger of `control.runs`. */
@@ -110,7 +112,8 @@ export class RunOutputCollector {
       settled: false,
     };
     this.followers.set(runId, follower);
-    this.open(follower, containerId).catch((error: unknown) => follower.settle(error as Error));
+    // Its own work, not the reconcile's that started it: what it read is kept after the run controller's queue stops (see stop).
+    detached(() => this.open(follower, containerId)).catch((error: unknown) => follower.settle(error as Error));
     return follower.done;
   }
 

@@ -1,3 +1,4 @@
+import { untilAborted } from '../src/caller.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 
@@ -22,7 +23,11 @@ export class TerminalError extends Error {
 export interface WorkQueueOptions {
   /** The controller's name, the `controller` label of the metrics. */
   name: string;
-  /** One reconcile; `signal` is aborted when the queue shuts down (pass it to what may wait: engine calls). */
+  /**
+   * One reconcile; `signal` is aborted when the queue shuts down (pass it to what may wait: engine
+   * calls). It reaches the store by itself: once aborted, the reconcile's store calls start no more
+   * and commit nothing (src/caller.ts, `untilAborted`).
+   */
   reconcile: (key: string, signal: AbortSignal) => Promise<ReconcileResult | void>;
   metrics: Metrics;
   log: Logger;
@@ -45,7 +50,8 @@ export interface WorkQueueOptions {
  * reconcile per key runs at a time (a key added while it runs is run again afterwards); a failed
  * key is retried with per-key exponential backoff (about 100 ms up to 5 min) under a global rate
  * cap; success forgets the key's backoff; a TerminalError is not retried. Shutting down aborts the
- * signal every reconcile was given, so that what they wait on (the engine) ends at once.
+ * signal every reconcile was given, so that what they wait on (the engine) ends at once, and no
+ * store call starts or commits for them afterwards.
  */
 export class WorkQueue {
   private readonly options: Required<WorkQueueOptions>;
@@ -160,7 +166,8 @@ export class WorkQueue {
     const end = metrics.reconcileDuration.startTimer({ controller: name });
     let retryAfter: number | undefined;
     try {
-      const result = await this.options.reconcile(key, this.stopping.signal);
+      const { signal } = this.stopping;
+      const result = await untilAborted(signal, () => this.options.reconcile(key, signal));
       this.failures.delete(key);
       if (result?.requeueAfterMs !== undefined) {
         retryAfter = result.requeueAfterMs;

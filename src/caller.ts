@@ -26,6 +26,8 @@ export interface Caller {
    * a timer) is its own, bounded by neither the caller's connection nor its deadline.
    */
   released: boolean;
+  /** Ends the work when aborted (a controller's queue stopping): no new store call starts, nothing commits. */
+  signal?: AbortSignal;
 }
 
 const callers = new AsyncLocalStorage<Caller>();
@@ -33,6 +35,29 @@ const callers = new AsyncLocalStorage<Caller>();
 /** Runs `work` (and everything it awaits) for `caller`. */
 export function forCaller<T>(caller: Caller, work: () => Promise<T>): Promise<T> {
   return callers.run(caller, work);
+}
+
+/**
+ * Runs `work` (and everything it awaits) as work with no client and no deadline that `signal`
+ * ends (a controller's reconcile, controllers/workqueue.ts): once it aborts, every store call the
+ * work would start, and every commit, throws its reason (`assertNotAborted`, `assertCallerWaits`).
+ */
+export function untilAborted<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  return callers.run({ gone: () => false, deadlineAt: Number.POSITIVE_INFINITY, released: false, signal }, work);
+}
+
+/** Runs `work` as no caller's: what it starts outlives the work that started it (a run's output follower, which keeps what it read after its controller stops). */
+export function detached<T>(work: () => T): T {
+  return callers.exit(work);
+}
+
+/**
+ * Throws the signal's reason when the work running now was given one that has aborted
+ * (`untilAborted`). The database asks it before every new store call (src/db/database.ts): pg
+ * cannot cancel a query under way cleanly, so one already sent finishes, and nothing new starts.
+ */
+export function assertNotAborted(): void {
+  callers.getStore()?.signal?.throwIfAborted();
 }
 
 /** The caller of the work running now, if it has one. */
@@ -48,9 +73,10 @@ export class CallerGoneError extends AppError {
   }
 }
 
-/** Throws when the work running now has a caller that is gone or past its deadline (nothing is committed then). */
+/** Throws when the work running now has a caller that is gone, past its deadline or aborted (nothing is committed then). */
 export function assertCallerWaits(): void {
   const caller = callers.getStore();
+  caller?.signal?.throwIfAborted();
   if (!caller || caller.released) return;
   if (caller.gone()) throw new CallerGoneError();
   if (performance.now() > caller.deadlineAt) {

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Queryable } from './sql.ts';
+import { detached } from '../caller.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -76,9 +77,13 @@ export class ChangeFeed {
     await manager.query('SELECT pg_notify($1, $2)', [channelOf(change.kind), change.id]);
   }
 
-  /** Delivers a change to this process's subscribers (call after commit). */
+  /**
+   * Delivers a change to this process's subscribers (call after commit), each as work of its own
+   * (src/caller.ts): what a subscriber starts is bound neither by the request nor by the reconcile
+   * that made the change (a live view outlives a stopped controller).
+   */
   publish(change: Change): void {
-    this.emitter.emit('change', change);
+    detached(() => this.emitter.emit('change', change));
   }
 
   /**

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DataSource } from 'typeorm';
+import { DataSource, type QueryRunner, type ReplicationMode } from 'typeorm';
+import { assertNotAborted } from '../caller.ts';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import type { Logger } from '../log.ts';
 import { CHANNELS } from './changes.ts';
@@ -40,9 +41,22 @@ export interface OpenOptions {
 /** Key of the advisory lock that serialises migrations across processes ("cp-migr" in ASCII). */
 export const MIGRATION_LOCK_KEY = 0x63702d6d69677200n;
 
-/** Creates a data source for a PostgreSQL URL with our migrations registered (not yet initialised). */
+/**
+ * A data source whose every new store call (a query, a transaction: each takes a query runner)
+ * first asks whether the work making it was aborted (src/caller.ts, `untilAborted`): a stopped
+ * controller's reconcile starts nothing more. The statements of a transaction under way run on
+ * its runner, so its ROLLBACK always goes through.
+ */
+class AbortableDataSource extends DataSource {
+  override createQueryRunner(mode?: ReplicationMode): QueryRunner {
+    assertNotAborted();
+    return super.createQueryRunner(mode);
+  }
+}
+
+/** Creates a data source for a PostgreSQL URL with our migrations registered (not yet initialised); a call for aborted work is refused (AbortableDataSource). */
 export function createDataSource(url: string, poolSize = 10): DataSource {
-  return new DataSource({
+  return new AbortableDataSource({
     type: 'postgres',
     url,
     migrations: MIGRATIONS,

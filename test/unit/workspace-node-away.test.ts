@@ -81,22 +81,22 @@ it('says on the page that the editor waits for its server while Swarm has its no
   const subject = controller();
   await subject.reconcile(wanted.id);
   expect(await shown(wanted.id)).toBe('running: ');
-  expect(await subject.checkNodes()).toEqual([]);
+  expect(await subject.nodes.check()).toEqual([]);
 
   // Marked down (its task replaced, pending on the node): looked at at once.
   runtime.nodeList = [node('n1', 'ready'), node('n2', 'down')];
   runtime.byName(names.code(wanted.slug))!.state = 'restarting';
-  expect(await subject.checkNodes()).toEqual([wanted.id]);
+  expect(await subject.nodes.check()).toEqual([wanted.id]);
   runtime.actions.length = 0;
   await expect(subject.reconcile(wanted.id)).resolves.toBeUndefined();
   expect(await shown(wanted.id)).toBe(`starting: ${AWAY}`);
   expect((await store.workspaces.get(wanted.id))!.editorEndpoint).toBeNull();
   expect(runtime.actions).toEqual([]);
-  expect(await subject.checkNodes()).toEqual([]);
+  expect(await subject.nodes.check()).toEqual([]);
 
   // Back: looked at at once, and its editor runs there again.
   runtime.nodeList = [node('n1', 'ready'), node('n2', 'ready')];
-  expect(await subject.checkNodes()).toEqual([wanted.id]);
+  expect(await subject.nodes.check()).toEqual([wanted.id]);
   await subject.reconcile(wanted.id);
   expect(runtime.actions).toEqual([`start ${names.code(wanted.slug)}`]);
   expect(await shown(wanted.id)).toBe('running: ');

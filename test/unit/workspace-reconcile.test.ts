@@ -1,163 +1,36 @@
 // @lane local
 /**
- * Each branch of the workspace controller's reconcile, sample-controller style: a fixture preloads
- * desired state (the real store on the test PostgreSQL) and containers (the in-memory runtime), one
- * reconcile runs, and the test compares the engine actions and the recorded status with what it
- * expects. Milliseconds each; the same controller against the real engine is in
- * test/integration/workspace-controller.test.ts.
+ * Each branch of the workspace controller's reconcile of a workspace's code container,
+ * sample-controller style: a fixture preloads desired state (the real store on the test
+ * PostgreSQL) and containers (the in-memory runtime), one reconcile runs, and the test compares the
+ * engine actions and the recorded status with what it expects. Milliseconds each; the same
+ * controller against the real engine is in test/integration/workspace-controller.test.ts. Its other
+ * jobs' branches: workspace-garbage, workspace-environment, workspace-home-moves, node-lifecycle
+ * and workspace-node-away (test/unit/).
  */
-import { codeSpecHash, WorkspaceController, type WorkspaceControllerOptions } from '../../controllers/workspaces.ts';
-import { TerminalError } from '../../controllers/workqueue.ts';
-import { ImageMissingError, names, NoRoomError, taskFailureReason } from '../../src/docker/runtime.ts';
-import { categoryLogger } from '../../src/log.ts';
-import { createMetrics, type Metrics } from '../../src/metrics.ts';
+import { names, NoRoomError, taskFailureReason } from '../../src/docker/runtime.ts';
 import type { Probe } from '../../src/probe.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
-import type { Store } from '../../src/store/index.ts';
-import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { captureLogger, eventually } from '../helpers/controllers.ts';
+import { eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { MemoryRuntime } from '../helpers/memory-runtime.ts';
-import { testStore } from '../helpers/store.ts';
+import {
+  codeContainer,
+  controller,
+  editorsAnswer,
+  HASH,
+  metrics,
+  probes,
+  records,
+  runtime,
+  status,
+  store,
+  useWorkspaceFixture,
+  workspace,
+} from '../helpers/workspace-fixture.ts';
 
-const db = useTestDatabase();
-const TEMPLATE = { image: 'classroom-workspace:test', memoryBytes: 64 * 1024 * 1024, network: 'bridge', editorPort: 8080, nanoCpus: 0 };
-const HASH = codeSpecHash(TEMPLATE);
-const ORPHAN = '00000000-0000-4000-8000-0000000000aa';
-
-let store: Store;
-let runtime: MemoryRuntime;
-let metrics: Metrics;
-let records: Record<string, unknown>[];
-let probes: string[];
-let editorAnswers: boolean;
-let counter = 0;
-
-beforeEach(() => {
-  store = testStore(db.dataSource, { environmentCap: 2 });
-  runtime = new MemoryRuntime();
-  metrics = createMetrics();
-  probes = [];
-  editorAnswers = true;
-});
-
-/** A controller over the fixture's store and runtime; its editor probe answers while `editorAnswers`. */
-function controller(options: Partial<WorkspaceControllerOptions> = {}): WorkspaceController {
-  const logger = captureLogger();
-  records = logger.records;
-  const probe = async (endpoint: string): Promise<Probe> => {
-    probes.push(endpoint);
-    return { outcome: editorAnswers ? 'ok' : 'error', seconds: 0.001 };
-  };
-  return new WorkspaceController({
-    store,
-    runtime,
-    metrics,
-    log: categoryLogger(logger.root, 'containers'),
-    template: TEMPLATE,
-    probe,
-    orphanStartupGraceMs: 0,
-    orphanGraceMs: 0,
-    ...options,
-  });
-}
-
-/** A workspace wanted `desired`, made through the store as the API makes it. */
-async function workspace(desired: 'running' | 'stopped' | 'deleted'): Promise<WorkspaceRecord> {
-  const { user, workspace: made } = await store.users.create({ email: `s${counter++}@school.test` });
-  if (desired === 'running') await store.workspaces.open(made.id);
-  if (desired === 'deleted') await store.users.delete(SYSTEM_ACTOR, user.id);
-  return (await store.workspaces.get(made.id))!;
-}
-
-/** Its code container, as the controller would have made it, preloaded in the engine. */
-function codeContainer(of: WorkspaceRecord, overrides: Partial<Parameters<MemoryRuntime['preload']>[0]> = {}) {
-  return runtime.preload({
-    name: names.code(of.slug),
-    role: 'code',
-    workspaceId: of.id,
-    slug: of.slug,
-    specHash: HASH,
-    restartGeneration: of.restartGeneration,
-    ...overrides,
-  });
-}
-
-const status = async (id: string) => {
-  const current = (await store.workspaces.get(id))!;
-  return {
-    observedState: current.observedState,
-    statusMessage: current.statusMessage,
-    editorEndpoint: current.editorEndpoint,
-    observedGeneration: current.observedGeneration,
-  };
-};
+useWorkspaceFixture(useTestDatabase());
 
 describe('WorkspaceController.reconcile', () => {
-  it('does nothing for an id with neither a row nor containers', async () => {
-    await expect(controller().reconcile(ORPHAN)).resolves.toBeUndefined();
-    expect(runtime.actions).toEqual([]);
-  });
-
-  it('leaves orphans alone in the first minutes after start', async () => {
-    runtime.preload({ name: 'ws-gone-code', role: 'code', workspaceId: ORPHAN, slug: 'gone' });
-    await expect(controller({ orphanStartupGraceMs: 60_000 }).reconcile(ORPHAN)).resolves.toEqual({ requeueAfterMs: expect.any(Number) });
-    expect(runtime.actions).toEqual([]);
-    expect(records).toEqual([]);
-  });
-
-  it('logs and counts orphans when first seen, and removes them only after the grace period', async () => {
-    runtime.preload({ name: 'ws-gone-code', role: 'code', workspaceId: ORPHAN, slug: 'gone' });
-    const subject = controller({ orphanGraceMs: 60_000 });
-    await expect(subject.reconcile(ORPHAN)).resolves.toEqual({ requeueAfterMs: 60_000 });
-    expect(runtime.actions).toEqual([]);
-    expect(records).toEqual([expect.objectContaining({ level: 'warning', workspaceId: ORPHAN, containers: ['ws-gone-code'] })]);
-    expect((await metrics.orphanContainers.get()).values[0]?.value).toBe(1);
-  });
-
-  it('removes orphan containers after the grace period and keeps their home volume', async () => {
-    runtime.volumes.add(names.volume('gone'));
-    runtime.preload({ name: 'ws-gone-code', role: 'code', workspaceId: ORPHAN, slug: 'gone' });
-    await controller().reconcile(ORPHAN);
-    expect(runtime.actions).toEqual(['remove ws-gone-code']);
-    expect(runtime.volumes.has(names.volume('gone'))).toBe(true);
-  });
-
-  it("counts and logs, once, the volumes that are no workspace's home nor a replaced one (a crashed restore's staging volume, a home whose row is gone), and removes none", async () => {
-    const kept = await workspace('stopped');
-    runtime.volumes.add(names.home(kept));
-    const staging = names.restoreVolume(kept.slug, 'dead');
-    runtime.volumes.add(staging);
-    runtime.volumeOwners.set(staging, kept.id);
-    runtime.volumes.add(names.volume('gone'));
-    runtime.volumeOwners.set(names.volume('gone'), ORPHAN);
-    const subject = controller();
-    await subject.sweepVolumes();
-    await subject.sweepVolumes();
-    expect(runtime.actions).toEqual([]);
-    expect((await metrics.orphanVolumes.get()).values[0]?.value).toBe(2);
-    expect(records).toEqual([expect.objectContaining({ level: 'warning', volumes: [staging, names.volume('gone')], workspaceIds: [kept.id, ORPHAN] })]);
-  });
-
-  it('reports an unaccounted volume only once it has been there for the grace period (a restore in progress has its staging volume for a while)', async () => {
-    const restoring = await workspace('stopped');
-    runtime.volumes.add(names.home(restoring));
-    runtime.volumes.add(names.restoreVolume(restoring.slug, 'busy'));
-    await controller({ orphanGraceMs: 60_000 }).sweepVolumes();
-    expect((await metrics.orphanVolumes.get()).values[0]?.value).toBe(0);
-    expect(records).toEqual([]);
-  });
-
-  it('accounts for the homes a restore replaced until the controller removes them', async () => {
-    const stopped = await workspace('stopped');
-    const restored = names.restoreVolume(stopped.slug, 'f00d');
-    runtime.volumes.add(names.volume(stopped.slug));
-    runtime.volumes.add(restored);
-    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, restored, {}, names.home);
-    await controller().sweepVolumes();
-    expect((await metrics.orphanVolumes.get()).values[0]?.value).toBe(0);
-  });
-
   it("finalizes a deleted workspace: containers, then every volume of it (a restore's too), then the row", async () => {
     const deleted = await workspace('deleted');
     codeContainer(deleted);
@@ -185,44 +58,6 @@ describe('WorkspaceController.reconcile', () => {
     expect(runtime.actions).toEqual([`remove ${names.code(stopped.slug)}`, `remove volume ${names.volume(stopped.slug)}`]);
     expect([...runtime.volumes]).toEqual([restored]);
     expect((await status(stopped.id)).observedState).toBe('stopped');
-  });
-
-  it('removes every home that restores replaced, two restores in a row with no container started between them included, and forgets them', async () => {
-    const stopped = await workspace('stopped');
-    runtime.volumes.add(names.volume(stopped.slug));
-    const first = names.restoreVolume(stopped.slug, 'a1a1');
-    const second = names.restoreVolume(stopped.slug, 'b2b2');
-    runtime.volumes.add(first);
-    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, first, {}, names.home);
-    runtime.volumes.add(second);
-    await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, second, {}, names.home);
-    expect((await store.workspaces.get(stopped.id))!.retiredVolumes).toEqual([names.volume(stopped.slug), first]);
-    await controller().reconcile(stopped.id);
-    expect(runtime.actions).toEqual([`remove volume ${names.volume(stopped.slug)}`, `remove volume ${first}`]);
-    expect([...runtime.volumes]).toEqual([second]);
-    expect((await store.workspaces.get(stopped.id))!.retiredVolumes).toEqual([]);
-  });
-
-  it('starts a workspace on its replaced home, keeps an old volume a run still mounts (logged), and removes it once the run is gone', async () => {
-    const wanted = await workspace('stopped');
-    codeContainer(wanted, { state: 'exited' });
-    runtime.preload({ name: names.sim(wanted.slug, ORPHAN), role: 'sim', workspaceId: wanted.id, slug: wanted.slug, runId: ORPHAN, state: 'exited' });
-    runtime.volumes.add(names.volume(wanted.slug));
-    const restored = names.restoreVolume(wanted.slug, 'e5f6');
-    runtime.volumes.add(restored);
-    await store.workspaces.replaceHome(SYSTEM_ACTOR, wanted.id, restored, {}, names.home);
-    await store.workspaces.open(wanted.id);
-    await controller().reconcile(wanted.id);
-    const name = names.code(wanted.slug);
-    expect(runtime.actions).toEqual([`remove ${name}`, `create ${name}`, `start ${name}`]);
-    expect(runtime.byName(name)!.homeVolume).toBe(restored);
-    expect(runtime.volumes.has(names.volume(wanted.slug))).toBe(true);
-    expect(records).toContainEqual(expect.objectContaining({ message: 'a replaced home volume is still mounted (a run): removed once it is not' }));
-    expect((await status(wanted.id)).observedState).toBe('running');
-    await runtime.remove(runtime.byName(names.sim(wanted.slug, ORPHAN))!.id);
-    await controller().reconcile(wanted.id);
-    expect(runtime.volumes.has(names.volume(wanted.slug))).toBe(false);
-    expect((await store.workspaces.get(wanted.id))!.retiredVolumes).toEqual([]);
   });
 
   it('removes a stray code container of the workspace under another name', async () => {
@@ -288,7 +123,7 @@ describe('WorkspaceController.reconcile', () => {
   it('reports starting, and looks again shortly, while the editor does not answer', async () => {
     const wanted = await workspace('running');
     codeContainer(wanted);
-    editorAnswers = false;
+    editorsAnswer(false);
     await expect(controller({ editorProbeMs: 250 }).reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
     expect(runtime.actions).toEqual([]);
     expect(await status(wanted.id)).toMatchObject({ observedState: 'starting', editorEndpoint: null });
@@ -374,79 +209,29 @@ describe('WorkspaceController.reconcile', () => {
   });
 });
 
-describe('the workspace network and image', () => {
-  it('makes a missing network isolated before the first container, once, and says so', async () => {
-    const subject = controller({ template: { ...TEMPLATE, network: 'classroom-workspaces' } });
-    const first = await workspace('running');
-    const second = await workspace('running');
-    await subject.reconcile(first.id);
-    await subject.reconcile(second.id);
-    expect(runtime.actions.filter((action) => action.includes('network'))).toEqual(['create network classroom-workspaces']);
-    expect(runtime.actions.indexOf('create network classroom-workspaces')).toBeLessThan(runtime.actions.indexOf(`create ${names.code(first.slug)}`));
-    expect(records.filter((record) => record.network === 'classroom-workspaces')).toEqual([
-      expect.objectContaining({ level: 'info', message: 'created the workspace network (containers on it cannot reach each other)' }),
-    ]);
-  });
-
-  it('warns once when workspaces on the configured network can reach each other', async () => {
-    const subject = controller();
-    await subject.reconcile((await workspace('running')).id);
-    await subject.reconcile((await workspace('running')).id);
-    expect(records.filter((record) => record.level === 'warning')).toEqual([
-      expect.objectContaining({ network: 'bridge', message: expect.stringContaining("workspaces on the network bridge can reach each other's editors") }),
-    ]);
-  });
-
-  it('warns once, naming the commands to run, when the firewall rules that keep workspaces from link-local addresses could not be written', async () => {
-    runtime.firewall = {
-      applied: false,
-      reason: 'Permission denied (you must be root)',
-      commands: ['iptables -S CLASSROOM-LINK-LOCAL 2>/dev/null || iptables -N CLASSROOM-LINK-LOCAL'],
-    };
-    const subject = controller({ template: { ...TEMPLATE, network: 'classroom-workspaces' } });
-    await subject.reconcile((await workspace('running')).id);
-    await subject.reconcile((await workspace('running')).id);
-    expect(records.filter((record) => record.level === 'warning')).toEqual([
-      expect.objectContaining({
-        network: 'classroom-workspaces',
-        reason: 'Permission denied (you must be root)',
-        message: expect.stringContaining('run these as root on the host: iptables -S CLASSROOM-LINK-LOCAL 2>/dev/null || iptables -N CLASSROOM-LINK-LOCAL'),
-      }),
-    ]);
-  });
-
-  it('says in the page and once in the log how to get a missing workspace image, a terminal failure that creates nothing again until the image is there', async () => {
-    runtime.missingImages.add(TEMPLATE.image);
-    const subject = controller();
-    const first = await workspace('running');
-    const failure = await subject.reconcile(first.id).catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(TerminalError);
-    expect((failure as Error).cause).toBeInstanceOf(ImageMissingError);
-    // Looked at again (a resync): the image is still missing, so nothing is tried.
-    const tried = runtime.actions.length;
-    await expect(subject.reconcile(first.id)).resolves.toBeUndefined();
-    expect(runtime.actions.slice(tried)).toEqual([]);
-    const message = `The workspace image ${TEMPLATE.image} is not on this server: the operator builds it (bash scripts/build-workspace-image.sh makes classroom-workspace:latest) or pulls it.`;
-    expect(await status(first.id)).toMatchObject({ observedState: 'failed', statusMessage: message });
-    expect(records.filter((record) => record.level === 'error')).toEqual([expect.objectContaining({ image: TEMPLATE.image, message })]);
-    // The operator builds it: the next look starts the workspace.
-    runtime.missingImages.delete(TEMPLATE.image);
-    await subject.reconcile(first.id);
-    expect(runtime.actions.slice(tried)).toEqual([`create ${names.code(first.slug)}`, `start ${names.code(first.slug)}`]);
-    expect((await status(first.id)).observedState).toBe('running');
-  });
-
-  it('says at start, in one line, that the workspace image is missing', async () => {
-    runtime.missingImages.add(TEMPLATE.image);
-    const subject = controller();
-    await subject.start();
-    try {
-      expect(records.filter((record) => record.level === 'error')).toEqual([
-        expect.objectContaining({ image: TEMPLATE.image, message: expect.stringContaining('is not on this server') }),
-      ]);
-    } finally {
-      await subject.stop();
-    }
+describe('WorkspaceController.stop', () => {
+  it("ends a reconcile's store calls with its queue: one under way when the controller stops writes no status after", async () => {
+    const wanted = await workspace('running');
+    const before = await status(wanted.id);
+    let asked!: () => void;
+    const probed = new Promise<void>((resolve) => (asked = resolve));
+    let answer!: (probe: Probe) => void;
+    const subject = controller({
+      // An editor probe (an HTTP GET, no engine call) that answers only once the controller is stopping.
+      probe: () => {
+        asked();
+        return new Promise<Probe>((resolve) => (answer = resolve));
+      },
+    });
+    subject.queue.add(wanted.id);
+    await probed;
+    const stopped = subject.stop();
+    answer({ outcome: 'ok', seconds: 0.001 });
+    await stopped;
+    // The editor answered, but its queue had stopped: `running` is not written (nor anything else).
+    expect(await status(wanted.id)).toEqual(before);
+    const aborted = (await metrics.reconcileTotal.get()).values.find((value) => value.labels.result === 'aborted');
+    expect(aborted?.value).toBe(1);
   });
 });
 
@@ -491,123 +276,6 @@ describe('WorkspaceController.start', () => {
     } finally {
       await subject.stop();
     }
-  });
-});
-
-describe('homes on nodes that are drained or lost (a swarm)', () => {
-  const node = (name: string, state = 'ready', availability = 'active') => ({
-    id: name,
-    name,
-    address: '10.0.0.1',
-    state,
-    availability,
-    memoryBytes: 8 * 1024 ** 3,
-    nanoCpus: 4e9,
-    reservedMemoryBytes: 0,
-    reachable: state === 'ready',
-  });
-  /** What the controller asked of the home mover, and what it answers. */
-  let moved: string[];
-  let latest: { volume: string; backup: string; backupAt: Date } | null;
-  const homes = {
-    moveOff: async (_actor: unknown, of: WorkspaceRecord) => {
-      moved.push(`moveOff ${of.slug}`);
-      return { volume: `${names.volume(of.slug)}-restore-fresh`, backup: `${of.slug}-fresh.tar.gz` };
-    },
-    recoverLatest: async (of: WorkspaceRecord) => {
-      moved.push(`recoverLatest ${of.slug}`);
-      return latest;
-    },
-  };
-  beforeEach(() => {
-    moved = [];
-    latest = null;
-    runtime.nodeList = [node('n1'), node('n2')];
-  });
-
-  it('pauses a drained node, stops the editor on it, moves its home with a fresh backup (the old one retired), then makes the editor where the new home is', async () => {
-    const wanted = await workspace('running');
-    const editor = codeContainer(wanted, { node: 'n2' });
-    await store.nodes.drain(SYSTEM_ACTOR, 'n2');
-    const subject = controller({ homes });
-    expect(await subject.checkNodes()).toEqual([wanted.id]);
-    expect(runtime.actions).toEqual(['node n2 pause']);
-    await expect(subject.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 0 });
-    expect(runtime.actions).toEqual(['node n2 pause', `stop ${editor.name}`]);
-    expect(moved).toEqual([`moveOff ${wanted.slug}`]);
-    const after = (await store.workspaces.get(wanted.id))!;
-    expect(after.homeVolume).toBe(`${names.volume(wanted.slug)}-restore-fresh`);
-    expect(after.retiredVolumes).toEqual([names.volume(wanted.slug)]);
-    expect(after.homeRestore).toBeNull();
-    // The next look: the editor on the old home goes, and one is made on the new.
-    runtime.actions.length = 0;
-    await subject.reconcile(wanted.id);
-    expect(runtime.actions).toEqual([
-      `remove ${editor.name}`,
-      `create volume ${names.volume(wanted.slug)}-restore-fresh`,
-      `create ${editor.name}`,
-      `start ${editor.name}`,
-    ]);
-    expect(runtime.byName(editor.name)!.homeVolume).toBe(`${names.volume(wanted.slug)}-restore-fresh`);
-  });
-
-  it('makes a node active again when its drain is taken back, and moves nothing more off it', async () => {
-    const wanted = await workspace('running');
-    codeContainer(wanted, { node: 'n2' });
-    await store.nodes.drain(SYSTEM_ACTOR, 'n2');
-    const subject = controller({ homes });
-    await subject.checkNodes();
-    await store.nodes.undrain(SYSTEM_ACTOR, 'n2');
-    expect(await subject.checkNodes()).toEqual([]);
-    expect(runtime.actions).toEqual(['node n2 pause', 'node n2 active']);
-    await subject.reconcile(wanted.id);
-    expect(moved).toEqual([]);
-  });
-
-  it('moves nothing while a node has been down for less than NODE_LOST_SECONDS', async () => {
-    const wanted = await workspace('running');
-    codeContainer(wanted, { node: 'n2' });
-    runtime.nodeList = [node('n1'), node('n2', 'down')];
-    const subject = controller({ homes, nodeLostMs: 60_000 });
-    expect(await subject.checkNodes()).toEqual([]);
-    await subject.reconcile(wanted.id);
-    expect(moved).toEqual([]);
-    expect(records).toContainEqual(
-      expect.objectContaining({ level: 'warning', node: 'n2', message: 'node n2 is down; its workspaces move if it is not back within 60 s' }),
-    );
-  });
-
-  it('brings the home of a workspace on a lost node back from its latest backup, the old home kept (it may hold newer files), and records from when for its page', async () => {
-    const wanted = await workspace('stopped');
-    codeContainer(wanted, { node: 'n2', state: 'exited' });
-    runtime.nodeList = [node('n1'), node('n2', 'down')];
-    latest = { volume: `${names.volume(wanted.slug)}-restore-latest`, backup: `${wanted.slug}-old.tar.gz`, backupAt: new Date('2026-11-26T10:00:00Z') };
-    const subject = controller({ homes, nodeLostMs: 0 });
-    expect(await subject.checkNodes()).toEqual([wanted.id]);
-    await expect(subject.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 0 });
-    expect(moved).toEqual([`recoverLatest ${wanted.slug}`]);
-    const after = (await store.workspaces.get(wanted.id))!;
-    expect(after.homeVolume).toBe(latest.volume);
-    expect(after.retiredVolumes).toEqual([]);
-    expect(after.homeRestore).toEqual({ at: expect.any(Date), from: latest.backupAt, reason: 'the server n2 that held your files stopped answering' });
-    const [entry] = (await store.audit.list({ action: 'workspace.restore', limit: 10 })).entries;
-    expect(entry!.metadata).toEqual(expect.objectContaining({ node: 'n2', reason: 'node lost', backup: latest.backup }));
-  });
-
-  it('waits for a lost node that holds the only copy of a home, saying so once', async () => {
-    const wanted = await workspace('running');
-    codeContainer(wanted, { node: 'n2' });
-    runtime.nodeList = [node('n1'), node('n2', 'down')];
-    const subject = controller({ homes, nodeLostMs: 0 });
-    await subject.checkNodes();
-    await expect(subject.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 0 });
-    await subject.reconcile(wanted.id);
-    expect(await status(wanted.id)).toMatchObject({
-      observedState: 'waiting',
-      statusMessage: 'Waiting for the server n2, which holds your files: it stopped answering, and no backup of them exists.',
-    });
-    expect(records.filter((record) => String(record.message).includes('no backup of the home'))).toHaveLength(1);
-    expect((await store.workspaces.get(wanted.id))!.homeVolume).toBeNull();
   });
 });
 

@@ -1,0 +1,23 @@
+import type { Store } from '../src/store/index.ts';
+import type { ObservedState, WorkspaceRecord } from '../src/store/workspaces.ts';
+
+/** Container states in which a code container counts as up (stopped before its home moves, or when its workspace is wanted stopped). */
+export const LIVE = new Set(['running', 'restarting', 'paused']);
+
+/** Writes a workspace's observed status for its spec's generation (the workspace controller's and its home moves' last step). */
+export async function writeStatus(
+  store: Pick<Store, 'workspaces'>,
+  workspace: WorkspaceRecord,
+  state: ObservedState,
+  message: string,
+  editorEndpoint: string | null = null,
+  node?: string,
+): Promise<void> {
+  await store.workspaces.writeStatus(workspace.id, {
+    observedState: state,
+    observedGeneration: workspace.generation,
+    statusMessage: message,
+    editorEndpoint,
+    ...(node !== undefined && { node }),
+  });
+}
