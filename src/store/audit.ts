@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { Queryable } from '../db/sql.ts';
 import type { Mutate } from './mutation.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** Who did something: a user (id and email), or a named actor such as `system` or `cli` (id null). */
 export interface Actor {
@@ -96,16 +97,38 @@ export interface AuditPage {
   nextCursor: number | null;
 }
 
-interface AuditRow {
-  id: string;
-  timestamp: Date;
-  actor_id: string | null;
-  actor_email: string;
-  action: string;
-  target_kind: string;
-  target_id: string;
-  metadata: Record<string, unknown> | null;
-}
+/** The audit_log table: its rows as the store reads them. */
+const AUDIT_LOG = rowCodec(
+  'audit_log',
+  {
+    id: col.bigint,
+    timestamp: col.timestamp,
+    actor_id: col.nullable(col.text),
+    actor_email: col.text,
+    action: col.text,
+    target_kind: col.text,
+    target_id: col.text,
+    metadata: col.nullable(col.jsonObject),
+  },
+  // bigserial arrives as a string; ids stay far below 2^53, so a JSON number is exact.
+  (row): AuditEntry => ({
+    id: row.id,
+    timestamp: row.timestamp,
+    actor: { id: row.actor_id, email: row.actor_email },
+    action: row.action,
+    target: { kind: row.target_kind, id: row.target_id },
+    metadata: row.metadata,
+  }),
+);
+
+/** The id bounds of a time range (idBounds). */
+const ID_BOUNDS = rowCodec('audit_log', { above: col.nullable(col.bigintText), below: col.nullable(col.bigintText) });
+
+/** What a prune would delete (previewPrune). */
+const PRUNE_PREVIEW = rowCodec('audit_log', { count: col.bigint, oldest: col.nullable(col.timestamp), newest: col.nullable(col.timestamp) });
+
+/** How many entries one prune statement deleted. */
+const PRUNED = rowCodec('audit_log', { n: col.bigint });
 
 /** Escapes LIKE's metacharacters (`%`, `_` and the escape `\` itself) so that `text` matches literally. */
 function escapeLike(text: string): string {
@@ -127,12 +150,12 @@ const MAX_DISORDER = '1 day';
  * know that ids follow time, would otherwise walk it from the newest entry (40-80 ms at a million).
  */
 async function idBounds(db: DataSource, since: Date | undefined, until: Date | undefined): Promise<{ above: string | null; below: string | null }> {
-  const rows: { above: string | null; below: string | null }[] = await db.query(
+  return ID_BOUNDS.one(
+    db,
     `SELECT (SELECT id FROM audit_log WHERE timestamp < $1::timestamptz - interval '${MAX_DISORDER}' ORDER BY timestamp DESC LIMIT 1) AS above,
             (SELECT id FROM audit_log WHERE timestamp >= $2::timestamptz + interval '${MAX_DISORDER}' ORDER BY timestamp LIMIT 1) AS below`,
     [since ?? null, until ?? null],
   );
-  return rows[0] ?? { above: null, below: null };
 }
 
 /**
@@ -159,20 +182,12 @@ export async function listAudit(db: DataSource, filter: AuditFilter): Promise<Au
     if (below !== null) add((p) => `id < ${p}`, below);
   }
   params.push(filter.limit);
-  const rows: AuditRow[] = await db.query(
-    `SELECT id, timestamp, actor_id, actor_email, action, target_kind, target_id, metadata FROM audit_log
+  const entries = await AUDIT_LOG.all(
+    db,
+    `SELECT ${AUDIT_LOG.columns} FROM audit_log
      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $${params.length}`,
     params,
   );
-  const entries = rows.map((row) => ({
-    // bigserial arrives as a string; ids stay far below 2^53, so a JSON number is exact.
-    id: Number(row.id),
-    timestamp: row.timestamp,
-    actor: { id: row.actor_id, email: row.actor_email },
-    action: row.action,
-    target: { kind: row.target_kind, id: row.target_id },
-    metadata: row.metadata,
-  }));
   const last = entries.at(-1);
   return { entries, nextCursor: entries.length === filter.limit && last !== undefined ? last.id : null };
 }
@@ -203,12 +218,10 @@ export class AuditStore {
   }
 
   /** The entries older than `before` (what prune would delete), without deleting anything. */
-  async previewPrune(before: Date): Promise<PrunePreview> {
-    const rows: { count: string; oldest: Date | null; newest: Date | null }[] = await this.db.query(
-      'SELECT count(*) AS count, min(timestamp) AS oldest, max(timestamp) AS newest FROM audit_log WHERE timestamp < $1',
-      [before],
-    );
-    return { count: Number(rows[0]!.count), oldest: rows[0]!.oldest, newest: rows[0]!.newest };
+  previewPrune(before: Date): Promise<PrunePreview> {
+    return PRUNE_PREVIEW.one(this.db, 'SELECT count(*) AS count, min(timestamp) AS oldest, max(timestamp) AS newest FROM audit_log WHERE timestamp < $1', [
+      before,
+    ]);
   }
 
   /**
@@ -219,12 +232,12 @@ export class AuditStore {
   async prune(actor: Actor, before: Date, onProgress: (deleted: number) => void = () => undefined): Promise<number> {
     let deleted = 0;
     for (;;) {
-      const rows: { n: string }[] = await this.db.query(
+      const { n: batch } = await PRUNED.one(
+        this.db,
         `WITH gone AS (DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE timestamp < $1 ORDER BY id LIMIT $2) RETURNING 1)
          SELECT count(*) AS n FROM gone`,
         [before, PRUNE_BATCH],
       );
-      const batch = Number(rows[0]!.n);
       deleted += batch;
       if (batch > 0) onProgress(deleted);
       if (batch < PRUNE_BATCH) break;

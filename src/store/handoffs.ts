@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { queryRows } from '../db/sql.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** How long a hand-over code may wait to be used. */
 export const HANDOFF_TTL_MS = 60 * 1000;
@@ -19,14 +19,17 @@ export interface Handoff {
   path: string;
 }
 
-interface HandoffRow {
-  user_id: string;
-  session_id: string;
-  workspace_id: string;
-  state_hash: string;
-  path: string;
-  live: boolean;
-}
+/** The handoff_codes table: a code taken, and whether it was still live. */
+const HANDOFF_CODES = rowCodec('handoff_codes', {
+  user_id: col.text,
+  session_id: col.text,
+  workspace_id: col.text,
+  state_hash: col.text,
+  path: col.text,
+  /** `expires_at > now()` as it was taken. */
+  live: col.boolean,
+});
+const HASHES = rowCodec('handoff_codes', { code_hash: col.text });
 
 /** SHA-256 of a code, base64url: what is stored (it lets no one in). */
 const hashOf = (code: string) => createHash('sha256').update(code).digest('base64url');
@@ -65,18 +68,17 @@ export class HandoffStore {
   /** Takes a code: its hand-over once, while it has not expired; undefined for an unknown, used or expired one. */
   async take(code: string): Promise<Handoff | undefined> {
     if (code.length === 0 || code.length > 100) return undefined;
-    const rows = await queryRows<HandoffRow>(
+    const row = await HANDOFF_CODES.first(
       this.db,
       'DELETE FROM handoff_codes WHERE code_hash = $1 RETURNING user_id, session_id, workspace_id, state_hash, path, expires_at > now() AS live',
       [hashOf(code)],
     );
-    const row = rows[0];
     if (!row?.live) return undefined;
     return { userId: row.user_id, sessionId: row.session_id, workspaceId: row.workspace_id, stateHash: row.state_hash, path: row.path };
   }
 
   /** What is kept, for tests: the hashes under which codes wait. */
   async storedKeys(): Promise<string[]> {
-    return (await queryRows<{ code_hash: string }>(this.db, 'SELECT code_hash FROM handoff_codes ORDER BY expires_at')).map((row) => row.code_hash);
+    return (await HASHES.all(this.db, 'SELECT code_hash FROM handoff_codes ORDER BY expires_at')).map((row) => row.code_hash);
   }
 }

@@ -1,15 +1,19 @@
 import type { DataSource } from 'typeorm';
-import { queryRows, type Queryable } from '../db/sql.ts';
+import type { Queryable } from '../db/sql.ts';
 import { storableText } from '../db/text.ts';
 import { ConflictError } from '../errors.ts';
 import type { Tx } from './mutation.ts';
+import { col, rowCodec } from './row-codec.ts';
+
+/** The phases of an import, in order (see ImportPhase). */
+const IMPORT_PHASES = ['checking', 'cloning', 'backing-up', 'copying', 'done', 'failed'] as const;
 
 /**
  * How far an import got: `checking` the address (and its redirects), `cloning` (bytes: the clone's
  * size on disk), `backing-up` the home (bytes backed up), `copying` into the home (bytes of the
  * project copied), then `done` or `failed`.
  */
-export type ImportPhase = 'checking' | 'cloning' | 'backing-up' | 'copying' | 'done' | 'failed';
+export type ImportPhase = (typeof IMPORT_PHASES)[number];
 
 /** An import of a team's project into a workspace, as its student follows it. */
 export interface ImportRecord {
@@ -43,39 +47,41 @@ export interface ImportRequest {
  */
 export const IMPORT_STALE_SECONDS = 60;
 
-const COLUMNS = 'id, workspace_id, url, branch, subfolder, phase, bytes, commit, backup, error_code, error_message, started_at, ended_at';
-
-interface ImportRow {
-  id: string;
-  workspace_id: string;
-  url: string;
-  branch: string | null;
-  subfolder: string | null;
-  phase: ImportPhase;
-  /** bigint: text from node-postgres. */
-  bytes: string;
-  commit: string | null;
-  backup: string | null;
-  error_code: string | null;
-  error_message: string | null;
-  started_at: Date;
-  ended_at: Date | null;
-}
-
-const toImport = (row: ImportRow): ImportRecord => ({
-  id: row.id,
-  workspaceId: row.workspace_id,
-  url: row.url,
-  branch: row.branch,
-  subfolder: row.subfolder,
-  phase: row.phase,
-  bytes: Number(row.bytes),
-  commit: row.commit,
-  backup: row.backup,
-  error: row.error_code ? { code: row.error_code, message: row.error_message ?? '' } : null,
-  startedAt: row.started_at,
-  endedAt: row.ended_at,
-});
+/** The workspace_imports table: its rows as the store reads them. */
+const IMPORTS = rowCodec(
+  'workspace_imports',
+  {
+    id: col.text,
+    workspace_id: col.text,
+    url: col.text,
+    branch: col.nullable(col.text),
+    subfolder: col.nullable(col.text),
+    phase: col.oneOf(IMPORT_PHASES),
+    bytes: col.bigint,
+    commit: col.nullable(col.text),
+    backup: col.nullable(col.text),
+    error_code: col.nullable(col.text),
+    error_message: col.nullable(col.text),
+    started_at: col.timestamp,
+    ended_at: col.nullable(col.timestamp),
+  },
+  (row): ImportRecord => ({
+    id: row.id,
+    workspaceId: row.workspace_id,
+    url: row.url,
+    branch: row.branch,
+    subfolder: row.subfolder,
+    phase: row.phase,
+    bytes: row.bytes,
+    commit: row.commit,
+    backup: row.backup,
+    error: row.error_code ? { code: row.error_code, message: row.error_message ?? '' } : null,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+  }),
+);
+const COLUMNS = IMPORTS.columns;
+const IDS = IMPORTS.pick('id');
 
 /** Ends, as failed, the imports of a workspace whose server stopped (no heartbeat for IMPORT_STALE_SECONDS). */
 async function endStale(db: Queryable, workspaceId: string): Promise<void> {
@@ -108,14 +114,15 @@ export class ImportStore {
       // The workspace's row serialises two imports asked at once: one begins, the other is told.
       await tx.query('SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE', [workspaceId]);
       await endStale(tx, workspaceId);
-      const active: { id: string }[] = await tx.query('SELECT id FROM workspace_imports WHERE workspace_id = $1 AND ended_at IS NULL', [workspaceId]);
-      if (active[0]) throw ConflictError('import_in_progress', 'An import into this workspace is in progress: wait for it to end.');
-      const rows = await queryRows<ImportRow>(
-        tx,
-        `INSERT INTO workspace_imports (workspace_id, user_id, url, branch, subfolder) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
-        [workspaceId, userId, request.url, request.branch ?? null, request.subfolder ?? null],
-      );
-      return toImport(rows[0]!);
+      const active = await IDS.first(tx, 'SELECT id FROM workspace_imports WHERE workspace_id = $1 AND ended_at IS NULL', [workspaceId]);
+      if (active) throw ConflictError('import_in_progress', 'An import into this workspace is in progress: wait for it to end.');
+      return IMPORTS.one(tx, `INSERT INTO workspace_imports (workspace_id, user_id, url, branch, subfolder) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`, [
+        workspaceId,
+        userId,
+        request.url,
+        request.branch ?? null,
+        request.subfolder ?? null,
+      ]);
     });
   }
 
@@ -147,19 +154,13 @@ export class ImportStore {
   /** The workspace's import in progress, if any (one whose server stopped is ended first). */
   async active(workspaceId: string): Promise<ImportRecord | undefined> {
     await endStale(this.db, workspaceId);
-    const rows = await queryRows<ImportRow>(this.db, `SELECT ${COLUMNS} FROM workspace_imports WHERE workspace_id = $1 AND ended_at IS NULL`, [workspaceId]);
-    return rows[0] && toImport(rows[0]);
+    return IMPORTS.first(this.db, `SELECT ${COLUMNS} FROM workspace_imports WHERE workspace_id = $1 AND ended_at IS NULL`, [workspaceId]);
   }
 
   /** The workspace's latest import, in progress or ended; undefined when it never had one. */
   async latest(workspaceId: string): Promise<ImportRecord | undefined> {
     await endStale(this.db, workspaceId);
-    const rows = await queryRows<ImportRow>(
-      this.db,
-      `SELECT ${COLUMNS} FROM workspace_imports WHERE workspace_id = $1 ORDER BY started_at DESC, id DESC LIMIT 1`,
-      [workspaceId],
-    );
-    return rows[0] && toImport(rows[0]);
+    return IMPORTS.first(this.db, `SELECT ${COLUMNS} FROM workspace_imports WHERE workspace_id = $1 ORDER BY started_at DESC, id DESC LIMIT 1`, [workspaceId]);
   }
 
   /** Marks an import alive (see IMPORT_STALE_SECONDS). */

@@ -1,9 +1,14 @@
 import type { DataSource } from 'typeorm';
-import { queryRows } from '../db/sql.ts';
+import { col, rowCodec } from './row-codec.ts';
 import { fencedWrite, RECONCILER_LEASE, type Fence } from './leases.ts';
 
+const LEADER_COUNTER_NAMES = ['orphan_containers', 'orphan_volumes'] as const;
+
 /** What the leader counts for the panels of every replica. */
-export type LeaderCounter = 'orphan_containers' | 'orphan_volumes';
+export type LeaderCounter = (typeof LEADER_COUNTER_NAMES)[number];
+
+/** The leader_counters table's columns the panels read. */
+const LEADER_COUNTERS = rowCodec('leader_counters', { name: col.oneOf(LEADER_COUNTER_NAMES), value: col.bigint });
 
 /**
  * Counts kept by the leader in the database (table `leader_counters`), so that every replica's
@@ -36,14 +41,14 @@ export class LeaderCounterStore {
 
   /** Every counter of the current term (the lease's; 0 when no one ever led), missing ones at 0. */
   async current(): Promise<Record<LeaderCounter, number>> {
-    const rows = await queryRows<{ name: LeaderCounter; value: string }>(
+    const rows = await LEADER_COUNTERS.all(
       this.db,
       `SELECT name, value FROM leader_counters
        WHERE term = coalesce((SELECT term FROM leader_lease WHERE name = $1), 0)`,
       [RECONCILER_LEASE],
     );
     const counts: Record<LeaderCounter, number> = { orphan_containers: 0, orphan_volumes: 0 };
-    for (const row of rows) counts[row.name] = Number(row.value);
+    for (const row of rows) counts[row.name] = row.value;
     return counts;
   }
 }

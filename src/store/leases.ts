@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { queryRows, type Queryable } from '../db/sql.ts';
+import type { Queryable } from '../db/sql.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** The one lease there is: the reconciler's (controllers, idle sweep, stats sampler, orphan sweep). */
 export const RECONCILER_LEASE = 'reconciler';
@@ -14,23 +15,22 @@ export interface LeaseRecord {
   expiresAt: Date;
 }
 
-interface LeaseRow {
-  name: string;
-  holder: string;
-  term: string;
-  acquired_at: Date;
-  renewed_at: Date;
-  expires_at: Date;
-}
-
-const toLease = (row: LeaseRow): LeaseRecord => ({
-  name: row.name,
-  holder: row.holder,
-  term: Number(row.term),
-  acquiredAt: row.acquired_at,
-  renewedAt: row.renewed_at,
-  expiresAt: row.expires_at,
-});
+/** The leader_lease table: its rows as the store reads them. */
+const LEASES = rowCodec(
+  'leader_lease',
+  { name: col.text, holder: col.text, term: col.bigint, acquired_at: col.timestamp, renewed_at: col.timestamp, expires_at: col.timestamp },
+  (row): LeaseRecord => ({
+    name: row.name,
+    holder: row.holder,
+    term: row.term,
+    acquiredAt: row.acquired_at,
+    renewedAt: row.renewed_at,
+    expiresAt: row.expires_at,
+  }),
+);
+const TERMS = LEASES.pick('term');
+/** The fence's check that also bounds its transaction's idle time (the setting's new value beside the term). */
+const TERMS_BOUNDED = rowCodec('leader_lease', { term: col.bigint, set_config: col.text });
 
 /**
  * What a leader writes under: its lease's holder and term (the fencing token). A store made with a
@@ -95,7 +95,7 @@ export function assertLeads(fence: Fence): void {
 export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
   assertLeads(fence);
   const bound = fence.holdMs === undefined ? [] : [String(Math.max(1, Math.ceil(fence.holdMs)))];
-  const rows = await queryRows<{ term: string }>(
+  const rows = await (bound.length ? TERMS_BOUNDED : TERMS).all(
     tx,
     `SELECT term${bound.length ? ", set_config('idle_in_transaction_session_timeout', $4, true)" : ''}
        FROM leader_lease WHERE name = $1 AND holder = $2 AND term = $3 FOR SHARE`,
@@ -137,16 +137,15 @@ export class LeaseStore {
    * term (1 for the first ever). Returns the lease taken, or undefined when another holds it. Never
    * takes it from a live holder, not even from `holder` itself (a holder renews, see `renew`).
    */
-  async acquire(name: string, holder: string, durationMs: number, gone?: string): Promise<LeaseRecord | undefined> {
-    const rows = await queryRows<LeaseRow>(
+  acquire(name: string, holder: string, durationMs: number, gone?: string): Promise<LeaseRecord | undefined> {
+    return LEASES.first(
       this.db,
       `INSERT INTO leader_lease AS lease (name, holder, term, expires_at) VALUES ($1, $2, 1, now() + make_interval(secs => $3))
        ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, term = lease.term + 1, acquired_at = now(), renewed_at = now(), expires_at = EXCLUDED.expires_at
        WHERE lease.expires_at <= now() OR (lease.holder = $4 AND lease.holder <> EXCLUDED.holder)
-       RETURNING *`,
+       RETURNING ${LEASES.columns}`,
       [name, holder, durationMs / 1000, gone ?? null],
     );
-    return rows[0] && toLease(rows[0]);
   }
 
   /**
@@ -154,7 +153,7 @@ export class LeaseStore {
    * lease is no longer theirs under that term (another took it after it expired).
    */
   async renew(name: string, holder: string, term: number, durationMs: number): Promise<boolean> {
-    const rows = await queryRows<{ term: string }>(
+    const rows = await TERMS.all(
       this.db,
       `UPDATE leader_lease SET renewed_at = now(), expires_at = now() + make_interval(secs => $4)
        WHERE name = $1 AND holder = $2 AND term = $3 RETURNING term`,
@@ -173,14 +172,12 @@ export class LeaseStore {
   }
 
   /** The lease while it is held: undefined when no one ever took it, or it expired or was released. */
-  async held(name: string): Promise<LeaseRecord | undefined> {
-    const rows = await queryRows<LeaseRow>(this.db, 'SELECT * FROM leader_lease WHERE name = $1 AND expires_at > now()', [name]);
-    return rows[0] && toLease(rows[0]);
+  held(name: string): Promise<LeaseRecord | undefined> {
+    return LEASES.first(this.db, `SELECT ${LEASES.columns} FROM leader_lease WHERE name = $1 AND expires_at > now()`, [name]);
   }
 
   /** The lease as stored now (undefined before anyone ever took it). */
-  async get(name: string): Promise<LeaseRecord | undefined> {
-    const rows = await queryRows<LeaseRow>(this.db, 'SELECT * FROM leader_lease WHERE name = $1', [name]);
-    return rows[0] && toLease(rows[0]);
+  get(name: string): Promise<LeaseRecord | undefined> {
+    return LEASES.first(this.db, `SELECT ${LEASES.columns} FROM leader_lease WHERE name = $1`, [name]);
   }
 }

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { queryRows } from '../db/sql.ts';
+import { col, rowCodec } from './row-codec.ts';
 import type { Actor } from './audit.ts';
 import { fencedWrite, type Fence } from './leases.ts';
 import type { Mutate } from './mutation.ts';
@@ -37,6 +37,50 @@ export interface NodeDrain {
   requestedBy: string;
 }
 
+/** The node_drains table: its rows as the store reads them. */
+const NODE_DRAINS = rowCodec('node_drains', { node: col.text, requested_at: col.timestamp, requested_by: col.text }, (row): NodeDrain => ({
+  node: row.node,
+  requestedAt: row.requested_at,
+  requestedBy: row.requested_by,
+}));
+const DRAINED = NODE_DRAINS.pick('node');
+
+/** The nodes table's names. */
+const NODE_NAMES = rowCodec('nodes', { name: col.text });
+
+/** The nodes table joined with node_drains and counted workspaces (list): a drain of a node not recorded has no node's columns. */
+const NODE_VIEWS = rowCodec(
+  'nodes',
+  {
+    name: col.text,
+    state: col.nullable(col.text),
+    availability: col.nullable(col.text),
+    address: col.nullable(col.text),
+    memory_bytes: col.nullable(col.bigint),
+    reserved_memory_bytes: col.nullable(col.bigint),
+    nano_cpus: col.nullable(col.bigint),
+    reachable: col.nullable(col.boolean),
+    seen_at: col.nullable(col.timestamp),
+    requested_at: col.nullable(col.timestamp),
+    running: col.bigint,
+    total: col.bigint,
+  },
+  (row): NodeView => ({
+    name: row.name,
+    state: row.state ?? 'unknown',
+    availability: row.availability ?? 'unknown',
+    address: row.address ?? '',
+    memoryBytes: row.memory_bytes ?? 0,
+    reservedMemoryBytes: row.reserved_memory_bytes ?? 0,
+    nanoCpus: row.nano_cpus ?? 0,
+    reachable: row.reachable ?? false,
+    seenAt: row.seen_at ?? new Date(0),
+    drainRequestedAt: row.requested_at,
+    runningWorkspaces: row.running,
+    workspaces: row.total,
+  }),
+);
+
 /**
  * The nodes an operator asked to drain (`cli nodes drain <node>`, table `node_drains`): desired
  * state like any other, announced (`nodes`) and audited (`node.drain`, `node.undrain`); the leader
@@ -72,21 +116,8 @@ export class NodeStore {
   }
 
   /** Every node recorded, with the drain asked for and its workspaces, by name; a drain of a node not (or no longer) recorded is listed too. */
-  async list(): Promise<NodeView[]> {
-    const rows = await queryRows<{
-      name: string;
-      state: string | null;
-      availability: string | null;
-      address: string | null;
-      memory_bytes: string | null;
-      reserved_memory_bytes: string | null;
-      nano_cpus: string | null;
-      reachable: boolean | null;
-      seen_at: Date | null;
-      requested_at: Date | null;
-      running: string;
-      total: string;
-    }>(
+  list(): Promise<NodeView[]> {
+    return NODE_VIEWS.all(
       this.db,
       `SELECT coalesce(n.name, d.node) AS name, n.state, n.availability, n.address, n.memory_bytes, n.reserved_memory_bytes, n.nano_cpus,
               n.reachable, n.seen_at, d.requested_at,
@@ -94,44 +125,25 @@ export class NodeStore {
               (SELECT count(*) FROM workspaces w WHERE w.node = coalesce(n.name, d.node) AND w.desired_state <> 'deleted') AS total
        FROM nodes n FULL JOIN node_drains d ON d.node = n.name ORDER BY 1`,
     );
-    return rows.map((row) => ({
-      name: row.name,
-      state: row.state ?? 'unknown',
-      availability: row.availability ?? 'unknown',
-      address: row.address ?? '',
-      memoryBytes: Number(row.memory_bytes ?? 0),
-      reservedMemoryBytes: Number(row.reserved_memory_bytes ?? 0),
-      nanoCpus: Number(row.nano_cpus ?? 0),
-      reachable: row.reachable ?? false,
-      seenAt: row.seen_at ?? new Date(0),
-      drainRequestedAt: row.requested_at,
-      runningWorkspaces: Number(row.running),
-      workspaces: Number(row.total),
-    }));
   }
 
   /** Whether a node of this name was recorded (the leader saw it). */
   async known(name: string): Promise<boolean> {
-    return (await queryRows(this.db, 'SELECT 1 FROM nodes WHERE name = $1', [name])).length > 0;
+    return (await NODE_NAMES.all(this.db, 'SELECT name FROM nodes WHERE name = $1', [name])).length > 0;
   }
 
   /** Every drain asked for, by node name. */
-  async drains(): Promise<NodeDrain[]> {
-    const rows = await queryRows<{ node: string; requested_at: Date; requested_by: string }>(
-      this.db,
-      'SELECT node, requested_at, requested_by FROM node_drains ORDER BY node',
-    );
-    return rows.map((row) => ({ node: row.node, requestedAt: row.requested_at, requestedBy: row.requested_by }));
+  drains(): Promise<NodeDrain[]> {
+    return NODE_DRAINS.all(this.db, `SELECT ${NODE_DRAINS.columns} FROM node_drains ORDER BY node`);
   }
 
   /** Asks for a node to be drained (already asked: nothing changes, not audited again); answers whether it was new. */
   drain(actor: Actor, node: string): Promise<boolean> {
     return this.mutate(async (tx) => {
-      const rows = await queryRows<{ node: string }>(
-        tx,
-        'INSERT INTO node_drains (node, requested_by) VALUES ($1, $2) ON CONFLICT (node) DO NOTHING RETURNING node',
-        [node, actor.email],
-      );
+      const rows = await DRAINED.all(tx, 'INSERT INTO node_drains (node, requested_by) VALUES ($1, $2) ON CONFLICT (node) DO NOTHING RETURNING node', [
+        node,
+        actor.email,
+      ]);
       const added = rows.length > 0;
       return {
         value: added,
@@ -144,7 +156,7 @@ export class NodeStore {
   /** Takes a node back (new workspaces may be placed there again); answers whether it was drained. */
   undrain(actor: Actor, node: string): Promise<boolean> {
     return this.mutate(async (tx) => {
-      const rows = await queryRows<{ node: string }>(tx, 'DELETE FROM node_drains WHERE node = $1 RETURNING node', [node]);
+      const rows = await DRAINED.all(tx, 'DELETE FROM node_drains WHERE node = $1 RETURNING node', [node]);
       const removed = rows.length > 0;
       return {
         value: removed,

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { signalChannel, type ChangeFeed } from '../db/changes.ts';
-import { queryRows } from '../db/sql.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** How long refusals are kept for the panel: the last hour (since their last repeat). */
 export const REFUSALS_KEPT_MS = 60 * 60_000;
@@ -29,32 +29,33 @@ export interface RefusalRecord {
   running: number;
 }
 
-interface RefusalRow {
-  /** bigserial: a string from node-postgres, perhaps a number or bigint from another driver. */
-  id: string | number | bigint;
-  at: Date;
-  last_at: Date;
-  count: number;
-  workspace_id: string;
-  slug: string;
-  email: string | null;
-  cap: number;
-  running: number;
-}
-
-const toRefusal = (row: RefusalRow): RefusalRecord => ({
-  id: String(row.id),
-  at: row.at,
-  lastAt: row.last_at,
-  count: row.count,
-  workspaceId: row.workspace_id,
-  slug: row.slug,
-  email: row.email,
-  cap: row.cap,
-  running: row.running,
-});
-
-const COLUMNS = 'id, at, last_at, count, workspace_id, slug, email, cap, running';
+/** The capacity_refusals table: its rows as the store reads them. */
+const REFUSALS = rowCodec(
+  'capacity_refusals',
+  {
+    id: col.bigintText,
+    at: col.timestamp,
+    last_at: col.timestamp,
+    count: col.integer,
+    workspace_id: col.text,
+    slug: col.text,
+    email: col.nullable(col.text),
+    cap: col.integer,
+    running: col.integer,
+  },
+  (row): RefusalRecord => ({
+    id: row.id,
+    at: row.at,
+    lastAt: row.last_at,
+    count: row.count,
+    workspaceId: row.workspace_id,
+    slug: row.slug,
+    email: row.email,
+    cap: row.cap,
+    running: row.running,
+  }),
+);
+const COLUMNS = REFUSALS.columns;
 
 /**
  * Capacity refusals of the last hour, in the database so that every replica's panel shows those
@@ -81,15 +82,15 @@ export class RefusalStore {
   async record(refusal: Omit<RefusalRecord, 'id' | 'at' | 'lastAt' | 'count'>): Promise<{ refusal: RefusalRecord; first: boolean }> {
     const recorded = await this.db.transaction(async (tx) => {
       await tx.query("SELECT pg_advisory_xact_lock(hashtext('capacity_refusals:' || $1))", [refusal.workspaceId]);
-      const folded = await queryRows<RefusalRow>(
+      const folded = await REFUSALS.first(
         tx,
         `UPDATE capacity_refusals SET count = count + 1, last_at = greatest(last_at, now()), cap = $2, running = $3
          WHERE id = (SELECT id FROM capacity_refusals WHERE workspace_id = $1 AND at > now() - make_interval(secs => $4) ORDER BY at DESC, id DESC LIMIT 1)
          RETURNING ${COLUMNS}`,
         [refusal.workspaceId, refusal.cap, refusal.running, REFUSAL_FOLD_MS / 1000],
       );
-      if (folded[0]) return { refusal: toRefusal(folded[0]), first: false };
-      const fresh = await queryRows<RefusalRow>(
+      if (folded) return { refusal: folded, first: false };
+      const fresh = await REFUSALS.one(
         tx,
         `WITH fresh AS (
            INSERT INTO capacity_refusals (workspace_id, slug, email, cap, running) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}
@@ -98,10 +99,10 @@ export class RefusalStore {
          ), told AS (
            SELECT pg_notify($7, id::text) FROM fresh
          )
-         SELECT fresh.* FROM fresh, told`,
+         SELECT ${REFUSALS.columnsOf('fresh')} FROM fresh, told`,
         [refusal.workspaceId, refusal.slug, refusal.email, refusal.cap, refusal.running, REFUSALS_KEPT_MS / 1000, signalChannel('refusal')],
       );
-      return { refusal: toRefusal(fresh[0]!), first: true };
+      return { refusal: fresh, first: true };
     });
     if (recorded.first) this.changes.publishSignal('refusal', recorded.refusal.id);
     return recorded;
@@ -110,17 +111,13 @@ export class RefusalStore {
   /** A refusal by id, or undefined (gone after the hour, or never). */
   async get(id: string): Promise<RefusalRecord | undefined> {
     if (!/^\d{1,18}$/.test(id)) return undefined;
-    const rows = await queryRows<RefusalRow>(this.db, `SELECT ${COLUMNS} FROM capacity_refusals WHERE id = $1`, [id]);
-    return rows[0] && toRefusal(rows[0]);
+    return REFUSALS.first(this.db, `SELECT ${COLUMNS} FROM capacity_refusals WHERE id = $1`, [id]);
   }
 
   /** The refusals of the last hour (by their latest repeat), newest first. */
-  async recent(): Promise<RefusalRecord[]> {
-    const rows = await queryRows<RefusalRow>(
-      this.db,
-      `SELECT ${COLUMNS} FROM capacity_refusals WHERE last_at >= now() - make_interval(secs => $1) ORDER BY last_at DESC, id DESC`,
-      [REFUSALS_KEPT_MS / 1000],
-    );
-    return rows.map(toRefusal);
+  recent(): Promise<RefusalRecord[]> {
+    return REFUSALS.all(this.db, `SELECT ${COLUMNS} FROM capacity_refusals WHERE last_at >= now() - make_interval(secs => $1) ORDER BY last_at DESC, id DESC`, [
+      REFUSALS_KEPT_MS / 1000,
+    ]);
   }
 }

@@ -1,13 +1,19 @@
 import type { DataSource } from 'typeorm';
 import { signalChannel, type Change, type ChangeFeed } from '../db/changes.ts';
-import { queryRows, type Queryable } from '../db/sql.ts';
+import type { Queryable } from '../db/sql.ts';
 import { storableText } from '../db/text.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { isUuid } from './ids.ts';
 import type { Actor } from './audit.ts';
 import type { Mutate } from './mutation.ts';
 import { fencedWrite, type Fence } from './leases.ts';
+import { WORKSPACES } from './workspaces.ts';
+import { col, rowCodec, type RowOf } from './row-codec.ts';
 import {
+  ACTIVE_RUN_STATUSES,
+  RUN_DESIRED_STATES,
+  RUN_STATUSES,
+  RUN_STOPPED_BY,
   TERMINAL_RUN_STATUSES,
   type ActiveRunStatus,
   type RunDesiredState,
@@ -74,31 +80,29 @@ export interface ActiveRun {
 /** How many runs GET /runs lists, newest first. */
 const RECENT_RUNS = 20;
 
-const COLUMNS =
-  'id, workspace_id, desired_state, status, queued_at, ready_at, ended_at, exit_code, reason, output, sim_endpoint, output_length, output_truncated, output_source_bytes, stopped_by';
 const ACTIVE = "status IN ('queued', 'running')";
 
-interface RunRow {
-  id: string;
-  workspace_id: string;
-  desired_state: RunDesiredState;
-  status: RunStatus;
-  queued_at: Date;
-  ready_at: Date | null;
-  ended_at: Date | null;
-  exit_code: number | null;
-  reason: string | null;
-  output: string | null;
-  sim_endpoint: string | null;
-  output_length: number;
+/** The runs table: its rows as the store reads them. */
+const RUN_SCHEMA = {
+  id: col.text,
+  workspace_id: col.text,
+  desired_state: col.oneOf(RUN_DESIRED_STATES),
+  status: col.oneOf(RUN_STATUSES),
+  queued_at: col.timestamp,
+  ready_at: col.nullable(col.timestamp),
+  ended_at: col.nullable(col.timestamp),
+  exit_code: col.nullable(col.integer),
+  reason: col.nullable(col.text),
+  output: col.nullable(col.text),
+  sim_endpoint: col.nullable(col.text),
+  output_length: col.integer,
+  output_truncated: col.boolean,
+  output_source_bytes: col.bigint,
   /** `admin` is the word of the release before WidenRunStoppedBy for a coach's stop, which it may still write during a rolling upgrade. */
-  stopped_by: RunStoppedBy | 'admin' | null;
-  output_truncated: boolean;
-  /** bigint: pg returns it as text. */
-  output_source_bytes: string;
-}
+  stopped_by: col.nullable(col.oneOf([...RUN_STOPPED_BY, 'admin'] as const)),
+};
 
-const toRun = (row: RunRow): RunRecord => ({
+const toRun = (row: RowOf<typeof RUN_SCHEMA>): RunRecord => ({
   id: row.id,
   workspaceId: row.workspace_id,
   desiredState: row.desired_state,
@@ -112,9 +116,34 @@ const toRun = (row: RunRow): RunRecord => ({
   simEndpoint: row.sim_endpoint,
   outputLength: row.output_length,
   outputTruncated: row.output_truncated,
-  outputSourceBytes: Number(row.output_source_bytes),
+  outputSourceBytes: row.output_source_bytes,
   stoppedBy: row.stopped_by === 'admin' ? 'coach' : row.stopped_by,
 });
+
+const RUNS = rowCodec('runs', RUN_SCHEMA, toRun);
+const COLUMNS = RUNS.columns;
+const IDS = RUNS.pick('id');
+
+/** A workspace's active run (queued or running: the query's condition, which its codec holds it to). */
+const ACTIVE_RUNS = rowCodec('runs', { id: col.text, status: col.oneOf(ACTIVE_RUN_STATUSES), sim_endpoint: col.nullable(col.text) }, (row): ActiveRun => ({
+  id: row.id,
+  status: row.status,
+  simEndpoint: row.sim_endpoint,
+}));
+
+/** The class's runs: a run's columns, its workspace's slug and its owner's email. */
+const CLASS_RUNS = rowCodec('runs', { ...RUN_SCHEMA, slug: col.text, owner_email: col.nullable(col.text) }, (row): ClassRun => ({
+  ...toRun(row),
+  slug: row.slug,
+  ownerEmail: row.owner_email,
+}));
+
+/** The workspace a run is asked of (the workspaces table's columns it reads). */
+const RUN_WORKSPACES = WORKSPACES.pick('desired_state', 'slug');
+
+/** A run's kept output, in pieces (the run_output table). */
+const OUTPUT = rowCodec('run_output', { start_offset: col.integer, text: col.text });
+const OUTPUT_TEXT = OUTPUT.pick('text');
 
 /** A run with whose it is, for the admin's lists: the workspace's slug and its owner's email. */
 export interface ClassRun extends RunRecord {
@@ -137,8 +166,7 @@ const runChange = (id: string): Change => ({ kind: 'runs', id });
 
 async function getRun(db: Queryable, id: string): Promise<RunRecord | undefined> {
   if (!isUuid(id)) return undefined;
-  const rows: RunRow[] = await db.query(`SELECT ${COLUMNS} FROM runs WHERE id = $1`, [id]);
-  return rows[0] && toRun(rows[0]);
+  return RUNS.first(db, `SELECT ${COLUMNS} FROM runs WHERE id = $1`, [id]);
 }
 
 /** Simulator runs of workspaces: asked for by students, driven to an end by the run controller. */
@@ -175,29 +203,23 @@ export class RunStore {
   }
 
   /** The workspace's active run, or undefined. */
-  async active(workspaceId: string): Promise<ActiveRun | undefined> {
-    const rows: RunRow[] = await this.db.query(`SELECT ${COLUMNS} FROM runs WHERE workspace_id = $1 AND ${ACTIVE} ORDER BY queued_at DESC LIMIT 1`, [
+  active(workspaceId: string): Promise<ActiveRun | undefined> {
+    return ACTIVE_RUNS.first(this.db, `SELECT ${ACTIVE_RUNS.columns} FROM runs WHERE workspace_id = $1 AND ${ACTIVE} ORDER BY queued_at DESC LIMIT 1`, [
       workspaceId,
     ]);
-    const row = rows[0];
-    return row && { id: row.id, status: row.status as ActiveRunStatus, simEndpoint: row.sim_endpoint };
   }
 
   /** The workspace's most recent runs, newest first. */
-  async recent(workspaceId: string, limit = RECENT_RUNS): Promise<RunRecord[]> {
-    const rows: RunRow[] = await this.db.query(`SELECT ${COLUMNS} FROM runs WHERE workspace_id = $1 ORDER BY queued_at DESC, id DESC LIMIT $2`, [
-      workspaceId,
-      limit,
-    ]);
-    return rows.map(toRun);
+  recent(workspaceId: string, limit = RECENT_RUNS): Promise<RunRecord[]> {
+    return RUNS.all(this.db, `SELECT ${COLUMNS} FROM runs WHERE workspace_id = $1 ORDER BY queued_at DESC, id DESC LIMIT $2`, [workspaceId, limit]);
   }
 
   /** Ids of every unfinished run, or only of one workspace's (what the run controller resyncs). */
   async activeIds(workspaceId?: string): Promise<string[]> {
-    const rows: { id: string }[] =
+    const rows =
       workspaceId === undefined
-        ? await this.db.query(`SELECT id FROM runs WHERE ${ACTIVE}`)
-        : await this.db.query(`SELECT id FROM runs WHERE workspace_id = $1 AND ${ACTIVE}`, [workspaceId]);
+        ? await IDS.all(this.db, `SELECT id FROM runs WHERE ${ACTIVE}`)
+        : await IDS.all(this.db, `SELECT id FROM runs WHERE workspace_id = $1 AND ${ACTIVE}`, [workspaceId]);
     return rows.map((row) => row.id);
   }
 
@@ -208,17 +230,13 @@ export class RunStore {
    */
   create(workspaceId: string): Promise<RunRecord> {
     return this.mutate(async (tx) => {
-      const workspaces: { desired_state: string; slug: string }[] = await tx.query('SELECT desired_state, slug FROM workspaces WHERE id = $1 FOR UPDATE', [
-        workspaceId,
-      ]);
-      const workspace = workspaces[0];
+      const workspace = await RUN_WORKSPACES.first(tx, 'SELECT desired_state, slug FROM workspaces WHERE id = $1 FOR UPDATE', [workspaceId]);
       if (!workspace || workspace.desired_state === 'deleted') throw NotFoundError('workspace_not_found', 'No such workspace.');
       if (workspace.desired_state !== 'running')
         throw ConflictError('workspace_not_running', `Workspace ${workspace.slug} is stopped; open it before running the simulator.`);
-      const active: { id: string }[] = await tx.query(`SELECT id FROM runs WHERE workspace_id = $1 AND ${ACTIVE}`, [workspaceId]);
-      if (active[0]) throw ConflictError('run_active', `Run ${active[0].id} is still active; stop it first.`);
-      const rows: RunRow[] = await tx.query(`INSERT INTO runs (workspace_id) VALUES ($1) RETURNING ${COLUMNS}`, [workspaceId]);
-      const run = toRun(rows[0]!);
+      const active = await IDS.first(tx, `SELECT id FROM runs WHERE workspace_id = $1 AND ${ACTIVE}`, [workspaceId]);
+      if (active) throw ConflictError('run_active', `Run ${active.id} is still active; stop it first.`);
+      const run = await RUNS.one(tx, `INSERT INTO runs (workspace_id) VALUES ($1) RETURNING ${COLUMNS}`, [workspaceId]);
       // Only the newest runs keep their whole output.
       await tx.query('DELETE FROM run_output WHERE run_id IN (SELECT id FROM runs WHERE workspace_id = $1 ORDER BY queued_at DESC, id DESC OFFSET $2)', [
         workspaceId,
@@ -236,8 +254,8 @@ export class RunStore {
     const run = await this.getOf(workspaceId, id);
     if (isTerminal(run.status) || run.desiredState === 'stopped') return run;
     return this.mutate(async (tx) => {
-      const rows = await queryRows<RunRow>(tx, `UPDATE runs SET desired_state = 'stopped', stopped_by = 'student' WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
-      return { value: toRun(rows[0]!), changed: [runChange(id)], audit: null };
+      const stopped = await RUNS.one(tx, `UPDATE runs SET desired_state = 'stopped', stopped_by = 'student' WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
+      return { value: stopped, changed: [runChange(id)], audit: null };
     });
   }
 
@@ -267,7 +285,7 @@ export class RunStore {
   }
 
   /** The class's runs that match `filter`, newest first, with their workspace's slug and owner's email. */
-  async list(filter: RunFilter, id?: string): Promise<ClassRun[]> {
+  list(filter: RunFilter, id?: string): Promise<ClassRun[]> {
     const where: string[] = [];
     const values: unknown[] = [];
     const add = (sql: string, value: unknown) => {
@@ -279,16 +297,14 @@ export class RunStore {
     if (filter.since !== undefined) add('r.queued_at >= ?', filter.since);
     if (filter.workspaceId !== undefined) add('r.workspace_id = ?', filter.workspaceId);
     values.push(filter.limit);
-    const rows: (RunRow & { slug: string; owner_email: string | null })[] = await this.db.query(
-      `SELECT ${COLUMNS.split(', ')
-        .map((column) => `r.${column}`)
-        .join(', ')}, w.slug, u.email AS owner_email
+    return CLASS_RUNS.all(
+      this.db,
+      `SELECT ${RUNS.columnsOf('r')}, w.slug, u.email AS owner_email
        FROM runs r JOIN workspaces w ON w.id = r.workspace_id LEFT JOIN users u ON u.id = w.user_id
        ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY r.queued_at DESC, r.id DESC LIMIT $${values.length}`,
       values,
     );
-    return rows.map((row) => ({ ...toRun(row), slug: row.slug, ownerEmail: row.owner_email }));
   }
 
   /** Records where a run's simulator will answer (its container's address and the nt4 port). */
@@ -299,15 +315,11 @@ export class RunStore {
   /** Marks a queued run ready (the first sim-ready signal); returns the updated run, or undefined when it was not queued. */
   async markReady(id: string): Promise<RunRecord | undefined> {
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
-      const ready = await queryRows<RunRow>(
-        db,
-        `UPDATE runs SET status = 'running', ready_at = now() WHERE id = $1 AND status = 'queued' RETURNING ${COLUMNS}`,
-        [id],
-      );
-      if (ready[0]) await this.changes.notify(db, { kind: 'status', id: ready[0].workspace_id });
+      const ready = await RUNS.all(db, `UPDATE runs SET status = 'running', ready_at = now() WHERE id = $1 AND status = 'queued' RETURNING ${COLUMNS}`, [id]);
+      if (ready[0]) await this.changes.notify(db, { kind: 'status', id: ready[0].workspaceId });
       return ready;
     });
-    return this.statusChanged(rows[0] && toRun(rows[0]));
+    return this.statusChanged(rows[0]);
   }
 
   /**
@@ -318,7 +330,7 @@ export class RunStore {
    */
   async finish(id: string, outcome: { status: TerminalRunStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
-      const ended = await queryRows<RunRow>(
+      const ended = await RUNS.all(
         db,
         `WITH ended AS (
          UPDATE runs SET status = $2, reason = $3, exit_code = $4, output = $5, ended_at = now(), sim_endpoint = NULL
@@ -326,13 +338,13 @@ export class RunStore {
        ), touched AS (
          UPDATE workspaces SET last_activity_at = greatest(last_activity_at, now()) WHERE id = (SELECT workspace_id FROM ended)
        )
-       SELECT * FROM ended`,
+       SELECT ${COLUMNS} FROM ended`,
         [id, outcome.status, storableText(outcome.reason), outcome.exitCode, storableText(outcome.output)],
       );
-      if (ended[0]) await this.changes.notify(db, { kind: 'status', id: ended[0].workspace_id });
+      if (ended[0]) await this.changes.notify(db, { kind: 'status', id: ended[0].workspaceId });
       return ended;
     });
-    return this.statusChanged(rows[0] && toRun(rows[0]));
+    return this.statusChanged(rows[0]);
   }
 
   /**
@@ -347,8 +359,9 @@ export class RunStore {
     if (pieces.length === 0) return new Set();
     // Lengths as JavaScript counts them (UTF-16 code units: an emoji is 2), which every offset is in;
     // PostgreSQL's length() counts code points. Each piece kept is signalled (`output`) to every replica.
-    const rows: { id: string }[] = await fencedWrite(this.db, this.fence, (db) =>
-      db.query(
+    const rows = await fencedWrite(this.db, this.fence, (db) =>
+      IDS.all(
+        db,
         `WITH piece AS (
          SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::bigint[], $5::boolean[], $6::int[]) AS p (id, start_offset, text, source_bytes, truncated, units)
        ), grown AS (
@@ -376,7 +389,7 @@ export class RunStore {
 
   /** A run's whole kept output (at most OUTPUT_LIMIT and the mark). */
   async outputText(id: string): Promise<string> {
-    const rows: { text: string }[] = await this.db.query('SELECT text FROM run_output WHERE run_id = $1 ORDER BY start_offset', [id]);
+    const rows = await OUTPUT_TEXT.all(this.db, 'SELECT text FROM run_output WHERE run_id = $1 ORDER BY start_offset', [id]);
     return rows.map((row) => row.text).join('');
   }
 
@@ -385,7 +398,8 @@ export class RunStore {
    * 2,000 chunks (whole chunks, the first cut to start at `offset`): empty when there is nothing past it.
    */
   async outputFrom(id: string, offset: number, maxChars = 256 * 1024): Promise<OutputChunk[]> {
-    const rows: { start_offset: number; text: string }[] = await this.db.query(
+    const rows = await OUTPUT.all(
+      this.db,
       // From the last chunk that starts at or before `offset` (the chunks' ends are not in the table,
       // and PostgreSQL's length() is not the offsets' unit).
       `SELECT start_offset, text FROM run_output

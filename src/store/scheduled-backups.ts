@@ -1,6 +1,12 @@
 import type { DataSource } from 'typeorm';
-import { queryRows } from '../db/sql.ts';
+import { col, rowCodec } from './row-codec.ts';
 import { fencedWrite, type Fence } from './leases.ts';
+
+/** The scheduled_backups table: its rows as the store reads them. */
+const SCHEDULED_BACKUPS = rowCodec('scheduled_backups', { name: col.text, workspace_id: col.text, created_at: col.timestamp });
+const NAMES = SCHEDULED_BACKUPS.pick('name');
+/** Each workspace's newest (latest). */
+const LATEST = rowCodec('scheduled_backups', { workspace_id: col.text, at: col.timestamp });
 
 /**
  * The stored backups the schedule made (table `scheduled_backups`): which workspace's each is and
@@ -19,10 +25,7 @@ export class ScheduledBackupStore {
 
   /** When each workspace's newest scheduled backup was made, by workspace id. */
   async latest(): Promise<Map<string, Date>> {
-    const rows = await queryRows<{ workspace_id: string; at: Date }>(
-      this.db,
-      'SELECT workspace_id, max(created_at) AS at FROM scheduled_backups GROUP BY workspace_id',
-    );
+    const rows = await LATEST.all(this.db, 'SELECT workspace_id, max(created_at) AS at FROM scheduled_backups GROUP BY workspace_id');
     return new Map(rows.map((row) => [row.workspace_id, row.at]));
   }
 
@@ -35,11 +38,10 @@ export class ScheduledBackupStore {
 
   /** The names of a workspace's scheduled backups past its newest `keep`, oldest last. */
   async beyond(workspaceId: string, keep: number): Promise<string[]> {
-    const rows = await queryRows<{ name: string }>(
-      this.db,
-      'SELECT name FROM scheduled_backups WHERE workspace_id = $1 ORDER BY created_at DESC, name DESC OFFSET $2',
-      [workspaceId, keep],
-    );
+    const rows = await NAMES.all(this.db, 'SELECT name FROM scheduled_backups WHERE workspace_id = $1 ORDER BY created_at DESC, name DESC OFFSET $2', [
+      workspaceId,
+      keep,
+    ]);
     return rows.map((row) => row.name);
   }
 

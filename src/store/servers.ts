@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { queryRows } from '../db/sql.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** How often a server refreshes its row. */
 export const SERVER_HEARTBEAT_MS = 10_000;
@@ -19,25 +19,23 @@ export interface ServerRecord {
   seenAt: Date;
 }
 
-interface ServerRow {
-  id: string;
-  public_url: string;
-  hostname: string;
-  pid: number;
-  pid_namespace: string;
-  started_at: Date;
-  seen_at: Date;
-}
+/** The servers table: its rows as the store reads them. */
+const SERVERS = rowCodec(
+  'servers',
+  { id: col.text, public_url: col.text, hostname: col.text, pid: col.integer, pid_namespace: col.text, started_at: col.timestamp, seen_at: col.timestamp },
+  (row): ServerRecord => ({
+    id: row.id,
+    publicUrl: row.public_url,
+    hostname: row.hostname,
+    pid: row.pid,
+    pidNamespace: row.pid_namespace,
+    startedAt: row.started_at,
+    seenAt: row.seen_at,
+  }),
+);
 
-const toServer = (row: ServerRow): ServerRecord => ({
-  id: row.id,
-  publicUrl: row.public_url,
-  hostname: row.hostname,
-  pid: row.pid,
-  pidNamespace: row.pid_namespace,
-  startedAt: row.started_at,
-  seenAt: row.seen_at,
-});
+/** Whether a server should take no new connections (draining). */
+const DRAINING = rowCodec('servers', { draining: col.boolean });
 
 /**
  * The servers that run now: each writes its row at start, refreshes it every SERVER_HEARTBEAT_MS
@@ -77,7 +75,7 @@ export class ServerStore {
    * replicas, never on an old one that goes next: each moves once.
    */
   async draining(id: string): Promise<boolean> {
-    const rows = await queryRows<{ draining: boolean }>(
+    const { draining } = await DRAINING.one(
       this.db,
       `WITH live AS (SELECT id, started_at, stopping_since FROM servers WHERE seen_at >= now() - make_interval(secs => $2))
        SELECT EXISTS (SELECT 1 FROM live WHERE id <> $1 AND stopping_since IS NOT NULL)
@@ -85,7 +83,7 @@ export class ServerStore {
                         AND newer.stopping_since IS NULL AND newer.started_at > me.started_at) AS draining`,
       [id, SERVER_GONE_AFTER_MS / 1000],
     );
-    return rows[0]?.draining === true;
+    return draining;
   }
 
   /** The server has stopped. */
@@ -94,21 +92,17 @@ export class ServerStore {
   }
 
   /** The server with this id, as it last registered (gone or not), or undefined. */
-  async get(id: string): Promise<ServerRecord | undefined> {
-    const rows = await queryRows<ServerRow>(this.db, 'SELECT id, public_url, hostname, pid, pid_namespace, started_at, seen_at FROM servers WHERE id = $1', [
-      id,
-    ]);
-    return rows[0] && toServer(rows[0]);
+  get(id: string): Promise<ServerRecord | undefined> {
+    return SERVERS.first(this.db, `SELECT ${SERVERS.columns} FROM servers WHERE id = $1`, [id]);
   }
 
   /** The servers running now, the most recently started first. */
-  async live(): Promise<ServerRecord[]> {
-    const rows = await queryRows<ServerRow>(
+  live(): Promise<ServerRecord[]> {
+    return SERVERS.all(
       this.db,
-      `SELECT id, public_url, hostname, pid, pid_namespace, started_at, seen_at FROM servers
+      `SELECT ${SERVERS.columns} FROM servers
        WHERE seen_at >= now() - make_interval(secs => $1) ORDER BY started_at DESC`,
       [SERVER_GONE_AFTER_MS / 1000],
     );
-    return rows.map(toServer);
   }
 }

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { signalChannel } from '../db/changes.ts';
-import { queryRows } from '../db/sql.ts';
-import type { Role } from './users.ts';
+import { col, rowCodec } from './row-codec.ts';
+import { USERS, type Role } from './users.ts';
 
 /** How long a session lives without use when koa-session gives no maxAge ("session" cookies). */
 const SESSION_COOKIE_TTL_MS = 24 * 60 * 60 * 1000;
@@ -19,6 +19,13 @@ export const ANONYMOUS_SESSION_TTL_MS = 10 * 60 * 1000;
  * every replica a session ended, and in what each replica compares it with. SHA-256, base64url.
  */
 export const sessionDigest = (id: string): string => createHash('sha256').update(id).digest('base64url');
+
+/** The sessions table: its rows' columns the store reads. */
+const SESSIONS = rowCodec('sessions', { id: col.text, user_id: col.nullable(col.text), data: col.jsonObject, expires_at: col.timestamp });
+const DATA = SESSIONS.pick('data');
+const IDS = SESSIONS.pick('id');
+/** The user behind a session: the users table's columns the proxy needs. */
+const SESSION_USERS = USERS.pick('id', 'email', 'role');
 
 /** The external store koa-session calls. */
 interface KoaSessionStore {
@@ -49,8 +56,7 @@ export class SessionStore {
     this.db = db;
     this.koa = {
       get: async (key) => {
-        const rows: { data: Record<string, unknown> }[] = await db.query('SELECT data FROM sessions WHERE id = $1 AND expires_at > now()', [key]);
-        return rows[0]?.data;
+        return (await DATA.first(db, 'SELECT data FROM sessions WHERE id = $1 AND expires_at > now()', [key]))?.data;
       },
       set: async (key, session, maxAge) => {
         const userId = typeof session.userId === 'string' ? session.userId : null;
@@ -79,15 +85,15 @@ export class SessionStore {
 
   /** Deletes expired sessions; returns how many. */
   async prune(): Promise<number> {
-    return (await queryRows(this.db, 'DELETE FROM sessions WHERE expires_at <= now() RETURNING id')).length;
+    return (await IDS.all(this.db, 'DELETE FROM sessions WHERE expires_at <= now() RETURNING id')).length;
   }
 
   /** The user behind a live session (id, email and role), or undefined. */
-  async userOf(sessionId: string): Promise<SessionUser | undefined> {
-    const rows: SessionUser[] = await this.db.query(
+  userOf(sessionId: string): Promise<SessionUser | undefined> {
+    return SESSION_USERS.first(
+      this.db,
       'SELECT u.id, u.email, u.role FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1 AND s.expires_at > now()',
       [sessionId],
     );
-    return rows[0];
   }
 }

@@ -2,12 +2,16 @@ import type { DataSource } from 'typeorm';
 import type { Queryable } from '../db/sql.ts';
 import type { Actor } from './audit.ts';
 import type { Mutate } from './mutation.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** The largest cap an operator may set; far above what one Docker host runs. */
 export const MAX_CAP = 10000;
 
 /** The settings key of the container cap override; its row is also the admission lock. */
 const CAP_KEY = 'max_active_containers';
+
+/** The cap override's value in the settings table (jsonb: a whole number, or null when none is stored). */
+const CAP_VALUES = rowCodec('settings', { value: col.nullable(col.integer) });
 
 /** The cap in force and where it comes from. */
 export interface EffectiveCap {
@@ -20,8 +24,7 @@ export interface EffectiveCap {
  * With `lock`, the cap row is locked until the transaction ends: admissions and cap changes queue on it.
  */
 export async function readCap(db: Queryable, environmentCap: number, lock = false): Promise<EffectiveCap> {
-  const rows: { value: number | null }[] = await db.query(`SELECT value FROM settings WHERE key = $1${lock ? ' FOR UPDATE' : ''}`, [CAP_KEY]);
-  const override = rows[0]?.value;
+  const override = (await CAP_VALUES.first(db, `SELECT value FROM settings WHERE key = $1${lock ? ' FOR UPDATE' : ''}`, [CAP_KEY]))?.value;
   return typeof override === 'number' ? { value: override, source: 'override' } : { value: environmentCap, source: 'environment' };
 }
 

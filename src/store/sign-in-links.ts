@@ -4,6 +4,8 @@ import { AppError, ConflictError, ValidationError } from '../errors.ts';
 import { checkEmail } from '../identity/email.ts';
 import type { Actor } from './audit.ts';
 import type { Mutate, Tx } from './mutation.ts';
+import { col, rowCodec } from './row-codec.ts';
+import { USERS } from './users.ts';
 
 /** How long the first-run setup link works (Jupyter's token URL does not expire; ours does, and only one is live). */
 const SETUP_LINK_TTL_MS = 15 * 60_000;
@@ -12,7 +14,10 @@ export const SIGN_IN_LINK_TTL_MS = 60 * 60_000;
 /** The longest a sign-in link may be made to work: a school day. */
 export const MAX_SIGN_IN_LINK_TTL_MS = 24 * 60 * 60_000;
 
-export type LinkPurpose = 'setup' | 'sign-in';
+const LINK_PURPOSES = ['setup', 'sign-in'] as const;
+
+/** What a link is for: the first-run setup, or signing in one person. */
+export type LinkPurpose = (typeof LINK_PURPOSES)[number];
 
 /** A link just made: its token appears here once and is stored only hashed. */
 export interface NewLink {
@@ -41,30 +46,29 @@ const hash = (token: string) => createHash('sha256').update(token).digest('hex')
 const LinkNotValidError = () =>
   new AppError('link_not_valid', 'This link is not valid: it was already used, it expired, or it was copied incompletely. Ask for a new one.');
 
-interface LinkRow {
-  id: string;
-  purpose: LinkPurpose;
-  email: string | null;
-  expires_at: Date;
-  used_at: Date | null;
-}
+/** The sign_in_links table's columns the store reads (never the token's hash). */
+const LINKS = rowCodec(
+  'sign_in_links',
+  { id: col.text, purpose: col.oneOf(LINK_PURPOSES), email: col.nullable(col.text), expires_at: col.timestamp },
+  (row): LinkView => ({ id: row.id, purpose: row.purpose, email: row.email, expiresAt: row.expires_at }),
+);
+const MADE = LINKS.pick('id', 'expires_at');
+const ADMINS = USERS.pick('id');
 
 /** The live link with this token (unused, unexpired, of this purpose), locked when `tx` is a transaction; else undefined. */
 async function liveLink(db: DataSource | Tx, token: string, purpose: LinkPurpose, lock: boolean): Promise<LinkView | undefined> {
   if (!TOKEN.test(token)) return undefined;
-  const rows: LinkRow[] = await db.query(
-    `SELECT id, purpose, email, expires_at, used_at FROM sign_in_links
+  return LINKS.first(
+    db,
+    `SELECT ${LINKS.columns} FROM sign_in_links
      WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > now()${lock ? ' FOR UPDATE' : ''}`,
     [hash(token), purpose],
   );
-  const row = rows[0];
-  return row && { id: row.id, purpose: row.purpose, email: row.email, expiresAt: row.expires_at };
 }
 
 /** Whether any admin exists (the setup link's condition). */
 async function adminExists(db: DataSource | Tx): Promise<boolean> {
-  const rows: unknown[] = await db.query("SELECT 1 FROM users WHERE role = 'admin' LIMIT 1");
-  return rows.length > 0;
+  return (await ADMINS.all(db, "SELECT id FROM users WHERE role = 'admin' LIMIT 1")).length > 0;
 }
 
 /** Serialises setup links: minting and using them, against each other (a transaction-level advisory lock). */
@@ -186,10 +190,11 @@ export class SignInLinkStore {
 
 async function insertLink(tx: Tx, purpose: LinkPurpose, email: string | null, ttlMs: number, createdBy: string): Promise<NewLink> {
   const token = randomBytes(32).toString('base64url');
-  const rows: { id: string; expires_at: Date }[] = await tx.query(
+  const made = await MADE.one(
+    tx,
     `INSERT INTO sign_in_links (token_hash, purpose, email, created_by, expires_at)
      VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond') RETURNING id, expires_at`,
     [hash(token), purpose, email, createdBy, ttlMs],
   );
-  return { id: rows[0]!.id, token, expiresAt: rows[0]!.expires_at };
+  return { id: made.id, token, expiresAt: made.expires_at };
 }

@@ -7,7 +7,8 @@ import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
 import { insertWorkspace, markDeleted, workspaceChange, type WorkspaceRecord } from './workspaces.ts';
-import type { Role } from '../wire/vocabulary.ts';
+import { ROLES, type Role } from '../wire/vocabulary.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** A user's role: the word of src/wire/vocabulary.ts, where it is defined. */
 export type { Role } from '../wire/vocabulary.ts';
@@ -25,23 +26,20 @@ export interface UserRecord {
 const SELECT_USERS = `SELECT u.id, u.name, u.email, u.role, w.id AS workspace_id, w.slug AS workspace_slug
   FROM users u LEFT JOIN workspaces w ON w.user_id = u.id`;
 
-interface UserRow {
-  id: string;
-  name: string;
-  email: string;
-  role: Role;
-  workspace_id: string | null;
-  workspace_slug: string | null;
-}
-
-const toUser = (row: UserRow): UserRecord => ({
-  id: row.id,
-  name: row.name,
-  email: row.email,
-  role: row.role,
-  workspaceId: row.workspace_id,
-  workspaceSlug: row.workspace_slug,
-});
+/** The users table's columns and their workspace's id and slug (SELECT_USERS), as the store reads them; its picks serve the other stores' reads of users. */
+export const USERS = rowCodec(
+  'users',
+  { id: col.text, name: col.text, email: col.text, role: col.oneOf(ROLES), workspace_id: col.nullable(col.text), workspace_slug: col.nullable(col.text) },
+  (row): UserRecord => ({
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    role: row.role,
+    workspaceId: row.workspace_id,
+    workspaceSlug: row.workspace_slug,
+  }),
+);
+const IDS = USERS.pick('id');
 
 const userChange = (id: string): Change => ({ kind: 'users', id });
 
@@ -53,15 +51,13 @@ export interface RoleChange {
 
 async function getUser(db: Queryable, id: string): Promise<UserRecord | undefined> {
   if (!isUuid(id)) return undefined;
-  const rows: UserRow[] = await db.query(`${SELECT_USERS} WHERE u.id = $1`, [id]);
-  return rows[0] && toUser(rows[0]);
+  return USERS.first(db, `${SELECT_USERS} WHERE u.id = $1`, [id]);
 }
 
 async function getUserByEmail(db: Queryable, email: string): Promise<UserRecord | undefined> {
   // No user's email holds a NUL or a control character, and PostgreSQL could not compare a NUL.
   if (textProblem(email) !== undefined) return undefined;
-  const rows: UserRow[] = await db.query(`${SELECT_USERS} WHERE u.email = $1`, [normalEmail(email)]);
-  return rows[0] && toUser(rows[0]);
+  return USERS.first(db, `${SELECT_USERS} WHERE u.email = $1`, [normalEmail(email)]);
 }
 
 /**
@@ -73,18 +69,15 @@ async function lockUser(tx: Tx, idOrEmail: string): Promise<UserRecord> {
   const byId = isUuid(idOrEmail);
   const problem = byId ? undefined : textProblem(idOrEmail);
   if (problem !== undefined) throw ValidationError('validation_error', `The user must be a user id or an email: ${problem}.`);
-  const rows: { id: string }[] = await tx.query(`SELECT id FROM users WHERE ${byId ? 'id = $1' : 'email = $1'} FOR UPDATE`, [
-    byId ? idOrEmail : normalEmail(idOrEmail),
-  ]);
-  const user = rows[0] && (await getUser(tx, rows[0].id));
+  const locked = await IDS.first(tx, `SELECT id FROM users WHERE ${byId ? 'id = $1' : 'email = $1'} FOR UPDATE`, [byId ? idOrEmail : normalEmail(idOrEmail)]);
+  const user = locked && (await getUser(tx, locked.id));
   if (!user) throw NotFoundError('user_not_found', `No user ${JSON.stringify(idOrEmail)}; a user exists once they have signed in.`);
   return user;
 }
 
 /** Locks every admin row (in id order, so concurrent callers queue) and returns how many there are. */
 async function lockAdmins(tx: Tx): Promise<number> {
-  const rows: unknown[] = await tx.query("SELECT id FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE");
-  return rows.length;
+  return (await IDS.all(tx, "SELECT id FROM users WHERE role = 'admin' ORDER BY id FOR UPDATE")).length;
 }
 
 /** Users and their roles; every user has one workspace, made with them and deleted with them. */
@@ -98,9 +91,8 @@ export class UserStore {
   }
 
   /** Every user, by email. */
-  async list(): Promise<UserRecord[]> {
-    const rows: UserRow[] = await this.db.query(`${SELECT_USERS} ORDER BY u.email`);
-    return rows.map(toUser);
+  list(): Promise<UserRecord[]> {
+    return USERS.all(this.db, `${SELECT_USERS} ORDER BY u.email`);
   }
 
   /** The user with this id, or undefined (also for ids that are not UUIDs). */
@@ -124,14 +116,13 @@ export class UserStore {
     if ('problem' in checked) return Promise.reject(ValidationError('invalid_email', `Invalid email: ${checked.problem}.`));
     const email = checked.value;
     return this.mutate(async (tx) => {
-      const rows: { id: string }[] = await tx.query('INSERT INTO users (email, name, role) VALUES ($1, $2, $3) RETURNING id', [
+      const { id: userId } = await IDS.one(tx, 'INSERT INTO users (email, name, role) VALUES ($1, $2, $3) RETURNING id', [
         email,
         input.name ?? '',
         input.role ?? 'user',
       ]);
-      const userId = rows[0]!.id;
       const workspace = await insertWorkspace(tx, userId, email);
-      const user = (await getUser(tx, userId))!;
+      const user = await USERS.one(tx, `${SELECT_USERS} WHERE u.id = $1`, [userId]);
       return { value: { user, workspace }, changed: [userChange(userId), workspaceChange(workspace.id)], audit: null };
     });
   }

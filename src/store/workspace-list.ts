@@ -8,7 +8,8 @@ import type { DataSource } from 'typeorm';
 import type { HomeDiskUsage } from '../home-disk.ts';
 import { readCap, type EffectiveCap } from './settings.ts';
 import { fencedWrite, type Fence } from './leases.ts';
-import { DESIRED_STATES, OBSERVED_STATES, type ActiveRunStatus, type DesiredState, type ObservedState } from '../wire/vocabulary.ts';
+import { col, rowCodec } from './row-codec.ts';
+import { ACTIVE_RUN_STATUSES, DESIRED_STATES, OBSERVED_STATES, type ActiveRunStatus, type DesiredState, type ObservedState } from '../wire/vocabulary.ts';
 
 /** What a page of workspaces can be sorted by. */
 export const WORKSPACE_SORTS = ['slug', 'owner', 'desired', 'observed', 'lastActivity', 'cpu', 'memory', 'disk'] as const;
@@ -85,24 +86,67 @@ const SORT_COLUMNS: Record<WorkspaceSort, string> = {
   disk: 'disk_used_bytes',
 };
 
-interface ListRow {
-  id: string;
-  slug: string;
-  owner: string | null;
-  desired_state: DesiredState;
-  observed_state: ObservedState;
-  status_message: string;
-  last_activity_at: Date | null;
-  last_transition_at: Date | null;
-  cpu_percent: number | null;
-  memory_percent: number | null;
-  /** bigint: pg returns it as text. */
-  disk_used_bytes: string | null;
-  disk_problem: string | null;
-  disk_measured_at: Date | null;
-  run_id: string | null;
-  run_status: ActiveRunStatus | null;
-}
+/** A workspace as a page lists it (ROWS): the workspaces table's columns joined with its owner's email, its sample, its home's measure and its active run. */
+const LISTED = rowCodec(
+  'workspaces',
+  {
+    id: col.text,
+    slug: col.text,
+    owner: col.nullable(col.text),
+    desired_state: col.oneOf(DESIRED_STATES),
+    observed_state: col.oneOf(OBSERVED_STATES),
+    status_message: col.text,
+    last_activity_at: col.nullable(col.timestamp),
+    last_transition_at: col.nullable(col.timestamp),
+    cpu_percent: col.nullable(col.double),
+    memory_percent: col.nullable(col.double),
+    disk_used_bytes: col.nullable(col.bigint),
+    disk_problem: col.nullable(col.text),
+    disk_measured_at: col.nullable(col.timestamp),
+    run_id: col.nullable(col.text),
+    run_status: col.nullable(col.oneOf(ACTIVE_RUN_STATUSES)),
+  },
+  (row): WorkspaceListRow => ({
+    id: row.id,
+    slug: row.slug,
+    owner: row.owner,
+    desiredState: row.desired_state,
+    observedState: row.observed_state,
+    statusMessage: row.status_message,
+    lastActivityAt: row.last_activity_at,
+    lastTransitionAt: row.last_transition_at,
+    cpuPercent: row.cpu_percent,
+    memoryPercent: row.memory_percent,
+    disk:
+      row.disk_used_bytes === null || row.disk_measured_at === null
+        ? null
+        : { usedBytes: row.disk_used_bytes, problem: row.disk_problem, measuredAt: row.disk_measured_at },
+    activeRun: row.run_id && row.run_status ? { id: row.run_id, status: row.run_status } : null,
+  }),
+);
+
+/** How many workspaces match a page's filter. */
+const MATCHING = rowCodec('workspaces', { count: col.bigint });
+/** The class counted by state. */
+const BY_STATE = rowCodec('workspaces', { observed_state: col.oneOf(OBSERVED_STATES), desired_state: col.oneOf(DESIRED_STATES), count: col.bigint });
+/** The overview's counts. */
+const SUMMARY = rowCodec('workspaces', { running: col.bigint, wanted_running: col.bigint, waiting: col.bigint, active_builds: col.bigint });
+/** The failed workspaces the overview names. */
+const FAILED = rowCodec(
+  'workspaces',
+  { id: col.text, slug: col.text, status_message: col.text, last_transition_at: col.nullable(col.timestamp) },
+  (row): ClassSummary['failed'][number] => ({ id: row.id, slug: row.slug, statusMessage: row.status_message, since: row.last_transition_at }),
+);
+/** The home_disk_usage table: a home's last measure. */
+const HOME_DISK = rowCodec(
+  'home_disk_usage',
+  { used_bytes: col.bigint, problem: col.nullable(col.text), measured_at: col.timestamp },
+  (row): HomeDiskUsage => ({
+    usedBytes: row.used_bytes,
+    problem: row.problem,
+    measuredAt: row.measured_at,
+  }),
+);
 
 /** Every workspace with its owner, active run and (while it runs) last sample: the rows a page is cut from. */
 const ROWS = `SELECT w.id, w.slug, u.email AS owner, w.desired_state, w.observed_state, w.status_message,
@@ -156,56 +200,54 @@ export class WorkspaceListStore {
     const limits = [...values, query.limit, query.offset];
     // The page joins only the rows it returns (a sort by slug walks its index); the total counts the
     // matching rows without the joins it does not need.
-    const [rows, [matching], counts] = await Promise.all([
-      this.db.query<ListRow[]>(
-        `SELECT * FROM (${ROWS}) listed ${filter}
+    const [rows, matching, counts] = await Promise.all([
+      LISTED.all(
+        this.db,
+        `SELECT ${LISTED.columns} FROM (${ROWS}) listed ${filter}
          ORDER BY ${SORT_COLUMNS[query.sort]} ${direction} NULLS LAST, slug ASC
          LIMIT $${limits.length - 1} OFFSET $${limits.length}`,
         limits,
       ),
-      this.db.query<{ count: string }[]>(
+      MATCHING.one(
+        this.db,
         `SELECT count(*) AS count FROM (SELECT w.slug, u.email AS owner, w.observed_state, w.desired_state
            FROM workspaces w LEFT JOIN users u ON u.id = w.user_id) listed ${filter}`,
         values,
       ),
-      this.db.query<{ observed_state: ObservedState; desired_state: DesiredState; count: string }[]>(
-        'SELECT observed_state, desired_state, count(*) AS count FROM workspaces GROUP BY observed_state, desired_state',
-      ),
+      BY_STATE.all(this.db, 'SELECT observed_state, desired_state, count(*) AS count FROM workspaces GROUP BY observed_state, desired_state'),
     ]);
     const observed = Object.fromEntries(OBSERVED_STATES.map((state) => [state, 0])) as Record<ObservedState, number>;
     const desired = Object.fromEntries(DESIRED_STATES.map((state) => [state, 0])) as Record<DesiredState, number>;
     let all = 0;
     for (const group of counts) {
-      const count = Number(group.count);
-      observed[group.observed_state] += count;
-      desired[group.desired_state] += count;
-      all += count;
+      observed[group.observed_state] += group.count;
+      desired[group.desired_state] += group.count;
+      all += group.count;
     }
-    return { rows: rows.map(toListRow), total: Number(matching?.count ?? 0), counts: { all, observed, desired } };
+    return { rows, total: matching.count, counts: { all, observed, desired } };
   }
 
   /** The overview's figures (see ClassSummary), counted by PostgreSQL. */
   async summary(): Promise<ClassSummary> {
-    const [[counts], failed, cap] = await Promise.all([
-      this.db.query<{ running: string; wanted_running: string; waiting: string; active_builds: string }[]>(
+    const [counts, failed, cap] = await Promise.all([
+      SUMMARY.one(
+        this.db,
         `SELECT count(*) FILTER (WHERE observed_state = 'running') AS running,
                 count(*) FILTER (WHERE desired_state = 'running') AS wanted_running,
                 count(*) FILTER (WHERE observed_state = 'waiting') AS waiting,
                 (SELECT count(*) FROM runs WHERE status = 'queued') AS active_builds
            FROM workspaces`,
       ),
-      this.db.query<{ id: string; slug: string; status_message: string; last_transition_at: Date | null }[]>(
-        "SELECT id, slug, status_message, last_transition_at FROM workspaces WHERE observed_state = 'failed' ORDER BY slug",
-      ),
+      FAILED.all(this.db, `SELECT ${FAILED.columns} FROM workspaces WHERE observed_state = 'failed' ORDER BY slug`),
       readCap(this.db, this.environmentCap),
     ]);
     return {
       cap,
-      running: Number(counts!.running),
-      wantedRunning: Number(counts!.wanted_running),
-      waiting: Number(counts!.waiting),
-      activeBuilds: Number(counts!.active_builds),
-      failed: failed.map((row) => ({ id: row.id, slug: row.slug, statusMessage: row.status_message, since: row.last_transition_at })),
+      running: counts.running,
+      wantedRunning: counts.wanted_running,
+      waiting: counts.waiting,
+      activeBuilds: counts.active_builds,
+      failed,
     };
   }
 
@@ -250,28 +292,7 @@ export class WorkspaceListStore {
   }
 
   /** A workspace's home's last measure; undefined until one. */
-  async homeDisk(workspaceId: string): Promise<HomeDiskUsage | undefined> {
-    const [row] = await this.db.query<{ used_bytes: string; problem: string | null; measured_at: Date }[]>(
-      'SELECT used_bytes, problem, measured_at FROM home_disk_usage WHERE workspace_id = $1',
-      [workspaceId],
-    );
-    return row ? { usedBytes: Number(row.used_bytes), problem: row.problem, measuredAt: row.measured_at } : undefined;
+  homeDisk(workspaceId: string): Promise<HomeDiskUsage | undefined> {
+    return HOME_DISK.first(this.db, `SELECT ${HOME_DISK.columns} FROM home_disk_usage WHERE workspace_id = $1`, [workspaceId]);
   }
-}
-
-function toListRow(row: ListRow): WorkspaceListRow {
-  return {
-    id: row.id,
-    slug: row.slug,
-    owner: row.owner,
-    desiredState: row.desired_state,
-    observedState: row.observed_state,
-    statusMessage: row.status_message,
-    lastActivityAt: row.last_activity_at,
-    lastTransitionAt: row.last_transition_at,
-    cpuPercent: row.cpu_percent,
-    memoryPercent: row.memory_percent,
-    disk: row.disk_used_bytes === null ? null : { usedBytes: Number(row.disk_used_bytes), problem: row.disk_problem, measuredAt: row.disk_measured_at! },
-    activeRun: row.run_id && row.run_status ? { id: row.run_id, status: row.run_status } : null,
-  };
 }

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Change, ChangeFeed } from '../db/changes.ts';
-import { queryRows, type Queryable } from '../db/sql.ts';
+import type { Queryable } from '../db/sql.ts';
 import { storableText } from '../db/text.ts';
 import { AtCapacityError, ConflictError, NotFoundError } from '../errors.ts';
 import { normalEmail } from '../identity/email.ts';
@@ -9,7 +9,19 @@ import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
 import { readCap, type EffectiveCap } from './settings.ts';
 import { fencedWrite, type Fence } from './leases.ts';
-import type { ActiveRunStatus, DesiredState, ObservedState, RunDesiredState, StoppedBy } from '../wire/vocabulary.ts';
+import {
+  ACTIVE_RUN_STATUSES,
+  DESIRED_STATES,
+  OBSERVED_STATES,
+  RUN_DESIRED_STATES,
+  STOPPED_BY,
+  type ActiveRunStatus,
+  type DesiredState,
+  type ObservedState,
+  type RunDesiredState,
+  type StoppedBy,
+} from '../wire/vocabulary.ts';
+import { col, rowCodec } from './row-codec.ts';
 
 /** A workspace's wanted and observed states and who stopped it: the words of src/wire/vocabulary.ts, where each is defined. */
 export type { DesiredState, ObservedState, StoppedBy } from '../wire/vocabulary.ts';
@@ -72,43 +84,40 @@ export interface Overview {
   cap: EffectiveCap;
 }
 
-const COLUMNS = `id, user_id, slug, desired_state, generation, restart_generation, observed_state, observed_generation,
-  status_message, last_transition_at, last_activity_at, editor_endpoint, home_volume, retired_volumes, stopped_by, stopped_at,
-  home_restored_at, home_restored_from, home_restore_reason, node`;
-
-interface WorkspaceRow {
-  id: string;
-  user_id: string | null;
-  slug: string;
-  desired_state: DesiredState;
-  generation: string;
-  restart_generation: string;
-  observed_state: ObservedState;
-  observed_generation: string;
-  status_message: string;
-  last_transition_at: Date | null;
-  last_activity_at: Date | null;
-  editor_endpoint: string | null;
-  home_volume: string | null;
-  retired_volumes: string[];
-  stopped_by: StoppedBy | null;
-  stopped_at: Date | null;
-  home_restored_at: Date | null;
-  home_restored_from: Date | null;
-  home_restore_reason: string | null;
-  node: string | null;
-}
-
-function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
-  return {
+/** The workspaces table: its rows as the store reads them; its picks serve the other stores' reads of workspaces. */
+export const WORKSPACES = rowCodec(
+  'workspaces',
+  {
+    id: col.text,
+    user_id: col.nullable(col.text),
+    slug: col.text,
+    desired_state: col.oneOf(DESIRED_STATES),
+    generation: col.bigint,
+    restart_generation: col.bigint,
+    observed_state: col.oneOf(OBSERVED_STATES),
+    observed_generation: col.bigint,
+    status_message: col.text,
+    last_transition_at: col.nullable(col.timestamp),
+    last_activity_at: col.nullable(col.timestamp),
+    editor_endpoint: col.nullable(col.text),
+    home_volume: col.nullable(col.text),
+    retired_volumes: col.textArray,
+    stopped_by: col.nullable(col.oneOf(STOPPED_BY)),
+    stopped_at: col.nullable(col.timestamp),
+    home_restored_at: col.nullable(col.timestamp),
+    home_restored_from: col.nullable(col.timestamp),
+    home_restore_reason: col.nullable(col.text),
+    node: col.nullable(col.text),
+  },
+  (row): WorkspaceRecord => ({
     id: row.id,
     userId: row.user_id,
     slug: row.slug,
     desiredState: row.desired_state,
-    generation: Number(row.generation),
-    restartGeneration: Number(row.restart_generation),
+    generation: row.generation,
+    restartGeneration: row.restart_generation,
     observedState: row.observed_state,
-    observedGeneration: Number(row.observed_generation),
+    observedGeneration: row.observed_generation,
     statusMessage: row.status_message,
     lastTransitionAt: row.last_transition_at,
     lastActivityAt: row.last_activity_at,
@@ -120,8 +129,22 @@ function toWorkspace(row: WorkspaceRow): WorkspaceRecord {
     homeRestore:
       row.home_restored_at && row.home_restored_from ? { at: row.home_restored_at, from: row.home_restored_from, reason: row.home_restore_reason ?? '' } : null,
     node: row.node,
-  };
-}
+  }),
+);
+const COLUMNS = WORKSPACES.columns;
+const IDS = WORKSPACES.pick('id');
+const SLUGS = WORKSPACES.pick('slug');
+const STOPPED_IDLE = WORKSPACES.pick('id', 'slug', 'last_activity_at');
+
+/** The active runs the overview counts (the runs table's columns it reads). */
+const OVERVIEW_RUNS = rowCodec(
+  'runs',
+  { id: col.text, workspace_id: col.text, desired_state: col.oneOf(RUN_DESIRED_STATES), status: col.oneOf(ACTIVE_RUN_STATUSES) },
+  (run): OverviewRun => ({ id: run.id, workspaceId: run.workspace_id, desiredState: run.desired_state, status: run.status }),
+);
+
+/** How many workspaces are wanted running (admission's count). */
+const RUNNING_COUNT = rowCodec('workspaces', { running: col.bigint });
 
 /** The change announcement of a workspace. */
 export const workspaceChange = (id: string): Change => ({ kind: 'workspaces', id });
@@ -146,27 +169,26 @@ export async function insertWorkspace(tx: Tx, userId: string, email: string): Pr
   const base = slugFromEmail(email);
   // Lowest free suffix among the slugs taken; ON CONFLICT covers a concurrent sign-in taking it first.
   for (let attempt = 0; attempt < 50; attempt++) {
-    const taken: { slug: string }[] = await tx.query('SELECT slug FROM workspaces WHERE slug = $1 OR slug LIKE $2', [base, `${base}-%`]);
+    const taken = await SLUGS.all(tx, 'SELECT slug FROM workspaces WHERE slug = $1 OR slug LIKE $2', [base, `${base}-%`]);
     const used = new Set(taken.map((row) => row.slug));
     let slug = base;
     for (let n = 2; used.has(slug); n++) slug = `${base}-${n}`;
-    const rows: WorkspaceRow[] = await tx.query(`INSERT INTO workspaces (user_id, slug) VALUES ($1, $2) ON CONFLICT (slug) DO NOTHING RETURNING ${COLUMNS}`, [
+    const inserted = await WORKSPACES.first(tx, `INSERT INTO workspaces (user_id, slug) VALUES ($1, $2) ON CONFLICT (slug) DO NOTHING RETURNING ${COLUMNS}`, [
       userId,
       slug,
     ]);
-    if (rows[0]) return toWorkspace(rows[0]);
+    if (inserted) return inserted;
   }
   throw ConflictError('slug_unavailable', `Could not find a free workspace slug for ${email}.`);
 }
 
 /** Marks a workspace deleted in the caller's transaction (the controller then removes its containers and volume, then the row). */
 export async function markDeleted(tx: Tx, id: string): Promise<WorkspaceRecord> {
-  const rows = await queryRows<WorkspaceRow>(
+  return WORKSPACES.one(
     tx,
     `UPDATE workspaces SET desired_state = 'deleted', generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
     [id],
   );
-  return toWorkspace(rows[0]!);
 }
 
 /** Throws 409 `workspace_running` unless a workspace is wanted stopped and its editor no longer runs. */
@@ -184,16 +206,14 @@ const notFound = (id: string) => NotFoundError('workspace_not_found', `No worksp
 /** Locks and returns a workspace that is not deleted, or throws 404. */
 async function lockWorkspace(tx: Tx, id: string): Promise<WorkspaceRecord> {
   if (!isUuid(id)) throw notFound(id);
-  const rows: WorkspaceRow[] = await tx.query(`SELECT ${COLUMNS} FROM workspaces WHERE id = $1 FOR UPDATE`, [id]);
-  const row = rows[0];
-  if (!row || row.desired_state === 'deleted') throw notFound(id);
-  return toWorkspace(row);
+  const workspace = await WORKSPACES.first(tx, `SELECT ${COLUMNS} FROM workspaces WHERE id = $1 FOR UPDATE`, [id]);
+  if (!workspace || workspace.desiredState === 'deleted') throw notFound(id);
+  return workspace;
 }
 
 async function getWorkspace(db: Queryable, id: string): Promise<WorkspaceRecord | undefined> {
   if (!isUuid(id)) return undefined;
-  const rows: WorkspaceRow[] = await db.query(`SELECT ${COLUMNS} FROM workspaces WHERE id = $1`, [id]);
-  return rows[0] && toWorkspace(rows[0]);
+  return WORKSPACES.first(db, `SELECT ${COLUMNS} FROM workspaces WHERE id = $1`, [id]);
 }
 
 /** Workspaces: their spec (edited by students, admins, the CLI and the idle sweep) and their status (written by the controller). */
@@ -219,9 +239,8 @@ export class WorkspaceStore {
   }
 
   /** The workspace with this slug, or undefined. */
-  async getBySlug(slug: string): Promise<WorkspaceRecord | undefined> {
-    const rows: WorkspaceRow[] = await this.db.query(`SELECT ${COLUMNS} FROM workspaces WHERE slug = $1`, [slug]);
-    return rows[0] && toWorkspace(rows[0]);
+  getBySlug(slug: string): Promise<WorkspaceRecord | undefined> {
+    return WORKSPACES.first(this.db, `SELECT ${COLUMNS} FROM workspaces WHERE slug = $1`, [slug]);
   }
 
   /**
@@ -232,11 +251,11 @@ export class WorkspaceStore {
     const text = slugOrEmail.trim();
     // No slug or email holds a NUL, and PostgreSQL could not compare one.
     if (text.includes('\u0000')) return undefined;
-    const rows: WorkspaceRow[] = await this.db.query(
+    return WORKSPACES.first(
+      this.db,
       `SELECT ${COLUMNS} FROM workspaces WHERE slug = $1 OR user_id = (SELECT id FROM users WHERE email = $2) ORDER BY slug = $1 DESC LIMIT 1`,
       [text, normalEmail(text)],
     );
-    return rows[0] && toWorkspace(rows[0]);
   }
 
   /** The workspace an operator names (slug or owner's email), not deleted; 404 `workspace_not_found` otherwise. */
@@ -249,15 +268,13 @@ export class WorkspaceStore {
   }
 
   /** Every workspace, by slug. */
-  async list(): Promise<WorkspaceRecord[]> {
-    const rows: WorkspaceRow[] = await this.db.query(`SELECT ${COLUMNS} FROM workspaces ORDER BY slug`);
-    return rows.map(toWorkspace);
+  list(): Promise<WorkspaceRecord[]> {
+    return WORKSPACES.all(this.db, `SELECT ${COLUMNS} FROM workspaces ORDER BY slug`);
   }
 
   /** Ids of every workspace row. */
   async ids(): Promise<string[]> {
-    const rows: { id: string }[] = await this.db.query('SELECT id FROM workspaces');
-    return rows.map((row) => row.id);
+    return (await IDS.all(this.db, 'SELECT id FROM workspaces')).map((row) => row.id);
   }
 
   /**
@@ -274,16 +291,15 @@ export class WorkspaceStore {
         await tx.query('UPDATE workspaces SET last_activity_at = now() WHERE id = $1', [id]);
         return { value: { workspace, alreadyRunning: true }, changed: [], audit: null };
       }
-      const counts: { running: string }[] = await tx.query("SELECT count(*) AS running FROM workspaces WHERE desired_state = 'running'");
-      const running = Number(counts[0]!.running);
+      const { running } = await RUNNING_COUNT.one(tx, "SELECT count(*) AS running FROM workspaces WHERE desired_state = 'running'");
       if (running >= cap.value) throw new AtCapacityError({ workspaceId: id, slug: workspace.slug, cap: cap.value, running });
-      const rows = await queryRows<WorkspaceRow>(
+      const opened = await WORKSPACES.one(
         tx,
         `UPDATE workspaces SET desired_state = 'running', generation = generation + 1, last_activity_at = now(), updated_at = now()
          WHERE id = $1 RETURNING ${COLUMNS}`,
         [id],
       );
-      return { value: { workspace: toWorkspace(rows[0]!), alreadyRunning: false }, changed: [workspaceChange(id)], audit: null };
+      return { value: { workspace: opened, alreadyRunning: false }, changed: [workspaceChange(id)], audit: null };
     });
   }
 
@@ -294,7 +310,7 @@ export class WorkspaceStore {
   stop(actor: Actor, id: string, by: StoppedBy): Promise<WorkspaceRecord> {
     return this.mutate(async (tx) => {
       const before = await lockWorkspace(tx, id);
-      const rows = await queryRows<WorkspaceRow>(
+      const after = await WORKSPACES.one(
         tx,
         `UPDATE workspaces SET
            stopped_by = CASE WHEN desired_state = 'stopped' THEN stopped_by ELSE $2 END,
@@ -304,7 +320,7 @@ export class WorkspaceStore {
         [id, by],
       );
       return {
-        value: toWorkspace(rows[0]!),
+        value: after,
         changed: [workspaceChange(id)],
         audit: { actor, action: 'container.stop', target: { kind: 'workspace', id }, metadata: { slug: before.slug, from: before.desiredState } },
       };
@@ -320,13 +336,13 @@ export class WorkspaceStore {
       const before = await lockWorkspace(tx, id);
       if (before.desiredState !== 'running')
         throw ConflictError('workspace_not_running', `Workspace ${before.slug} is stopped; there is no code container to restart.`);
-      const rows = await queryRows<WorkspaceRow>(
+      const after = await WORKSPACES.one(
         tx,
         `UPDATE workspaces SET restart_generation = restart_generation + 1, generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
         [id],
       );
       return {
-        value: toWorkspace(rows[0]!),
+        value: after,
         changed: [workspaceChange(id)],
         audit: { actor, action: 'container.restart-code', target: { kind: 'workspace', id }, metadata: { slug: before.slug } },
       };
@@ -364,14 +380,14 @@ export class WorkspaceStore {
       const before = await lockWorkspace(tx, id);
       assertStopped(before);
       await within?.(tx);
-      const rows = await queryRows<WorkspaceRow>(
+      const after = await WORKSPACES.one(
         tx,
         `UPDATE workspaces SET home_volume = $2, retired_volumes = array_append(array_remove(retired_volumes, $3), $3),
            generation = generation + 1, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
         [id, volume, homeOf(before)],
       );
       return {
-        value: toWorkspace(rows[0]!),
+        value: after,
         changed: [workspaceChange(id)],
         audit: { actor, action, target: { kind: 'workspace', id }, metadata: { slug: before.slug, ...metadata } },
       };
@@ -396,7 +412,7 @@ export class WorkspaceStore {
     return this.mutate(async (tx) => {
       const before = await lockWorkspace(tx, id);
       if (before.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `Workspace ${before.slug} was deleted.`);
-      const rows = await queryRows<WorkspaceRow>(
+      const after = await WORKSPACES.one(
         tx,
         `UPDATE workspaces SET home_volume = $2,
            retired_volumes = CASE WHEN $4 THEN array_append(array_remove(retired_volumes, $3), $3) ELSE retired_volumes END,
@@ -407,7 +423,7 @@ export class WorkspaceStore {
         [id, volume, homeOf(before), move.retire, move.recovered?.from ?? null, move.recovered?.reason ?? null],
       );
       return {
-        value: toWorkspace(rows[0]!),
+        value: after,
         changed: [workspaceChange(id)],
         audit: { actor, action: 'workspace.restore', target: { kind: 'workspace', id }, metadata: { slug: before.slug, ...move.metadata } },
       };
@@ -421,7 +437,7 @@ export class WorkspaceStore {
    */
   stopIdle(idleMinutes: number): Promise<{ id: string; slug: string; lastActivityAt: Date | null }[]> {
     return this.mutate(async (tx) => {
-      const rows = await queryRows<{ id: string; slug: string; last_activity_at: Date | null }>(
+      const rows = await STOPPED_IDLE.all(
         tx,
         `UPDATE workspaces SET desired_state = 'stopped', stopped_by = 'idle', stopped_at = now(), generation = generation + 1, updated_at = now()
          WHERE desired_state = 'running' AND coalesce(last_activity_at, updated_at) < now() - make_interval(secs => $1::double precision * 60)
@@ -446,7 +462,7 @@ export class WorkspaceStore {
    */
   async writeStatus(id: string, status: WorkspaceStatus): Promise<void> {
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
-      const updated = await queryRows<{ id: string }>(
+      const updated = await IDS.all(
         db,
         `UPDATE workspaces SET
          last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
@@ -494,15 +510,9 @@ export class WorkspaceStore {
   async overview(): Promise<Overview> {
     const [workspaces, runs, cap] = await Promise.all([
       this.list(),
-      this.db.query<{ id: string; workspace_id: string; desired_state: RunDesiredState; status: ActiveRunStatus }[]>(
-        "SELECT id, workspace_id, desired_state, status FROM runs WHERE status IN ('queued', 'running')",
-      ),
+      OVERVIEW_RUNS.all(this.db, `SELECT ${OVERVIEW_RUNS.columns} FROM runs WHERE status IN ('queued', 'running')`),
       readCap(this.db, this.environmentCap),
     ]);
-    return {
-      workspaces,
-      activeRuns: runs.map((run) => ({ id: run.id, workspaceId: run.workspace_id, desiredState: run.desired_state, status: run.status })),
-      cap,
-    };
+    return { workspaces, activeRuns: runs, cap };
   }
 }
