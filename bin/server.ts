@@ -77,6 +77,9 @@ async function main(): Promise<void> {
     (error: unknown) => ({ error }),
   );
   const { ListenError, openControlPlane } = await import('./control-plane.ts');
+  // The API's operations load while the database opens (TypeBox, their schemas' library, takes a
+  // fifth of a second): the app finds them in the module cache at its first request (api/app.ts).
+  import('../api/operations.ts').catch(() => undefined);
   try {
     const result = await opened;
     if ('error' in result) throw result.error;
