@@ -265,13 +265,19 @@ describe("the proxy's lookups of sessions", () => {
     let lookups = 0;
     let gate: Promise<void> | undefined;
     let open = () => undefined as void;
-    const query = counted.query.bind(counted);
-    jest.spyOn(counted, 'query').mockImplementation(async (...args) => {
-      if (args[0].includes('FROM sessions s JOIN users')) {
-        lookups++;
-        await gate;
-      }
-      return query(...args);
+    // Counted where every query runs, whichever way the store asks (the data source's own query, or a runner of its own: the row codecs).
+    const createRunner = counted.createQueryRunner.bind(counted);
+    jest.spyOn(counted, 'createQueryRunner').mockImplementation((...args) => {
+      const runner = createRunner(...args);
+      const query = runner.query.bind(runner) as (sql: string, ...rest: unknown[]) => Promise<unknown>;
+      runner.query = (async (sql: string, ...rest: unknown[]) => {
+        if (sql.includes('FROM sessions s JOIN users')) {
+          lookups++;
+          await gate;
+        }
+        return query(sql, ...rest);
+      }) as typeof runner.query;
+      return runner;
     });
     const own = await startApp(counted).catch(async (error: unknown) => {
       await counted.destroy();
