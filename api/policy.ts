@@ -23,7 +23,7 @@ export function stillAllowed(person: Pick<Person, 'role' | 'email'>, isAllowed: 
  * Callers answer "not yours" alike whether the workspace exists or not, so slugs cannot be probed.
  */
 export function mayUseWorkspace(person: Pick<Person, 'id' | 'role'>, workspace: WorkspaceRecord | null | undefined): workspace is WorkspaceRecord {
-  if (!workspace || workspace.desiredState === 'deleted') return false;
+  if (!workspace || workspace.spec.desiredState === 'deleted') return false;
   return person.role === 'admin' || workspace.userId === person.id;
 }
 

@@ -162,7 +162,7 @@ async function main(): Promise<void> {
     const store = createStore({ db: dataSource, changes: new ChangeFeed(), environmentCap: 10, allowlistFile: AllowlistFile.in(dataDir) });
     const { user, workspace } = await store.users.create({ email });
     await store.workspaces.open(workspace.id);
-    for (const until = Date.now() + 60_000; (await store.workspaces.get(workspace.id))?.observedState !== 'running'; await sleep(100)) {
+    for (const until = Date.now() + 60_000; (await store.workspaces.get(workspace.id))?.status.observedState !== 'running'; await sleep(100)) {
       if (Date.now() > until) throw new Error('the workspace did not run within 60 s');
     }
     const cookie = await signedSessionCookie(dataSource, user.id, SESSION_SECRET);

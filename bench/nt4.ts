@@ -60,13 +60,19 @@ async function serve(): Promise<void> {
   const cookie = await signedSessionCookie(dataSource, user.id, secret);
   await plane.store.workspaces.open(workspace.id);
   for (const until = Date.now() + 60_000; Date.now() < until; await sleep(50)) {
-    if ((await plane.store.workspaces.get(workspace.id))?.editorEndpoint) break;
+    if ((await plane.store.workspaces.get(workspace.id))?.status.editorEndpoint) break;
   }
   const run = await plane.store.runs.create(workspace.id);
   for (const until = Date.now() + 60_000; Date.now() < until; await sleep(50)) {
     const current = await plane.store.runs.get(run.id);
-    if (current?.status === 'running' && current.simEndpoint) {
-      process.send!({ type: 'ready', origin: plane.http!.url, slug: workspace.slug, cookie, direct: `ws://${current.simEndpoint}/nt/bench` } satisfies Ready);
+    if (current?.status.phase === 'running' && current.status.simEndpoint) {
+      process.send!({
+        type: 'ready',
+        origin: plane.http!.url,
+        slug: workspace.slug,
+        cookie,
+        direct: `ws://${current.status.simEndpoint}/nt/bench`,
+      } satisfies Ready);
       return;
     }
   }

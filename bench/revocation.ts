@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     const { user, workspace } = await store.users.create({ email });
     await store.workspaces.open(workspace.id);
     const until = Date.now() + 60_000;
-    while ((await store.workspaces.get(workspace.id))?.observedState !== 'running') {
+    while ((await store.workspaces.get(workspace.id))?.status.observedState !== 'running') {
       if (Date.now() > until) throw new Error('the workspace did not run within 60 s');
       await sleep(100);
     }

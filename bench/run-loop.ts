@@ -71,7 +71,7 @@ async function serve(): Promise<void> {
   }
   for (const until = Date.now() + 180_000; Date.now() < until; await sleep(200)) {
     const states = await Promise.all(ids.map((id) => plane.store.workspaces.get(id)));
-    if (states.every((state) => state?.observedState === 'running' && state.editorEndpoint)) {
+    if (states.every((state) => state?.status.observedState === 'running' && state.status.editorEndpoint)) {
       process.send!({ type: 'ready', origin: plane.http!.url, students });
       return;
     }

@@ -43,14 +43,14 @@ try {
   await runs.start();
   const { workspace } = await plane.store.users.create({ email: `runs-${baselineId}@school.test` });
   await plane.store.workspaces.open(workspace.id);
-  while ((await plane.store.workspaces.get(workspace.id))?.observedState !== 'running') await wait(20);
+  while ((await plane.store.workspaces.get(workspace.id))?.status.observedState !== 'running') await wait(20);
   const controlPlaneRound = async () => {
     const started = performance.now();
     const run = await plane.store.runs.create(workspace.id);
-    while ((await plane.store.runs.get(run.id))?.status !== 'running') await wait(5);
+    while ((await plane.store.runs.get(run.id))?.status.phase !== 'running') await wait(5);
     const elapsed = performance.now() - started;
     await plane.store.runs.requestStop(workspace.id, run.id);
-    while ((await plane.store.runs.get(run.id))?.status === 'running') await wait(20);
+    while ((await plane.store.runs.get(run.id))?.status.phase === 'running') await wait(20);
     await runs.queue.idle();
     return elapsed;
   };

@@ -163,17 +163,18 @@ async function serve(): Promise<void> {
     for (const { index, userId, workspaceId } of added) {
       for (; ; await sleep(200)) {
         const current = await plane.store.workspaces.get(workspaceId);
-        if (current?.observedState === 'running' && current.editorEndpoint) {
+        if (current?.status.observedState === 'running' && current.status.editorEndpoint) {
           students[index] = {
             index,
             slug: current.slug,
             workspaceId,
             cookie: await signedSessionCookie(dataSource, userId, secret),
-            editorEndpoint: current.editorEndpoint,
+            editorEndpoint: current.status.editorEndpoint,
           };
           break;
         }
-        if (Date.now() > until) throw new Error(`workspace ${index} not running after 5 minutes: ${current?.observedState} ${current?.statusMessage}`);
+        if (Date.now() > until)
+          throw new Error(`workspace ${index} not running after 5 minutes: ${current?.status.observedState} ${current?.status.statusMessage}`);
       }
     }
     return students.slice(0, count);

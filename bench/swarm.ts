@@ -66,8 +66,8 @@ async function openOneByOne(bench: ReturnType<typeof controlPlane>, tag: string,
     await bench.store.workspaces.open(workspace.id);
     for (;;) {
       const current = await bench.store.workspaces.get(workspace.id);
-      if (current?.observedState === 'running' && current.editorEndpoint) break;
-      if (current?.observedState === 'failed') throw new Error(`workspace failed: ${current.statusMessage}`);
+      if (current?.status.observedState === 'running' && current.status.editorEndpoint) break;
+      if (current?.status.observedState === 'failed') throw new Error(`workspace failed: ${current.status.statusMessage}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     times.push(performance.now() - started);
@@ -166,12 +166,12 @@ try {
   const controller = recovering.newController();
   await controller.start();
   const backups = new Backups({ store: recovering.store, runtime: recovering.runtime, dataDir, image: swarm.images[TEST_IMAGE]! });
-  const everyone = (await recovering.store.workspaces.list()).filter((workspace) => workspace.observedState === 'running');
+  const everyone = (await recovering.store.workspaces.list()).filter((workspace) => workspace.status.observedState === 'running');
   const backedUp = performance.now();
   for (const workspace of everyone) await backups.create(SYSTEM_ACTOR, workspace);
   console.log(`recovery: ${everyone.length} homes backed up (${((performance.now() - backedUp) / 1000).toFixed(0)} s)`);
   const victim = swarm.nodes[1]!;
-  const held = everyone.filter((workspace) => workspace.node === victim.name).map((workspace) => workspace.id);
+  const held = everyone.filter((workspace) => workspace.status.node === victim.name).map((workspace) => workspace.id);
   const killedAt = performance.now();
   execFileSync('docker', ['kill', victim.name]);
   let downAfter: number | undefined;

@@ -77,7 +77,7 @@ export class BackupSchedule {
       if (signal.aborted) break;
       if (!volumes.has(names.home(workspace))) continue;
       const last = latest.get(workspace.id);
-      if (last && (now - last.getTime() < intervalMs || !workspace.lastActivityAt || workspace.lastActivityAt <= last)) continue;
+      if (last && (now - last.getTime() < intervalMs || !workspace.status.lastActivityAt || workspace.status.lastActivityAt <= last)) continue;
       if (now - (this.failedAt.get(workspace.id) ?? -Infinity) < RETRY_AFTER_FAILURE_MS) continue;
       const where = { workspaceId: workspace.id, slug: workspace.slug };
       const began = new Date();

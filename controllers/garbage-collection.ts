@@ -94,10 +94,10 @@ export class GarbageCollection {
 
   /** Removes the workspace's retired home volumes that no container mounts, and forgets those removed. */
   async removeRetired(workspace: WorkspaceRecord): Promise<void> {
-    if (workspace.retiredVolumes.length === 0) return;
+    if (workspace.spec.retiredVolumes.length === 0) return;
     const { runtime, store, log } = this.options;
     const removed: string[] = [];
-    for (const volume of workspace.retiredVolumes) {
+    for (const volume of workspace.spec.retiredVolumes) {
       if (volume === names.home(workspace)) removed.push(volume);
       else if (await runtime.removeVolume(volume)) removed.push(volume);
       else log.info({ workspaceId: workspace.id, volume }, 'a replaced home volume is still mounted (a run): removed once it is not');
@@ -120,7 +120,7 @@ export class GarbageCollection {
   private async sweep(): Promise<void> {
     const { store, runtime, log, metrics, orphanGraceMs } = this.options;
     const [workspaces, volumes] = await Promise.all([store.workspaces.list(), runtime.listVolumes()]);
-    const accounted = new Set(workspaces.flatMap((workspace) => [names.home(workspace), ...workspace.retiredVolumes]));
+    const accounted = new Set(workspaces.flatMap((workspace) => [names.home(workspace), ...workspace.spec.retiredVolumes]));
     const now = Date.now();
     const orphans = volumes.filter((volume) => !accounted.has(volume.name));
     const due = orphans.filter((volume) => {

@@ -147,13 +147,13 @@ export class RunOutputCollector {
   /** Reads where the run's kept output ends (now: an earlier follower may have kept more), then follows the container from there. */
   private async open(follower: Follower, containerId: string): Promise<void> {
     const run = await this.options.runs.get(follower.runId);
-    if (!run || run.outputTruncated) return follower.settle();
-    follower.offset = run.outputLength;
-    follower.sourceBytes = run.outputSourceBytes;
+    if (!run || run.status.outputTruncated) return follower.settle();
+    follower.offset = run.status.outputLength;
+    follower.sourceBytes = run.status.outputSourceBytes;
     const stream = (await this.options.runtime.followOutput(containerId)) as Source;
     follower.source = stream;
     if (follower.stopped || follower.settled) stream.destroy();
-    let skip = run.outputSourceBytes;
+    let skip = run.status.outputSourceBytes;
     stream.on('data', (data: Buffer) => {
       let chunk = data;
       if (skip > 0) {

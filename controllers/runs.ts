@@ -132,7 +132,7 @@ export class RunController extends Controller {
     const run = await store.runs.get(runId);
     const containers = await this.simContainers(runId, run?.workspaceId);
     // Record gone or finished: its containers go.
-    if (!run || isTerminal(run.status)) {
+    if (!run || isTerminal(run.status.phase)) {
       for (const container of containers) await runtime.remove(container.id);
       if (!run && containers.length > 0)
         this.options.log.warning({ runId, containers: containers.map((container) => container.name) }, 'removed simulator containers of an unknown run');
@@ -144,11 +144,11 @@ export class RunController extends Controller {
 
     // Workspace no longer wanted running, or a stop requested: `stopped` once it was ready, `canceled` before.
     const workspace = await store.workspaces.get(run.workspaceId);
-    const wasReady = run.status === 'running';
-    if (!workspace || workspace.desiredState !== 'running')
+    const wasReady = run.status.phase === 'running';
+    if (!workspace || workspace.spec.desiredState !== 'running')
       return this.end(run, container, wasReady ? 'stopped' : 'canceled', 'the workspace was stopped', log);
-    if (run.desiredState === 'stopped')
-      return this.end(run, container, wasReady ? 'stopped' : 'canceled', run.stoppedBy === 'coach' ? 'stopped by a coach' : 'stopped by request', log);
+    if (run.spec.desiredState === 'stopped')
+      return this.end(run, container, wasReady ? 'stopped' : 'canceled', run.spec.stoppedBy === 'coach' ? 'stopped by a coach' : 'stopped by request', log);
 
     // No container: create and start it, unless it ran and vanished or the build time is up (both `failed`).
     if (!container) {
@@ -176,7 +176,7 @@ export class RunController extends Controller {
     }
     // Running and ready: stopped past its time, else looked at again later. Compiling: probe.
     if (wasReady) {
-      const left = run.readyAt!.getTime() + this.options.maxRunMs - Date.now();
+      const left = run.status.readyAt!.getTime() + this.options.maxRunMs - Date.now();
       if (left <= 0) return this.end(run, container, 'stopped', this.maxRunReason(), log);
       return { requeueAfterMs: Math.min(this.options.runningCheckMs, left) };
     }
@@ -188,12 +188,12 @@ export class RunController extends Controller {
     if (this.pastBuildTimeout(run)) return this.end(run, container, 'failed', this.timeoutReason(), log);
     const endpoint = endpointOf(container, this.options.template.nt4Port);
     if (!endpoint) return { requeueAfterMs: this.options.probeIntervalMs };
-    if (run.simEndpoint !== endpoint) await this.options.store.runs.recordSimEndpoint(run.id, endpoint);
+    if (run.status.simEndpoint !== endpoint) await this.options.store.runs.recordSimEndpoint(run.id, endpoint);
     const probe = await this.options.probe(endpoint);
     if (probe.outcome !== 'ok') return { requeueAfterMs: this.options.probeIntervalMs };
     const ready = await this.options.store.runs.markReady(run.id);
-    if (ready?.readyAt) {
-      const seconds = (ready.readyAt.getTime() - ready.queuedAt.getTime()) / 1000;
+    if (ready?.status.readyAt) {
+      const seconds = (ready.status.readyAt.getTime() - ready.status.queuedAt.getTime()) / 1000;
       this.options.metrics.runBuildDuration.observe(seconds);
       log.info({ buildSeconds: Math.round(seconds * 1000) / 1000 }, 'simulator ready: run is running');
     }
@@ -246,8 +246,8 @@ export class RunController extends Controller {
     const finished = await store.runs.finish(run.id, { status, reason, exitCode, output });
     if (finished) {
       metrics.runsTotal.inc({ terminal_status: status });
-      if (finished.readyAt && finished.endedAt) {
-        metrics.runActiveDuration.observe({ terminal_status: status }, (finished.endedAt.getTime() - finished.readyAt.getTime()) / 1000);
+      if (finished.status.readyAt && finished.status.endedAt) {
+        metrics.runActiveDuration.observe({ terminal_status: status }, (finished.status.endedAt.getTime() - finished.status.readyAt.getTime()) / 1000);
       }
       log[status === 'failed' ? 'warning' : 'info']({ status, reason, exitCode }, `run ${status}: ${reason}`);
     }
@@ -261,7 +261,7 @@ export class RunController extends Controller {
   }
 
   private pastBuildTimeout(run: RunRecord): boolean {
-    return Date.now() - run.queuedAt.getTime() > this.options.buildTimeoutMs;
+    return Date.now() - run.status.queuedAt.getTime() > this.options.buildTimeoutMs;
   }
 
   private maxRunReason(): string {

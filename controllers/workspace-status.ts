@@ -15,7 +15,7 @@ export async function writeStatus(
 ): Promise<void> {
   await store.workspaces.writeStatus(workspace.id, {
     observedState: state,
-    observedGeneration: workspace.generation,
+    observedGeneration: workspace.spec.generation,
     statusMessage: message,
     editorEndpoint,
     ...(node !== undefined && { node }),

@@ -211,7 +211,7 @@ export class WorkspaceController extends Controller {
     }
     this.garbage.claimed(id);
     // Deleted: remove containers and volume, then the row (the finalizer).
-    if (workspace.desiredState === 'deleted') return this.finalize(workspace, containers);
+    if (workspace.spec.desiredState === 'deleted') return this.finalize(workspace, containers);
 
     // Duplicates or strays with the workspace's label but another name: removed.
     const wanted = names.code(workspace.slug);
@@ -236,7 +236,7 @@ export class WorkspaceController extends Controller {
     if (code && away) return this.homes!.move(workspace, code, away);
 
     // Wanted stopped: stop the container (kept, so reopening is a fast start).
-    if (workspace.desiredState === 'stopped') {
+    if (workspace.spec.desiredState === 'stopped') {
       if (code && LIVE.has(code.state)) await runtime.stop(code.id);
       this.runningCode.delete(id);
       return this.status(workspace, 'stopped', '');
@@ -246,7 +246,7 @@ export class WorkspaceController extends Controller {
     if (code?.node && this.nodes.isDown(code.node)) return this.status(workspace, 'starting', awayText(code.node));
 
     // Spec or restart generation drifted: recreate. It keeps its slot under the cap (a running workspace is never refused, even after the cap was lowered).
-    if (code && (code.specHash !== this.specHash || code.restartGeneration !== workspace.restartGeneration)) {
+    if (code && (code.specHash !== this.specHash || code.restartGeneration !== workspace.spec.restartGeneration)) {
       const reason = code.specHash !== this.specHash ? 'spec changed' : 'restart requested';
       this.options.log.info({ workspaceId: id, slug: workspace.slug, reason }, 'recreating code container');
       await runtime.remove(code.id);
@@ -259,7 +259,12 @@ export class WorkspaceController extends Controller {
       return this.ready(workspace, code);
     }
     // Failed for this spec because the image is missing, and it still is: nothing to try (see startCode).
-    if (workspace.observedState === 'failed' && workspace.observedGeneration === workspace.generation && (await this.environment.imageStillMissing())) return;
+    if (
+      workspace.status.observedState === 'failed' &&
+      workspace.status.observedGeneration === workspace.spec.generation &&
+      (await this.environment.imageStillMissing())
+    )
+      return;
     // Its node refused or ended its task (a swarm): counted and said; its network repaired when that is what was refused.
     if (code?.failure) await this.failures.saw(workspace, code);
     // Missing or stopped: create or start it, under the cap.
@@ -298,7 +303,7 @@ export class WorkspaceController extends Controller {
         pidsLimit: template.pidsLimit ?? DEFAULT_PIDS_LIMIT,
         workspaceId: id,
         slug: workspace.slug,
-        restartGeneration: workspace.restartGeneration,
+        restartGeneration: workspace.spec.restartGeneration,
         homeVolume,
         specHash: this.specHash,
       };
@@ -344,8 +349,11 @@ export class WorkspaceController extends Controller {
    */
   private async ready(workspace: WorkspaceRecord, container: ManagedContainer): Promise<ReconcileResult | void> {
     const endpoint = this.endpointOf(container);
-    const confirmed = workspace.observedState === 'running' && workspace.editorEndpoint === endpoint && workspace.observedGeneration === workspace.generation;
-    if (endpoint && confirmed && workspace.node === (container.node ?? null)) return;
+    const confirmed =
+      workspace.status.observedState === 'running' &&
+      workspace.status.editorEndpoint === endpoint &&
+      workspace.status.observedGeneration === workspace.spec.generation;
+    if (endpoint && confirmed && workspace.status.node === (container.node ?? null)) return;
     if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint, container.node);
     await this.status(workspace, 'starting', this.failures.text(workspace.id) ?? 'waiting for the editor to answer');
     return { requeueAfterMs: this.options.editorProbeMs };

@@ -3,10 +3,10 @@ import { escapeHtml, page } from './page.ts';
 
 /** What the page says of a workspace: what is wanted, then what is seen. */
 function stateText(workspace: WorkspaceRecord): string {
-  if (workspace.desiredState !== 'running') return workspace.observedState === 'running' ? 'Stopping…' : 'Stopped';
-  if (workspace.observedState === 'waiting') return 'Waiting for a free slot';
-  if (workspace.observedState === 'failed') return 'Failed to start';
-  return workspace.observedState === 'running' ? 'Running' : 'Starting…';
+  if (workspace.spec.desiredState !== 'running') return workspace.status.observedState === 'running' ? 'Stopping…' : 'Stopped';
+  if (workspace.status.observedState === 'waiting') return 'Waiting for a free slot';
+  if (workspace.status.observedState === 'failed') return 'Failed to start';
+  return workspace.status.observedState === 'running' ? 'Running' : 'Starting…';
 }
 
 /** How long after a home was brought back from a backup its page still says so. */
@@ -20,7 +20,7 @@ const utc = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')
  * files are, and that what was saved after is not there. Shown for two weeks after.
  */
 function restoreNotice(workspace: WorkspaceRecord): string {
-  const restore = workspace.homeRestore;
+  const restore = workspace.status.homeRestore;
   if (!restore || Date.now() - restore.at.getTime() > RESTORE_NOTICE_MS) return '';
   return `<div id="restored" role="status"><p><strong>Your files were brought back from a backup.</strong> On <time datetime="${restore.at.toISOString()}">${utc(restore.at)}</time>, ${escapeHtml(restore.reason)}, so your workspace now runs on another one, with your files as they were at <time id="restored-from" datetime="${restore.from.toISOString()}">${utc(restore.from)}</time>. Anything saved after that time is not there.</p></div>`;
 }
@@ -68,7 +68,7 @@ dialog{max-width:30rem;border:1px solid #1d2430;border-radius:.5rem;padding:1rem
  */
 export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePageOptions): string {
   const base = `/u/${workspace.slug}/api`;
-  const wanted = workspace.desiredState === 'running';
+  const wanted = workspace.spec.desiredState === 'running';
   const config = JSON.stringify({ base, editorUrl: options.editorUrl, atEditorAddress: options.atEditorAddress });
   return page(
     `Workspace ${workspace.slug}`,
@@ -76,7 +76,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
 <p>State: <strong id="state">${escapeHtml(stateText(workspace))}</strong></p>
 <p id="stopped" role="status" hidden></p>
 <p id="starting" role="status" hidden><progress></progress> Starting your editor… It opens here by itself when it is ready.</p>
-<p class="note" id="message">${escapeHtml(workspace.statusMessage)}</p>
+<p class="note" id="message">${escapeHtml(workspace.status.statusMessage)}</p>
 ${restoreNotice(workspace)}
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>

@@ -145,7 +145,7 @@ export class Admission {
    * its session lives and is still its user's, and that user may open the workspace.
    */
   admitWith(grant: Pick<WorkspaceGrant, 'userId' | 'workspaceId' | 'sessionId'>, workspace: WorkspaceRecord | null): Verdict | Promise<Verdict> {
-    if (!workspace || workspace.desiredState === 'deleted') return NO_SUCH_WORKSPACE;
+    if (!workspace || workspace.spec.desiredState === 'deleted') return NO_SUCH_WORKSPACE;
     if (grant.workspaceId !== workspace.id) return UNAUTHENTICATED;
     const user = this.users.get(`session:${grant.sessionId}`, async () => (await this.deps.sessions.userOf(grant.sessionId)) ?? null);
     const decide = (found: SessionUser | null) => this.decide(found?.id === grant.userId ? found : null, workspace, grant.sessionId);
@@ -158,7 +158,7 @@ export class Admission {
   }
 
   private grantVerdict(values: readonly string[], workspace: WorkspaceRecord | null): Verdict | Promise<Verdict> {
-    if (!workspace || workspace.desiredState === 'deleted') return NO_SUCH_WORKSPACE;
+    if (!workspace || workspace.spec.desiredState === 'deleted') return NO_SUCH_WORKSPACE;
     const now = Date.now();
     for (const value of values) {
       const grant = this.deps.grants?.verify(value, now);

@@ -229,7 +229,7 @@ export class HostModeProxy extends WorkspaceProxy {
     const refuse = (message: string) => sendHtml(res, 400, refusalPage('Could not open the workspace', message, again));
     if (!handoff) return refuse('This link has expired or has been used already.');
     const workspace = await this.admission.workspaceOf(slug);
-    if (!workspace || workspace.desiredState === 'deleted') return this.notFound(req, res);
+    if (!workspace || workspace.spec.desiredState === 'deleted') return this.notFound(req, res);
     if (handoff.workspaceId !== workspace.id) return refuse('This link is for another workspace.');
     if (!cookies.states.some((state) => digest(state) === handoff.stateHash)) return refuse('This link was made for another browser.');
     const verdict = await this.admission.admitWith(handoff, workspace);

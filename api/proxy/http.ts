@@ -130,8 +130,8 @@ export class HttpForwarder {
    * container is ever reused.
    */
   private poolFor(workspace: WorkspaceRecord): Pool {
-    const endpoint = workspace.editorEndpoint!;
-    const since = workspace.lastTransitionAt?.getTime() ?? 0;
+    const endpoint = workspace.status.editorEndpoint!;
+    const since = workspace.status.lastTransitionAt?.getTime() ?? 0;
     const current = this.pools.get(workspace.id);
     if (current?.endpoint === endpoint && current.since === since) return current.pool;
     this.drop(workspace.id);

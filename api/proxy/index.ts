@@ -275,8 +275,9 @@ export class WorkspaceProxy {
     if (verdict === undefined) return refuseUpgrade(socket, UnavailableError('try_again', 'Access rules changed while connecting; try again.', 1));
     if ('status' in verdict) return refuseUpgrade(socket, verdict);
     const { workspace } = verdict;
-    if (workspace.desiredState !== 'running' || !running(workspace)) return tryAgainLater(req, socket, head, `Workspace ${workspace.slug} is not running.`);
-    let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.editorEndpoint!, serving: { workspaceId: workspace.id }, rest: path.rest };
+    if (workspace.spec.desiredState !== 'running' || !running(workspace))
+      return tryAgainLater(req, socket, head, `Workspace ${workspace.slug} is not running.`);
+    let target: TunnelTarget = { upstream: 'vscode', endpoint: workspace.status.editorEndpoint!, serving: { workspaceId: workspace.id }, rest: path.rest };
     const nt4 = nt4Path(path.rest);
     const halsim = isHalsimTarget(path.rest);
     if (nt4 !== undefined || halsim) {
@@ -330,7 +331,7 @@ export class WorkspaceProxy {
       !('status' in verdict) &&
       verdict.user.id === tunnel.user.id &&
       verdict.workspace.id === tunnel.workspaceId &&
-      verdict.workspace.desiredState === 'running';
+      verdict.workspace.spec.desiredState === 'running';
     if (passes) tunnel.user = verdict.user;
     else tunnel.close();
   }
@@ -408,5 +409,5 @@ function busyPage(): string {
 
 /** Whether a workspace's editor is up and known (where to reach it). */
 export function running(workspace: WorkspaceRecord): boolean {
-  return workspace.observedState === 'running' && Boolean(workspace.editorEndpoint);
+  return workspace.status.observedState === 'running' && Boolean(workspace.status.editorEndpoint);
 }

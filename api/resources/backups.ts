@@ -10,7 +10,7 @@ import { json, operation } from '../operation.ts';
 /** The workspace of that id, unless there is none or it is being deleted (404 `workspace_not_found`). */
 async function workspaceOf(store: SurfaceStore, id: string) {
   const workspace = await store.workspaces.get(id);
-  if (!workspace || workspace.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `No workspace with id ${JSON.stringify(id)}.`);
+  if (!workspace || workspace.spec.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `No workspace with id ${JSON.stringify(id)}.`);
   return workspace;
 }
 

@@ -98,6 +98,6 @@ export const stop = operation({
   responses: { 200: json(Wire.ClassRunAnswer, 'It had ended.'), 202: json(Wire.ClassRunAnswer, 'Stopping.') },
   handle: async ({ actor, params }, { store }) => {
     const run = await store.runs.stopByAdmin(actor, params.runId);
-    return { status: run.status === 'queued' || run.status === 'running' ? 202 : 200, body: { run: presentClassRun(run) } };
+    return { status: run.status.phase === 'queued' || run.status.phase === 'running' ? 202 : 200, body: { run: presentClassRun(run) } };
   },
 });

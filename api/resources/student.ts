@@ -206,7 +206,7 @@ export const stopRun = operation({
   responses: { 200: json(Wire.RunAnswer, 'It had ended.'), 202: json(Wire.RunAnswer, 'Stopping.') },
   handle: async ({ workspace, params }, { store }) => {
     const stopping = await store.runs.requestStop(workspace.id, params.runId);
-    return { status: isTerminal(stopping.status) ? 200 : 202, body: { run: presentRun(stopping) } };
+    return { status: isTerminal(stopping.status.phase) ? 200 : 202, body: { run: presentRun(stopping) } };
   },
 });
 
@@ -223,7 +223,7 @@ export const restartRun = operation({
   handle: async ({ workspace }, deps) => {
     const { store } = deps;
     // Refused before anything is stopped: what would refuse the new run.
-    if (workspace.desiredState !== 'running') {
+    if (workspace.spec.desiredState !== 'running') {
       throw ConflictError('workspace_not_running', `Workspace ${workspace.slug} is stopped; open it before running the simulator.`);
     }
     const refusal = homeDiskRefusal(await homeDisk(deps, workspace.id));
@@ -361,7 +361,7 @@ export const simStatus = operation({
 async function runEnded(store: SurfaceStore, workspaceId: string, runId: string, timeoutMs: number): Promise<void> {
   const ended = async () => {
     const found = await store.runs.get(runId);
-    return !found || isTerminal(found.status);
+    return !found || isTerminal(found.status.phase);
   };
   let wake: () => void = () => undefined;
   const unsubscribe = store.changes.subscribe((change) => {
@@ -391,8 +391,8 @@ async function runEnded(store: SurfaceStore, workspaceId: string, runId: string,
  * never while it is not wanted running or a run is in progress (a run is activity).
  */
 function idleForecast(workspace: WorkspaceRecord, latest: RunRecord | undefined, deps: ApiDeps): IdleForecast {
-  if (workspace.desiredState !== 'running' || (latest && !isTerminal(latest.status))) return { stopsAt: null, warnFrom: null };
-  const last = Math.max(deps.activity.pendingSince(workspace.id) ?? 0, workspace.lastActivityAt?.getTime() ?? 0, latest?.endedAt?.getTime() ?? 0);
+  if (workspace.spec.desiredState !== 'running' || (latest && !isTerminal(latest.status.phase))) return { stopsAt: null, warnFrom: null };
+  const last = Math.max(deps.activity.pendingSince(workspace.id) ?? 0, workspace.status.lastActivityAt?.getTime() ?? 0, latest?.status.endedAt?.getTime() ?? 0);
   const stopsAt = (last || Date.now()) + deps.idleStopMinutes * 60_000;
   return { stopsAt: new Date(stopsAt), warnFrom: new Date(stopsAt - deps.idleWarningMinutes * 60_000) };
 }

@@ -124,8 +124,8 @@ export const bulkStop = operation({
     const skipped: Wire.BulkStop['skipped'] = [];
     for (const id of new Set(body.ids)) {
       const workspace = await store.workspaces.get(id);
-      if (!workspace || workspace.desiredState === 'deleted') skipped.push({ id, slug: workspace?.slug ?? null, reason: 'not found' });
-      else if (workspace.desiredState === 'stopped') skipped.push({ id, slug: workspace.slug, reason: 'already stopped' });
+      if (!workspace || workspace.spec.desiredState === 'deleted') skipped.push({ id, slug: workspace?.slug ?? null, reason: 'not found' });
+      else if (workspace.spec.desiredState === 'stopped') skipped.push({ id, slug: workspace.slug, reason: 'already stopped' });
       else stopped.push({ id, slug: (await store.workspaces.stop(actor, id, 'coach')).slug });
     }
     return { status: 200, body: { stopped, skipped } };

@@ -176,7 +176,7 @@ export interface OutputStreamDeps {
 export function runOutputStream(deps: OutputStreamDeps, run: RunRecord, from: number, cut: () => void): PassThrough {
   const { bufferBytes, stallMs } = deps.hub.limits;
   const stream = new PassThrough({ highWaterMark: Math.floor(bufferBytes / 2) });
-  let sent = Math.max(0, Math.min(from, run.outputLength));
+  let sent = Math.max(0, Math.min(from, run.status.outputLength));
   let current: RunRecord = run;
   let busy = false;
   let again = false;
@@ -227,7 +227,7 @@ export function runOutputStream(deps: OutputStreamDeps, run: RunRecord, from: nu
           }
         }
         if (closed) return;
-        if (isTerminal(current.status) && sent >= current.outputLength) {
+        if (isTerminal(current.status.phase) && sent >= current.status.outputLength) {
           stream.end(`event: end\ndata: ${JSON.stringify(deps.presentEnd(current))}\n\n`);
           return finish();
         }
@@ -293,7 +293,7 @@ export function answerOutputStream(ctx: Context, deps: OutputStreamDeps, run: Ru
 /** Answers `ctx` with `run`'s whole kept output as a text file to download, named after the workspace and the run's start. */
 export async function answerOutputFile(ctx: Context, runs: SurfaceStore['runs'], run: RunRecord, slug: string): Promise<void> {
   ctx.set('Cache-Control', 'no-store');
-  ctx.set('Content-Disposition', `attachment; filename="run-${slug}-${run.queuedAt.toISOString().replaceAll(':', '')}.txt"`);
+  ctx.set('Content-Disposition', `attachment; filename="run-${slug}-${run.status.queuedAt.toISOString().replaceAll(':', '')}.txt"`);
   ctx.type = 'text/plain; charset=utf-8';
   ctx.body = await runs.outputText(run.id);
 }

@@ -358,7 +358,7 @@ export class Backups {
    * one starts, and the refusal says so.
    */
   private async assertRestorable(workspace: WorkspaceRecord): Promise<void> {
-    if (workspace.desiredState !== 'running' && (workspace.observedState === 'running' || workspace.observedState === 'starting')) {
+    if (workspace.spec.desiredState !== 'running' && (workspace.status.observedState === 'running' || workspace.status.observedState === 'starting')) {
       if ((await this.store.servers.live()).length === 0) {
         throw ConflictError(
           'workspace_running',
@@ -386,9 +386,9 @@ export class Backups {
   /** The workspace a backup was made of: by its id, else by its slug; 404 when neither exists (name one). */
   private async targetOf(manifest: BackupManifest): Promise<WorkspaceRecord> {
     const byId = await this.store.workspaces.get(manifest.workspaceId);
-    if (byId && byId.desiredState !== 'deleted') return byId;
+    if (byId && byId.spec.desiredState !== 'deleted') return byId;
     const bySlug = await this.store.workspaces.find(manifest.slug);
-    if (bySlug && bySlug.desiredState !== 'deleted') return bySlug;
+    if (bySlug && bySlug.spec.desiredState !== 'deleted') return bySlug;
     throw NotFoundError('workspace_not_found', `The workspace ${manifest.slug} of this backup no longer exists; name the workspace to restore it into.`);
   }
 

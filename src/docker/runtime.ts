@@ -471,7 +471,7 @@ export const names = {
   sim: (slug: string, runId: string) => `ws-${slug}-sim-${runId.slice(0, 8)}`,
   volume: (slug: string) => `ws-${slug}-home`,
   /** The volume a workspace's home is on: the one a restore put in, else the default by slug. */
-  home: (workspace: { homeVolume: string | null; slug: string }) => workspace.homeVolume ?? `ws-${workspace.slug}-home`,
+  home: (workspace: { slug: string; spec: { homeVolume: string | null } }) => workspace.spec.homeVolume ?? `ws-${workspace.slug}-home`,
   /** A fresh volume a restore fills before the workspace is pointed at it. */
   restoreVolume: (slug: string, suffix: string) => `ws-${slug}-home-restore-${suffix}`,
 };

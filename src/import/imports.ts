@@ -136,13 +136,13 @@ export class Imports {
     if (run) {
       throw ConflictError('run_active', 'Your robot code is running: stop the run first (a reset or an import replaces the files it runs from).');
     }
-    if (workspace.desiredState === 'running') {
+    if (workspace.spec.desiredState === 'running') {
       throw ConflictError(
         'workspace_running',
         'Stop your workspace first: a reset or an import replaces the files your editor has open. Your files are kept in a backup; Open starts it again after.',
       );
     }
-    if (workspace.observedState === 'running' || workspace.observedState === 'starting') {
+    if (workspace.status.observedState === 'running' || workspace.status.observedState === 'starting') {
       throw ConflictError('workspace_running', 'Your workspace is still stopping; try again in a moment.');
     }
     if (await this.options.store.imports.active(workspace.id)) {

@@ -22,14 +22,31 @@ import {
   type TerminalRunStatus,
 } from '../wire/vocabulary.ts';
 
-/** A run record: desired (running/stopped) and status, with its timestamps and outcome. */
+/**
+ * A run row, in two halves split by who writes each field (as WorkspaceRecord is): `spec`, what is
+ * wanted, is set by a request (its student's or a coach's stop); `status`, what happened, is only
+ * ever a report: the run controller's (its phase, when it became ready and ended, how, its output
+ * and its simulator's address), and the store's insert, which gives a new run its first phase and
+ * the time it was queued.
+ */
 export interface RunRecord {
   id: string;
   workspaceId: string;
+  spec: RunSpec;
+  status: RunRecordStatus;
+}
+
+/** The desired half of a run (see RunRecord). */
+export interface RunSpec {
   desiredState: RunDesiredState;
   /** Who asked it to stop, if anyone did: its student or a coach. */
   stoppedBy: RunStoppedBy | null;
-  status: RunStatus;
+}
+
+/** The observed half of a run (see RunRecord). */
+export interface RunRecordStatus {
+  /** Where the run is (queued, running, or how it ended): the runs table's `status`. */
+  phase: RunStatus;
   queuedAt: Date;
   readyAt: Date | null;
   endedAt: Date | null;
@@ -105,19 +122,23 @@ const RUN_SCHEMA = {
 const toRun = (row: RowOf<typeof RUN_SCHEMA>): RunRecord => ({
   id: row.id,
   workspaceId: row.workspace_id,
-  desiredState: row.desired_state,
-  status: row.status,
-  queuedAt: row.queued_at,
-  readyAt: row.ready_at,
-  endedAt: row.ended_at,
-  exitCode: row.exit_code,
-  reason: row.reason,
-  output: row.output,
-  simEndpoint: row.sim_endpoint,
-  outputLength: row.output_length,
-  outputTruncated: row.output_truncated,
-  outputSourceBytes: row.output_source_bytes,
-  stoppedBy: row.stopped_by === 'admin' ? 'coach' : row.stopped_by,
+  spec: {
+    desiredState: row.desired_state,
+    stoppedBy: row.stopped_by === 'admin' ? 'coach' : row.stopped_by,
+  },
+  status: {
+    phase: row.status,
+    queuedAt: row.queued_at,
+    readyAt: row.ready_at,
+    endedAt: row.ended_at,
+    exitCode: row.exit_code,
+    reason: row.reason,
+    output: row.output,
+    simEndpoint: row.sim_endpoint,
+    outputLength: row.output_length,
+    outputTruncated: row.output_truncated,
+    outputSourceBytes: row.output_source_bytes,
+  },
 });
 
 const RUNS = rowCodec('runs', RUN_SCHEMA, toRun);
@@ -252,7 +273,7 @@ export class RunStore {
    */
   async requestStop(workspaceId: string, id: string): Promise<RunRecord> {
     const run = await this.getOf(workspaceId, id);
-    if (isTerminal(run.status) || run.desiredState === 'stopped') return run;
+    if (isTerminal(run.status.phase) || run.spec.desiredState === 'stopped') return run;
     return this.mutate(async (tx) => {
       const stopped = await RUNS.one(tx, `UPDATE runs SET desired_state = 'stopped', stopped_by = 'student' WHERE id = $1 RETURNING ${COLUMNS}`, [id]);
       return { value: stopped, changed: [runChange(id)], audit: null };
@@ -266,7 +287,7 @@ export class RunStore {
   async stopByAdmin(actor: Actor, id: string): Promise<ClassRun> {
     const run = await this.getWithOwner(id);
     if (!run) throw NotFoundError('run_not_found', `No run ${JSON.stringify(id)}.`);
-    if (isTerminal(run.status) || run.desiredState === 'stopped') return run;
+    if (isTerminal(run.status.phase) || run.spec.desiredState === 'stopped') return run;
     await this.mutate(async (tx) => {
       await tx.query(`UPDATE runs SET desired_state = 'stopped', stopped_by = 'coach' WHERE id = $1`, [id]);
       return {
@@ -275,7 +296,7 @@ export class RunStore {
         audit: { actor, action: 'run.stop', target: { kind: 'run', id }, metadata: { slug: run.slug, workspaceId: run.workspaceId, owner: run.ownerEmail } },
       };
     });
-    return { ...run, desiredState: 'stopped', stoppedBy: 'coach' };
+    return { ...run, spec: { desiredState: 'stopped', stoppedBy: 'coach' } };
   }
 
   /** A run with its workspace's slug and owner's email, or undefined. */

@@ -26,38 +26,39 @@ import { col, rowCodec } from './row-codec.ts';
 /** A workspace's wanted and observed states and who stopped it: the words of src/wire/vocabulary.ts, where each is defined. */
 export type { DesiredState, ObservedState, StoppedBy } from '../wire/vocabulary.ts';
 
-/** A workspace row: spec (desired) and status (observed). */
+/**
+ * A workspace row, in two halves split by who writes each field (as Kubernetes splits an object):
+ * `spec`, what is wanted, is set by a request (the API, the CLI) or by a loop acting as an
+ * operator would (the idle sweep stopping it, the leader moving its home off a node), always
+ * through the store's mutations, which bump `generation`; `status`, what was seen, is only ever a
+ * report of what happened: the workspace controller's observations (writeStatus), the activity the
+ * proxy and the opens saw, a home recovered from a backup. A field a request can set is spec.
+ */
 export interface WorkspaceRecord {
   id: string;
   userId: string | null;
   slug: string;
+  spec: WorkspaceSpec;
+  status: WorkspaceRecordStatus;
+}
+
+/** The desired half of a workspace (see WorkspaceRecord): what it is wanted to be. */
+export interface WorkspaceSpec {
   desiredState: DesiredState;
+  /** Moves with every change of the spec; the controller reports which one it converged (`status.observedGeneration`). */
   generation: number;
+  /** Moves when an admin asks for a fresh code container. */
   restartGeneration: number;
-  observedState: ObservedState;
-  observedGeneration: number;
-  statusMessage: string;
-  lastTransitionAt: Date | null;
-  lastActivityAt: Date | null;
-  /** `host:port` of the editor while the code container runs (observed by the controller). */
-  editorEndpoint: string | null;
   /** The volume its home lives on, when a restore replaced the default one (`ws-<slug>-home`); null: the default. */
   homeVolume: string | null;
-  /** Home volumes a restore replaced, for the controller to remove once nothing mounts them. */
+  /** Home volumes a restore replaced, for the controller to remove once nothing mounts them (it then takes them off, forgetRetired). */
   retiredVolumes: string[];
   /** Who stopped it last, and when (null: never stopped since these were recorded). */
   stoppedBy: StoppedBy | null;
   stoppedAt: Date | null;
-  /**
-   * When its home was last brought back from a backup because the swarm node it was on was lost:
-   * when that happened, the time of the backup it got back (what its student is told), and why.
-   */
-  homeRestore: { at: Date; from: Date; reason: string } | null;
-  /** The swarm node its editor was last seen on (observed; null on one engine, or before it was). */
-  node: string | null;
 }
 
-/** The observed half of a workspace, written by the workspace controller. */
+/** What the workspace controller reports of a workspace (writeStatus): its part of the observed half. */
 export interface WorkspaceStatus {
   observedState: ObservedState;
   observedGeneration: number;
@@ -66,6 +67,21 @@ export interface WorkspaceStatus {
   editorEndpoint?: string | null;
   /** The swarm node its editor is on; undefined: as recorded. */
   node?: string;
+}
+
+/** The observed half of a workspace (see WorkspaceRecord): the controller's last report as recorded, and what else was seen. */
+export interface WorkspaceRecordStatus extends Required<Omit<WorkspaceStatus, 'node'>> {
+  /** The swarm node its editor was last seen on (null on one engine, or before it was). */
+  node: string | null;
+  /** When `observedState` last changed. */
+  lastTransitionAt: Date | null;
+  /** The last activity seen: an open, traffic through the proxy, a run's end (the idle sweep's measure). */
+  lastActivityAt: Date | null;
+  /**
+   * When its home was last brought back from a backup because the swarm node it was on was lost:
+   * when that happened, the time of the backup it got back (what its student is told), and why.
+   */
+  homeRestore: { at: Date; from: Date; reason: string } | null;
 }
 
 /** A run in progress as the overview counts it. */
@@ -113,22 +129,28 @@ export const WORKSPACES = rowCodec(
     id: row.id,
     userId: row.user_id,
     slug: row.slug,
-    desiredState: row.desired_state,
-    generation: row.generation,
-    restartGeneration: row.restart_generation,
-    observedState: row.observed_state,
-    observedGeneration: row.observed_generation,
-    statusMessage: row.status_message,
-    lastTransitionAt: row.last_transition_at,
-    lastActivityAt: row.last_activity_at,
-    editorEndpoint: row.editor_endpoint,
-    homeVolume: row.home_volume,
-    retiredVolumes: row.retired_volumes,
-    stoppedBy: row.stopped_by,
-    stoppedAt: row.stopped_at,
-    homeRestore:
-      row.home_restored_at && row.home_restored_from ? { at: row.home_restored_at, from: row.home_restored_from, reason: row.home_restore_reason ?? '' } : null,
-    node: row.node,
+    spec: {
+      desiredState: row.desired_state,
+      generation: row.generation,
+      restartGeneration: row.restart_generation,
+      homeVolume: row.home_volume,
+      retiredVolumes: row.retired_volumes,
+      stoppedBy: row.stopped_by,
+      stoppedAt: row.stopped_at,
+    },
+    status: {
+      observedState: row.observed_state,
+      observedGeneration: row.observed_generation,
+      statusMessage: row.status_message,
+      editorEndpoint: row.editor_endpoint,
+      node: row.node,
+      lastTransitionAt: row.last_transition_at,
+      lastActivityAt: row.last_activity_at,
+      homeRestore:
+        row.home_restored_at && row.home_restored_from
+          ? { at: row.home_restored_at, from: row.home_restored_from, reason: row.home_restore_reason ?? '' }
+          : null,
+    },
   }),
 );
 const COLUMNS = WORKSPACES.columns;
@@ -193,10 +215,10 @@ export async function markDeleted(tx: Tx, id: string): Promise<WorkspaceRecord> 
 
 /** Throws 409 `workspace_running` unless a workspace is wanted stopped and its editor no longer runs. */
 export function assertStopped(workspace: WorkspaceRecord): void {
-  if (workspace.desiredState === 'running') {
+  if (workspace.spec.desiredState === 'running') {
     throw ConflictError('workspace_running', `Workspace ${workspace.slug} is running; stop it first (cli workspaces stop ${workspace.slug}).`);
   }
-  if (workspace.observedState === 'running' || workspace.observedState === 'starting') {
+  if (workspace.status.observedState === 'running' || workspace.status.observedState === 'starting') {
     throw ConflictError('workspace_running', `Workspace ${workspace.slug} is still stopping; try again in a moment.`);
   }
 }
@@ -207,7 +229,7 @@ const notFound = (id: string) => NotFoundError('workspace_not_found', `No worksp
 async function lockWorkspace(tx: Tx, id: string): Promise<WorkspaceRecord> {
   if (!isUuid(id)) throw notFound(id);
   const workspace = await WORKSPACES.first(tx, `SELECT ${COLUMNS} FROM workspaces WHERE id = $1 FOR UPDATE`, [id]);
-  if (!workspace || workspace.desiredState === 'deleted') throw notFound(id);
+  if (!workspace || workspace.spec.desiredState === 'deleted') throw notFound(id);
   return workspace;
 }
 
@@ -261,7 +283,7 @@ export class WorkspaceStore {
   /** The workspace an operator names (slug or owner's email), not deleted; 404 `workspace_not_found` otherwise. */
   async resolve(slugOrEmail: string): Promise<WorkspaceRecord> {
     const found = await this.find(slugOrEmail);
-    if (!found || found.desiredState === 'deleted') {
+    if (!found || found.spec.desiredState === 'deleted') {
       throw NotFoundError('workspace_not_found', `No workspace ${JSON.stringify(slugOrEmail)} (give a slug or an owner's email).`);
     }
     return found;
@@ -287,7 +309,7 @@ export class WorkspaceStore {
     return this.mutate<{ workspace: WorkspaceRecord; alreadyRunning: boolean }>(async (tx) => {
       const cap = await readCap(tx, this.environmentCap, true);
       const workspace = await lockWorkspace(tx, id);
-      if (workspace.desiredState === 'running') {
+      if (workspace.spec.desiredState === 'running') {
         await tx.query('UPDATE workspaces SET last_activity_at = now() WHERE id = $1', [id]);
         return { value: { workspace, alreadyRunning: true }, changed: [], audit: null };
       }
@@ -322,7 +344,7 @@ export class WorkspaceStore {
       return {
         value: after,
         changed: [workspaceChange(id)],
-        audit: { actor, action: 'container.stop', target: { kind: 'workspace', id }, metadata: { slug: before.slug, from: before.desiredState } },
+        audit: { actor, action: 'container.stop', target: { kind: 'workspace', id }, metadata: { slug: before.slug, from: before.spec.desiredState } },
       };
     });
   }
@@ -334,7 +356,7 @@ export class WorkspaceStore {
   restartCode(actor: Actor, id: string): Promise<WorkspaceRecord> {
     return this.mutate(async (tx) => {
       const before = await lockWorkspace(tx, id);
-      if (before.desiredState !== 'running')
+      if (before.spec.desiredState !== 'running')
         throw ConflictError('workspace_not_running', `Workspace ${before.slug} is stopped; there is no code container to restart.`);
       const after = await WORKSPACES.one(
         tx,
@@ -411,7 +433,7 @@ export class WorkspaceStore {
   ): Promise<WorkspaceRecord> {
     return this.mutate(async (tx) => {
       const before = await lockWorkspace(tx, id);
-      if (before.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `Workspace ${before.slug} was deleted.`);
+      if (before.spec.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `Workspace ${before.slug} was deleted.`);
       const after = await WORKSPACES.one(
         tx,
         `UPDATE workspaces SET home_volume = $2,

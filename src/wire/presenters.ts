@@ -55,20 +55,20 @@ export function presentStudentWorkspace(
   workspace: WorkspaceRecord,
   extra: { idle?: IdleForecast; run?: RunRecord | null; idleStopMinutes?: number; disk?: HomeDiskStatus | null } = {},
 ): StudentWorkspace {
-  const stopped = workspace.desiredState === 'stopped' && workspace.stoppedBy && workspace.stoppedAt;
+  const stopped = workspace.spec.desiredState === 'stopped' && workspace.spec.stoppedBy && workspace.spec.stoppedAt;
   return {
     id: workspace.id,
     slug: workspace.slug,
-    desiredState: workspace.desiredState,
-    observedState: workspace.observedState,
-    statusMessage: workspace.statusMessage,
-    ready: workspace.observedState === 'running' && workspace.editorEndpoint !== null,
+    desiredState: workspace.spec.desiredState,
+    observedState: workspace.status.observedState,
+    statusMessage: workspace.status.statusMessage,
+    ready: workspace.status.observedState === 'running' && workspace.status.editorEndpoint !== null,
     // Why a stopped workspace stopped, for its student's page: by whom, when (and, for the idle sweep, after how long).
     stopped: stopped
       ? {
-          by: workspace.stoppedBy!,
-          at: workspace.stoppedAt!.toISOString(),
-          ...(workspace.stoppedBy === 'idle' && extra.idleStopMinutes !== undefined && { afterIdleMinutes: extra.idleStopMinutes }),
+          by: workspace.spec.stoppedBy!,
+          at: workspace.spec.stoppedAt!.toISOString(),
+          ...(workspace.spec.stoppedBy === 'idle' && extra.idleStopMinutes !== undefined && { afterIdleMinutes: extra.idleStopMinutes }),
         }
       : null,
     ...(extra.idle && { idle: { stopsAt: iso(extra.idle.stopsAt), warnFrom: iso(extra.idle.warnFrom) } }),
@@ -93,33 +93,33 @@ export function presentWorkspaceChange(workspace: WorkspaceRecord): WorkspaceCha
   return {
     id: workspace.id,
     slug: workspace.slug,
-    desiredState: workspace.desiredState,
-    generation: workspace.generation,
-    restartGeneration: workspace.restartGeneration,
-    observedState: workspace.observedState,
-    observedGeneration: workspace.observedGeneration,
+    desiredState: workspace.spec.desiredState,
+    generation: workspace.spec.generation,
+    restartGeneration: workspace.spec.restartGeneration,
+    observedState: workspace.status.observedState,
+    observedGeneration: workspace.status.observedGeneration,
   };
 }
 
 /** Whether what is observed of a workspace already matches its spec (the answer is then 200, else 202). */
 export const converged = (workspace: WorkspaceRecord): boolean =>
-  workspace.observedGeneration === workspace.generation && workspace.observedState === workspace.desiredState;
+  workspace.status.observedGeneration === workspace.spec.generation && workspace.status.observedState === workspace.spec.desiredState;
 
 /** A run as its student sees it. */
 export function presentRun(run: RunRecord): Run {
   return {
     id: run.id,
-    status: run.status,
-    desiredState: run.desiredState,
-    stoppedBy: run.stoppedBy,
-    queuedAt: run.queuedAt.toISOString(),
-    readyAt: iso(run.readyAt),
-    endedAt: iso(run.endedAt),
-    exitCode: run.exitCode,
-    reason: run.reason,
-    output: run.output,
-    outputLength: run.outputLength,
-    outputTruncated: run.outputTruncated,
+    status: run.status.phase,
+    desiredState: run.spec.desiredState,
+    stoppedBy: run.spec.stoppedBy,
+    queuedAt: run.status.queuedAt.toISOString(),
+    readyAt: iso(run.status.readyAt),
+    endedAt: iso(run.status.endedAt),
+    exitCode: run.status.exitCode,
+    reason: run.status.reason,
+    output: run.status.output,
+    outputLength: run.status.outputLength,
+    outputTruncated: run.status.outputTruncated,
   };
 }
 
@@ -147,7 +147,14 @@ export function presentClassRun(run: ClassRunRecord): ClassRun {
 
 /** The `end` event of a run's output stream: how it ended. */
 export function presentRunEnd(run: RunRecord): RunEnd {
-  return { id: run.id, status: run.status, reason: run.reason, exitCode: run.exitCode, endedAt: iso(run.endedAt), outputLength: run.outputLength };
+  return {
+    id: run.id,
+    status: run.status.phase,
+    reason: run.status.reason,
+    exitCode: run.status.exitCode,
+    endedAt: iso(run.status.endedAt),
+    outputLength: run.status.outputLength,
+  };
 }
 
 /** What a code container is wanted to be, in the overview's words (a deleted workspace's container is to be `removed`). */
@@ -165,12 +172,12 @@ export function presentOverview(overview: OverviewRecords): Status {
     workspaces: workspaces.map((workspace) => ({
       ...presentWorkspaceChange(workspace),
       userId: workspace.userId,
-      statusMessage: workspace.statusMessage,
-      lastTransitionAt: iso(workspace.lastTransitionAt),
-      lastActivityAt: iso(workspace.lastActivityAt),
-      node: workspace.node,
+      statusMessage: workspace.status.statusMessage,
+      lastTransitionAt: iso(workspace.status.lastTransitionAt),
+      lastActivityAt: iso(workspace.status.lastActivityAt),
+      node: workspace.status.node,
       containers: [
-        { role: 'code', desiredState: CODE_DESIRED[workspace.desiredState], observedState: workspace.observedState },
+        { role: 'code', desiredState: CODE_DESIRED[workspace.spec.desiredState], observedState: workspace.status.observedState },
         ...(runsByWorkspace.get(workspace.id) ?? []).map((run) => ({
           role: 'sim' as const,
           runId: run.id,
@@ -205,8 +212,8 @@ export function presentCapacity(overview: OverviewRecords): Capacity {
   return {
     cap: overview.cap.value,
     source: overview.cap.source,
-    wantedRunning: workspaces.filter((workspace) => workspace.desiredState === 'running').length,
-    running: workspaces.filter((workspace) => workspace.observedState === 'running').length,
+    wantedRunning: workspaces.filter((workspace) => workspace.spec.desiredState === 'running').length,
+    running: workspaces.filter((workspace) => workspace.status.observedState === 'running').length,
   };
 }
 

@@ -97,12 +97,12 @@ async function runningRobot(): Promise<{ runId: string; nt: Nt4Client }> {
     'the run running',
     async () => {
       const current = await harness.store.runs.get(runId);
-      if (current && current.status !== 'queued' && current.status !== 'running') throw new Error(`the run ended: ${JSON.stringify(current)}`);
-      return current?.status === 'running' && current.simEndpoint ? current : undefined;
+      if (current && current.status.phase !== 'queued' && current.status.phase !== 'running') throw new Error(`the run ended: ${JSON.stringify(current)}`);
+      return current?.status.phase === 'running' && current.status.simEndpoint ? current : undefined;
     },
     180_000,
   );
-  const nt = await Nt4Client.connect(`ws://${run.simEndpoint}/nt/driver-station-test`);
+  const nt = await Nt4Client.connect(`ws://${run.status.simEndpoint}/nt/driver-station-test`);
   await nt.until(MODE, () => true);
   return { runId, nt };
 }

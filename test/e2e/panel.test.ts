@@ -284,7 +284,7 @@ describe('workspaces', () => {
       expect(await dialog.textContent()).toContain(ada.email);
       await dialog.getByRole('button', { name: 'Stop' }).click();
       await page.getByText(`${ada.workspace.slug} is stopping.`).waitFor();
-      expect((await app.store.workspaces.get(ada.workspace.id))?.desiredState).toBe('stopped');
+      expect((await app.store.workspaces.get(ada.workspace.id))?.spec.desiredState).toBe('stopped');
       expect((await auditActions()).at(-1)).toBe(`${coach.email} container.stop`);
       // It updates live: the controller's stop reaches the page without a reload.
       await page.locator('.state.stopped').waitFor({ timeout: 20_000 });
@@ -301,7 +301,7 @@ describe('workspaces', () => {
       expect(await dialog.locator('ul.names').textContent()).toBe(`${ada.workspace.slug} (${ada.email})`);
       await dialog.getByRole('button', { name: 'Stop them' }).click();
       await page.getByText('Stopping 1; 0 skipped.').waitFor();
-      expect((await app.store.workspaces.get(ada.workspace.id))?.desiredState).toBe('stopped');
+      expect((await app.store.workspaces.get(ada.workspace.id))?.spec.desiredState).toBe('stopped');
     });
     const skipped = await fetch(`${app.url}/admin/workspaces/stop`, {
       method: 'POST',
@@ -495,7 +495,7 @@ describe('backups', () => {
       await dialog.getByRole('button', { name: 'Replace the files' }).click();
       await page.getByText(`into ${bob.workspace.slug}, without the first student's editor state, credentials and history.`).waitFor({ timeout: 30_000 });
       expect((await auditActions()).at(-1)).toBe(`${coach.email} workspace.restore`);
-      expect((await app.store.workspaces.get(bob.workspace.id))!.homeVolume).toMatch(new RegExp(`^ws-${bob.workspace.slug}-home-restore-`));
+      expect((await app.store.workspaces.get(bob.workspace.id))!.spec.homeVolume).toMatch(new RegExp(`^ws-${bob.workspace.slug}-home-restore-`));
     });
   }, 90_000);
 
@@ -517,7 +517,7 @@ describe('backups', () => {
       await dialog.getByRole('button', { name: `Stop ${ada.workspace.slug} and replace the files` }).click();
       await page.getByText(`into ${ada.workspace.slug}.`).waitFor({ timeout: 30_000 });
       expect(await dialog.isVisible()).toBe(false);
-      expect((await app.store.workspaces.get(ada.workspace.id))!.desiredState).toBe('stopped');
+      expect((await app.store.workspaces.get(ada.workspace.id))!.spec.desiredState).toBe('stopped');
       // Stopped, its current files kept (the restore's own safety copy), then restored: one press.
       expect((await auditActions()).slice(-3)).toEqual([
         `${coach.email} container.stop`,

@@ -116,7 +116,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     const answer = await fetch(`${balancer.url}/u/${ada.workspace.slug}/api/runs`, { method: 'POST', headers: { cookie: ada.cookie, origin: balancer.url } });
     expect(answer.status).toBe(202);
     const runId = ((await answer.json()) as { run: { id: string } }).run.id;
-    await eventually('the run running', async () => (await harness.store.runs.get(runId))?.status === 'running', 180_000);
+    await eventually('the run running', async () => (await harness.store.runs.get(runId))?.status.phase === 'running', 180_000);
     const simBefore = await started(await runningContainer(`service.run-id=${runId}`));
 
     // One replica at a time; after each, the editor is connected again (each WebSocket closed by
@@ -153,7 +153,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     expect(await started(await editorContainer())).toEqual(editorBefore);
     expect(await started(await runningContainer(`service.run-id=${runId}`))).toEqual(simBefore);
     const run = (await harness.store.runs.get(runId))!;
-    expect(run.status).toBe('running');
-    await eventually('the run output still growing', async () => (await harness.store.runs.get(runId))!.outputLength > run.outputLength, 30_000);
+    expect(run.status.phase).toBe('running');
+    await eventually('the run output still growing', async () => (await harness.store.runs.get(runId))!.status.outputLength > run.status.outputLength, 30_000);
   });
 }, 600_000);

@@ -264,10 +264,10 @@ it('warns in the editor before the idle sweep stops the workspace, and Keep work
     // Nobody touches anything: within the warning's time, the notice comes.
     const notice = page.locator('.notifications-toasts').getByText(/will be stopped in about/);
     await notice.waitFor({ timeout: 60_000 });
-    const before = (await app.store.workspaces.get(ada.workspace.id))!.lastActivityAt!.getTime();
+    const before = (await app.store.workspaces.get(ada.workspace.id))!.status.lastActivityAt!.getTime();
     await page.locator('.notifications-toasts').getByRole('button', { name: 'Keep working' }).click();
     await page.locator('.notifications-toasts').getByText('Your workspace keeps running.').waitFor();
-    expect((await app.store.workspaces.get(ada.workspace.id))!.lastActivityAt!.getTime()).toBeGreaterThan(before);
-    expect((await app.store.workspaces.get(ada.workspace.id))!.desiredState).toBe('running');
+    expect((await app.store.workspaces.get(ada.workspace.id))!.status.lastActivityAt!.getTime()).toBeGreaterThan(before);
+    expect((await app.store.workspaces.get(ada.workspace.id))!.spec.desiredState).toBe('running');
   });
 }, 240_000);

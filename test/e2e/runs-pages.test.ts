@@ -187,7 +187,7 @@ it("lists the class's runs in the panel, filtered through the URL, shows one liv
     expect(await table.first().innerText()).toContain('failed: compile or boot failed (exit code 1)');
 
     // The failed one's own page says its exit code once (issue 41: the reason says it, and it was added again).
-    const failed = (await harness.store.runs.recent(ada.workspace.id, 5)).find((each) => each.status === 'failed')!;
+    const failed = (await harness.store.runs.recent(ada.workspace.id, 5)).find((each) => each.status.phase === 'failed')!;
     await gotoAndWait(
       page,
       `${app.url}/panel/runs/${failed.id}`,

@@ -231,7 +231,7 @@ it('opens a stopped workspace from its page on the control plane and ends at the
     await page.getByRole('button', { name: 'Open', exact: true }).click();
     await page.locator('#state').filter({ hasText: 'Starting…' }).waitFor();
     expect((await opened).status()).toBe(202);
-    expect((await app.store.workspaces.get(tim.workspace.id))?.desiredState).toBe('running');
+    expect((await app.store.workspaces.get(tim.workspace.id))?.spec.desiredState).toBe('running');
     // Once the controller has Tim's editor up, the page goes there.
     await page.waitForURL(`${originOf(tim)}/`, { timeout: 20_000 });
     expect(await page.locator('body').textContent()).toBe(`editor stand-in: /`);

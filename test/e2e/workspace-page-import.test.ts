@@ -112,7 +112,7 @@ it('imports a team project after asking, showing each phase, then says where the
     expect(await progress.locator('li.past').allTextContents()).toEqual(['Checking the address', 'Cloning', 'Backing up your home', 'Copying into your home']);
     await page.screenshot({ path: path.join(shots, '4-import-done.png'), fullPage: true });
     // It stopped the workspace itself, and the home is the team's project.
-    expect((await harness.store.workspaces.get(student.workspace.id))?.desiredState).toBe('stopped');
+    expect((await harness.store.workspaces.get(student.workspace.id))?.spec.desiredState).toBe('stopped');
     expect(names.home((await harness.store.workspaces.get(student.workspace.id))!)).toMatch(/-home-restore-/);
     expect(await page.getByRole('button', { name: 'Open', exact: true }).isEnabled()).toBe(true);
   });
@@ -154,7 +154,7 @@ it('resets to the starter after asking, naming the backup, and Cancel does nothi
     await page.screenshot({ path: path.join(shots, '6-reset-confirm.png') });
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     expect(await dialog.isVisible()).toBe(false);
-    expect((await harness.store.workspaces.get(student.workspace.id))?.desiredState).toBe('running');
+    expect((await harness.store.workspaces.get(student.workspace.id))?.spec.desiredState).toBe('running');
 
     await page.getByRole('button', { name: 'Reset to starter…' }).click();
     await dialog.getByRole('button', { name: 'Back up, then reset' }).click();
@@ -189,7 +189,7 @@ it('restarts a run in one click: the run stopped, a new one followed', async () 
         return active && active.id !== first.id;
       });
       await page.locator('#run-state').getByText('Running').waitFor({ timeout: 30_000 });
-      expect((await harness.store.runs.get(first.id))?.status).toBe('stopped');
+      expect((await harness.store.runs.get(first.id))?.status.phase).toBe('stopped');
       expect(await page.locator('#runs tr').count()).toBe(2);
       await page.screenshot({ path: path.join(shots, '8-restarted.png'), fullPage: true });
     });

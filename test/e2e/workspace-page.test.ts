@@ -78,7 +78,7 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     // Still there a minute later: it goes when dismissed, or when an Open succeeds.
     await page.clock.fastForward(60_000);
     expect(await toast.isVisible()).toBe(true);
-    expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('stopped');
+    expect((await harness.store.workspaces.get(sam.workspace.id))?.spec.desiredState).toBe('stopped');
     await rm(screenshot, { force: true });
     await page.screenshot({ path: screenshot });
     expect((await stat(screenshot)).size).toBeGreaterThan(0);
@@ -91,7 +91,7 @@ it('shows the capacity toast on Open at the cap, then opens the editor once a sl
     await page.getByText('editor stand-in').waitFor({ timeout: 20_000 });
     expect(await page.locator('body').textContent()).toContain(`editor stand-in: /`);
     expect(page.url()).toBe(`${app.url}/u/${sam.workspace.slug}/`);
-    expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('running');
+    expect((await harness.store.workspaces.get(sam.workspace.id))?.spec.desiredState).toBe('running');
   });
 }, 35_000);
 
@@ -117,7 +117,7 @@ it('lets a student stop their own workspace and sign out from its page, and offe
     // Nothing offers the editor or a run of a workspace that is stopping.
     expect(await page.getByRole('link', { name: 'Open the editor' }).isVisible()).toBe(false);
     expect(await page.getByRole('button', { name: 'Run', exact: true }).isEnabled()).toBe(false);
-    expect((await harness.store.workspaces.get(sam.workspace.id))?.desiredState).toBe('stopped');
+    expect((await harness.store.workspaces.get(sam.workspace.id))?.spec.desiredState).toBe('stopped');
     const [entry] = (await db.dataSource.query("SELECT actor_email FROM audit_log WHERE action = 'container.stop' ORDER BY id DESC LIMIT 1")) as {
       actor_email: string;
     }[];

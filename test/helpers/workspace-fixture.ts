@@ -90,7 +90,7 @@ export function codeContainer(of: WorkspaceRecord, overrides: Partial<Parameters
     workspaceId: of.id,
     slug: of.slug,
     specHash: HASH,
-    restartGeneration: of.restartGeneration,
+    restartGeneration: of.spec.restartGeneration,
     ...overrides,
   });
 }
@@ -99,9 +99,9 @@ export function codeContainer(of: WorkspaceRecord, overrides: Partial<Parameters
 export const status = async (id: string) => {
   const current = (await store.workspaces.get(id))!;
   return {
-    observedState: current.observedState,
-    statusMessage: current.statusMessage,
-    editorEndpoint: current.editorEndpoint,
-    observedGeneration: current.observedGeneration,
+    observedState: current.status.observedState,
+    statusMessage: current.status.statusMessage,
+    editorEndpoint: current.status.editorEndpoint,
+    observedGeneration: current.status.observedGeneration,
   };
 };

@@ -32,8 +32,8 @@ export async function waitForState(store: Store, id: string, state: ObservedStat
     async () => {
       const current = await store.workspaces.get(id);
       // Observed for the current spec: a status written by a reconcile that began before the last change does not count.
-      const converged = current?.observedState === state && current.observedGeneration === current.generation;
-      return converged && (state !== 'running' || current.editorEndpoint) ? current : undefined;
+      const converged = current?.status.observedState === state && current.status.observedGeneration === current.spec.generation;
+      return converged && (state !== 'running' || current.status.editorEndpoint) ? current : undefined;
     },
     timeoutMs,
   );

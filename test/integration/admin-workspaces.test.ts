@@ -30,7 +30,7 @@ describe('GET /admin/status', () => {
   it('lists workspaces with desired and observed state per container, the active build count and the capacity', async () => {
     const ada = await workspace('ada@school.test', true);
     const bob = await workspace('bob@school.test');
-    await app.store.workspaces.writeStatus(ada.id, { observedState: 'running', observedGeneration: ada.generation, statusMessage: '' });
+    await app.store.workspaces.writeStatus(ada.id, { observedState: 'running', observedGeneration: ada.spec.generation, statusMessage: '' });
     const [queued] = await db.dataSource.query('INSERT INTO runs (workspace_id) VALUES ($1) RETURNING id', [ada.id]);
     const response = await fetch(`${app.url}/admin/status`, { headers: admin });
     expect(response.status).toBe(200);
@@ -103,8 +103,8 @@ describe('GET /admin/workspaces', () => {
   it("shows a running workspace's last CPU and memory sample, and none for a stopped one whatever was sampled last", async () => {
     const ada = await workspace('ada@school.test', true);
     const bob = await workspace('bob@school.test');
-    await app.store.workspaces.writeStatus(ada.id, { observedState: 'running', observedGeneration: ada.generation, statusMessage: '' });
-    await app.store.workspaces.writeStatus(bob.id, { observedState: 'stopped', observedGeneration: bob.generation, statusMessage: '' });
+    await app.store.workspaces.writeStatus(ada.id, { observedState: 'running', observedGeneration: ada.spec.generation, statusMessage: '' });
+    await app.store.workspaces.writeStatus(bob.id, { observedState: 'stopped', observedGeneration: bob.spec.generation, statusMessage: '' });
     // As the stats sampler records its pass (bob's sample is from before he stopped).
     await app.store.workspaceList.recordStats([
       { workspaceId: ada.id, cpuPercent: 12.5, memoryPercent: 40 },
@@ -213,7 +213,7 @@ describe('POST /admin/workspaces/:workspaceId/stop-containers', () => {
         id: ada.id,
         slug: 'ada',
         desiredState: 'stopped',
-        generation: ada.generation + 1,
+        generation: ada.spec.generation + 1,
         restartGeneration: 0,
         observedState: 'unknown',
         observedGeneration: 0,
@@ -226,7 +226,7 @@ describe('POST /admin/workspaces/:workspaceId/stop-containers', () => {
 
   it('answers 200 when the workspace is already observed stopped', async () => {
     const bob = await workspace('bob@school.test');
-    await app.store.workspaces.writeStatus(bob.id, { observedState: 'stopped', observedGeneration: bob.generation, statusMessage: '' });
+    await app.store.workspaces.writeStatus(bob.id, { observedState: 'stopped', observedGeneration: bob.spec.generation, statusMessage: '' });
     const response = await post(`/admin/workspaces/${bob.id}/stop-containers`);
     expect(response.status).toBe(200);
   });

@@ -222,7 +222,7 @@ describe('the CLI', () => {
       ((await docker.listVolumes({ filters: { label: [`${LABELS.workspaceId}=${ada.workspace.id}`] } })).Volumes ?? []).map((volume) => volume.Name);
     await eventually('only the current home volume left', async () => JSON.stringify(await volumesOfAda()) === JSON.stringify([home]), 20_000);
     // The controller removes a volume, then forgets it: the record follows a moment after the engine.
-    await eventually('the replaced homes forgotten', async () => (await workspaceOf(ada)).retiredVolumes.length === 0, 20_000);
+    await eventually('the replaced homes forgotten', async () => (await workspaceOf(ada)).spec.retiredVolumes.length === 0, 20_000);
     expect(await volumesOfAda()).toEqual([home]);
   }, 60_000);
 

@@ -164,7 +164,7 @@ describe('users', () => {
     const result = await cli(['users', 'delete', 'ada@school.test', '--yes'], env);
     expect(result).toMatchObject({ code: EXIT.ok, stdout: `Deleted ada@school.test; workspace ada and its files are being removed.${UNATTENDED}\n` });
     expect(await store.users.get(ada.id)).toBeUndefined();
-    expect((await store.workspaces.get(ada.workspaceId!))?.desiredState).toBe('deleted');
+    expect((await store.workspaces.get(ada.workspaceId!))?.spec.desiredState).toBe('deleted');
     expect((await audit()).map((row) => row.action)).toEqual(['user.delete']);
   });
 });
@@ -224,7 +224,7 @@ describe('workspaces, status and the cap', () => {
     const ada = await user('ada@school.test');
     await store.workspaces.open(ada.workspaceId!);
     expect(await cli(['workspaces', 'stop', 'ada@school.test'], env)).toMatchObject({ code: EXIT.ok, stdout: `Workspace ada is set to stop.${UNATTENDED}\n` });
-    expect((await store.workspaces.get(ada.workspaceId!))?.desiredState).toBe('stopped');
+    expect((await store.workspaces.get(ada.workspaceId!))?.spec.desiredState).toBe('stopped');
     expect((await audit()).map((row) => [row.actor_email, row.action])).toEqual([['cli', 'container.stop']]);
     expect((await cli(['workspaces', 'stop', 'nobody'], env)).code).toBe(EXIT.notFound);
     // An email is compared as users are (any case); a NUL names no one (never a database error).
@@ -330,7 +330,7 @@ describe('nodes', () => {
     const { workspace } = await store.users.create({ email: 'ada@school.test' });
     await store.workspaces.writeStatus(workspace.id, {
       observedState: 'running',
-      observedGeneration: workspace.generation,
+      observedGeneration: workspace.spec.generation,
       statusMessage: '',
       editorEndpoint: '10.0.0.1:30001',
       node: 'n1',

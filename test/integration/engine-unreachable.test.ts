@@ -82,7 +82,7 @@ describe('a first start without a Docker Engine', () => {
     proxy = await new TcpProxy(await realEngine()).listenAt(socket);
     const back = await server.waitForLog(reachableAgain, 20_000);
     expect(back).toMatchObject({ level: 'info', address: `unix://${socket}` });
-    await eventually('the workspace running', async () => (await store.workspaces.get(workspace.id))?.observedState === 'running', 60_000);
+    await eventually('the workspace running', async () => (await store.workspaces.get(workspace.id))?.status.observedState === 'running', 60_000);
     expect(server.records.filter(cannotBeReached)).toHaveLength(1);
     expect(server.records.filter(reachableAgain)).toHaveLength(1);
   }, 150_000);

@@ -116,7 +116,7 @@ it('a frozen replica: its editors are let go within seconds, the requests it hel
   );
   for (const { student, status } of asked) {
     const workspace = (await harness.store.workspaces.get(student.workspace.id))!;
-    expect(workspace.desiredState).toBe(status === 202 ? 'running' : 'stopped');
+    expect(workspace.spec.desiredState).toBe(status === 202 ? 'running' : 'stopped');
   }
 }, 180_000);
 
@@ -146,5 +146,5 @@ it('an API request that a replica cannot answer within the API timeout ends as a
   }
   // The row free, the replica's open goes on and is rolled back: its client is gone.
   await eventually('the replica to refuse the abandoned open', async () => logged() === before + 1, 30_000);
-  expect((await harness.store.workspaces.get(bea.workspace.id))!.desiredState).toBe('stopped');
+  expect((await harness.store.workspaces.get(bea.workspace.id))!.spec.desiredState).toBe('stopped');
 }, 120_000);

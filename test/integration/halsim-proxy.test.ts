@@ -71,7 +71,7 @@ async function robotRunning(): Promise<Robot> {
   const answer = await fetch(`${app.url}/u/${student.workspace.slug}/api/runs`, { method: 'POST', headers: { cookie: student.cookie, origin: app.url } });
   expect(answer.status).toBe(202);
   const runId = ((await answer.json()) as { run: { id: string } }).run.id;
-  await eventually('the run running', async () => (await harness.store.runs.get(runId))?.status === 'running', 30_000);
+  await eventually('the run running', async () => (await harness.store.runs.get(runId))?.status.phase === 'running', 30_000);
   return { student, runId };
 }
 
@@ -267,7 +267,7 @@ describe('bad input', () => {
       const now = await hears(robot, `the disable after ${what}`, (seen) => on(seen, tab.number).length === 3);
       expect([what, on(now, tab.number)]).toEqual([what, [DISABLE, ENABLE, DISABLE]]);
     }
-    expect((await harness.store.runs.get(robot.runId))?.status).toBe('running');
+    expect((await harness.store.runs.get(robot.runId))?.status.phase).toBe('running');
     expect((await sent('rejected')) - rejected).toBe(cases.length);
     // One line for all of them (a minute's repeats are folded).
     expect(app.logs.filter((record) => String(record.message).startsWith(`closed the HALSim connection of ${robot.student.workspace.slug}'s driver`))).toEqual([
@@ -400,7 +400,7 @@ describe('the robot is disabled', () => {
     expect(performance.now() - revoked).toBeLessThan(1000);
     const now = await hears(robot, 'its driver gone', (seen) => !seen.connected);
     expect(on(now, tab.number).at(-1)).toBe(DISABLE);
-    expect((await harness.store.runs.get(robot.runId))?.status).toBe('running');
+    expect((await harness.store.runs.get(robot.runId))?.status.phase).toBe('running');
   }, 60_000);
 
   it('and the browser told, when the workspace is stopped (its run with it), or the run ends', async () => {

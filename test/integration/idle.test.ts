@@ -86,13 +86,13 @@ it('stops a workspace whose student does nothing, even with its editor connected
   } finally {
     clearInterval(working);
   }
-  expect((await harness.store.workspaces.get(bob.workspace.id))?.desiredState).toBe('stopped');
+  expect((await harness.store.workspaces.get(bob.workspace.id))?.spec.desiredState).toBe('stopped');
   await waitForState(harness.store, bob.workspace.id, 'stopped');
   expect((await inspectByName(`ws-${bob.workspace.slug}-code`))?.State.Running).toBe(false);
   // Stopping it ended the editor's connection too.
   await eventually('the tab closed', async () => tab.readyState === WebSocket.CLOSED, 5000);
 
-  expect(await harness.store.workspaces.get(ada.workspace.id)).toEqual(expect.objectContaining({ desiredState: 'running', observedState: 'running' }));
+  expect(await harness.store.workspaces.get(ada.workspace.id)).toMatchObject({ spec: { desiredState: 'running' }, status: { observedState: 'running' } });
   expect((await inspectByName(`ws-${ada.workspace.slug}-code`))?.State.Running).toBe(true);
   expect(await stopsTotal()).toBe(1);
   expect(idleLines()).toEqual([expect.objectContaining({ category: 'control.idle', level: 'info', workspaceId: bob.workspace.id, slug: bob.workspace.slug })]);
@@ -104,7 +104,7 @@ it('lets a workspace go idle once its student stops working', async () => {
   // ...but once the idle limit passes without any, it is stopped too.
   await sleep(3500);
   expect(await idleSweep.sweep()).toEqual([ada.workspace.id]);
-  expect((await harness.store.workspaces.get(ada.workspace.id))?.desiredState).toBe('stopped');
+  expect((await harness.store.workspaces.get(ada.workspace.id))?.spec.desiredState).toBe('stopped');
   await waitForState(harness.store, ada.workspace.id, 'stopped');
   expect((await inspectByName(`ws-${ada.workspace.slug}-code`))?.State.Running).toBe(false);
   expect(await stopsTotal()).toBe(2);

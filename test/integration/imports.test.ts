@@ -125,7 +125,7 @@ const auditOf = async (student: Student) =>
 /** This test's volumes a failed import or reset may have left: fresh homes no workspace points at. */
 async function strayVolumes(): Promise<string[]> {
   const { Volumes } = await docker.listVolumes({ filters: { label: [`${CONTROL_PLANE_LABEL}=${harness.controlPlaneId}`] } });
-  const homes = new Set((await harness.store.workspaces.list()).flatMap((workspace) => [names.home(workspace), ...workspace.retiredVolumes]));
+  const homes = new Set((await harness.store.workspaces.list()).flatMap((workspace) => [names.home(workspace), ...workspace.spec.retiredVolumes]));
   return (Volumes ?? []).map((volume) => volume.Name).filter((name) => !homes.has(name));
 }
 
@@ -478,16 +478,16 @@ describe('restart', () => {
       expect(await errorOf(await post(student, '/runs/restart'))).toMatchObject({ status: 409, code: 'workspace_not_running' });
       await openAndWait(harness.store, student.workspace);
       const first = (await (await post(student, '/runs')).json()) as RunAnswer;
-      await eventually('the first run running', async () => (await harness.store.runs.get(first.run.id))?.status === 'running', 30_000);
+      await eventually('the first run running', async () => (await harness.store.runs.get(first.run.id))?.status.phase === 'running', 30_000);
       const restarted = await post(student, '/runs/restart');
       expect(restarted.status).toBe(202);
       const body = (await restarted.json()) as RestartAnswer;
       expect(body).toMatchObject({ stopped: first.run.id, run: { status: 'queued' } });
       expect(body.run.id).not.toBe(first.run.id);
-      expect((await harness.store.runs.get(first.run.id))?.status).toBe('stopped');
-      await eventually('the new run running', async () => (await harness.store.runs.get(body.run.id))?.status === 'running', 30_000);
+      expect((await harness.store.runs.get(first.run.id))?.status.phase).toBe('stopped');
+      await eventually('the new run running', async () => (await harness.store.runs.get(body.run.id))?.status.phase === 'running', 30_000);
       await harness.store.runs.requestStop(student.workspace.id, body.run.id);
-      await eventually('the new run stopped', async () => (await harness.store.runs.get(body.run.id))?.status === 'stopped', 30_000);
+      await eventually('the new run stopped', async () => (await harness.store.runs.get(body.run.id))?.status.phase === 'stopped', 30_000);
       const again = (await (await post(student, '/runs/restart')).json()) as RestartAnswer;
       expect(again).toMatchObject({ stopped: null, run: { status: 'queued' } });
     } finally {

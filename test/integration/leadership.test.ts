@@ -83,7 +83,7 @@ describe('the fence', () => {
     });
     const { workspace } = await store.users.create({ email: 'fenced@school.test' });
     await store.workspaces.writeStatus(workspace.id, { observedState: 'running', observedGeneration: 1, statusMessage: '', editorEndpoint: null });
-    expect((await store.workspaces.get(workspace.id))?.observedState).toBe('running');
+    expect((await store.workspaces.get(workspace.id))?.status.observedState).toBe('running');
 
     await expire();
     await leases.acquire(RECONCILER_LEASE, 'b', MINUTE);
@@ -95,7 +95,7 @@ describe('the fence', () => {
     await expect(store.workspaces.stopIdle(1)).rejects.toThrow(/not the leader any more \(term 1\)/);
     expect(fence.wasRefused).toBe(true);
     const after = (await store.workspaces.get(workspace.id))!;
-    expect([after.observedState, after.desiredState]).toEqual(['running', 'running']);
+    expect([after.status.observedState, after.spec.desiredState]).toEqual(['running', 'running']);
   });
 
   it("counts the leader's finds per term: a new leader starts from zero, and an old one's late count is refused", async () => {

@@ -106,7 +106,7 @@ for (const child of children) { child.once('exit', () => --left === 0 && process
     // The editor's own processes and threads, and this Node's, share the 64.
     expect(counts.started).toBeLessThan(64);
     expect(counts.refused).toBeGreaterThan(300 - 64);
-    expect((await probeHttp(workspace.editorEndpoint!)).outcome).toBe('ok');
+    expect((await probeHttp(workspace.status.editorEndpoint!)).outcome).toBe('ok');
   });
 });
 

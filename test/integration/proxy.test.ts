@@ -456,7 +456,7 @@ describe('an editor that is not what the controller started', () => {
   }
 
   /** The connections open to Ada's editor (a question asked of it straight, on a connection it does not count). */
-  const editorConnections = async () => (JSON.parse((await direct(ada.workspace.editorEndpoint!, '/connections')).body) as { open: number }).open;
+  const editorConnections = async () => (JSON.parse((await direct(ada.workspace.status.editorEndpoint!, '/connections')).body) as { open: number }).open;
 
   it('refuses a recorded address that is not where the live editor serves: 502 editor_gone (a page that retries, for a page load) over HTTP and WebSocket, logged once and counted, and connects to nothing', async () => {
     // Whatever listens at the recorded address (here a trap on loopback) is never connected to.
@@ -501,7 +501,7 @@ describe('an editor that is not what the controller started', () => {
   });
 
   it('survives an editor that answers with an invalid status line, and never passes on its own session cookie', async () => {
-    await recordEditorAt(ada.workspace.editorEndpoint!);
+    await recordEditorAt(ada.workspace.status.editorEndpoint!);
     // A reason phrase Node refuses to write is dropped (it used to throw and end the process).
     const oddReason = await fetch(url(ada, rawAnswer('HTTP/1.1 200 O\u0001K\r\nContent-Length: 2\r\n\r\nhi')), { headers: as(ada) });
     expect(oddReason.status).toBe(200);
@@ -577,7 +577,7 @@ describe('an editor that is not what the controller started', () => {
 
   it("closes its kept-alive connections to a workspace's editor as soon as the workspace is stopped", async () => {
     // A new transition, so a new pool: those of the tests before close.
-    await recordEditorAt(ada.workspace.editorEndpoint!);
+    await recordEditorAt(ada.workspace.status.editorEndpoint!);
     expect((await fetch(url(ada, '/kept'), { headers: as(ada) })).status).toBe(200);
     await eventually('the one kept-alive connection of the new pool alone to be open', async () => (await editorConnections()) === 1);
     await app.store.workspaces.stop(SYSTEM_ACTOR, ada.workspace.id, 'coach');

@@ -125,7 +125,7 @@ it("passes on the editor's answer to a request in flight when it is stopped (SIG
     },
     30_000,
   );
-  await eventually('the workspace observed running', async () => (await store.workspaces.get(workspace.id))?.observedState === 'running', 30_000);
+  await eventually('the workspace observed running', async () => (await store.workspaces.get(workspace.id))?.status.observedState === 'running', 30_000);
   const { cookie } = await sessionFor(store.sessions, user.id, SESSION_SECRET);
 
   // A run's output followed through this replica (a stream that would hold the shutdown open for the grace period).

@@ -53,7 +53,7 @@ describe('restart safety', () => {
     // Counted from the new process's listening line: its start-up time is not the point, the adoption is.
     const listeningAt = Date.parse(String(server.records.find((record) => record.message.startsWith('listening on'))!.timestamp));
     for (const workspace of workspaces) {
-      await eventually('state reported', async () => (await store.workspaces.get(workspace.id))?.observedState === 'running', 20_000);
+      await eventually('state reported', async () => (await store.workspaces.get(workspace.id))?.status.observedState === 'running', 20_000);
     }
     // Reported at start-up, not left to the 30 s resync (the figure for 100 workspaces is in bench/fleet.ts).
     expect(Date.now() - listeningAt).toBeLessThan(15_000);

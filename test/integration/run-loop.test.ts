@@ -161,14 +161,14 @@ describe("a run's output", () => {
     const kept = await keptOutput(ada, runId);
     expect(kept).toBe(live.text());
     expect(kept).toContain('sim: SIGTERM, exiting');
-    expect((await runOf(runId)).outputLength).toBe(kept.length);
+    expect((await runOf(runId)).status.outputLength).toBe(kept.length);
   }, 60_000);
 
   it('resumes a stream where it was (Last-Event-ID), and sends a finished run whole, then its end', async () => {
     runs = await startRuns(`${FAST} SIM_EXIT_AFTER_MS=700 SIM_PRINT_EVERY_MS=100`);
     const ada = await runningStudent();
     const runId = await startRun(ada);
-    await eventually('the run ended by itself', async () => (await runOf(runId)).status === 'stopped', 30_000);
+    await eventually('the run ended by itself', async () => (await runOf(runId)).status.phase === 'stopped', 30_000);
     const kept = await keptOutput(ada, runId);
     const middle = kept.indexOf('tick 3 ');
     expect(middle).toBeGreaterThan(0);
@@ -184,15 +184,19 @@ describe("a run's output", () => {
     runs = await startRuns(`${FAST} SIM_PRINT_MB=8`);
     const ada = await runningStudent();
     const runId = await startRun(ada);
-    const truncated = await eventually('the output cut at the limit', async () => ((await runOf(runId)).outputTruncated ? runOf(runId) : undefined), 30_000);
-    expect(truncated.outputLength).toBe(OUTPUT_LIMIT + TRUNCATED_MARK.length);
+    const truncated = await eventually(
+      'the output cut at the limit',
+      async () => ((await runOf(runId)).status.outputTruncated ? runOf(runId) : undefined),
+      30_000,
+    );
+    expect(truncated.status.outputLength).toBe(OUTPUT_LIMIT + TRUNCATED_MARK.length);
     expect((await post(ada, `/runs/${runId}/stop`)).status).toBe(202);
-    await eventually('the run ended', async () => (await runOf(runId)).status === 'stopped', 30_000);
+    await eventually('the run ended', async () => (await runOf(runId)).status.phase === 'stopped', 30_000);
     const kept = await keptOutput(ada, runId);
     expect(kept.length).toBe(OUTPUT_LIMIT + TRUNCATED_MARK.length);
     expect(kept.endsWith(TRUNCATED_MARK)).toBe(true);
     // The run's last lines are still kept with it.
-    expect((await runOf(runId)).output).toMatch(/x{100}|printed everything|SIGTERM/);
+    expect((await runOf(runId)).status.output).toMatch(/x{100}|printed everything|SIGTERM/);
   }, 90_000);
 
   it('stays whole across a restarted control plane: the next collector goes on where the last stopped, nothing twice', async () => {
@@ -203,9 +207,9 @@ describe("a run's output", () => {
     await live.until('tick 10 streamed', (stream) => stream.text().includes('tick 10 '));
     // The control plane stops (what its collector read is kept); the simulator goes on printing.
     await runs.stop();
-    const keptAtStop = (await runOf(runId)).outputLength;
+    const keptAtStop = (await runOf(runId)).status.outputLength;
     runs = await startRuns(`${FAST} SIM_PRINT_EVERY_MS=40`);
-    await eventually('more output after the restart', async () => (await runOf(runId)).outputLength > keptAtStop + 200, 30_000);
+    await eventually('more output after the restart', async () => (await runOf(runId)).status.outputLength > keptAtStop + 200, 30_000);
     expect((await post(ada, `/runs/${runId}/stop`)).status).toBe(202);
     await live.until('the end event', (stream) => stream.events.some((event) => event.type === 'end'));
     live.close();
@@ -226,12 +230,12 @@ describe("a run's output", () => {
     }
     await Promise.all(students.map((student, i) => post(student, `/runs/${runIds[i]}/stop`)));
     for (const [i, runId] of runIds.entries()) {
-      await eventually(`run ${i} ended`, async () => (await runOf(runId)).status === 'stopped', 30_000);
+      await eventually(`run ${i} ended`, async () => (await runOf(runId)).status.phase === 'stopped', 30_000);
       const kept = await keptOutput(students[i]!, runId);
       const ticks = [...kept.matchAll(/^tick (\d+) /gm)].map((match) => Number(match[1]));
       expect(ticks).toEqual(Array.from({ length: ticks.length }, (_, n) => n + 1));
       expect(kept.match(/compiling\.\.\. 1\/3/g)).toHaveLength(1);
-      expect((await runOf(runId)).outputLength).toBe(kept.length);
+      expect((await runOf(runId)).status.outputLength).toBe(kept.length);
     }
   }, 90_000);
 
@@ -252,7 +256,7 @@ describe("a run's output", () => {
     expect(await harness.store.runs.appendOutput([piece(adaRun.id, 0, 'again\n'), piece(eveRun.id, 4, 'dos\n')])).toEqual(new Set([eveRun.id]));
     expect(await harness.store.runs.outputText(adaRun.id)).toBe('one\n');
     expect(await harness.store.runs.outputText(eveRun.id)).toBe('uno\ndos\n');
-    expect(await runOf(eveRun.id)).toMatchObject({ outputLength: 8, outputSourceBytes: 8 });
+    expect(await runOf(eveRun.id)).toMatchObject({ status: { outputLength: 8, outputSourceBytes: 8 } });
   });
 
   it('counts offsets as the streams do, in UTF-16 code units: after a robot that prints an emoji, the next piece goes on and a stream from inside it reads on', async () => {
@@ -265,7 +269,7 @@ describe("a run's output", () => {
     const piece = (offset: number, text: string) => ({ runId: run!.id, offset, text, sourceBytes: Buffer.byteLength(text), truncated: false });
     expect(await harness.store.runs.appendOutput([piece(0, first)])).toEqual(new Set([run!.id]));
     expect(await harness.store.runs.appendOutput([piece(15, 'tick 1\n')])).toEqual(new Set([run!.id]));
-    expect((await runOf(run!.id)).outputLength).toBe(22);
+    expect((await runOf(run!.id)).status.outputLength).toBe(22);
     expect(await harness.store.runs.outputText(run!.id)).toBe(`${first}tick 1\n`);
     // From the last character of the first piece, and from the end of it: nothing lost, nothing twice.
     expect(await harness.store.runs.outputFrom(run!.id, 14)).toEqual([
@@ -298,12 +302,12 @@ describe('a run that is cut short', () => {
       'the run failed',
       async () => {
         const run = await runOf(runId);
-        return run.status === 'failed' ? run : undefined;
+        return run.status.phase === 'failed' ? run : undefined;
       },
       30_000,
     );
-    expect(ended.reason).toBe('compile or boot ran out of memory');
-    expect(ended.exitCode).toBe(137);
+    expect(ended.status.reason).toBe('compile or boot ran out of memory');
+    expect(ended.status.exitCode).toBe(137);
   }, 60_000);
 
   it('fails with the reason when its container is killed while building, its output kept up to there', async () => {
@@ -334,11 +338,11 @@ describe('runs and the idle sweep', () => {
     });
     const age = () => db.dataSource.query("UPDATE workspaces SET last_activity_at = now() - interval '1 hour' WHERE id = $1", [ada.workspace.id]);
     const runId = await startRun(ada);
-    await eventually('the run running', async () => (await runOf(runId)).status === 'running', 30_000);
+    await eventually('the run running', async () => (await runOf(runId)).status.phase === 'running', 30_000);
     await age();
     expect(await sweep.sweep()).not.toContain(ada.workspace.id);
     expect((await post(ada, `/runs/${runId}/stop`)).status).toBe(202);
-    await eventually('the run stopped', async () => (await runOf(runId)).status === 'stopped', 30_000);
+    await eventually('the run stopped', async () => (await runOf(runId)).status.phase === 'stopped', 30_000);
     expect(await sweep.sweep()).not.toContain(ada.workspace.id);
     // The control case: idle for an hour with no run, it is stopped.
     await age();
@@ -351,10 +355,10 @@ describe('runs and the idle sweep', () => {
     const runId = await startRun(ada);
     const ended = await eventually('the run stopped at its limit', async () => {
       const run = await runOf(runId);
-      return run.status === 'stopped' ? run : undefined;
+      return run.status.phase === 'stopped' ? run : undefined;
     });
-    expect(ended.reason).toMatch(/^stopped after \d+ minutes, the longest a run may last \(RUN_MAX_MINUTES\)/);
-    expect(ended.endedAt!.getTime() - ended.readyAt!.getTime()).toBeGreaterThanOrEqual(1500);
+    expect(ended.status.reason).toMatch(/^stopped after \d+ minutes, the longest a run may last \(RUN_MAX_MINUTES\)/);
+    expect(ended.status.endedAt!.getTime() - ended.status.readyAt!.getTime()).toBeGreaterThanOrEqual(1500);
   }, 60_000);
 });
 
@@ -404,7 +408,7 @@ describe("the simulator's NetworkTables through the proxy", () => {
     const ada = await runningStudent();
     expect(await nt4(ada, ada)).toBe(503);
     const runId = await startRun(ada);
-    await eventually('the run running', async () => (await runOf(runId)).status === 'running', 30_000);
+    await eventually('the run running', async () => (await runOf(runId)).status.phase === 'running', 30_000);
     const socket = (await nt4(ada, ada)) as WebSocket;
     expect(socket.protocol).toBe('v4.1.networktables.first.wpi.edu');
     const announced = new Map<number, string>();
@@ -431,7 +435,7 @@ describe("the simulator's NetworkTables through the proxy", () => {
     runs = await startRuns(`${FAST} SIM_NT4_FLOOD=1`);
     const ada = await runningStudent();
     const runId = await startRun(ada);
-    await eventually('the run running', async () => (await runOf(runId)).status === 'running', 30_000);
+    await eventually('the run running', async () => (await runOf(runId)).status.phase === 'running', 30_000);
     const subscribe = (socket: WebSocket) =>
       socket.send(JSON.stringify([{ method: 'subscribe', params: { topics: ['/SmartDashboard/Field/Robot'], subuid: 1, options: {} } }]));
     const reader = (await nt4(ada, ada)) as WebSocket;
@@ -472,7 +476,7 @@ describe("the simulator's NetworkTables through the proxy", () => {
     runs = await startRuns(FAST);
     const ada = await runningStudent();
     const runId = await startRun(ada);
-    await eventually('the run running', async () => (await runOf(runId)).status === 'running', 30_000);
+    await eventually('the run running', async () => (await runOf(runId)).status.phase === 'running', 30_000);
     expect(await nt4(ada, bob)).toBe(403);
     expect(await nt4(ada, coach)).toBe(403);
     expect(await nt4(ada, ada, 'http://evil.example')).toBe(403);

@@ -136,7 +136,7 @@ describe('output with bytes that text cannot hold', () => {
     // Bob's output: whole (every tick once, in order), and none of his writes failed.
     await eventually('tick 10 of Bob kept', async () => (await keptOutput(bob, bobRun)).includes('tick 10 '), 30_000);
     expect((await post(bob, `/runs/${bobRun}/stop`)).status).toBe(202);
-    await eventually("Bob's run stopped", async () => (await runOf(bobRun)).status === 'stopped', 30_000);
+    await eventually("Bob's run stopped", async () => (await runOf(bobRun)).status.phase === 'stopped', 30_000);
     const failed = started.records.filter((record) => record.runId === bobRun && String(record.message).startsWith('following the output of a run failed'));
     expect(failed).toEqual([]);
     const bobKept = await keptOutput(bob, bobRun);
@@ -149,12 +149,12 @@ describe('output with bytes that text cannot hold', () => {
     // Ada's output: the bytes shown, and everything after them kept, in the file and the stream.
     await eventually('tick 10 of Ada kept', async () => (await keptOutput(ada, adaRun)).includes('tick 10 '), 30_000);
     expect((await post(ada, `/runs/${adaRun}/stop`)).status).toBe(202);
-    await eventually("Ada's run stopped", async () => (await runOf(adaRun)).status === 'stopped', 30_000);
+    await eventually("Ada's run stopped", async () => (await runOf(adaRun)).status.phase === 'stopped', 30_000);
     const adaKept = await keptOutput(ada, adaRun);
     expect(adaKept).toMatch(SHOWN);
     expect(adaKept).not.toContain('\u0000');
     expect(adaKept.indexOf('bytes: a')).toBeLessThan(adaKept.indexOf('compiling... 1/3'));
-    expect((await runOf(adaRun)).outputLength).toBe(adaKept.length);
+    expect((await runOf(adaRun)).status.outputLength).toBe(adaKept.length);
     const adaEvents = await adaLive.events;
     expect(outputText(adaEvents)).toBe(adaKept);
     expect(adaEvents.at(-1)).toMatchObject({ type: 'end', data: { status: 'stopped' } });
@@ -164,14 +164,14 @@ describe('output with bytes that text cannot hold', () => {
     runs = (await startRuns(FAST)).controller;
     const ada = await runningStudent(BYTES);
     const runId = await startRun(ada);
-    await eventually('the run running', async () => (await runOf(runId)).status === 'running', 30_000);
+    await eventually('the run running', async () => (await runOf(runId)).status.phase === 'running', 30_000);
     // A second run while one is active: refused, as ever.
     expect((await post(ada, '/runs')).status).toBe(409);
     expect((await post(ada, `/runs/${runId}/stop`)).status).toBe(202);
-    const stopped = await eventually('the run stopped', async () => ((await runOf(runId)).status === 'stopped' ? runOf(runId) : undefined), 30_000);
-    expect(stopped.reason).toBe('stopped by request');
-    expect(stopped.output).toMatch(SHOWN);
-    expect(stopped.output).toContain('sim: SIGTERM, exiting');
+    const stopped = await eventually('the run stopped', async () => ((await runOf(runId)).status.phase === 'stopped' ? runOf(runId) : undefined), 30_000);
+    expect(stopped.status.reason).toBe('stopped by request');
+    expect(stopped.status.output).toMatch(SHOWN);
+    expect(stopped.status.output).toContain('sim: SIGTERM, exiting');
     await eventually(
       'the sim container removed',
       async () => (await docker.listContainers({ all: true, filters: { label: [`service.run-id=${runId}`] } })).length === 0,
@@ -179,13 +179,13 @@ describe('output with bytes that text cannot hold', () => {
 
     // The student's and the coach's answers show the same.
     const mine = (await (await get(ada, `/runs/${runId}`)).json()) as { run: { output: string } };
-    expect(mine.run.output).toBe(stopped.output);
+    expect(mine.run.output).toBe(stopped.status.output);
     const theirs = await fetch(`${app.url}/admin/runs/${runId}`, { headers: { cookie: coach.cookie } });
     expect(theirs.status).toBe(200);
-    expect(((await theirs.json()) as { run: { output: string } }).run.output).toBe(stopped.output);
+    expect(((await theirs.json()) as { run: { output: string } }).run.output).toBe(stopped.status.output);
 
     const next = await startRun(ada);
-    await eventually('the next run running', async () => (await runOf(next)).status === 'running', 30_000);
+    await eventually('the next run running', async () => (await runOf(next)).status.phase === 'running', 30_000);
   }, 90_000);
 });
 
@@ -210,7 +210,7 @@ describe('the store, given text with what PostgreSQL text cannot hold', () => {
     expect(await harness.store.runs.appendOutput([piece(adaRun, bad.length, 'next\n'), piece(bobRun, 5, 'more\n')])).toEqual(new Set([adaRun, bobRun]));
     expect(await harness.store.runs.outputText(adaRun)).toBe('a\uFFFDb \uFFFD cut\nnext\n');
     expect(await harness.store.runs.outputText(bobRun)).toBe('fine\nmore\n');
-    expect(await runOf(adaRun)).toMatchObject({ outputLength: bad.length + 5 });
+    expect(await runOf(adaRun)).toMatchObject({ status: { outputLength: bad.length + 5 } });
     expect(await harness.store.runs.outputFrom(adaRun, 2)).toEqual([
       { offset: 2, text: 'b \uFFFD cut\n' },
       { offset: bad.length, text: 'next\n' },
@@ -221,8 +221,8 @@ describe('the store, given text with what PostgreSQL text cannot hold', () => {
     const ada = await newStudent(harness.store, `ada${counter++}`, tag);
     const runId = await insertRun(ada.workspace.id, 'running');
     const ended = await harness.store.runs.finish(runId, { status: 'failed', reason: 'exit\u0000', exitCode: 1, output: 'last\u0000line\n' });
-    expect(ended).toMatchObject({ status: 'failed', reason: 'exit\uFFFD', output: 'last\uFFFDline\n' });
-    expect(await runOf(runId)).toMatchObject({ status: 'failed', output: 'last\uFFFDline\n' });
+    expect(ended).toMatchObject({ status: { phase: 'failed', reason: 'exit\uFFFD', output: 'last\uFFFDline\n' } });
+    expect(await runOf(runId)).toMatchObject({ status: { phase: 'failed', output: 'last\uFFFDline\n' } });
   });
 
   it("records a workspace's status whose message (the engine's words) holds a NUL", async () => {
@@ -230,6 +230,6 @@ describe('the store, given text with what PostgreSQL text cannot hold', () => {
     // The controller's own first status of it written (so that it does not write over ours below).
     await waitForState(harness.store, ada.workspace.id, 'stopped');
     await harness.store.workspaces.writeStatus(ada.workspace.id, { observedState: 'failed', observedGeneration: 0, statusMessage: 'engine: bad\u0000name' });
-    expect(await harness.store.workspaces.get(ada.workspace.id)).toMatchObject({ observedState: 'failed', statusMessage: 'engine: bad\uFFFDname' });
+    expect(await harness.store.workspaces.get(ada.workspace.id)).toMatchObject({ status: { observedState: 'failed', statusMessage: 'engine: bad\uFFFDname' } });
   });
 });

@@ -34,18 +34,18 @@ describe('a control-plane restart during a run', () => {
       return list.length === 1 && list[0]!.State === 'running' ? list : undefined;
     });
     expect(await server.stop('SIGKILL')).toBeNull();
-    expect((await store.runs.get(run.id))!.status).toBe('queued');
+    expect((await store.runs.get(run.id))!.status.phase).toBe('queued');
 
     server = await startServer(env);
     const ready = await eventually(
       'run running after restart',
       async () => {
         const current = await store.runs.get(run.id);
-        return current?.status === 'running' ? current : undefined;
+        return current?.status.phase === 'running' ? current : undefined;
       },
       20_000,
     );
-    expect(ready.readyAt).not.toBeNull();
+    expect(ready.status.readyAt).not.toBeNull();
     const after = await sims();
     expect(after).toHaveLength(1);
     expect(after[0]!.Id).toBe(compiling!.Id);

@@ -59,7 +59,7 @@ async function waitForStatus(id: string, status: string, timeoutMs = 20_000): Pr
     `run ${status}`,
     async () => {
       const run = await harness.store.runs.get(id);
-      return run?.status === status ? run : undefined;
+      return run?.status.phase === status ? run : undefined;
     },
     timeoutMs,
   );
@@ -96,16 +96,16 @@ describe('a run', () => {
   it('goes queued → running at the first nt4 answer, then stopped on request; the container is removed', async () => {
     const workspace = await setUp(FAST);
     const run = await harness.store.runs.create(workspace.id);
-    expect(run.status).toBe('queued');
+    expect(run.status.phase).toBe('queued');
     const ready = await waitForStatus(run.id, 'running');
-    expect(ready.readyAt!.getTime()).toBeGreaterThan(run.queuedAt.getTime());
-    expect(ready.simEndpoint).toMatch(/^\d+\.\d+\.\d+\.\d+:5810$/);
+    expect(ready.status.readyAt!.getTime()).toBeGreaterThan(run.status.queuedAt.getTime());
+    expect(ready.status.simEndpoint).toMatch(/^\d+\.\d+\.\d+\.\d+:5810$/);
     expect(await settled('run_build_duration_seconds_count', 1)).toBe(1);
     expect(await simContainers(run.id)).toHaveLength(1);
     await harness.store.runs.requestStop(workspace.id, run.id);
     const stopped = await waitForStatus(run.id, 'stopped');
-    expect(stopped.reason).toBe('stopped by request');
-    expect(stopped.output).toContain('compiling');
+    expect(stopped.status.reason).toBe('stopped by request');
+    expect(stopped.status.output).toContain('compiling');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await settled('runs_total{terminal_status="stopped"}', 1)).toBe(1);
     expect(await settled('run_active_duration_seconds_count{terminal_status="stopped"}', 1)).toBe(1);
@@ -119,7 +119,7 @@ describe('a run', () => {
     await eventually('sim container', async () => (await simContainers(run.id)).length === 1);
     await harness.store.runs.requestStop(workspace.id, run.id);
     const canceled = await waitForStatus(run.id, 'canceled');
-    expect(canceled.readyAt).toBeNull();
+    expect(canceled.status.readyAt).toBeNull();
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await settled('runs_total{terminal_status="canceled"}', 1)).toBe(1);
     expect(await settled('run_build_duration_seconds_count', 0)).toBe(0);
@@ -131,9 +131,9 @@ describe('a run', () => {
     const workspace = await setUp('SIM_COMPILE_MS=200 SIM_COMPILE_EXIT=2');
     const run = await harness.store.runs.create(workspace.id);
     const failed = await waitForStatus(run.id, 'failed');
-    expect(failed.exitCode).toBe(2);
-    expect(failed.reason).toBe('compile or boot failed (exit code 2)');
-    expect(failed.output).toContain('compilation failed');
+    expect(failed.status.exitCode).toBe(2);
+    expect(failed.status.reason).toBe('compile or boot failed (exit code 2)');
+    expect(failed.status.output).toContain('compilation failed');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await settled('runs_total{terminal_status="failed"}', 1)).toBe(1);
     expect(await settled('run_build_duration_seconds_count', 0)).toBe(0);
@@ -144,8 +144,8 @@ describe('a run', () => {
     const workspace = await setUp('SIM_COMPILE_MS=100 SIM_NEVER_READY=1', 2000);
     const run = await harness.store.runs.create(workspace.id);
     const failed = await waitForStatus(run.id, 'failed');
-    expect(failed.reason).toBe('the simulator was not ready within the build timeout (2 s)');
-    expect(failed.endedAt!.getTime() - failed.queuedAt.getTime()).toBeGreaterThanOrEqual(2000);
+    expect(failed.status.reason).toBe('the simulator was not ready within the build timeout (2 s)');
+    expect(failed.status.endedAt!.getTime() - failed.status.queuedAt.getTime()).toBeGreaterThanOrEqual(2000);
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await settled('runs_total{terminal_status="failed"}', 1)).toBe(1);
   });
@@ -155,9 +155,9 @@ describe('a run', () => {
     const run = await harness.store.runs.create(workspace.id);
     await waitForStatus(run.id, 'running');
     const failed = await waitForStatus(run.id, 'failed');
-    expect(failed.exitCode).toBe(3);
-    expect(failed.reason).toBe('the simulator crashed (exit code 3)');
-    expect(failed.output).toContain('sim crashed');
+    expect(failed.status.exitCode).toBe(3);
+    expect(failed.status.reason).toBe('the simulator crashed (exit code 3)');
+    expect(failed.status.output).toContain('sim crashed');
     expect(await settled('runs_total{terminal_status="failed"}', 1)).toBe(1);
     expect(await settled('run_active_duration_seconds_count{terminal_status="failed"}', 1)).toBe(1);
     expect(await settled('run_build_duration_seconds_count', 1)).toBe(1);
@@ -167,8 +167,8 @@ describe('a run', () => {
     const workspace = await setUp(`${FAST} SIM_EXIT_AFTER_MS=3000`);
     const run = await harness.store.runs.create(workspace.id);
     const stopped = await waitForStatus(run.id, 'stopped');
-    expect(stopped.exitCode).toBe(0);
-    expect(stopped.reason).toBe('the simulator exited on its own');
+    expect(stopped.status.exitCode).toBe(0);
+    expect(stopped.status.reason).toBe('the simulator exited on its own');
     expect(await settled('runs_total{terminal_status="stopped"}', 1)).toBe(1);
   });
 
@@ -178,7 +178,7 @@ describe('a run', () => {
     await waitForStatus(run.id, 'running');
     await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
     const stopped = await waitForStatus(run.id, 'stopped');
-    expect(stopped.reason).toBe('the workspace was stopped');
+    expect(stopped.status.reason).toBe('the workspace was stopped');
     await eventually('sim container removed', async () => (await simContainers(run.id)).length === 0);
     expect(await settled('runs_total{terminal_status="stopped"}', 1)).toBe(1);
   });

@@ -93,7 +93,7 @@ it("lets no simulator run reach another workspace's editor", async () => {
   await runs.start();
   try {
     const created = await harness.store.runs.create(ada.id);
-    await eventually('the run running', async () => (await harness.store.runs.get(created.id))?.status === 'running', 30_000);
+    await eventually('the run running', async () => (await harness.store.runs.get(created.id))?.status.phase === 'running', 30_000);
     const { id } = await codeContainer(ada);
     const exit = (await execIn(id, ['cat', '/home/student/probe-exit'])).output.trim();
     expect(exit).toBe('1');

@@ -88,7 +88,7 @@ async function startRun(student: Student): Promise<string> {
   });
   expect(answer.status).toBe(202);
   const runId = ((await answer.json()) as { run: { id: string } }).run.id;
-  await eventually('the run is running', async () => (await harness.store.runs.get(runId))?.status === 'running', 30_000);
+  await eventually('the run is running', async () => (await harness.store.runs.get(runId))?.status.phase === 'running', 30_000);
   return runId;
 }
 
@@ -301,7 +301,7 @@ describe("a recorded address that is not the live container's", () => {
     const bobsSim = (await harness.runtime.listContainers({ workspaceId: bob.workspace.id })).find((container) => container.runId === bobRun)!;
     const bobsRecord = (await harness.store.runs.get(bobRun))!;
     // What a run whose end could not be recorded leaves: its record names an address that is now another's.
-    await db.dataSource.query('UPDATE runs SET sim_endpoint = $2 WHERE id = $1', [adaRun, bobsRecord.simEndpoint]);
+    await db.dataSource.query('UPDATE runs SET sim_endpoint = $2 WHERE id = $1', [adaRun, bobsRecord.status.simEndpoint]);
     const heard = await linesOf(bobsSim.name);
     const nt4 = await upgrade(onPath(ada, '/.cp/nt4/nt/ada'));
     expect(nt4.status).toBe(503);
@@ -321,7 +321,7 @@ describe("a recorded address that is not the live container's", () => {
 
   it("is never connected to: Ada's editor record pointing at Bob's editor reaches nothing of Bob's, over HTTP or WebSocket", async () => {
     const bobsEditor = (await harness.runtime.listContainers({ workspaceId: bob.workspace.id })).find((container) => container.role === 'code')!;
-    const { editorEndpoint } = (await harness.store.workspaces.get(bob.workspace.id))!;
+    const { editorEndpoint } = (await harness.store.workspaces.get(bob.workspace.id))!.status;
     // A status change, as a controller's write is: the proxy looks again (the controller itself is not woken, or it would mend the record).
     await db.dataSource.query('UPDATE workspaces SET editor_endpoint = $2 WHERE id = $1', [ada.workspace.id, editorEndpoint]);
     harness.changes.publish({ kind: 'status', id: ada.workspace.id });

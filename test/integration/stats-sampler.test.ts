@@ -31,7 +31,7 @@ describe('the stats sampler', () => {
   it('sets CPU and memory percent per running workspace from one-shot stats, and removes the series when it stops', async () => {
     const { workspace } = await harness.store.users.create({ email: `stats-${Date.now().toString(36)}@school.test` });
     await harness.store.workspaces.open(workspace.id);
-    await eventually('running', async () => (await harness.store.workspaces.get(workspace.id))?.observedState === 'running');
+    await eventually('running', async () => (await harness.store.workspaces.get(workspace.id))?.status.observedState === 'running');
     const sampler = new StatsSampler({
       runtime: harness.runtime,
       store: harness.store,
@@ -61,7 +61,7 @@ describe('the stats sampler', () => {
     expect((await harness.metrics.activeWorkspaces.get()).values[0]?.value).toBe(1);
 
     await harness.store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
-    await eventually('stopped', async () => (await harness.store.workspaces.get(workspace.id))?.observedState === 'stopped');
+    await eventually('stopped', async () => (await harness.store.workspaces.get(workspace.id))?.status.observedState === 'stopped');
     await sampler.sample();
     expect(await series('containerMemoryPercent', workspace.id)).toBeUndefined();
     expect(await series('containerCpuPercent', workspace.id)).toBeUndefined();

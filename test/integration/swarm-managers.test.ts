@@ -76,7 +76,7 @@ it("carries on through the two managers left when the leader is killed: places a
   const workspaces: WorkspaceRecord[] = [];
   for (const student of students) workspaces.push(await waitForState(harness.store, student.workspace.id, 'running', 120_000));
   // One on each node; each home has a file its backup holds, and one written after the backup.
-  expect(new Set(workspaces.map((workspace) => workspace.node))).toEqual(new Set(swarm.nodes.map((node) => node.name)));
+  expect(new Set(workspaces.map((workspace) => workspace.status.node))).toEqual(new Set(swarm.nodes.map((node) => node.name)));
   const kept = new Map<string, string>();
   for (const workspace of workspaces) {
     await inHome(workspace.id, 'head -c 4096 /dev/urandom > kept.bin');
@@ -86,7 +86,7 @@ it("carries on through the two managers left when the leader is killed: places a
   }
   const [leader, ...left] = swarm.nodes as [SwarmNode, SwarmNode, SwarmNode];
   expect((await swarm.docker(leader, ['node', 'inspect', 'self', '--format', '{{.ManagerStatus.Leader}}'])).trim()).toBe('true');
-  const lost = workspaces.find((workspace) => workspace.node === leader.name)!;
+  const lost = workspaces.find((workspace) => workspace.status.node === leader.name)!;
   const others = await Promise.all(
     workspaces
       .filter((workspace) => workspace !== lost)
@@ -115,7 +115,7 @@ it("carries on through the two managers left when the leader is killed: places a
 
   // Placing went on: it runs on a node left.
   const placedRecord = await waitForState(harness.store, late.workspace.id, 'running', 120_000);
-  expect(left.map((node) => node.name)).toContain(placedRecord.node);
+  expect(left.map((node) => node.name)).toContain(placedRecord.status.node);
   expect(since()).toBeLessThan(60);
 
   // The lost manager's workspace back on another node from its backup, never two editors of it at once.
@@ -125,10 +125,10 @@ it("carries on through the two managers left when the leader is killed: places a
       expect(await runningTasks(left[0], lost.id)).toBeLessThanOrEqual(1);
       const workspace = await harness.store.workspaces.get(lost.id);
       return (
-        workspace?.observedState === 'running' &&
-        workspace.observedGeneration === workspace.generation &&
-        left.some((node) => node.name === workspace.node) &&
-        (await fetch(`http://${workspace.editorEndpoint}/healthz`).catch(() => undefined))?.ok === true
+        workspace?.status.observedState === 'running' &&
+        workspace.status.observedGeneration === workspace.spec.generation &&
+        left.some((node) => node.name === workspace.status.node) &&
+        (await fetch(`http://${workspace.status.editorEndpoint}/healthz`).catch(() => undefined))?.ok === true
       );
     },
     180_000,
@@ -139,7 +139,7 @@ it("carries on through the two managers left when the leader is killed: places a
   const restored = (await harness.store.workspaces.get(lost.id))!;
   expect(await checksum(lost.id)).toBe(kept.get(lost.id));
   expect(await inHome(lost.id, 'ls')).not.toContain('later.txt');
-  expect(restored.homeRestore).toEqual(expect.objectContaining({ reason: `the server ${leader.name} that held your files stopped answering` }));
+  expect(restored.status.homeRestore).toEqual(expect.objectContaining({ reason: `the server ${leader.name} that held your files stopped answering` }));
 
   // Nothing done twice: one restore, of that workspace; one editor and one running task per workspace; the other nodes' editors untouched.
   const restores = (await harness.store.audit.list({ action: 'workspace.restore', limit: 10 })).entries;

@@ -52,9 +52,9 @@ async function runningAgainOn(workspace: WorkspaceRecord, node: SwarmNode, befor
     'the editor running again on its node',
     async () => {
       const [record, editor] = await Promise.all([harness.store.workspaces.get(workspace.id), editorOf(workspace.id)]);
-      if (record?.observedState !== 'running' || record.node !== node.name || !editor || editor.state !== 'running') return false;
-      if (record.editorEndpoint !== endpointOf(editor, 8080)) return false;
-      const answer = await fetch(`http://${record.editorEndpoint}/healthz`).catch(() => undefined);
+      if (record?.status.observedState !== 'running' || record.status.node !== node.name || !editor || editor.state !== 'running') return false;
+      if (record.status.editorEndpoint !== endpointOf(editor, 8080)) return false;
+      const answer = await fetch(`http://${record.status.editorEndpoint}/healthz`).catch(() => undefined);
       return answer?.ok === true;
     },
     120_000,
@@ -78,9 +78,9 @@ it("runs a workspace again on its node within 20 s after the node's engine died 
   // Each editor's start said once (issue 44 item 8: each look at a task scheduled but not yet running said it again, 21-25 times).
   for (const workspace of workspaces)
     expect(harness.records.filter((record) => record.message === 'code container started' && record.workspaceId === workspace.id)).toHaveLength(1);
-  const here = workspaces.find((workspace) => workspace.node === worker.name)!;
-  const other = workspaces.find((workspace) => workspace.node === manager.name)!;
-  expect([here?.node, other?.node]).toEqual([worker.name, manager.name]);
+  const here = workspaces.find((workspace) => workspace.status.node === worker.name)!;
+  const other = workspaces.find((workspace) => workspace.status.node === manager.name)!;
+  expect([here?.status.node, other?.status.node]).toEqual([worker.name, manager.name]);
   const [editor, otherEditor] = [(await editorOf(here.id))!, (await editorOf(other.id))!];
   let container = await containerOn(worker, editor.id);
   await swarm.docker(worker, ['exec', container, 'sh', '-c', 'echo kept > /home/student/notes.txt']);

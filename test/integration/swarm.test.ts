@@ -103,7 +103,7 @@ describe('workspaces on a swarm', () => {
 
     // Each editor is reached at its node's address, on the port the node published.
     const addresses = new Set(swarm.nodes.map((node) => node.address));
-    for (const student of students) expect(addresses.has(student.workspace.editorEndpoint!.split(':')[0]!)).toBe(true);
+    for (const student of students) expect(addresses.has(student.workspace.status.editorEndpoint!.split(':')[0]!)).toBe(true);
     for (const student of students) {
       const response = await request(`${app.url}/u/${student.workspace.slug}/healthz`, { headers: { cookie: student.cookie } });
       expect(response.statusCode).toBe(200);
@@ -154,11 +154,11 @@ describe('workspaces on a swarm', () => {
       const run = await harness.store.runs.create(student.workspace.id);
       const ready = await eventually(
         'run running',
-        async () => ((await harness.store.runs.get(run.id))?.status === 'running' ? harness.store.runs.get(run.id) : undefined),
+        async () => ((await harness.store.runs.get(run.id))?.status.phase === 'running' ? harness.store.runs.get(run.id) : undefined),
         60_000,
       );
       const node = swarm.nodes.find((candidate) => candidate.name === editor.node)!;
-      expect(ready!.simEndpoint).toMatch(new RegExp(`^${node.address.replaceAll('.', '\\.')}:\\d+$`));
+      expect(ready!.status.simEndpoint).toMatch(new RegExp(`^${node.address.replaceAll('.', '\\.')}:\\d+$`));
       const sim = (await harness.runtime.listContainers({ workspaceId: student.workspace.id })).find((container) => container.role === 'sim')!;
       expect(sim.node).toBe(editor.node);
       // Its robot's HALSim WebSocket (HALSIM_PORT) is published on the node too, where the proxy's relay reaches it.
@@ -172,10 +172,10 @@ describe('workspaces on a swarm', () => {
       await harness.store.runs.requestStop(student.workspace.id, run.id);
       const stopped = await eventually(
         'run stopped',
-        async () => ((await harness.store.runs.get(run.id))?.status === 'stopped' ? harness.store.runs.get(run.id) : undefined),
+        async () => ((await harness.store.runs.get(run.id))?.status.phase === 'stopped' ? harness.store.runs.get(run.id) : undefined),
         60_000,
       );
-      expect(stopped!.output).toContain('compiling');
+      expect(stopped!.status.output).toContain('compiling');
       await eventually(
         'its service removed',
         async () => !(await harness.runtime.listContainers({ workspaceId: student.workspace.id })).some((container) => container.role === 'sim'),
@@ -205,11 +205,11 @@ describe('workspaces on a swarm', () => {
       const run = await harness.store.runs.create(student.workspace.id);
       const failed = await eventually(
         'run failed',
-        async () => ((await harness.store.runs.get(run.id))?.status === 'failed' ? harness.store.runs.get(run.id) : undefined),
+        async () => ((await harness.store.runs.get(run.id))?.status.phase === 'failed' ? harness.store.runs.get(run.id) : undefined),
         60_000,
       );
       expect(failed).toMatchObject({ exitCode: 2, reason: 'compile or boot failed (exit code 2)' });
-      expect(failed!.output).toContain('compilation failed');
+      expect(failed!.status.output).toContain('compilation failed');
     } finally {
       await failing.stop();
     }
@@ -314,7 +314,7 @@ describe('workspaces on a swarm', () => {
       const last = owners[3]!;
       await big.store.workspaces.open(last.workspace.id);
       const waiting = await waitForState(big.store, last.workspace.id, 'waiting');
-      expect(waiting.statusMessage).toMatch(
+      expect(waiting.status.statusMessage).toMatch(
         /^Waiting for room: no node of the swarm has [\d.]+ GiB of memory unreserved for another editor \(CODE_MEMORY_LIMIT/,
       );
       expect(await codeOf(big.runtime, last.workspace.id)).toBeUndefined();
@@ -400,7 +400,9 @@ describe('homes on a swarm whose nodes fail', () => {
     const shown = new Map<string, string[]>(before.map(({ home }) => [home.workspace.id, []]));
     const unsubscribe = nodes!.changes.subscribe((change) => {
       if (change.kind !== 'status' || !shown.has(change.id)) return;
-      void nodes!.store.workspaces.get(change.id).then((record) => shown.get(change.id)!.push(`${record!.observedState}: ${record!.statusMessage}`));
+      void nodes!.store.workspaces
+        .get(change.id)
+        .then((record) => shown.get(change.id)!.push(`${record!.status.observedState}: ${record!.status.statusMessage}`));
     });
     const away = `starting: The server ${node.name} that holds your files is not answering; your editor starts again there once it is back.`;
     try {
@@ -426,9 +428,9 @@ describe('homes on a swarm whose nodes fail', () => {
             const [record, after] = await Promise.all([nodes!.store.workspaces.get(home.workspace.id), editorOf(home.workspace.id)]);
             if (!after) return false;
             const running = (await containerOn(node, after.id)).split('\n').filter(Boolean);
-            if (running.length !== 1 || running[0] === containers.get(home.workspace.id) || record?.observedState !== 'running') return false;
-            if (record.editorEndpoint !== endpointOf(after, 8080)) return false;
-            return (await fetch(`http://${record.editorEndpoint}/healthz`).catch(() => undefined))?.ok === true;
+            if (running.length !== 1 || running[0] === containers.get(home.workspace.id) || record?.status.observedState !== 'running') return false;
+            if (record.status.editorEndpoint !== endpointOf(after, 8080)) return false;
+            return (await fetch(`http://${record.status.editorEndpoint}/healthz`).catch(() => undefined))?.ok === true;
           },
           60_000,
         );
@@ -437,7 +439,7 @@ describe('homes on a swarm whose nodes fail', () => {
         expect([after.id, after.node]).toEqual([editor!.id, node.name]);
         expect(await inHome(home.workspace, 'cat later.txt')).toBe('after the backup\n');
         const record = (await nodes!.store.workspaces.get(home.workspace.id))!;
-        expect([record.homeVolume, record.homeRestore]).toEqual([home.workspace.homeVolume, null]);
+        expect([record.spec.homeVolume, record.status.homeRestore]).toEqual([home.workspace.spec.homeVolume, null]);
       }
     } finally {
       unsubscribe();
@@ -467,10 +469,10 @@ describe('homes on a swarm whose nodes fail', () => {
           lost.map(async ({ home }) => {
             const workspace = await nodes!.store.workspaces.get(home.workspace.id);
             return (
-              workspace?.observedState === 'running' &&
-              workspace.observedGeneration === workspace.generation &&
-              workspace.node !== node.name &&
-              workspace.node !== null
+              workspace?.status.observedState === 'running' &&
+              workspace.status.observedGeneration === workspace.spec.generation &&
+              workspace.status.node !== node.name &&
+              workspace.status.node !== null
             );
           }),
         );
@@ -485,7 +487,7 @@ describe('homes on a swarm whose nodes fail', () => {
       // The files of its latest backup: what it held, not what was written after it.
       expect(await checksum(workspace)).toBe(home.kept);
       expect(await inHome(workspace, 'ls')).not.toContain('later.txt');
-      expect(workspace.homeRestore).toEqual({
+      expect(workspace.status.homeRestore).toEqual({
         at: expect.any(Date),
         from: new Date(home.backupCreated),
         reason: `the server ${node.name} that held your files stopped answering`,
@@ -518,7 +520,11 @@ describe('homes on a swarm whose nodes fail', () => {
         const moved = await Promise.all(
           draining.map(async ({ home }) => {
             const workspace = await nodes!.store.workspaces.get(home.workspace.id);
-            return workspace?.observedState === 'running' && workspace.observedGeneration === workspace.generation && workspace.node === swarm.nodes[0]!.name;
+            return (
+              workspace?.status.observedState === 'running' &&
+              workspace.status.observedGeneration === workspace.spec.generation &&
+              workspace.status.node === swarm.nodes[0]!.name
+            );
           }),
         );
         return moved.every(Boolean);
@@ -531,7 +537,7 @@ describe('homes on a swarm whose nodes fail', () => {
       expect(await checksum(workspace)).toBe(home.kept);
       // Written after the last backup, and still there: the move took a fresh one.
       expect(await inHome(workspace, 'cat later.txt')).toBe('after the backup\n');
-      expect(workspace.homeRestore).toBeNull();
+      expect(workspace.status.homeRestore).toBeNull();
     }
     // Its old homes go once nothing mounts them.
     await eventually(

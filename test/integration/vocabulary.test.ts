@@ -108,7 +108,7 @@ describe('WidenRunStoppedBy', () => {
     expect(await migrate(dataSource)).toEqual(MIGRATIONS.slice(index).map((migration) => migration.name));
     expect(await stoppedBy()).toBe('coach');
     const store = testStore(dataSource);
-    expect((await store.runs.get(run.id))!.stoppedBy).toBe('coach');
+    expect((await store.runs.get(run.id))!.spec.stoppedBy).toBe('coach');
 
     // A replica of the previous release, still serving during the rolling upgrade, stops it as it always did.
     await dataSource.query("UPDATE runs SET stopped_by = 'admin' WHERE id = $1", [run.id]);

@@ -33,7 +33,7 @@ const running = (slug: string) =>
 const observed = (id: string, state: string) =>
   eventually(`observed_state ${state}`, async () => {
     const workspace = await harness.store.workspaces.get(id);
-    return workspace?.observedState === state ? workspace : undefined;
+    return workspace?.status.observedState === state ? workspace : undefined;
   });
 
 describe('the workspace controller', () => {
@@ -56,8 +56,8 @@ describe('the workspace controller', () => {
     expect(info.HostConfig.NanoCpus).toBe(0);
     expect(info.Mounts).toEqual([expect.objectContaining({ Type: 'volume', Name: names.volume(workspace.slug), Destination: '/home/student' })]);
     const status = await observed(workspace.id, 'running');
-    expect(status.observedGeneration).toBe(status.generation);
-    expect(status.lastTransitionAt).not.toBeNull();
+    expect(status.status.observedGeneration).toBe(status.spec.generation);
+    expect(status.status.lastTransitionAt).not.toBeNull();
     const starts = await harness.metrics.containerStartDuration.get();
     expect(starts.values.find((value) => value.metricName === 'container_start_duration_seconds_count')?.value).toBe(1);
   });
@@ -77,13 +77,13 @@ describe('the workspace controller', () => {
     await harness.store.workspaces.open(workspace.id);
     const before = await running(workspace.slug);
     await observed(workspace.id, 'running');
-    const transition = (await harness.store.workspaces.get(workspace.id))!.lastTransitionAt;
+    const transition = (await harness.store.workspaces.get(workspace.id))!.status.lastTransitionAt;
     await harness.controller.reconcile(workspace.id);
     await harness.controller.reconcile(workspace.id);
     const after = (await inspectByName(names.code(workspace.slug)))!;
     expect(after.Id).toBe(before.Id);
     expect(after.State.StartedAt).toBe(before.State.StartedAt);
-    expect((await harness.store.workspaces.get(workspace.id))!.lastTransitionAt).toEqual(transition);
+    expect((await harness.store.workspaces.get(workspace.id))!.status.lastTransitionAt).toEqual(transition);
   });
 
   it('recreates a container whose spec drifted', async () => {
@@ -236,7 +236,7 @@ describe('the workspace controller', () => {
     const states = await eventually('one running, one waiting', async () => {
       const a = await harness.store.workspaces.get(first.id);
       const b = await harness.store.workspaces.get(second.id);
-      const pair = [a!.observedState, b!.observedState].toSorted();
+      const pair = [a!.status.observedState, b!.status.observedState].toSorted();
       return pair[0] === 'running' && pair[1] === 'waiting' ? pair : undefined;
     });
     expect(states).toEqual(['running', 'waiting']);

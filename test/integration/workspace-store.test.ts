@@ -50,7 +50,7 @@ describe('slugs', () => {
     const b = await store.users.create({ email: 'ada@two.test' });
     const c = await store.users.create({ email: 'Ada@three.test' });
     expect([a.workspace.slug, b.workspace.slug, c.workspace.slug]).toEqual(['ada', 'ada-2', 'ada-3']);
-    expect(a.workspace.desiredState).toBe('stopped');
+    expect(a.workspace.spec.desiredState).toBe('stopped');
   });
 });
 
@@ -80,7 +80,7 @@ describe('admission (workspaces.open)', () => {
     await store.workspaces.open(b!.id);
     await store.settings.setCap(SYSTEM_ACTOR, 1);
     await expect(store.workspaces.open(a!.id)).resolves.toMatchObject({ alreadyRunning: true });
-    expect((await store.workspaces.get(b!.id))!.desiredState).toBe('running');
+    expect((await store.workspaces.get(b!.id))!.spec.desiredState).toBe('running');
   });
 
   it('uses the runtime override over the environment cap', async () => {
@@ -109,7 +109,7 @@ describe('admission (workspaces.open)', () => {
     const seen: string[] = [];
     store.changes.subscribe((change) => seen.push(change.id));
     const { workspace } = await store.workspaces.open(a!.id);
-    expect(workspace.generation).toBe(a!.generation + 1);
+    expect(workspace.spec.generation).toBe(a!.spec.generation + 1);
     expect(seen).toEqual([a!.id]);
   });
 });
@@ -150,14 +150,14 @@ describe('a change made for an API request (src/caller.ts)', () => {
   it('is rolled back, audit and all, once the deadline has passed', async () => {
     const { a, made } = await stopFor({ gone: () => false, deadlineAt: () => performance.now() - 1 });
     await expect(made).rejects.toMatchObject({ status: 503, code: 'deadline_passed' });
-    expect((await store.workspaces.get(a.id))!.desiredState).toBe('running');
+    expect((await store.workspaces.get(a.id))!.spec.desiredState).toBe('running');
     expect(await db.dataSource.query('SELECT * FROM audit_log')).toEqual([]);
   });
 
   it('is rolled back once its client is gone', async () => {
     const { a, made } = await stopFor({ gone: () => true, deadlineAt: () => performance.now() + 60_000 });
     await expect(made).rejects.toBeInstanceOf(CallerGoneError);
-    expect((await store.workspaces.get(a.id))!.desiredState).toBe('running');
+    expect((await store.workspaces.get(a.id))!.spec.desiredState).toBe('running');
   });
 
   it('is committed when made by work the request started and that outlived it (an import, a timer), whatever became of the request', async () => {
@@ -170,13 +170,13 @@ describe('a change made for an API request (src/caller.ts)', () => {
     });
     caller.released = true;
     await later;
-    expect((await store.workspaces.get(a!.id))!.desiredState).toBe('stopped');
+    expect((await store.workspaces.get(a!.id))!.spec.desiredState).toBe('stopped');
   });
 
   it('is committed while its client waits within its deadline', async () => {
     const { a, made } = await stopFor({ gone: () => false, deadlineAt: () => performance.now() + 60_000 });
     await made;
-    expect((await store.workspaces.get(a.id))!.desiredState).toBe('stopped');
+    expect((await store.workspaces.get(a.id))!.spec.desiredState).toBe('stopped');
   });
 });
 
@@ -193,8 +193,8 @@ describe('activity and the idle sweep', () => {
     const metrics = createMetrics();
     const sweeper = new IdleSweep({ workspaces: store.workspaces, activity, metrics, log: categoryLogger(logger.root, 'idle'), idleMinutes: 30 });
     expect(await sweeper.sweep()).toEqual([idle!.id]);
-    expect((await store.workspaces.get(idle!.id))!.desiredState).toBe('stopped');
-    expect((await store.workspaces.get(active!.id))!.desiredState).toBe('running');
+    expect((await store.workspaces.get(idle!.id))!.spec.desiredState).toBe('stopped');
+    expect((await store.workspaces.get(active!.id))!.spec.desiredState).toBe('running');
     expect((await metrics.idleSweepStops.get()).values[0]?.value).toBe(1);
     expect(logger.records).toEqual([
       expect.objectContaining({ level: 'info', category: 'control.idle', workspaceId: idle!.id, message: 'stopping idle workspace' }),
@@ -240,7 +240,7 @@ describe('activity and the idle sweep', () => {
       await sweeper.stop();
     }
     expect(logger.records.filter((record) => record['level'] === 'error')).toEqual([]);
-    expect((await store.workspaces.get(idle!.id))!.desiredState).toBe('running');
+    expect((await store.workspaces.get(idle!.id))!.spec.desiredState).toBe('running');
   });
 
   it('writes a batch of activity in one statement and never moves it backwards', async () => {
@@ -249,11 +249,11 @@ describe('activity and the idle sweep', () => {
     activity.touch(a!.id);
     activity.touch(b!.id);
     await activity.flush();
-    const first = (await store.workspaces.get(a!.id))!.lastActivityAt!;
+    const first = (await store.workspaces.get(a!.id))!.status.lastActivityAt!;
     expect(first).toBeInstanceOf(Date);
     await db.dataSource.query("UPDATE workspaces SET last_activity_at = now() + interval '1 hour' WHERE id = $1", [a!.id]);
     activity.touch(a!.id);
     await activity.flush();
-    expect((await store.workspaces.get(a!.id))!.lastActivityAt!.getTime()).toBeGreaterThan(Date.now() + 30 * 60_000);
+    expect((await store.workspaces.get(a!.id))!.status.lastActivityAt!.getTime()).toBeGreaterThan(Date.now() + 30 * 60_000);
   });
 });

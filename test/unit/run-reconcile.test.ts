@@ -96,7 +96,7 @@ describe('RunController.reconcile', () => {
     simContainer(workspace, run, 'exited');
     await controller().reconcile(run.id);
     expect(runtime.actions).toEqual([`remove ${names.sim(workspace.slug, run.id)}`]);
-    expect((await current(run.id)).reason).toBe('earlier');
+    expect((await current(run.id)).status.reason).toBe('earlier');
   });
 
   it('creates and starts the simulator of a queued run (volume first), then probes again shortly', async () => {
@@ -104,14 +104,14 @@ describe('RunController.reconcile', () => {
     await expect(controller().reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 100 });
     const name = names.sim(workspace.slug, run.id);
     expect(runtime.actions).toEqual([`create volume ${names.volume(workspace.slug)}`, `create ${name}`, `start ${name}`]);
-    expect((await current(run.id)).status).toBe('queued');
+    expect((await current(run.id)).status.phase).toBe('queued');
   });
 
   it('records the endpoint and looks again while the simulator does not answer yet', async () => {
     const { workspace, run } = await queuedRun();
     const container = simContainer(workspace, run);
     await expect(controller().reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 100 });
-    expect(await current(run.id)).toMatchObject({ status: 'queued', simEndpoint: `${container.address}:5810` });
+    expect(await current(run.id)).toMatchObject({ status: { phase: 'queued', simEndpoint: `${container.address}:5810` } });
   });
 
   it('marks a compiling run running when the nt4 probe answers, observing the build duration', async () => {
@@ -119,7 +119,7 @@ describe('RunController.reconcile', () => {
     simContainer(workspace, run);
     simAnswers = true;
     await expect(controller().reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 5000 });
-    expect(await current(run.id)).toMatchObject({ status: 'running', readyAt: expect.any(Date) });
+    expect(await current(run.id)).toMatchObject({ status: { phase: 'running', readyAt: expect.any(Date) } });
     expect((await metrics.runBuildDuration.get()).values.find((value) => value.metricName?.endsWith('_count'))?.value).toBe(1);
     expect(runtime.actions).toEqual([]);
   });
@@ -153,7 +153,7 @@ describe('RunController.reconcile', () => {
     await controller().reconcile(run.id);
     const name = names.sim(workspace.slug, run.id);
     expect(runtime.actions).toEqual([`stop ${name}`, `remove ${name}`]);
-    expect(await current(run.id)).toMatchObject({ status, reason, output: 'BUILD SUCCESSFUL\nsimulator up', endedAt: expect.any(Date) });
+    expect(await current(run.id)).toMatchObject({ status: { phase: status, reason, output: 'BUILD SUCCESSFUL\nsimulator up', endedAt: expect.any(Date) } });
     expect(await total(status)).toBe(1);
   });
 
@@ -165,7 +165,7 @@ describe('RunController.reconcile', () => {
     simContainer(workspace, run);
     await store.workspaces.stop(SYSTEM_ACTOR, workspace.id, 'coach');
     await controller().reconcile(run.id);
-    expect(await current(run.id)).toMatchObject({ status, reason: 'the workspace was stopped' });
+    expect(await current(run.id)).toMatchObject({ status: { phase: status, reason: 'the workspace was stopped' } });
     expect(runtime.containers.size).toBe(0);
   });
 
@@ -173,7 +173,7 @@ describe('RunController.reconcile', () => {
     const { run } = await queuedRun(true);
     await controller().reconcile(run.id);
     expect(runtime.actions).toEqual([]);
-    expect(await current(run.id)).toMatchObject({ status: 'failed', reason: 'the simulator container disappeared' });
+    expect(await current(run.id)).toMatchObject({ status: { phase: 'failed', reason: 'the simulator container disappeared' } });
   });
 
   it('fails a queued run past the build timeout, with or without its container', async () => {
@@ -186,8 +186,8 @@ describe('RunController.reconcile', () => {
     await subject.reconcile(run.id);
     await subject.reconcile(other.run.id);
     const reason = 'the simulator was not ready within the build timeout (60 s)';
-    expect(await current(run.id)).toMatchObject({ status: 'failed', reason });
-    expect(await current(other.run.id)).toMatchObject({ status: 'failed', reason });
+    expect(await current(run.id)).toMatchObject({ status: { phase: 'failed', reason } });
+    expect(await current(other.run.id)).toMatchObject({ status: { phase: 'failed', reason } });
     expect(runtime.actions).toEqual([`stop ${names.sim(workspace.slug, run.id)}`, `remove ${names.sim(workspace.slug, run.id)}`]);
   });
 
@@ -203,7 +203,7 @@ describe('RunController.reconcile', () => {
     const container = simContainer(workspace, run);
     runtime.exit(container.id, exitCode, { oomKilled, output: 'last words' });
     await controller().reconcile(run.id);
-    expect(await current(run.id)).toMatchObject({ status, reason, exitCode, output: 'last words' });
+    expect(await current(run.id)).toMatchObject({ status: { phase: status, reason, exitCode, output: 'last words' } });
     expect(runtime.actions).toEqual([`remove ${container.name}`]);
     expect(records).toContainEqual(
       expect.objectContaining({

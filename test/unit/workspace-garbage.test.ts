@@ -86,11 +86,11 @@ describe('orphans and retired homes', () => {
     await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, first, {}, names.home);
     runtime.volumes.add(second);
     await store.workspaces.replaceHome(SYSTEM_ACTOR, stopped.id, second, {}, names.home);
-    expect((await store.workspaces.get(stopped.id))!.retiredVolumes).toEqual([names.volume(stopped.slug), first]);
+    expect((await store.workspaces.get(stopped.id))!.spec.retiredVolumes).toEqual([names.volume(stopped.slug), first]);
     await controller().reconcile(stopped.id);
     expect(runtime.actions).toEqual([`remove volume ${names.volume(stopped.slug)}`, `remove volume ${first}`]);
     expect([...runtime.volumes]).toEqual([second]);
-    expect((await store.workspaces.get(stopped.id))!.retiredVolumes).toEqual([]);
+    expect((await store.workspaces.get(stopped.id))!.spec.retiredVolumes).toEqual([]);
   });
 
   it('starts a workspace on its replaced home, keeps an old volume a run still mounts (logged), and removes it once the run is gone', async () => {
@@ -112,6 +112,6 @@ describe('orphans and retired homes', () => {
     await runtime.remove(runtime.byName(names.sim(wanted.slug, ORPHAN))!.id);
     await controller().reconcile(wanted.id);
     expect(runtime.volumes.has(names.volume(wanted.slug))).toBe(false);
-    expect((await store.workspaces.get(wanted.id))!.retiredVolumes).toEqual([]);
+    expect((await store.workspaces.get(wanted.id))!.spec.retiredVolumes).toEqual([]);
   });
 });

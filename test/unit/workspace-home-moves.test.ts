@@ -55,9 +55,9 @@ describe('homes on nodes that are drained or lost (a swarm)', () => {
     expect(runtime.actions).toEqual(['node n2 pause', `stop ${editor.name}`]);
     expect(moved).toEqual([`moveOff ${wanted.slug}`]);
     const after = (await store.workspaces.get(wanted.id))!;
-    expect(after.homeVolume).toBe(`${names.volume(wanted.slug)}-restore-fresh`);
-    expect(after.retiredVolumes).toEqual([names.volume(wanted.slug)]);
-    expect(after.homeRestore).toBeNull();
+    expect(after.spec.homeVolume).toBe(`${names.volume(wanted.slug)}-restore-fresh`);
+    expect(after.spec.retiredVolumes).toEqual([names.volume(wanted.slug)]);
+    expect(after.status.homeRestore).toBeNull();
     // The next look: the editor on the old home goes, and one is made on the new.
     runtime.actions.length = 0;
     await subject.reconcile(wanted.id);
@@ -92,8 +92,8 @@ describe('homes on nodes that are drained or lost (a swarm)', () => {
     backedUp({ volume: `${names.volume(wanted.slug)}-restore-fresh`, backup: `${wanted.slug}-fresh.tar.gz` });
     await stopped;
     const after = (await store.workspaces.get(wanted.id))!;
-    expect(after.homeVolume).toBeNull();
-    expect(after.retiredVolumes).toEqual([]);
+    expect(after.spec.homeVolume).toBeNull();
+    expect(after.spec.retiredVolumes).toEqual([]);
     expect((await store.audit.list({ action: 'workspace.restore', limit: 10 })).entries).toEqual([]);
     expect(records.filter((record) => String(record.message).startsWith('moved the home of'))).toEqual([]);
   });
@@ -134,9 +134,9 @@ describe('homes on nodes that are drained or lost (a swarm)', () => {
     await expect(subject.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 0 });
     expect(moved).toEqual([`recoverLatest ${wanted.slug}`]);
     const after = (await store.workspaces.get(wanted.id))!;
-    expect(after.homeVolume).toBe(latest.volume);
-    expect(after.retiredVolumes).toEqual([]);
-    expect(after.homeRestore).toEqual({ at: expect.any(Date), from: latest.backupAt, reason: 'the server n2 that held your files stopped answering' });
+    expect(after.spec.homeVolume).toBe(latest.volume);
+    expect(after.spec.retiredVolumes).toEqual([]);
+    expect(after.status.homeRestore).toEqual({ at: expect.any(Date), from: latest.backupAt, reason: 'the server n2 that held your files stopped answering' });
     const [entry] = (await store.audit.list({ action: 'workspace.restore', limit: 10 })).entries;
     expect(entry!.metadata).toEqual(expect.objectContaining({ node: 'n2', reason: 'node lost', backup: latest.backup }));
   });
@@ -154,6 +154,6 @@ describe('homes on nodes that are drained or lost (a swarm)', () => {
       statusMessage: 'Waiting for the server n2, which holds your files: it stopped answering, and no backup of them exists.',
     });
     expect(records.filter((record) => String(record.message).includes('no backup of the home'))).toHaveLength(1);
-    expect((await store.workspaces.get(wanted.id))!.homeVolume).toBeNull();
+    expect((await store.workspaces.get(wanted.id))!.spec.homeVolume).toBeNull();
   });
 });

@@ -73,7 +73,7 @@ async function onN2(state: string): Promise<WorkspaceRecord> {
 
 const shown = async (id: string) => {
   const record = (await store.workspaces.get(id))!;
-  return `${record.observedState}: ${record.statusMessage}`;
+  return `${record.status.observedState}: ${record.status.statusMessage}`;
 };
 
 it('says on the page that the editor waits for its server while Swarm has its node down, asks nothing of the engine, and starts it again once the node is back', async () => {
@@ -90,7 +90,7 @@ it('says on the page that the editor waits for its server while Swarm has its no
   runtime.actions.length = 0;
   await expect(subject.reconcile(wanted.id)).resolves.toBeUndefined();
   expect(await shown(wanted.id)).toBe(`starting: ${AWAY}`);
-  expect((await store.workspaces.get(wanted.id))!.editorEndpoint).toBeNull();
+  expect((await store.workspaces.get(wanted.id))!.status.editorEndpoint).toBeNull();
   expect(runtime.actions).toEqual([]);
   expect(await subject.nodes.check()).toEqual([]);
 

@@ -74,7 +74,12 @@ describe('WorkspaceController.reconcile', () => {
     await controller().reconcile(stopped.id);
     expect(runtime.actions).toEqual([`stop ${names.code(stopped.slug)}`]);
     expect(runtime.byName(names.code(stopped.slug))).toBeDefined();
-    expect(await status(stopped.id)).toEqual({ observedState: 'stopped', statusMessage: '', editorEndpoint: null, observedGeneration: stopped.generation });
+    expect(await status(stopped.id)).toEqual({
+      observedState: 'stopped',
+      statusMessage: '',
+      editorEndpoint: null,
+      observedGeneration: stopped.spec.generation,
+    });
   });
 
   it('records stopped, touching nothing, for a stopped workspace with nothing running', async () => {
@@ -95,7 +100,7 @@ describe('WorkspaceController.reconcile', () => {
       observedState: 'running',
       statusMessage: '',
       editorEndpoint: `${address}:8080`,
-      observedGeneration: wanted.generation,
+      observedGeneration: wanted.spec.generation,
     });
     expect((await metrics.containerStartDuration.get()).values.find((value) => value.metricName?.endsWith('_count'))?.value).toBe(1);
   });
@@ -134,7 +139,7 @@ describe('WorkspaceController.reconcile', () => {
     const container = codeContainer(wanted);
     await store.workspaces.writeStatus(wanted.id, {
       observedState: 'running',
-      observedGeneration: wanted.generation,
+      observedGeneration: wanted.spec.generation,
       statusMessage: '',
       editorEndpoint: `${container.address}:8080`,
     });
@@ -162,7 +167,7 @@ describe('WorkspaceController.reconcile', () => {
     await controller().reconcile(wanted.id);
     const name = names.code(wanted.slug);
     expect(runtime.actions).toEqual([`remove ${name}`, `create ${name}`, `start ${name}`]);
-    expect(runtime.byName(name)!.restartGeneration).toBe(restarted.restartGeneration);
+    expect(runtime.byName(name)!.restartGeneration).toBe(restarted.spec.restartGeneration);
     expect(records).toContainEqual(expect.objectContaining({ message: 'recreating code container', reason: 'restart requested' }));
   });
 
