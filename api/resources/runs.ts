@@ -7,18 +7,14 @@
 import Type from 'typebox';
 import { NotFoundError } from '../../src/errors.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
-import { presentClassRun, presentRunEnd } from '../../src/wire/presenters.ts';
+import { presentClassRun } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
 import { RUN_STATUSES } from '../../src/wire/vocabulary.ts';
 import { json, operation } from '../operation.ts';
-import { answerOutputFile, answerOutputStream } from '../streams/run-output.ts';
+import { answerOutputFile, answerOutputStream, outputStreamDeps } from '../streams/run-output.ts';
 
 /** The query of an output stream: `from`, the offset to start at (a reconnect's Last-Event-ID wins). */
 export const outputQuery = Type.Object({ from: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000_000 })) }, { additionalProperties: false });
-
-/** What an output stream's summary says (the student's and the coach's). */
-export const OUTPUT_SUMMARY =
-  "A run's output as server-sent events (`output` {offset, text}, then `end`, a RunEnd), resumable with Last-Event-ID; 429 with Retry-After past the bounds on open streams (per user, per run).";
 
 /** The run of that id with its workspace's owner, or 404 `run_not_found`. */
 async function runOf(store: SurfaceStore, id: string) {
@@ -64,15 +60,16 @@ export const one = operation({
 export const output = operation({
   method: 'get',
   path: '/admin/runs/{runId}/output',
-  summary: OUTPUT_SUMMARY,
+  summary:
+    "A run's output as server-sent events (`output` {offset, text}, then `end`, a RunEnd), resumable with Last-Event-ID; 429 with Retry-After past the bounds on open streams (per user, per run).",
   auth: 'admin',
   tag: 'admin',
   query: outputQuery,
   errors: ['too_many_output_streams', 'run_output_streams_full'],
   responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
-  handle: async ({ params, query, ctx, user }, { store, outputHub }) => {
-    const run = await runOf(store, params.runId);
-    answerOutputStream(ctx, { runs: store.runs, changes: store.changes, hub: outputHub, presentEnd: presentRunEnd }, run, query.from, user?.id);
+  handle: async ({ params, query, ctx, user }, deps) => {
+    const run = await runOf(deps.store, params.runId);
+    answerOutputStream(ctx, outputStreamDeps(deps), run, query.from, user?.id);
   },
 });
 

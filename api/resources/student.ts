@@ -18,12 +18,12 @@ import { probeHttp } from '../../src/probe.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../../src/store/runs.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { presentImport, presentRun, presentRunEnd, presentStudentWorkspace, type IdleForecast } from '../../src/wire/presenters.ts';
+import { presentImport, presentRun, presentStudentWorkspace, type IdleForecast } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
 import { assertSameOrigin, type AuthState } from '../middleware/auth.ts';
 import { json, operation, type ApiDeps } from '../operation.ts';
 import { mayUseWorkspace } from '../policy.ts';
-import { answerOutputFile, answerOutputStream } from '../streams/run-output.ts';
+import { answerOutputFile, answerOutputStream, outputStreamDeps } from '../streams/run-output.ts';
 import { outputQuery } from './runs.ts';
 
 /** How long a restart waits for the run it stopped to end before it starts the next. */
@@ -179,9 +179,9 @@ export const runOutput = operation({
   query: outputQuery,
   errors: ['too_many_output_streams', 'run_output_streams_full'],
   responses: { 200: { events: 'Server-sent events.', description: 'The output, live until the run ends.' } },
-  handle: async ({ workspace, user, params, query, ctx }, { store, outputHub }) => {
-    const found = await store.runs.getOf(workspace.id, params.runId);
-    answerOutputStream(ctx, { runs: store.runs, changes: store.changes, hub: outputHub, presentEnd: presentRunEnd }, found, query.from, user.id);
+  handle: async ({ workspace, user, params, query, ctx }, deps) => {
+    const found = await deps.store.runs.getOf(workspace.id, params.runId);
+    answerOutputStream(ctx, outputStreamDeps(deps), found, query.from, user.id);
   },
 });
 

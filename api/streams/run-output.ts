@@ -21,6 +21,7 @@ import type { Logger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../../src/store/runs.ts';
+import { presentRunEnd } from '../../src/wire/presenters.ts';
 
 /** How often an idle stream sends a comment, so that proxies and browsers keep it open. */
 const HEARTBEAT_MS = 15_000;
@@ -164,6 +165,11 @@ export interface OutputStreamDeps {
   hub: RunOutputHub;
   /** The run's end as its `end` event says it. */
   presentEnd: (run: RunRecord) => unknown;
+}
+
+/** The output streams' deps out of an operation's: the store's runs and feed, the hub, the wire's run end (presentRunEnd). */
+export function outputStreamDeps(deps: { store: SurfaceStore; outputHub: RunOutputHub }): OutputStreamDeps {
+  return { runs: deps.store.runs, changes: deps.store.changes, hub: deps.outputHub, presentEnd: presentRunEnd };
 }
 
 /**
