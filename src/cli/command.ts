@@ -10,6 +10,7 @@ import { AllowlistFile } from '../allowlist/allowlist-file.ts';
 import type { Backups } from '../backup/backups.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { isUnreachable, redactUrl } from '../db/errors.ts';
+import { EngineUnreachableError } from '../docker/runtime.ts';
 import { AppError } from '../errors.ts';
 import { createRootLogger, type Logger } from '../log.ts';
 import type { SurfaceStore } from '../store/index.ts';
@@ -25,7 +26,7 @@ export const EXIT = {
   notFound: 3,
   /** Refused by a rule: the last admin, a running workspace, a malformed allowlist file. */
   refused: 4,
-  /** The database (or Docker) cannot be reached, or the embedded database is busy. */
+  /** The database or the Docker Engine cannot be reached, or the embedded database is busy. */
   unavailable: 5,
 } as const;
 
@@ -62,6 +63,8 @@ export function describeFailure(error: unknown, databaseUrl?: string): Failure {
       ? { code: 'unknown_command', message: `Unknown command "${unknown[1]!.replaceAll(':', ' ')}"; see --help for the commands.`, exit: EXIT.usage }
       : { code: 'usage', message, exit: oclif.exit };
   }
+  // Before the database's check: an engine refusing the connection has the code a database has (ECONNREFUSED).
+  if (error instanceof EngineUnreachableError) return { code: 'engine_unavailable', message: `${error.message}: ${error.remedy}.`, exit: EXIT.unavailable };
   if (isUnreachable(error)) {
     const where = databaseUrl ? ` at ${redactUrl(databaseUrl)}` : '';
     return {

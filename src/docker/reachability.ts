@@ -25,12 +25,15 @@ export class EngineUnreachableError extends Error {
   readonly address: string;
   /** The connection's code (ENOENT, ECONNREFUSED, ...). */
   readonly code: string;
+  /** What to do about it, for the line that says it (the server's log line, the CLI's failure line): see whatToDo. */
+  readonly remedy: string;
 
   constructor(address: string, cause: Error & { code: string }) {
     super(`Docker Engine cannot be reached at ${address} (${cause.message})`, { cause });
     this.name = 'EngineUnreachableError';
     this.address = address;
     this.code = cause.code;
+    this.remedy = whatToDo(cause.code);
   }
 }
 
@@ -116,12 +119,9 @@ export class EngineReachability {
     const log = this.loggers[0];
     if (!outage || outage.said || !log) return;
     outage.said = true;
-    const { address, code } = outage.error;
+    const { address, code, message, remedy } = outage.error;
     const reason = (outage.error.cause as Error).message;
-    log.error(
-      { address, code, error: reason },
-      `Docker Engine cannot be reached at ${address} (${reason}): ${whatToDo(code)}; workspaces start once it answers (retrying quietly)`,
-    );
+    log.error({ address, code, error: reason }, `${message}: ${remedy}; workspaces start once it answers (retrying quietly)`);
   }
 }
 

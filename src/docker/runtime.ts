@@ -8,7 +8,7 @@ import type { FirewallOutcome } from './firewall.ts';
 import type { EngineReachability } from './reachability.ts';
 
 // What the loops ask of an engine's reachability, from the runtime's own module (the one outside src/docker may import).
-export { engineAway, type EngineReachability } from './reachability.ts';
+export { engineAway, EngineUnreachableError, type EngineReachability } from './reachability.ts';
 
 /** The marker label on every object the control plane manages. */
 export const MANAGED_LABEL = 'service.managed';

@@ -28,12 +28,14 @@ afterAll(async () => {
   await removeEverything(controlPlaneId);
 });
 
-/** `bin/cli` as an operator runs it, on the test database. */
-const cli = (...argv: string[]) =>
+/** `bin/cli` as an operator runs it, on the test database, with `more` in its environment. */
+const cliWith = (more: Record<string, string>, ...argv: string[]) =>
   run(path.join(PROJECT_ROOT, 'bin/cli'), argv, {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: db.url, DATA_DIR: dataDir },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: db.url, DATA_DIR: dataDir, ...more },
     timeout: 60_000,
   });
+/** `bin/cli` as an operator runs it, on the test database. */
+const cli = (...argv: string[]) => cliWith({}, ...argv);
 
 describe('bin/cli on PostgreSQL', () => {
   it("stops a running server's workspace at once: the server hears the change, not its 30 s resync", async () => {
@@ -101,4 +103,27 @@ describe('bin/cli on PostgreSQL', () => {
     );
     expect(failed).toMatchObject({ code: 3, stdout: '', stderr: 'Error: No user "nobody@school.test"; a user exists once they have signed in.\n' });
   }, 60_000);
+});
+
+describe('bin/cli without a Docker Engine', () => {
+  it.each([
+    ['no socket at its address', 'unix:///nonexistent', 'ENOENT'],
+    ['its address refuses the connection', 'tcp://127.0.0.1:9', 'ECONNREFUSED'],
+  ])(
+    'says in one line (exit 5) that the Docker Engine cannot be reached and what to do, when a command needs it and finds %s',
+    async (_, address, code) => {
+      const { workspace } = await testStore(db.dataSource).users.create({ email: `engine-${code}-${controlPlaneId}@school.test` });
+      const failed = await cliWith({ DOCKER_HOST: address }, 'backup', workspace.slug).then(
+        () => undefined,
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
+      expect(failed).toMatchObject({ code: 5, stdout: '' });
+      expect(failed?.stderr).toMatch(
+        new RegExp(
+          `^Error: Docker Engine cannot be reached at ${address.replaceAll('.', '\\.')} \\([^\\n]*${code}[^\\n]*\\): start it \\(bash scripts/provision\\.sh[^\\n]*DOCKER_HOST[^\\n]*\\.\\n$`,
+        ),
+      );
+    },
+    60_000,
+  );
 });
