@@ -14,9 +14,10 @@ import { AppError, ConflictError, NotFoundError, TooManyError, UnavailableError,
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Actor } from '../store/audit.ts';
-import type { ImportPhase, ImportRecord, ImportRequest } from '../store/imports.ts';
+import type { ImportRecord, ImportRequest } from '../store/imports.ts';
 import type { SurfaceStore } from '../store/index.ts';
 import type { WorkspaceRecord } from '../store/workspaces.ts';
+import type { ImportPhase } from '../wire/vocabulary.ts';
 import { checkUrl, resolveChecked, type AddressRules } from './address.ts';
 import { cloneRepository } from './clone.ts';
 import { discover } from './discover.ts';

@@ -2,18 +2,9 @@ import type { DataSource } from 'typeorm';
 import type { Queryable } from '../db/sql.ts';
 import { storableText } from '../db/text.ts';
 import { ConflictError } from '../errors.ts';
+import { IMPORT_PHASES, type ImportPhase } from '../wire/vocabulary.ts';
 import type { Tx } from './mutation.ts';
 import { col, rowCodec } from './row-codec.ts';
-
-/** The phases of an import, in order (see ImportPhase). */
-const IMPORT_PHASES = ['checking', 'cloning', 'backing-up', 'copying', 'done', 'failed'] as const;
-
-/**
- * How far an import got: `checking` the address (and its redirects), `cloning` (bytes: the clone's
- * size on disk), `backing-up` the home (bytes backed up), `copying` into the home (bytes of the
- * project copied), then `done` or `failed`.
- */
-export type ImportPhase = (typeof IMPORT_PHASES)[number];
 
 /** An import of a team's project into a workspace, as its student follows it. */
 export interface ImportRecord {

@@ -12,7 +12,17 @@
  * a handler adds or renames is a contract change the tests catch (test/helpers/contract.ts).
  */
 import Type, { type Static, type TProperties, type TSchema } from 'typebox';
-import { ACTIVE_RUN_STATUSES, DESIRED_STATES, OBSERVED_STATES, ROLES, RUN_DESIRED_STATES, RUN_STATUSES, RUN_STOPPED_BY, STOPPED_BY } from './vocabulary.ts';
+import {
+  ACTIVE_RUN_STATUSES,
+  DESIRED_STATES,
+  IMPORT_PHASES,
+  OBSERVED_STATES,
+  ROLES,
+  RUN_DESIRED_STATES,
+  RUN_STATUSES,
+  RUN_STOPPED_BY,
+  STOPPED_BY,
+} from './vocabulary.ts';
 
 /** An object of exactly these properties (no others). */
 const Strict = <P extends TProperties>(properties: P, options: { description?: string } = {}) =>
@@ -187,7 +197,7 @@ export const WorkspaceImport = Strict({
   url: Type.String(),
   branch: Nullable(Type.String({ description: "null: the repository's default branch." })),
   subfolder: Nullable(Type.String({ description: 'null: the whole repository.' })),
-  phase: Type.Enum(['checking', 'cloning', 'backing-up', 'copying', 'done', 'failed'], {
+  phase: Type.Enum(IMPORT_PHASES, {
     description: 'checking the address, cloning, backing up the home, copying into the home; then done or failed.',
   }),
   bytes: Type.Integer({ description: 'How far the phase got: the clone on disk, the home backed up, the project copied (bytes).' }),

@@ -1,6 +1,6 @@
 /**
  * The control plane's words, once: every state a workspace or a run can be in, who can stop one,
- * and the roles of users, each as one `as const` list with its type derived from it. The store's
+ * the roles of users and the phases of an import, each as one `as const` list with its type derived from it. The store's
  * records, the wire's TypeBox schemas (schemas.ts), the request schemas that ajv checks (a query's
  * `status`, `observed`, `desired` filters) and the metrics' label values take their lists from here;
  * the panel (browser code, which may only `import type` from the server) keys its labels by these
@@ -61,3 +61,12 @@ export type RunStoppedBy = (typeof RUN_STOPPED_BY)[number];
 export const ROLES = ['user', 'admin'] as const;
 /** A user's role: one of ROLES. */
 export type Role = (typeof ROLES)[number];
+
+/**
+ * How far an import got, in order: `checking` the address (and its redirects), `cloning` (bytes: the
+ * clone's size on disk), `backing-up` the home (bytes backed up), `copying` into the home (bytes of
+ * the project copied), then `done` or `failed`.
+ */
+export const IMPORT_PHASES = ['checking', 'cloning', 'backing-up', 'copying', 'done', 'failed'] as const;
+/** How far an import got: one of IMPORT_PHASES. */
+export type ImportPhase = (typeof IMPORT_PHASES)[number];
