@@ -6,7 +6,7 @@
  * control plane, and what the browser may do here is what its student may do on their workspace.
  */
 
-/** A run as the student API shows it (api/presenters.ts presentRun). */
+/** A run as the student API shows it (src/wire/presenters.ts presentRun). */
 export interface RunView {
   id: string;
   status: 'queued' | 'running' | 'stopped' | 'failed' | 'canceled';
@@ -21,7 +21,7 @@ export interface RunView {
   outputTruncated: boolean;
 }
 
-/** The workspace as the student API shows it (api/presenters.ts presentStudentWorkspace). */
+/** The workspace as the student API shows it (src/wire/presenters.ts presentStudentWorkspace). */
 export interface WorkspaceView {
   id: string;
   slug: string;

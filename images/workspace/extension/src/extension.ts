@@ -55,7 +55,7 @@ const SIGNED_OUT_LEAVE_MS = 30_000;
  */
 const STOP_SHOWN_MS = 10_000;
 
-/** Who stopped a workspace, in the student's words (as on the workspace page, api/workspace-page.ts). */
+/** Who stopped a workspace, in the student's words (as on the workspace page, api/pages/workspace-page.ts). */
 const STOPPED_BY = {
   student: 'You stopped your workspace',
   coach: 'Your coach stopped your workspace',
