@@ -7,13 +7,17 @@ import { safeReturnTo } from '../../src/identity/return-to.ts';
 import type { Logger } from '../../src/log.ts';
 import type { UserStore } from '../../src/store/users.ts';
 import { assertSameOrigin, type AuthState, type Throttle } from '../middleware/auth.ts';
-import { escapeHtml, page } from './page.ts';
+import { escapeHtml, page, type Routed } from './page.ts';
 
 // grant's typings declare an ES default export, but the package is `module.exports = grant`.
 const grant = grantModule as unknown as (typeof grantModule)['default'];
 
 /** Where grant's own routes live: `/connect/<provider>` and `/connect/<provider>/callback` (the redirect URI). */
 export const GRANT_PREFIX = '/connect';
+/** Where a sign-in with a provider starts (`/auth/start/google`). */
+const START = '/auth/start/:provider';
+/** Where grant sends the browser back with the provider's answer (grant's `callback`, grantConfig). */
+const CALLBACK = '/auth/callback/:provider';
 
 export interface AuthDeps {
   users: UserStore;
@@ -111,8 +115,8 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
     html(ctx, 200, 'Sign in', `<h1>Sign in</h1>${signedIn}${buttons || NO_PROVIDER}`);
   });
 
-  router.get('/auth/start/:provider', async (ctx) => {
-    const provider = enabled.get(ctx.params.provider!);
+  router.get<unknown, Routed<typeof START>>(START, async (ctx) => {
+    const provider = enabled.get(ctx.params.provider);
     if (!provider) return failure(ctx, 404, 'This sign-in provider is not configured here.');
     if (provider.name === 'oidc') {
       try {
@@ -133,8 +137,8 @@ export function authRoutes(deps: AuthDeps): { grant: Middleware<AuthState>; rout
    * against the address's limit: a school's class behind one address signs in at once, and a
    * callback completing a sign-in the browser started is never refused.
    */
-  router.get('/auth/callback/:provider', async (ctx) => {
-    const provider = enabled.get(ctx.params.provider!);
+  router.get<unknown, Routed<typeof CALLBACK>>(CALLBACK, async (ctx) => {
+    const provider = enabled.get(ctx.params.provider);
     const session = ctx.session!;
     const response = (session.grant as { response?: GrantResponse } | undefined)?.response;
     const returnTo = typeof session.returnTo === 'string' ? session.returnTo : undefined;

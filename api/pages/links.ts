@@ -13,7 +13,7 @@ import type { Actor } from '../../src/store/audit.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import { assertSameOrigin, type AuthState, type Throttle } from '../middleware/auth.ts';
 import { formBody } from '../middleware/validate.ts';
-import { escapeHtml, page } from './page.ts';
+import { escapeHtml, page, type Routed } from './page.ts';
 import { PANEL_PATH } from '../panel/index.ts';
 
 export interface LinkRoutesDeps {
@@ -26,6 +26,11 @@ export interface LinkRoutesDeps {
   failures: Throttle;
   log: Logger;
 }
+
+/** The setup link's page and form. */
+const SETUP_LINK = '/auth/setup/:token';
+/** An operator's sign-in link's page and form. */
+const SIGN_IN_LINK = '/auth/link/:token';
 
 /** The longest name the setup form takes. */
 const MAX_NAME_LENGTH = 100;
@@ -97,12 +102,12 @@ export function linkRouter(deps: LinkRoutesDeps): Router<AuthState> {
     notValid(ctx, status, message);
   };
 
-  router.get('/auth/setup/:token', async (ctx) => {
-    if (!(await store.links.peek(ctx.params.token!, 'setup'))) return refused(ctx, 410, `This setup link is not valid. ${NOT_VALID}`);
+  router.get<unknown, Routed<typeof SETUP_LINK>>(SETUP_LINK, async (ctx) => {
+    if (!(await store.links.peek(ctx.params.token, 'setup'))) return refused(ctx, 410, `This setup link is not valid. ${NOT_VALID}`);
     html(ctx, 200, 'Set up', setupForm({ name: '', email: '' }));
   });
 
-  router.post('/auth/setup/:token', form, async (ctx) => {
+  router.post<unknown, Routed<typeof SETUP_LINK>>(SETUP_LINK, form, async (ctx) => {
     assertSameOrigin(ctx, deps.publicOrigin);
     const body = (ctx.request as { body?: Record<string, unknown> }).body ?? {};
     const values = { name: typeof body.name === 'string' ? body.name.trim() : '', email: typeof body.email === 'string' ? body.email.trim() : '' };
@@ -117,7 +122,7 @@ export function linkRouter(deps: LinkRoutesDeps): Router<AuthState> {
     if (nameProblem) return html(ctx, 400, 'Set up', setupForm(values, nameProblem));
     let email: string;
     try {
-      email = await store.links.useSetup(ctx.params.token!, values);
+      email = await store.links.useSetup(ctx.params.token, values);
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       if (error.status === 400) return html(ctx, 400, 'Set up', setupForm(values, error.message));
@@ -138,8 +143,8 @@ export function linkRouter(deps: LinkRoutesDeps): Router<AuthState> {
     ctx.redirect(`${PANEL_PATH}/`);
   });
 
-  router.get('/auth/link/:token', async (ctx) => {
-    const link = await store.links.peek(ctx.params.token!, 'sign-in');
+  router.get<unknown, Routed<typeof SIGN_IN_LINK>>(SIGN_IN_LINK, async (ctx) => {
+    const link = await store.links.peek(ctx.params.token, 'sign-in');
     if (!link) return refused(ctx, 410, `This sign-in link is not valid. ${NOT_VALID}`);
     html(
       ctx,
@@ -151,9 +156,9 @@ export function linkRouter(deps: LinkRoutesDeps): Router<AuthState> {
     );
   });
 
-  router.post('/auth/link/:token', async (ctx) => {
+  router.post<unknown, Routed<typeof SIGN_IN_LINK>>(SIGN_IN_LINK, async (ctx) => {
     assertSameOrigin(ctx, deps.publicOrigin);
-    const token = ctx.params.token!;
+    const { token } = ctx.params;
     const link = await store.links.peek(token, 'sign-in');
     if (!link) return refused(ctx, 410, `This sign-in link is not valid. ${NOT_VALID}`);
     // Checked before the link is spent: taken off the allowlist since it was made, it stays unused.

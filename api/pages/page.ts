@@ -23,3 +23,13 @@ export function refusalPage(title: string, message: string, link: { href: string
     `<h1>${escapeHtml(title)}</h1><p class="error">${escapeHtml(message)}</p><a class="button" href="${escapeHtml(link.href)}">${escapeHtml(link.label)}</a>`,
   );
 }
+
+/** The parameters a koa-router path names (`/auth/link/:token`: `{ token: string }`), each set, never empty, once the route matched. */
+export type RouteParams<Path extends string> = Path extends `${string}:${infer Name}/${infer Rest}`
+  ? Record<Name, string> & RouteParams<Rest>
+  : Path extends `${string}:${infer Name}`
+    ? Record<Name, string>
+    : unknown;
+
+/** What a route of `Path` adds to koa-router's context (its methods' second type argument): `params` typed from the path. */
+export type Routed<Path extends string> = { params: RouteParams<Path> };
