@@ -208,7 +208,7 @@ describe('workspaces on a swarm', () => {
         async () => ((await harness.store.runs.get(run.id))?.status.phase === 'failed' ? harness.store.runs.get(run.id) : undefined),
         60_000,
       );
-      expect(failed).toMatchObject({ exitCode: 2, reason: 'compile or boot failed (exit code 2)' });
+      expect(failed).toMatchObject({ status: { exitCode: 2, reason: 'compile or boot failed (exit code 2)' } });
       expect(failed!.status.output).toContain('compilation failed');
     } finally {
       await failing.stop();
