@@ -6,8 +6,9 @@ import path from 'node:path';
 import { PassThrough, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createRequire } from 'node:module';
 import { inspect as formatValue } from 'node:util';
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { blockLinkLocal } from './firewall.ts';
 import { EngineReachability, isConnectionFailure } from './reachability.ts';
@@ -78,12 +79,20 @@ export async function tolerate(action: () => Promise<unknown>, statuses: number[
 }
 
 /**
+ * dockerode, loaded at its first client: it loads gRPC, protobuf.js and ssh2 as well (about 200
+ * modules, a seventh of a second of CPU), which the server's start does not wait for (its first
+ * engine call comes after it listens) and a CLI command that only reads the database never needs.
+ */
+let dockerode: typeof Docker | undefined;
+const Dockerode = (): typeof Docker => (dockerode ??= createRequire(import.meta.url)('dockerode') as typeof Docker);
+
+/**
  * A dockerode client that opens a new connection for every call. Node's default agent keeps idle
  * sockets for 5 s, and a call made just as one of them times out fails with "socket hang up" (a
  * 5 s ping hit that every third time). A local socket's connect costs far less than any engine call.
  */
 export function engineClient(options: Docker.DockerOptions = {}, reachability?: EngineReachability): Docker {
-  const docker = new Docker(options);
+  const docker = new (Dockerode())(options);
   if (reachability) reportTo(docker.modem, reachability);
   // docker-modem resolves the protocol (a socket, or DOCKER_HOST with TLS) and passes its `agent` on
   // to http.request or https.request, which each take only their own kind (SSH brings its own).
@@ -154,7 +163,7 @@ export function scopedClient(docker: Docker, scope: EngineScope): Docker {
     const signals = [options.abortSignal, scope.signal].filter((signal) => signal !== undefined);
     base.dial.call(this, { ...options, abortSignal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] }, callback);
   };
-  return new Docker({ modem } as Docker.DockerOptions);
+  return new (Dockerode())({ modem } as Docker.DockerOptions);
 }
 
 /** Both scopes at once: `outer`'s bounds, then `inner`'s. */
@@ -177,10 +186,9 @@ export interface DockerRuntimeOptions {
 
 /** The WorkspaceRuntime over a Docker Engine, through dockerode. */
 export class DockerRuntime implements WorkspaceRuntime {
-  /** For calls: each bounded by CALL_TIMEOUT_MS. */
-  readonly docker: Docker;
-  /** For the events stream only, which is long-lived and may be quiet for long (a ping watches it instead). */
-  private readonly events: Docker;
+  /** The two clients, made at their first use (dockerode is loaded then); shared with scoped copies. */
+  private readonly clients: { docker?: Docker; events?: Docker } = {};
+  private readonly connection: Docker.DockerOptions | undefined;
   private readonly controlPlaneId: string;
   /** Networks made sure of, by name (see ensureNetwork). */
   private readonly networks = new Map<string, Promise<NetworkState>>();
@@ -189,15 +197,26 @@ export class DockerRuntime implements WorkspaceRuntime {
 
   constructor(options: DockerRuntimeOptions) {
     this.reachability = new EngineReachability((failure) => engineAddress(this.docker.modem, failure));
-    this.docker = engineClient({ ...options.docker, timeout: CALL_TIMEOUT_MS }, this.reachability);
-    this.events = engineClient(options.docker, this.reachability);
+    this.connection = options.docker;
     this.controlPlaneId = options.controlPlaneId;
+  }
+
+  /** For calls: each bounded by CALL_TIMEOUT_MS. */
+  get docker(): Docker {
+    return (this.clients.docker ??= engineClient({ ...this.connection, timeout: CALL_TIMEOUT_MS }, this.reachability));
+  }
+
+  /** For the events stream only, which is long-lived and may be quiet for long (a ping watches it instead). */
+  private get events(): Docker {
+    return (this.clients.events ??= engineClient(this.connection, this.reachability));
   }
 
   /** This runtime with every engine call kept to `scope` as well (its client's requests: scopedClient). */
   scoped(scope: EngineScope): WorkspaceRuntime {
     const bound = Object.create(this) as DockerRuntime;
-    Object.defineProperty(bound, 'docker', { value: scopedClient(this.docker, scope) });
+    // Made at its first call too: a leader's term is begun before any engine call.
+    let client: Docker | undefined;
+    Object.defineProperty(bound, 'docker', { get: () => (client ??= scopedClient(this.docker, scope)) });
     return bound;
   }
 
