@@ -61,6 +61,7 @@ const PARAMETER_ERRORS: Record<string, ErrorCode[]> = {
   workspaceId: ['workspace_not_found'],
   userId: ['user_not_found', 'validation_error'],
   runId: ['run_not_found'],
+  requestId: ['help_request_not_found'],
   name: ['backup_not_found'],
   entry: ['allowlist_entry_not_found'],
   // A student API's slug that is no workspace is refused as not theirs (403), whoever asks.

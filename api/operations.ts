@@ -9,6 +9,7 @@ import * as audit from './resources/audit.ts';
 import * as backups from './resources/backups.ts';
 import * as config from './resources/config.ts';
 import * as events from './resources/events.ts';
+import * as help from './resources/help.ts';
 import * as links from './resources/links.ts';
 import * as nodes from './resources/nodes.ts';
 import * as runs from './resources/runs.ts';
@@ -55,6 +56,9 @@ export const OPERATIONS: AnyOperation[] = [
   runs.outputFile,
   runs.stop,
   nodes.list,
+  help.queue,
+  help.take,
+  help.resolve,
   // Student
   student.getWorkspace,
   student.openWorkspace,
@@ -71,4 +75,7 @@ export const OPERATIONS: AnyOperation[] = [
   student.startImport,
   student.latestImport,
   student.simStatus,
+  help.raise,
+  help.mine,
+  help.withdraw,
 ];

@@ -27,6 +27,7 @@ import { CreateHomeDiskUsage1795860000000 } from './1795860000000-CreateHomeDisk
 import { CreateWorkspaceImports1795880000000 } from './1795880000000-CreateWorkspaceImports.ts';
 import { AddServerStopping1795900000000 } from './1795900000000-AddServerStopping.ts';
 import { WidenRunStoppedBy1795965600000 } from './1795965600000-WidenRunStoppedBy.ts';
+import { CreateHelpRequests1795978960000 } from './1795978960000-CreateHelpRequests.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -59,4 +60,5 @@ export const MIGRATIONS = [
   CreateWorkspaceImports1795880000000,
   AddServerStopping1795900000000,
   WidenRunStoppedBy1795965600000,
+  CreateHelpRequests1795978960000,
 ];

@@ -82,6 +82,7 @@ export const ERROR_CODES = {
   user_not_found: { status: 404, description: 'No user has this id or email (a user exists once they have signed in).' },
   allowlist_entry_not_found: { status: 404, description: 'The entry is not in the allowlist.' },
   backup_not_found: { status: 404, description: 'No stored backup has this name.' },
+  help_request_not_found: { status: 404, description: 'No help request has this id (or the workspace has none open).' },
   volume_not_found: { status: 404, description: "The workspace's home volume does not exist (it never started)." },
   node_not_found: { status: 404, description: 'No swarm node has this name.', outside: 'cli' },
   import_repository_not_found: { status: 404, description: 'There is no public repository at the address.', outside: 'import' },
@@ -101,6 +102,9 @@ export const ERROR_CODES = {
   admin_exists: { status: 409, description: 'An admin exists already: no setup link is made or redeemed.', outside: 'pages' },
   allowlist_file_invalid: { status: 409, description: 'The allowlist file is malformed (edited by hand): fix it first.' },
   import_in_progress: { status: 409, description: 'An import into this workspace is in progress.' },
+  help_request_open: { status: 409, description: 'The student has a help request open already (waiting or taken): one at a time.' },
+  help_request_taken: { status: 409, description: 'Another coach took the help request first; the message says who.' },
+  help_request_closed: { status: 409, description: 'The help request was resolved or withdrawn already; the message says which.' },
   slug_unavailable: { status: 409, description: 'No free workspace slug could be found for the email.', outside: 'pages' },
   backup_unrestorable: { status: 409, description: 'The home holds a file a restore could not bring back as it is (a name, a type); the message names it.' },
   restore_not_kept: { status: 409, description: 'The files a restore would replace cannot be kept as a backup (backup_unrestorable); nothing was restored.' },
@@ -120,6 +124,7 @@ export const ERROR_CODES = {
   run_output_streams_full: { status: 429, description: 'The run has OUTPUT_STREAMS_PER_RUN output streams open.' },
   too_many_connections: { status: 429, description: 'The workspace has PROXY_MAX_TUNNELS_PER_WORKSPACE connections open.', outside: 'proxy' },
   too_many_replacements: { status: 429, description: 'The workspace was reset or imported into too often lately; the message says when to try again.' },
+  too_many_help_requests: { status: 429, description: 'The workspace asked for help too often lately (5 in 10 minutes); Retry-After says when to try again.' },
   // 431, 499
   headers_too_large: {
     status: 431,

@@ -11,6 +11,7 @@ import Backup from './commands/backup.ts';
 import BackupsList from './commands/backups/list.ts';
 import CapGet from './commands/cap/get.ts';
 import CapSet from './commands/cap/set.ts';
+import HelpList from './commands/help/list.ts';
 import NodesDrain from './commands/nodes/drain.ts';
 import NodesList from './commands/nodes/list.ts';
 import NodesUndrain from './commands/nodes/undrain.ts';
@@ -48,4 +49,5 @@ export const COMMANDS = {
   'nodes:list': NodesList,
   'nodes:drain': NodesDrain,
   'nodes:undrain': NodesUndrain,
+  'help:list': HelpList,
 };

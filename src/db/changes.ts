@@ -10,8 +10,10 @@ import type { Logger } from '../log.ts';
  * `allowlist`: the allowlist file was edited through the store (the id is the entry): every
  * replica reads the file again, also where it is on a network filesystem that tells no process of
  * an edit made on another host. `nodes`: a swarm node asked to be drained or taken back (the id is its name).
+ * `help`: a help request raised, taken, resolved or withdrawn (the id is the request's): nothing
+ * converges on it; the panel's live events tell every open panel.
  */
-export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings', 'allowlist', 'nodes'] as const;
+export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings', 'allowlist', 'nodes', 'help'] as const;
 
 /**
  * What changed: desired state (one of CHANGE_KINDS), or `status`: the observed status of a

@@ -22,7 +22,9 @@ export const CLI_ACTOR: Actor = { id: null, email: 'cli' };
  * (one used to sign in), `run.stop` (an admin stopped someone's run: a student's own runs are theirs and
  * not audited), `node.drain` and `node.undrain` (a swarm node asked to be emptied, or taken back),
  * `workspace.reset` and `workspace.import` (a home's project replaced by the image's starter, or by
- * a team's repository: each names the backup made of the home first).
+ * a team's repository: each names the backup made of the home first), `help.request`, `help.take`
+ * and `help.resolve` (a student raised a hand, a coach took it, a coach resolved it; a student's
+ * withdrawal of their own request is not audited).
  */
 export type AuditAction =
   | 'audit.prune'
@@ -43,7 +45,10 @@ export type AuditAction =
   | 'allowlist.remove'
   | 'config.max-active-containers'
   | 'node.drain'
-  | 'node.undrain';
+  | 'node.undrain'
+  | 'help.request'
+  | 'help.take'
+  | 'help.resolve';
 
 /** An audit entry to write. */
 export interface AuditInput {

@@ -4,6 +4,7 @@ import type { ChangeFeed } from '../db/changes.ts';
 import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
 import { HandoffStore } from './handoffs.ts';
+import { HelpStore } from './help.ts';
 import { ImportStore } from './imports.ts';
 import { LeaderCounterStore } from './leader-counters.ts';
 import { LeaseStore, type Fence } from './leases.ts';
@@ -67,6 +68,8 @@ export interface Store {
   nodes: NodeStore;
   /** Imports of teams' projects into workspaces: their progress and how they ended, for every replica. */
   imports: ImportStore;
+  /** The help queue: students' raised hands, taken and resolved by coaches. */
+  help: HelpStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -100,6 +103,7 @@ export function createStore(options: StoreOptions): Store {
   const { db, changes } = options;
   const { fence } = options;
   const mutate = mutator(db, changes, fence);
+  const rateLimits = new RateLimitStore(db);
   return {
     workspaces: new WorkspaceStore(db, mutate, changes, options.environmentCap, fence),
     workspaceList: new WorkspaceListStore(db, options.environmentCap, fence),
@@ -113,12 +117,13 @@ export function createStore(options: StoreOptions): Store {
     servers: new ServerStore(db),
     leases: new LeaseStore(db),
     handoffs: new HandoffStore(db),
-    rateLimits: new RateLimitStore(db),
+    rateLimits,
     refusals: new RefusalStore(db, changes),
     leaderCounters: new LeaderCounterStore(db, fence),
     scheduledBackups: new ScheduledBackupStore(db, fence),
     nodes: new NodeStore(db, mutate, fence),
     imports: new ImportStore(db),
+    help: new HelpStore(db, mutate, rateLimits),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

@@ -6,6 +6,7 @@
 import type { StoredBackup } from '../backup/backups.ts';
 import { homeDiskStatus, type HomeDiskLimit, type HomeDiskStatus } from '../home-disk.ts';
 import type { AuditPage as AuditRecords } from '../store/audit.ts';
+import type { HelpRequestRecord } from '../store/help.ts';
 import type { ImportRecord } from '../store/imports.ts';
 import type { NodeView } from '../store/nodes.ts';
 import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
@@ -18,6 +19,7 @@ import type {
   Backup,
   Capacity,
   ClassRun,
+  HelpRequest,
   HomeDisk,
   Overview,
   Refusal,
@@ -25,6 +27,7 @@ import type {
   RunEnd,
   SignInLink,
   Status,
+  StudentHelp,
   StudentWorkspace,
   User,
   WorkspaceChange,
@@ -297,5 +300,30 @@ export function presentSummary(summary: ClassSummary): Pick<Overview, 'capacity'
     capacity: { cap: summary.cap.value, source: summary.cap.source, running: summary.running, wantedRunning: summary.wantedRunning, waiting: summary.waiting },
     activeBuilds: summary.activeBuilds,
     failed: summary.failed.map((failure) => ({ id: failure.id, slug: failure.slug, statusMessage: failure.statusMessage, since: iso(failure.since) })),
+  };
+}
+
+/** A help request as its student sees it: its state, message, place in the queue and the coach coming. */
+export function presentStudentHelp(request: HelpRequestRecord): StudentHelp {
+  return {
+    id: request.id,
+    state: request.state,
+    message: request.message,
+    createdAt: request.createdAt.toISOString(),
+    place: request.place,
+    takenBy: request.takenBy && { name: request.takenBy.name, email: request.takenBy.email },
+    takenAt: iso(request.takenAt),
+  };
+}
+
+/** A help request in the coach's queue: as its student sees it, with whose it is, its age and how it ended. */
+export function presentHelpRequest(request: HelpRequestRecord): HelpRequest {
+  return {
+    ...presentStudentHelp(request),
+    ageSeconds: request.ageSeconds,
+    student: request.student,
+    workspace: request.workspace,
+    endedBy: request.endedBy,
+    endedAt: iso(request.endedAt),
   };
 }

@@ -15,6 +15,7 @@ import Type, { type Static, type TProperties, type TSchema } from 'typebox';
 import {
   ACTIVE_RUN_STATUSES,
   DESIRED_STATES,
+  HELP_STATES,
   IMPORT_PHASES,
   OBSERVED_STATES,
   ROLES,
@@ -42,6 +43,9 @@ export const ActiveRunStatus = Type.Enum(ACTIVE_RUN_STATUSES);
 export const Role = Type.Enum(ROLES);
 export const StoppedBy = Type.Enum(STOPPED_BY);
 export const CapSource = Type.Enum(['override', 'environment']);
+export const HelpState = Type.Enum(HELP_STATES, {
+  description: 'waiting in the queue, taken by a coach (coming), resolved by a coach, or withdrawn by the student.',
+});
 
 // --- Errors ---------------------------------------------------------------------------------------
 
@@ -360,6 +364,44 @@ export const CliStatus = Strict({
   leaseTerm: Type.Union([Type.Integer(), Type.Null()]),
 });
 export type CliStatus = Static<typeof CliStatus>;
+
+// --- Help queue -----------------------------------------------------------------------------------
+
+/** A student's help request, as their workspace page and editor show it. */
+export const StudentHelp = Strict({
+  id: Uuid,
+  state: HelpState,
+  message: Nullable(Type.String({ description: 'What the student wrote, as plain text (never markup); null: nothing.' })),
+  createdAt: Time,
+  place: Nullable(Type.Integer({ minimum: 1, description: 'Its place among the waiting requests, oldest first (1: next); null unless waiting.' })),
+  takenBy: Nullable(
+    Strict({ name: Type.String({ description: "'' when the coach's account has no name." }), email: Type.String() }, { description: 'The coach coming.' }),
+  ),
+  takenAt: Nullable(Time),
+});
+export type StudentHelp = Static<typeof StudentHelp>;
+/** GET .../help: the open request, or null. */
+export const StudentHelpStatus = Strict({ help: Nullable(StudentHelp) });
+export type StudentHelpStatus = Static<typeof StudentHelpStatus>;
+/** A request raised or withdrawn. */
+export const StudentHelpAnswer = Strict({ help: StudentHelp });
+export type StudentHelpAnswer = Static<typeof StudentHelpAnswer>;
+
+/** A help request as the coach's queue shows it: whose it is, how old, and who took it. */
+export const HelpRequest = Strict({
+  ...StudentHelp.properties,
+  ageSeconds: Type.Integer({ minimum: 0, description: 'Seconds since it was raised.' }),
+  student: Strict({ id: Nullable(Uuid), name: Type.String(), email: Nullable(Type.String()) }),
+  workspace: Strict({ id: Uuid, slug: Type.String() }),
+  endedBy: Nullable(Type.String({ description: 'Who resolved it (a coach) or withdrew it (the student), by email.' })),
+  endedAt: Nullable(Time),
+});
+export type HelpRequest = Static<typeof HelpRequest>;
+/** GET /admin/help: the queue, waiting and taken, oldest first. */
+export const HelpQueue = Strict({ requests: Type.Array(HelpRequest) });
+export type HelpQueue = Static<typeof HelpQueue>;
+export const HelpRequestAnswer = Strict({ request: HelpRequest });
+export type HelpRequestAnswer = Static<typeof HelpRequestAnswer>;
 
 // --- Cap, allowlist, audit, links, backups --------------------------------------------------------
 

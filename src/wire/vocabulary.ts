@@ -1,8 +1,9 @@
 /**
  * The control plane's words, once: every state a workspace or a run can be in, who can stop one,
- * the roles of users and the phases of an import, each as one `as const` list with its type derived from it. The store's
- * records, the wire's TypeBox schemas (schemas.ts), the request schemas that ajv checks (a query's
- * `status`, `observed`, `desired` filters) and the metrics' label values take their lists from here;
+ * the roles of users, the phases of an import and the states of a help request, each as one
+ * `as const` list with its type derived from it. The store's records, the wire's TypeBox schemas
+ * (schemas.ts), the request schemas that ajv checks (a query's `status`, `observed`, `desired`
+ * filters) and the metrics' label values take their lists from here;
  * the panel (browser code, which may only `import type` from the server) keys its labels by these
  * types, so tsc names a word added here and missing there. The database's CHECK constraints hold the
  * same lists in the migrations that made them (test/integration/vocabulary.test.ts compares them).
@@ -70,3 +71,12 @@ export type Role = (typeof ROLES)[number];
 export const IMPORT_PHASES = ['checking', 'cloning', 'backing-up', 'copying', 'done', 'failed'] as const;
 /** How far an import got: one of IMPORT_PHASES. */
 export type ImportPhase = (typeof IMPORT_PHASES)[number];
+
+/**
+ * Where a student's help request is: `waiting` in the queue, `taken` by a coach ("coming"), then
+ * `resolved` by a coach, or `withdrawn` by the student. The first two are open: a student has at
+ * most one open request.
+ */
+export const HELP_STATES = ['waiting', 'taken', 'resolved', 'withdrawn'] as const;
+/** Where a help request is: one of HELP_STATES. */
+export type HelpState = (typeof HELP_STATES)[number];

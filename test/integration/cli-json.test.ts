@@ -48,6 +48,7 @@ const CONTRACTS: Record<keyof typeof COMMANDS, Contract> = {
   restore: { operation: ['POST', '/admin/workspaces/{workspaceId}/restore', 200] },
   status: { schema: Wire.CliStatus },
   'nodes:list': { operation: ['GET', '/admin/nodes', 200] },
+  'help:list': { operation: ['GET', '/admin/help', 200] },
   backup: { cliOnly: 'writes the backup where it is told (--output FILE, or stdout), not only among the stored ones the API lists' },
   'setup-link': { cliOnly: "the first admin's link, which the API cannot make (no admin to ask for it yet)" },
   'nodes:drain': { cliOnly: 'the panel drains a node through the CLI only' },
@@ -99,6 +100,7 @@ it('names the contract of every command', () => {
 it("prints with --json what the command's API twin answers, or its own wire type", async () => {
   const { workspace: ada } = await store.users.create({ email: 'ada@school.test' });
   await store.workspaces.open(ada.id);
+  await store.help.raise({ id: null, email: 'ada@school.test' }, ada, 'My robot does not drive');
   await store.users.create({ email: 'bob@school.test' });
   // An admin beside the one promoted and demoted below (the last admin is not demoted).
   await store.users.create({ email: 'head@school.test', role: 'admin' });
@@ -122,6 +124,7 @@ it("prints with --json what the command's API twin answers, or its own wire type
     ['backups:list', ['backups', 'list']],
     ['status', ['status']],
     ['nodes:list', ['nodes', 'list']],
+    ['help:list', ['help', 'list']],
     ['users:delete', ['users', 'delete', 'bob@school.test', '--yes']],
   ];
   const breaks: string[] = [];

@@ -7,6 +7,7 @@ const TABLES = [
   'audit_log',
   'capacity_refusals',
   'handoff_codes',
+  'help_requests',
   'home_disk_usage',
   'leader_counters',
   'leader_lease',

@@ -15,7 +15,7 @@ import { createDataSource, migrate } from '../../src/db/database.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { presentClassRun, presentRun } from '../../src/wire/presenters.ts';
 import { ClassRun } from '../../src/wire/schemas.ts';
-import { DESIRED_STATES, ROLES, RUN_DESIRED_STATES, RUN_STATUSES, RUN_STOPPED_BY, STOPPED_BY } from '../../src/wire/vocabulary.ts';
+import { DESIRED_STATES, HELP_STATES, ROLES, RUN_DESIRED_STATES, RUN_STATUSES, RUN_STOPPED_BY, STOPPED_BY } from '../../src/wire/vocabulary.ts';
 import { createEmptyDatabase, useTestDatabase } from '../helpers/db.ts';
 import { testStore } from '../helpers/store.ts';
 
@@ -25,7 +25,7 @@ const db = useTestDatabase();
 async function checkedWords(dataSource: DataSource): Promise<Record<string, string[]>> {
   const rows: { table: string; definition: string }[] = await dataSource.query(
     `SELECT conrelid::regclass::text AS table, pg_get_constraintdef(oid) AS definition
-       FROM pg_constraint WHERE contype = 'c' AND conrelid IN ('users'::regclass, 'workspaces'::regclass, 'runs'::regclass)`,
+       FROM pg_constraint WHERE contype = 'c' AND conrelid IN ('users'::regclass, 'workspaces'::regclass, 'runs'::regclass, 'help_requests'::regclass)`,
   );
   // PostgreSQL shows `column IN ('a', 'b')` as `(column = ANY (ARRAY['a'::text, 'b'::text]))`.
   return Object.fromEntries(
@@ -47,6 +47,7 @@ it("admits in the database's CHECK constraints the vocabulary's words (and a run
     'runs.status': sorted(RUN_STATUSES),
     // `admin` stays admitted until a Contract migration, a release after no replica writes it.
     'runs.stopped_by': sorted([...RUN_STOPPED_BY, 'admin']),
+    'help_requests.state': sorted(HELP_STATES),
   });
 });
 

@@ -9,6 +9,7 @@ import { openApiDocument } from '../../api/openapi.ts';
 import {
   ACTIVE_RUN_STATUSES,
   DESIRED_STATES,
+  HELP_STATES,
   OBSERVED_STATES,
   ROLES,
   RUN_DESIRED_STATES,
@@ -71,6 +72,8 @@ it.each([
   ['ClassRun.desiredState', () => fieldWords('ClassRun', 'desiredState'), RUN_DESIRED_STATES],
   ['ClassRun.stoppedBy', () => fieldWords('ClassRun', 'stoppedBy'), RUN_STOPPED_BY],
   ['User.role', () => fieldWords('User', 'role'), ROLES],
+  ['StudentHelp.state', () => fieldWords('StudentHelp', 'state'), HELP_STATES],
+  ['HelpRequest.state', () => fieldWords('HelpRequest', 'state'), HELP_STATES],
 ])("%s has the vocabulary's words, no more and no fewer", (_where, words, vocabulary) => {
   expect(words()).toEqual([...vocabulary]);
 });

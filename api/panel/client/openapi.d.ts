@@ -551,6 +551,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/help": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The help queue: every request waiting or taken, oldest first, with its student, workspace, age, place and the coach who took it. */
+        get: operations["getAdminHelp"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/help/{requestId}/take": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Takes a help request ("coming", audit `help.take`): the first coach wins; taking it again changes nothing. 409 `help_request_taken` (naming the coach) when another took it, `help_request_closed` when resolved or withdrawn. */
+        post: operations["postAdminHelpByRequestIdTake"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/help/{requestId}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resolves a help request, waiting or taken (audit `help.resolve`). 409 `help_request_closed` when it was resolved or withdrawn already. */
+        post: operations["postAdminHelpByRequestIdResolve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/u/{slug}/api/workspace": {
         parameters: {
             query?: never;
@@ -774,6 +825,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/u/{slug}/api/help": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's open help request (its place in the queue, the coach coming), or null. */
+        get: operations["getUBySlugApiHelp"];
+        put?: never;
+        /** Raises a hand: a help request in the queue, with an optional message (audit `help.request`). 409 `help_request_open` while one is open; 429 `too_many_help_requests` past 5 raises in 10 minutes. */
+        post: operations["postUBySlugApiHelp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/u/{slug}/api/help/withdraw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Takes the open help request back (waiting or taken); 404 `help_request_not_found` when none is open. */
+        post: operations["postUBySlugApiHelpWithdraw"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -845,6 +931,48 @@ export interface components {
                 database: "ok" | "unreachable" | "timeout";
             };
             failed?: string[];
+        };
+        HelpQueue: {
+            requests: components["schemas"]["HelpRequest"][];
+        };
+        HelpRequest: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description waiting in the queue, taken by a coach (coming), resolved by a coach, or withdrawn by the student.
+             * @enum {unknown}
+             */
+            state: "waiting" | "taken" | "resolved" | "withdrawn";
+            message: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            createdAt: string;
+            place: number | null;
+            takenBy: {
+                /** @description '' when the coach's account has no name. */
+                name: string;
+                email: string;
+            } | null;
+            takenAt: string | null;
+            /** @description Seconds since it was raised. */
+            ageSeconds: number;
+            student: {
+                id: string | null;
+                name: string;
+                email: string | null;
+            };
+            workspace: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+            };
+            endedBy: string | null;
+            endedAt: string | null;
+        };
+        HelpRequestAnswer: {
+            request: components["schemas"]["HelpRequest"];
         };
         ImportAnswer: {
             import: components["schemas"]["WorkspaceImport"] | null;
@@ -1001,6 +1129,12 @@ export interface components {
             /** @description Runs still compiling or booting. */
             activeBuilds: number;
             capacity: components["schemas"]["Capacity"];
+        };
+        StudentHelpAnswer: {
+            help: components["schemas"]["StudentHelp"];
+        };
+        StudentHelpStatus: {
+            help: components["schemas"]["StudentHelp"] | null;
         };
         StudentWorkspace: {
             /** Format: uuid */
@@ -1246,6 +1380,28 @@ export interface components {
              * @description ISO 8601, UTC
              */
             expiresAt: string;
+        };
+        StudentHelp: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description waiting in the queue, taken by a coach (coming), resolved by a coach, or withdrawn by the student.
+             * @enum {unknown}
+             */
+            state: "waiting" | "taken" | "resolved" | "withdrawn";
+            message: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            createdAt: string;
+            place: number | null;
+            takenBy: {
+                /** @description '' when the coach's account has no name. */
+                name: string;
+                email: string;
+            } | null;
+            takenAt: string | null;
         };
         User: {
             /** Format: uuid */
@@ -5268,6 +5424,368 @@ export interface operations {
             };
         };
     };
+    getAdminHelp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HelpQueue"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminHelpByRequestIdTake: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Taken (by this coach). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HelpRequestAnswer"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `help_request_not_found`: No help request has this id (or the workspace has none open). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "help_request_not_found";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `help_request_closed`: The help request was resolved or withdrawn already; the message says which.
+             *
+             *     `help_request_taken`: Another coach took the help request first; the message says who.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "help_request_closed" | "help_request_taken";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminHelpByRequestIdResolve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                requestId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resolved. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HelpRequestAnswer"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `help_request_not_found`: No help request has this id (or the workspace has none open). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "help_request_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `help_request_closed`: The help request was resolved or withdrawn already; the message says which. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "help_request_closed";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
     getUBySlugApiWorkspace: {
         parameters: {
             query?: never;
@@ -7322,6 +7840,447 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "database_unavailable" | "unavailable";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getUBySlugApiHelp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The open request, or null. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StudentHelpStatus"];
+                };
+            };
+            /** @description `invalid_path`: The path under `/u/<slug>/` is not one (a slug or a segment no path may hold). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: Nothing is served at this path (on a workspace host: no such workspace). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `unavailable`: Who may pass could not be looked up right now (host mode).
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "unavailable";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    postUBySlugApiHelp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description What the student is stuck on, as plain text (at most 500 characters; trimmed; empty or absent: none). */
+                    message?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Raised: waiting, with its place in the queue. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StudentHelpAnswer"];
+                };
+            };
+            /**
+             * @description `bad_request`: The request could not be read (a body that ended early or was malformed).
+             *
+             *     `invalid_json`: The request body is not valid JSON.
+             *
+             *     `invalid_path`: The path under `/u/<slug>/` is not one (a slug or a segment no path may hold).
+             *
+             *     `unsupported_content_type`: The request body was not sent as `Content-Type: application/json`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "bad_request" | "invalid_json" | "invalid_path" | "unsupported_content_type" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `not_found`: Nothing is served at this path (on a workspace host: no such workspace). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "not_found";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+            /** @description `help_request_open`: The student has a help request open already (waiting or taken): one at a time. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "help_request_open";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than the API takes (256 KB). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `unsupported_content_encoding`: The request body is compressed: send it without Content-Encoding.
+             *
+             *     `unsupported_media_type`: The request body's charset or encoding is not supported.
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_content_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_help_requests`: The workspace asked for help too often lately (5 in 10 minutes); Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_help_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `unavailable`: Who may pass could not be looked up right now (host mode).
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed" | "unavailable";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    postUBySlugApiHelpWithdraw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdrawn. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StudentHelpAnswer"];
+                };
+            };
+            /** @description `invalid_path`: The path under `/u/<slug>/` is not one (a slug or a segment no path may hold). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `help_request_not_found`: No help request has this id (or the workspace has none open).
+             *
+             *     `not_found`: Nothing is served at this path (on a workspace host: no such workspace).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "help_request_not_found" | "not_found";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `unavailable`: Who may pass could not be looked up right now (host mode).
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed" | "unavailable";
                         };
                     };
                     "text/html": string;
