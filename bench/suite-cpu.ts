@@ -1,7 +1,7 @@
 /**
  * Where the test suite's time goes: each test file's wall time and the machine's busy CPU time
  * while it ran (every process: jest, the servers and browsers it starts, Docker, the containers,
- * PostgreSQL), with the lanes run one after another so that nothing else runs beside a file.
+ * PostgreSQL), one file at a time (TEST_LANES_WORKERS=1) so that nothing else runs beside a file.
  * Prints every file, most CPU first, each lane's totals, and the whole suite's CPU divided by the
  * machine's cores: the shortest time the lanes could take side by side, were every core kept busy.
  *
@@ -94,7 +94,7 @@ if (import.meta.main) {
       cwd: PROJECT_ROOT,
       stdio: 'inherit',
       timeout: 90 * 60_000,
-      env: { ...process.env, TEST_LANES_ONE_AT_A_TIME: '1', TEST_LANES_REPORTER: import.meta.filename, SUITE_CPU_LOG: log },
+      env: { ...process.env, TEST_LANES_WORKERS: '1', TEST_LANES_REPORTER: import.meta.filename, SUITE_CPU_LOG: log },
     });
     const rows = readFileSync(log, 'utf8')
       .split('\n')

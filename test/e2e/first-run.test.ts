@@ -1,4 +1,3 @@
-// @lane local
 /**
  * A first run in real Chromium: the server, with no admin yet, prints its setup link; opening it
  * shows a form; completing it makes the browser's user the first admin and lands them on the admin

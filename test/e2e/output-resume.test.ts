@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 39, finding 8, in real Chromium: the pages we ship follow a run's output by themselves past
  * a refusal. With one output stream per user allowed and that one held elsewhere, the workspace

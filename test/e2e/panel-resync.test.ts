@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 23: an open panel page reads its data again when its replica's change listener comes back
  * (PostgreSQL replays nothing a listener missed). Real app on real PostgreSQL with a LISTEN

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 18, the cookie bomb: a workspace's page sets a dozen 4 KB cookies on a parent domain, and
  * from then on the browser's requests to every host under it carry more header than Node reads

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 18, framing: no page the control plane serves can be put in a frame, so none can be
  * clicked through by someone who cannot see it (a student's page laying an admin's own sign-in link

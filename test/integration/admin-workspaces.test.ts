@@ -1,4 +1,3 @@
-// @lane local
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import type { WorkspacePage } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';

@@ -1,4 +1,3 @@
-// @lane local
 import { writeAudit, type AuditAction } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';

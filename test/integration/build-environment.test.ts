@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The image builds' npm step run as `npm test` runs it: from inside an npm script, with a hostile
  * environment. scripts/build-workspace-image.sh installs code-server with `npm_install_global`

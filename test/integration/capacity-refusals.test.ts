@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 39, finding 7: capacity refusals cannot be spammed. Two real server processes (replicas) on
  * one PostgreSQL, the cap at 0: a student's flood of Opens, spread over both, is one refusal row whose

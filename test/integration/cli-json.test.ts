@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 42: the CLI's `--json` is the API's answer. Every command of `bin/cli` is named here: one
  * with a twin in the admin API prints exactly what that operation answers (checked against the

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The operator CLI's commands, run in this process as `bin/cli` runs them, on a real PostgreSQL
  * database: what each prints on stdout (tables, or JSON with --json), what it says on stderr when it

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 43, the help queue's server side, on the real app and real PostgreSQL: a student raises a
  * hand (with a message), sees their place and the coach coming, and takes it back; a coach lists

@@ -1,4 +1,3 @@
-// @lane local
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/config.ts';

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 23, one fenced leader: the lease in PostgreSQL (taken, renewed, expired, released, taken
  * from a dead holder), the fence on a leader's writes (refused under a later term, and holding the

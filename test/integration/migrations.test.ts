@@ -1,4 +1,3 @@
-// @lane local
 import { createDataSource, migrate, MIGRATION_LOCK_KEY } from '../../src/db/database.ts';
 import { MIGRATIONS } from '../../migrations/index.ts';
 import { createEmptyDatabase } from '../helpers/db.ts';

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The loopback OpenID Connect provider used by the sign-in tests (test/helpers/oidc.ts), checked
  * without the app: the test itself is the relying party.

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 23, what two replicas on one database must share beyond desired state, each served by a
  * real app on real PostgreSQL (the second hearing the first through LISTEN, as a replica does):

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * REUSE_PORT: two server processes of one host on PostgreSQL share one PORT (SO_REUSEPORT), and
  * the kernel spreads new connections between them, so that the proxy runs on more than one core

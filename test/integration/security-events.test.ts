@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 18: the admin panel's event stream (`GET /admin/events`, capacity refusals with students'
  * emails and slugs, every change) ends as soon as the admin who opened it may no longer read it:

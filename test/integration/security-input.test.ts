@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 14 (security review), bad input and lock-outs on the Koa surface: every malformed request
  * gets a 4xx JSON error (never a 500, nothing logged as an error), a right token is never refused

@@ -1,4 +1,3 @@
-// @lane local
 import net from 'node:net';
 import pg from 'pg';
 import type { AddressInfo } from 'node:net';

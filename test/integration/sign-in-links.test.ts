@@ -1,4 +1,3 @@
-// @lane local
 /**
  * One-time links over HTTP, on a real PostgreSQL database: the first-run setup link the server
  * prints while no admin exists (whoever completes its form becomes the first admin: allowlisted,

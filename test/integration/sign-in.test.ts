@@ -1,4 +1,3 @@
-// @lane local
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

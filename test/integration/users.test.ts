@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Users in the store (src/store/users.ts) and the start-up promotion of SERVICE_ADMIN_EMAIL
  * (controllers/admin-bootstrap.ts), on a real PostgreSQL database.

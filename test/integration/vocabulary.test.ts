@@ -1,4 +1,3 @@
-// @lane local
 /**
  * One vocabulary in the database (issue 42): the CHECK constraints the migrations made hold the
  * words of src/wire/vocabulary.ts, and who stopped a run is said with a workspace's words, `coach`

@@ -1,4 +1,3 @@
-// @lane local
 import { CallerGoneError, currentCaller, forCaller } from '../../src/caller.ts';
 import { AT_CAPACITY_MESSAGE, AtCapacityError } from '../../src/errors.ts';
 import { categoryLogger } from '../../src/log.ts';

@@ -1,4 +1,3 @@
-// @lane local
 import { AllowlistFormatError, formatAllowlist, isAllowed, maySignIn, normalizeEntry, parseAllowlist, serviceAdmins } from '../../src/allowlist/allowlist.ts';
 import { AppError } from '../../src/errors.ts';
 

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * bin/cli starts the embedded database early for a command line that opens it (src/cli/argv.ts):
  * its list is the commands', and help never starts it.

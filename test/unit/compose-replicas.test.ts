@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 23, compose.replicas.yaml beside compose.yaml: its second replica is compose.yaml's control
  * service written out (Debian's docker-compose cannot `extends` a service with depends_on), so that

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 41: every setting the control plane reads reaches it from `.env` in the compose deployment.
  * The list is the configuration module's own (VARIABLES in src/config.ts), so a new setting that

@@ -1,4 +1,3 @@
-// @lane local
 import path from 'node:path';
 import { ConfigError, loadConfig, PROJECT_ROOT } from '../../src/config.ts';
 import { parseByteSize } from '../../src/bytes.ts';

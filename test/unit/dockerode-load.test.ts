@@ -1,4 +1,3 @@
-// @lane local
 /**
  * dockerode (with the gRPC, protobuf.js and ssh2 it loads) is loaded at a DockerRuntime's first
  * engine call, not when the runtime or a leader term's scoped copy is made: the server's start

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * What the Driver Station reads from the robot's NetworkTables (images/workspace/extension/src/dashboard.ts):
  * every SendableChooser and Field2d as WPILib publishes them, and the field drawn at its true size.

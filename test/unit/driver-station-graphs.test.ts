@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The Driver Station's graphs (images/workspace/extension/src/graphs.ts): which NetworkTables topics
  * can be graphed, the student's picks made valid, the bounded ring of samples kept per topic, and

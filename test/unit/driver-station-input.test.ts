@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The Driver Station's controller (images/workspace/extension/src/ds-input.ts): the keyboard and a
  * gamepad as an Xbox controller on joystick 0, in WPILib's XboxController layout; the student's keys

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The Driver Station's link to the robot (images/workspace/extension/src/halsim.ts) against a real
  * WebSocket server on loopback that stands where the control plane's `.cp/halsim/wpilibws` is: what

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The Driver Station's rules and messages (images/workspace/extension/src/ds-state.ts): as on a
  * real field, a mode switch while enabled disables first, the emergency stop latches for the run,

@@ -1,4 +1,3 @@
-// @lane local
 import { mkdtempSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * What bounds a scoped runtime's engine calls (EngineScope): the client's requests (scopedClient)
  * and two scopes at once (bothScopes, as a swarm's scoped copy of a scoped copy has them). The real

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The link-local firewall's rules as text (what the warning tells an operator to run) and what
  * writing them comes to where the control plane cannot (no iptables); the rules written on a real

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 40: what the HALSim relay lets a browser send a robot (api/proxy/halsim.ts, messageCheck):
  * DriverStation and Joystick messages with only the keys a driver sets, each of its JSON type and

@@ -1,4 +1,3 @@
-// @lane local
 import { duUsage } from '../../src/docker/docker-runtime.ts';
 import { homeDiskRefusal, homeDiskStatus } from '../../src/home-disk.ts';
 

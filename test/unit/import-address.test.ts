@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The import's address rules (src/import/address.ts) on addresses no test can reach: every kind of
  * address an import must not connect to is refused, IPv4-mapped and IPv6 forms included, unless

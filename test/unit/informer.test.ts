@@ -1,4 +1,3 @@
-// @lane local
 import { InformedRuntime } from '../../src/docker/informer.ts';
 import { names, type RuntimeEvent } from '../../src/docker/runtime.ts';
 import { MemoryRuntime } from '../helpers/memory-runtime.ts';

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The layer rules (docs/architecture.md) hold by lint (.oxlintrc.json), not by review: a planted crossing of
  * each fails oxlint with the project's own configuration, and the same imports where they belong

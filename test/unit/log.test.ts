@@ -1,4 +1,3 @@
-// @lane local
 import { categoryLogger, createRootLogger, type LogSinks } from '../../src/log.ts';
 import type { LogLevel } from '../../src/config.ts';
 

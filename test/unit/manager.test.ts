@@ -1,4 +1,3 @@
-// @lane local
 import { Manager, type Runnable } from '../../controllers/manager.ts';
 import { categoryLogger, createRootLogger } from '../../src/log.ts';
 import type { Fence } from '../../src/store/leases.ts';

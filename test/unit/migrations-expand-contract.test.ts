@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Issue 23, two versions side by side during a rolling upgrade: migrations expand, never contract
  * in the same release. The rule (docs/architecture.md, "Migrations across a rolling upgrade"): a

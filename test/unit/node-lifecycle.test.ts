@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The node lifecycle of a swarm, one job of the workspace controller (controllers/node-lifecycle.ts),
  * branch by branch and trigger by trigger: the real store on the test PostgreSQL, the in-memory

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * How the embedded database's owner finds its guests' NOTIFYs in the backend messages its socket
  * sends them (src/db/embedded.ts): only NotificationResponse ('A') messages are passed on, wherever

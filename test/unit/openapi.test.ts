@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The OpenAPI document: valid OpenAPI 3.1 by a maintained validator, free of errors by Redocly's
  * linter with its recommended rules, kept in the repository as it is built (docs/openapi.json;

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * What crosses the proxy, both ways (api/proxy/headers.ts), and how the session cookie is split
  * from the others (api/proxy/admission.ts), on raw header lists as Node and undici give them. The

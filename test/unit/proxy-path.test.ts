@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The proxy's path rule (api/proxy/path.ts) on its own: which raw request targets under /u/ are
  * proxied, which belong to the student API, and which are refused before any lookup. The same

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * RequestHistogram (src/request-histogram.ts) is exported exactly as prom-client's Histogram is,
  * for the same observations: same buckets (a value on a bound counts in it), sums, counts, labels.

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * safeReturnTo: where a browser may be sent after sign-in. Only same-origin absolute paths pass;
  * everything that a browser could resolve to another host (or to a script) is refused.

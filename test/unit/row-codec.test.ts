@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The store's typed rows (src/store/row-codec.ts): a row is read only when it has exactly its
  * codec's columns, each of its type; anything else fails at once, naming the table and the column.

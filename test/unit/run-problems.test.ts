@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The classroom extension's reading of compile errors in a run's output
  * (images/workspace/extension/src/problems.ts): javac's and Gradle's `<path>:<line>: error: ...`

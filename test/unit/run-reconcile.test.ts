@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Each branch of the run controller's reconcile, sample-controller style: a fixture preloads the
  * run and its workspace (the real store on the test PostgreSQL) and the simulator container (the

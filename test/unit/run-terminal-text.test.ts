@@ -1,4 +1,3 @@
-// @lane local
 /**
  * What the classroom extension writes to the Robot run terminal for a run's output
  * (images/workspace/extension/src/terminal-text.ts): lines end at the start of the next row, and

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The one rule for text from outside on its way into PostgreSQL (src/db/text.ts): what text cannot
  * hold becomes U+FFFD, one code unit for one, so that offsets into it stay as they were.

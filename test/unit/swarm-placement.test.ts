@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Swarm placement (src/docker/placement.ts), branch by branch, from facts alone: where a new home
  * goes, what reserves memory, which claims still count, when an editor fits on its home's node,

@@ -1,4 +1,3 @@
-// @lane local
 import { bridgeName, fromRegistry, WORKSPACE_BRIDGE_PREFIX } from '../../src/docker/swarm-runtime.ts';
 import { loadConfig } from '../../src/config.ts';
 

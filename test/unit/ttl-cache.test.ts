@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The proxy's cache (api/proxy/ttl-cache.ts) on its own, on Jest's fake clock: answers without a
  * promise while fresh, never after it expires, shares concurrent lookups (for a while), refreshes

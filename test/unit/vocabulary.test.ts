@@ -1,4 +1,3 @@
-// @lane local
 /**
  * One vocabulary (issue 42): each enumeration of states, of who stopped and of roles is written once
  * (src/wire/vocabulary.ts), and every place the contract shows one (the answers' schemas and the

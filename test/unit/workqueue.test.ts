@@ -1,4 +1,3 @@
-// @lane local
 import { TerminalError, WorkQueue, type ReconcileResult } from '../../controllers/workqueue.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { createMetrics, type Metrics } from '../../src/metrics.ts';

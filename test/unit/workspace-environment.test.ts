@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The workspace network and image, one job of the workspace controller
  * (controllers/workspace-environment.ts): made sure of before the first container, looked for at

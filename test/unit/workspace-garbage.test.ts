@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Garbage collection, one job of the workspace controller (controllers/garbage-collection.ts), branch
  * by branch as test/unit/workspace-reconcile.test.ts does the code container: orphan containers (a

@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Home moves, one job of the workspace controller (controllers/home-moves.ts): workspaces on nodes
  * drained or lost, which the node lifecycle sends to the queue, have their homes moved before

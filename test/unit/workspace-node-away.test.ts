@@ -1,4 +1,3 @@
-// @lane local
 /**
  * The workspace controller while the swarm node of a workspace's editor is away (down, not yet
  * lost): its page says starting, with why, and nothing is asked of the node until it is back, as

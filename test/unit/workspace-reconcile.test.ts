@@ -1,4 +1,3 @@
-// @lane local
 /**
  * Each branch of the workspace controller's reconcile of a workspace's code container,
  * sample-controller style: a fixture preloads desired state (the real store on the test
