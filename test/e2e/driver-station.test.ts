@@ -1,3 +1,4 @@
+// @lane alone
 /**
  * Issue 40, the Driver Station in the editor, and issue 41 item 3, the command palette: Chromium, the
  * real workspace image (code-server with the classroom extension built in), the real stand-in robot
@@ -22,6 +23,10 @@
  *
  * What the robot does is read from its own NetworkTables (straight from the run's simulator, as a
  * dashboard on the robot's network would), never from the page that is being tested.
+ *
+ * Alone (scripts/test-lanes.sh): the relay disables a robot whose driver says nothing for 400 ms
+ * (its watchdog), and with a second browser or swarm file beside it the page's input stalled that
+ * long (the robot, disabled, did not drive: a CI run of 2026-11-29).
  */
 import os from 'node:os';
 import path from 'node:path';
