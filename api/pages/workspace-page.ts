@@ -1,3 +1,4 @@
+import { HELP_MESSAGE_MAX } from '../../src/store/help.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { escapeHtml, page } from './page.ts';
 
@@ -51,12 +52,16 @@ pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;ma
 #import-form label{display:block;margin-top:.5rem} #import-form button{display:inline-block}
 #import-progress{border:1px solid #d6dbe1;border-radius:.4rem;padding:.6rem .9rem;margin-top:.8rem} #import-progress ol{margin:.2rem 0 .4rem;padding-left:1.4rem}
 #import-progress li.now{font-weight:600} #import-progress li.past{color:#5a6472} #import-progress li.past::after{content:' ✓'}
+#help-form label{display:block} #help-form .row{margin-top:.6rem} #help-message{display:block;width:100%;box-sizing:border-box;margin-top:.25rem;padding:.55rem .6rem;font:inherit;border:1px solid #8a94a3;border-radius:.4rem;resize:vertical}
+#help-open{border:2px solid #1d5fb3;background:#eaf2fd;padding:.6rem .9rem;border-radius:.4rem} #help-open p{margin:0 0 .3rem} #help-said{white-space:pre-wrap;word-break:break-word}
 dialog{max-width:30rem;border:1px solid #1d2430;border-radius:.5rem;padding:1rem 1.2rem} dialog::backdrop{background:rgba(29,36,48,.45)} dialog .row{justify-content:flex-end}
 </style>`;
 
 /**
  * The workspace page, for its student (and, in host mode, an admin): the state with Open, Stop
- * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, and the student's run loop without the editor: Run, Restart and Stop,
+ * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, a
+ * hand raised for help (with a message; its place in the queue, then the coach coming, and "Never
+ * mind"), and the student's run loop without the editor: Run, Restart and Stop,
  * the run's state, its output live as it is written (compile errors picked out), the Driver Station
  * (api/driver-station.ts, in a frame from the editor's address while the student has it open), the
  * past runs with their outcome and output to download; "Reset to starter" and an import of a team's
@@ -81,6 +86,12 @@ ${restoreNotice(workspace)}
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
 <p id="disk" role="status" hidden></p>
+<section aria-labelledby="help-title">
+<h2 id="help-title">Ask your coach for help</h2>
+<form id="help-form" hidden><label for="help-message">What are you stuck on? (optional, at most ${HELP_MESSAGE_MAX} characters)</label><textarea id="help-message" name="message" maxlength="${HELP_MESSAGE_MAX}" rows="2" placeholder="My robot does not drive"></textarea>
+<div class="row"><button id="help-ask" type="submit">Ask for help</button></div></form>
+<div id="help-open" role="status" aria-live="polite" hidden><p><strong id="help-text"></strong></p><p id="help-said" class="muted" hidden></p><button id="help-withdraw" type="button">Never mind</button></div>
+</section>
 <section aria-labelledby="run-title">
 <h2 id="run-title">Run your robot code</h2>
 <div class="row"><button id="run" type="button" disabled>Run</button><button id="restart-run" type="button" hidden>Restart</button><button id="stop-run" type="button" hidden>Stop</button><span id="run-state" role="status"></span></div>
@@ -433,15 +444,62 @@ $('import-form').addEventListener('submit', async (event) => {
     showToast(error.message);
   }
 });
+// The hand raised for help: its place in the queue, then the coach coming; read with the workspace
+// every 2 s (a place moves whenever anyone's request does). A read begun before the student's own
+// raise or withdrawal answered is not shown (it would put back what they just changed).
+let help;
+let helpKnown = false;
+let helpChanges = 0;
+function renderHelp() {
+  const open = Boolean(help) && (help.state === 'waiting' || help.state === 'taken');
+  $('help-form').hidden = open;
+  $('help-open').hidden = !open;
+  if (!open) return;
+  const coach = help.takenBy && (help.takenBy.name || help.takenBy.email);
+  $('help-text').textContent = help.state === 'taken' ? coach + ' is coming.' : 'You are number ' + help.place + ' in the queue.';
+  $('help-said').textContent = help.message ? 'You wrote: ' + help.message : '';
+  $('help-said').hidden = !help.message;
+}
+async function refreshHelp() {
+  const changes = helpChanges;
+  let answer;
+  // Unread at first: the form is offered (a raise says what is wrong); later, what was last read stays.
+  try { answer = (await call('GET', '/help')).help; } catch { if (helpKnown) return; answer = null; }
+  if (changes !== helpChanges) return;
+  help = answer;
+  helpKnown = true;
+  renderHelp();
+}
+function helpChanged(answer) {
+  helpChanges++;
+  help = answer;
+  helpKnown = true;
+  renderHelp();
+}
+$('help-form').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  $('help-ask').disabled = true;
+  const message = $('help-message').value.trim();
+  try { helpChanged((await call('POST', '/help', message ? { message } : {})).help); $('help-message').value = ''; toast.hidden = true; }
+  catch (error) { showToast(error.message); refreshHelp(); }
+  $('help-ask').disabled = false;
+});
+$('help-withdraw').addEventListener('click', async () => {
+  $('help-withdraw').disabled = true;
+  try { helpChanged((await call('POST', '/help/withdraw')).help); showToast('You took your request for help back.', true); }
+  catch (error) { showToast(error.message); refreshHelp(); }
+  $('help-withdraw').disabled = false;
+});
 $('keep').addEventListener('click', async () => {
   try { workspace = (await call('POST', '/workspace/keep')).workspace; render(); showToast('Your workspace keeps running.', true); }
   catch (error) { showToast(error.message); }
 });
 refresh();
 refreshRuns();
+refreshHelp();
 // An import in progress (the page reloaded meanwhile) is followed again.
 call('GET', '/workspace/import').then(({ import: record }) => { if (record && record.phase !== 'done' && record.phase !== 'failed') followImport(); }, () => undefined);
-setInterval(() => { if (!document.hidden) refresh(); }, 2000);
+setInterval(() => { if (!document.hidden) { refresh(); refreshHelp(); } }, 2000);
 </script>`,
   );
 }
