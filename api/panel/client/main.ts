@@ -5,15 +5,17 @@ import { AllowlistPage } from './allowlist.ts';
 import { client, ok, onLive, type Refusal } from './api.ts';
 import { AuditPage } from './audit.ts';
 import { BackupsPage } from './backups.ts';
+import { HandNotice, HelpBadge, HelpPage, useHelpQueue, useNewHands, type HelpQueue } from './help.ts';
 import { html } from './html.ts';
 import { OverviewPage } from './overview.ts';
 import { RunPage, RunsPage } from './runs.ts';
-import { Link, Notice, useLocation } from './ui.ts';
+import { Link, Notice, useLocation, type Resource } from './ui.ts';
 import { UsersPage } from './users.ts';
 import { WorkspacesPage } from './workspaces.ts';
 
 const TABS: [path: string, label: string][] = [
   ['/panel/', 'Overview'],
+  ['/panel/help', 'Help'],
   ['/panel/workspaces', 'Workspaces'],
   ['/panel/runs', 'Runs'],
   ['/panel/users', 'Users'],
@@ -22,7 +24,7 @@ const TABS: [path: string, label: string][] = [
   ['/panel/backups', 'Backups'],
 ];
 
-function Page({ url, me }: { url: URL; me: string }): VNode {
+function Page({ url, me, help }: { url: URL; me: string; help: Resource<HelpQueue> }): VNode {
   const run = /^\/panel\/runs\/([0-9a-f-]{36})\/?$/.exec(url.pathname);
   if (run) return html`<${RunPage} id=${run[1]} />`;
   switch (url.pathname.replace(/\/$/, '')) {
@@ -32,6 +34,8 @@ function Page({ url, me }: { url: URL; me: string }): VNode {
       return html`<${WorkspacesPage} url=${url} />`;
     case '/panel/users':
       return html`<${UsersPage} url=${url} me=${me} />`;
+    case '/panel/help':
+      return html`<${HelpPage} help=${help} me=${me} />`;
     case '/panel/allowlist':
       return html`<${AllowlistPage} />`;
     case '/panel/audit':
@@ -70,6 +74,10 @@ function App(): VNode {
   const [unseen, setUnseen] = useState(0);
   // While the toast shows, the page ends with room for it, so that scrolling down brings every row out from under it.
   const toastBox = useRef<HTMLElement>(null);
+  // The help queue, read once for every page: the Help tab's count, the notice of a new hand, and the Help page itself.
+  const help = useHelpQueue();
+  const hands = useNewHands(help.data);
+  const hand = hands.raised && help.data?.requests.find((request) => request.id === hands.raised!.latest && request.state === 'waiting');
   const [toastSpace, setToastSpace] = useState(0);
   useLayoutEffect(() => {
     const box = toastBox.current;
@@ -77,7 +85,7 @@ function App(): VNode {
     const observer = new ResizeObserver(() => setToastSpace(box.offsetHeight));
     observer.observe(box);
     return () => observer.disconnect();
-  }, [toast !== undefined]);
+  }, [toast !== undefined || hand !== undefined]);
   useEffect(
     () =>
       onLive((event) => {
@@ -105,7 +113,9 @@ function App(): VNode {
                       ? html` <span class="badge" title=${`${unseen} refused at the cap`}
                           >${unseen}<span class="visually-hidden"> refused at the cap</span></span
                         >`
-                      : null
+                      : path === '/panel/help'
+                        ? html`<${HelpBadge} queue=${help.data} />`
+                        : null
                   }<//
                 >
               </li>`,
@@ -118,16 +128,29 @@ function App(): VNode {
       </span>
     </header>
     <main id="main" tabindex="-1" style=${toastSpace ? { paddingBottom: `calc(${toastSpace}px + 2rem)` } : undefined}>
-      <${Page} url=${url} me=${me ?? ''} />
+      <${Page} url=${url} me=${me ?? ''} help=${help} />
     </main>
     ${
-      toast
-        ? html`<aside class="toasts" aria-label="Refused at the cap" ref=${toastBox}>
-            <${Notice} kind="error" onClose=${() => setToast(undefined)}>
-              <span class="refused">${refusedText(toast.latest)}</span>
-              ${toast.count > 1 ? html`<span class="refused">${toast.count} refusals since you last dismissed this.</span>` : null}
-              <${Link} to="/panel/">See the overview<//>
-            <//>
+      toast || hand
+        ? html`<aside class="toasts" aria-label="Notices" ref=${toastBox}>
+            ${
+              hand
+                ? html`<div class="hand">
+                    <${HandNotice} request=${hand} count=${hands.raised!.count} onClose=${hands.dismiss} />
+                  </div>`
+                : null
+            }
+            ${
+              toast
+                ? html`<div class="refusal">
+                    <${Notice} kind="error" onClose=${() => setToast(undefined)}>
+                      <span class="toast-line">${refusedText(toast.latest)}</span>
+                      ${toast.count > 1 ? html`<span class="toast-line">${toast.count} refusals since you last dismissed this.</span>` : null}
+                      <${Link} to="/panel/">See the overview<//>
+                    <//>
+                  </div>`
+                : null
+            }
           </aside>`
         : null
     }

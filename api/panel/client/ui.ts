@@ -131,8 +131,8 @@ export function Ago({ iso }: { iso: string | null }): VNode {
   return html`<time datetime=${iso} title=${`${localTime.format(new Date(iso))} (${iso})`}>${text}</time>`;
 }
 
-/** A message above a page: an error (read out at once) or a confirmation. */
-export function Notice({ kind, children, onClose }: { kind: 'error' | 'ok'; children: ComponentChildren; onClose?: () => void }): VNode {
+/** A message above a page: an error (read out at once), a confirmation, or news (a hand raised). */
+export function Notice({ kind, children, onClose }: { kind: 'error' | 'ok' | 'info'; children: ComponentChildren; onClose?: () => void }): VNode {
   return html`<div class=${`notice ${kind}`} role=${kind === 'error' ? 'alert' : 'status'}>
     <span>${children}</span>
     ${onClose ? html`<button type="button" class="link" onClick=${onClose}>Dismiss</button>` : null}
