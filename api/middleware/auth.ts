@@ -1,8 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError, AuthenticationError, AuthorizationError } from '../../src/errors.ts';
 import type { Actor } from '../../src/store/audit.ts';
+import { overLimit } from '../../src/store/rate-limits.ts';
 import type { UserRecord, UserStore } from '../../src/store/users.ts';
 import { stillAllowed } from '../policy.ts';
 
@@ -49,13 +50,9 @@ export class Throttle {
 
   /** Counts one attempt from this address; throws 429 `too_many_requests` once over the limit (a failure to count is thrown as it is). */
   async consume(ctx: Context): Promise<void> {
-    try {
-      await this.limiter.consume(ctx.ip);
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    const retryAfter = await overLimit(this.limiter, ctx.ip);
+    if (retryAfter !== undefined)
       throw new AppError('too_many_requests', 'Too many attempts from this address; wait a little and try again.', { 'Retry-After': String(retryAfter) });
-    }
   }
 }
 

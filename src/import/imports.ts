@@ -7,7 +7,7 @@
  */
 import { readFile, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Backups, ReplacedProject } from '../backup/backups.ts';
 import type { ImportLimits } from '../config.ts';
 import { AppError, ConflictError, NotFoundError, TooManyError, UnavailableError, ValidationError } from '../errors.ts';
@@ -16,6 +16,7 @@ import type { Metrics } from '../metrics.ts';
 import type { Actor } from '../store/audit.ts';
 import type { ImportRecord, ImportRequest } from '../store/imports.ts';
 import type { SurfaceStore } from '../store/index.ts';
+import { overLimit } from '../store/rate-limits.ts';
 import type { WorkspaceRecord } from '../store/workspaces.ts';
 import type { ImportPhase } from '../wire/vocabulary.ts';
 import { checkUrl, resolveChecked, type AddressRules } from './address.ts';
@@ -153,17 +154,13 @@ export class Imports {
 
   /** Counts one reset or import against the workspace's limit; 429 `too_many_replacements` past it. */
   private async consume(workspace: WorkspaceRecord): Promise<void> {
-    try {
-      await this.limiter.consume(workspace.id);
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      throw TooManyError(
-        'too_many_replacements',
-        `You reset or imported ${REPLACEMENTS_PER_WINDOW} times in the last ${REPLACEMENT_WINDOW_SECONDS / 60} minutes: try again in ${Math.ceil(seconds / 60)} minute${seconds > 60 ? 's' : ''}.`,
-        seconds,
-      );
-    }
+    const seconds = await overLimit(this.limiter, workspace.id);
+    if (seconds === undefined) return;
+    throw TooManyError(
+      'too_many_replacements',
+      `You reset or imported ${REPLACEMENTS_PER_WINDOW} times in the last ${REPLACEMENT_WINDOW_SECONDS / 60} minutes: try again in ${Math.ceil(seconds / 60)} minute${seconds > 60 ? 's' : ''}.`,
+      seconds,
+    );
   }
 
   /** IMPORT_CA_FILE's certificates, read once (undefined: the system's authorities). */

@@ -1,5 +1,4 @@
-import { createRequire } from 'node:module';
-import type { RateLimiterAbstract, RateLimiterRes as Res } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { DataSource } from 'typeorm';
 import type { Queryable } from '../db/sql.ts';
 import { storableText } from '../db/text.ts';
@@ -8,11 +7,10 @@ import { HELP_STATES, type HelpState } from '../wire/vocabulary.ts';
 import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate, Outcome, Tx } from './mutation.ts';
-import type { RateLimitStore } from './rate-limits.ts';
+import { overLimit, type RateLimitStore } from './rate-limits.ts';
 import { col, rowCodec } from './row-codec.ts';
 
 // Its result class alone, not the package's index, which the store (loaded at every start) does without (src/store/rate-limits.ts).
-const RateLimiterRes = createRequire(import.meta.url)('rate-limiter-flexible/lib/RateLimiterRes.js') as typeof Res;
 
 /** The most characters a help request's message may hold (the API refuses a longer one, naming `message`). */
 export const HELP_MESSAGE_MAX = 500;
@@ -274,17 +272,13 @@ export class HelpStore {
 
   /** Counts one raise of the workspace; 429 `too_many_help_requests` past the limit. */
   private async consume(workspaceId: string): Promise<void> {
-    try {
-      await this.raises.consume(workspaceId);
-    } catch (rejection) {
-      if (!(rejection instanceof RateLimiterRes)) throw rejection;
-      const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      throw TooManyError(
-        'too_many_help_requests',
-        `You asked for help ${HELP_RAISES_PER_WINDOW} times in the last ${HELP_RAISE_WINDOW_SECONDS / 60} minutes: try again in ${Math.ceil(seconds / 60)} minute${seconds > 60 ? 's' : ''}.`,
-        seconds,
-      );
-    }
+    const seconds = await overLimit(this.raises, workspaceId);
+    if (seconds === undefined) return;
+    throw TooManyError(
+      'too_many_help_requests',
+      `You asked for help ${HELP_RAISES_PER_WINDOW} times in the last ${HELP_RAISE_WINDOW_SECONDS / 60} minutes: try again in ${Math.ceil(seconds / 60)} minute${seconds > 60 ? 's' : ''}.`,
+      seconds,
+    );
   }
 }
 
