@@ -8,7 +8,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
@@ -26,16 +26,6 @@ afterAll(async () => {
   await browser?.close();
   await app?.close();
 }, 60_000);
-
-/** Signs the page's browser in as `who` (their session cookie, as the browser stores it). */
-async function signIn(page: Page, who: Student): Promise<void> {
-  await page.context().addCookies(
-    who.cookie.split('; ').map((pair) => {
-      const at = pair.indexOf('=');
-      return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
-    }),
-  );
-}
 
 /** A student whose workspace is wanted running, with a run that has printed `text` so far. */
 async function studentWithRun(name: string, text: string): Promise<{ student: Student; runId: string; print: (more: string) => Promise<void> }> {

@@ -14,7 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { PROJECT_ROOT } from '../../src/config.ts';
 import type { StudentHelpAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
 
@@ -43,16 +43,6 @@ afterAll(async () => {
   await browser?.close();
   await app?.close();
 }, 30_000);
-
-/** Signs the page's browser in as `who` (their session cookie, as the browser stores it). */
-async function signIn(page: Page, who: Student): Promise<void> {
-  await page.context().addCookies(
-    who.cookie.split('; ').map((pair) => {
-      const at = pair.indexOf('=');
-      return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
-    }),
-  );
-}
 
 /**
  * Opens a panel page as `who` at 1280×800 and waits until it shows, its help queue was read and its

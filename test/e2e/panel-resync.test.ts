@@ -5,11 +5,11 @@
  * it (plain SQL, no NOTIFY) shows on the page after the listener is cut and reconnects, without a
  * reload.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { ChangeFeed } from '../../src/db/changes.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
@@ -37,16 +37,6 @@ afterAll(async () => {
   await app?.close();
   await feed.close();
 });
-
-/** Signs the page's browser in as `who` (their session cookie, as the browser stores it). */
-async function signIn(page: Page, who: Student): Promise<void> {
-  await page.context().addCookies(
-    who.cookie.split('; ').map((pair) => {
-      const at = pair.indexOf('=');
-      return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
-    }),
-  );
-}
 
 it('reads the page again when the change listener comes back, showing what changed unannounced meanwhile', async () => {
   await withPage(browser, async (page) => {

@@ -14,7 +14,7 @@ import { request } from 'undici';
 import { PROJECT_ROOT } from '../../src/config.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { createHarness, eventually, newControlPlaneId, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
@@ -55,16 +55,6 @@ afterAll(async () => {
   await harness?.stop();
   if (harness) await removeEverything(harness.controlPlaneId);
 }, 30_000);
-
-/** Signs the page's browser in as `who` (their session cookie, as the browser stores it). */
-async function signIn(page: Page, who: Student): Promise<void> {
-  await page.context().addCookies(
-    who.cookie.split('; ').map((pair) => {
-      const at = pair.indexOf('=');
-      return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
-    }),
-  );
-}
 
 /** Opens a panel page as the coach, at 1280×800. */
 async function open(page: Page, to: string): Promise<void> {

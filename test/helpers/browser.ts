@@ -297,3 +297,13 @@ async function windowEvidence(page: Page, name: string): Promise<string> {
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** Signs the page's browser in as `who` (their session cookie, as the browser stores it). */
+export async function signIn(page: Page, who: { cookie: string }): Promise<void> {
+  await page.context().addCookies(
+    who.cookie.split('; ').map((pair) => {
+      const at = pair.indexOf('=');
+      return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
+    }),
+  );
+}
