@@ -1,3 +1,4 @@
+// @lane alone
 /**
  * Issue 44 item 2: a frozen replica lets its students go and acts on nothing it was asked while
  * frozen. Two real server processes on one PostgreSQL behind HAProxy with the shipped
@@ -6,6 +7,9 @@
  * through the balancer meanwhile: the WebSockets it held are closed once the balancer marks it down
  * (VS Code would open new ones, to the other); the requests it got fail within seconds instead of
  * ten minutes; woken (SIGCONT), it changes nothing they asked, and says so once each.
+ *
+ * Alone (scripts/test-lanes.sh): beside a second heavy file, HAProxy once closed a request to the
+ * frozen replica with no answer at all (a two-worker CI run of 2026-11-29); it passed alone.
  */
 import type { DataSource } from 'typeorm';
 import WebSocket from 'ws';
