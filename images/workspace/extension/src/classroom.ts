@@ -39,6 +39,20 @@ export interface WorkspaceView {
   stopped?: { by: 'student' | 'coach' | 'operator' | 'idle'; at: string; afterIdleMinutes?: number } | null;
 }
 
+/** The student's open help request as the student API shows it (src/wire/schemas.ts StudentHelp). */
+export interface HelpView {
+  id: string;
+  state: 'waiting' | 'taken' | 'resolved' | 'withdrawn';
+  /** What the student wrote, plain text; null: nothing. */
+  message: string | null;
+  createdAt: string;
+  /** Its place among the waiting requests (1: next); null unless waiting. */
+  place: number | null;
+  /** The coach coming (`name` is '' when their account has none). */
+  takenBy: { name: string; email: string } | null;
+  takenAt: string | null;
+}
+
 /** An error answer of the API: its status, code and message (safe to show), and its Retry-After in seconds when it said one. */
 export class ApiError extends Error {
   readonly status: number;
@@ -76,8 +90,13 @@ export class Classroom {
     return new URL(`.cp/api/${path}`, this.base).href;
   }
 
-  private async call<T>(method: 'GET' | 'POST', path: string): Promise<T> {
-    const response = await fetch(this.url(path), { method, credentials: 'include', headers: { accept: 'application/json' } });
+  /** One call; a POST with `payload` sends it as its JSON body. */
+  private async call<T>(method: 'GET' | 'POST', path: string, payload?: unknown): Promise<T> {
+    const init: RequestInit =
+      method === 'POST' && payload !== undefined
+        ? { method, headers: { accept: 'application/json', 'content-type': 'application/json' }, body: JSON.stringify(payload) }
+        : { method, headers: { accept: 'application/json' } };
+    const response = await fetch(this.url(path), { ...init, credentials: 'include' });
     const body = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
     if (!response.ok) {
       throw new ApiError(response.status, body.error?.code ?? 'unknown', body.error?.message ?? `The control plane answered ${response.status}.`);
@@ -101,6 +120,24 @@ export class Classroom {
   /** The student is here: the idle sweep's count starts again. */
   async keep(): Promise<WorkspaceView> {
     return (await this.call<{ workspace: WorkspaceView }>('POST', 'workspace/keep')).workspace;
+  }
+
+  /** The workspace's open help request (raised here or on the workspace page), or null. */
+  async help(): Promise<HelpView | null> {
+    return (await this.call<{ help: HelpView | null }>('GET', 'help')).help;
+  }
+
+  /**
+   * Raises a hand, with `message` (plain text) when there is one: 409 `help_request_open` while one
+   * is open, 429 `too_many_help_requests` past the raises allowed (each with a message for the student).
+   */
+  async raiseHand(message: string | undefined): Promise<HelpView> {
+    return (await this.call<{ help: HelpView }>('POST', 'help', message ? { message } : {})).help;
+  }
+
+  /** Takes the open help request back (404 `help_request_not_found` when none is open). */
+  async withdrawHelp(): Promise<HelpView> {
+    return (await this.call<{ help: HelpView }>('POST', 'help/withdraw')).help;
   }
 
   /**

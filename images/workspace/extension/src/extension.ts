@@ -24,15 +24,18 @@
  *   kept; once the editor is gone the window goes to the workspace page by itself (Open there brings
  *   the editor back): never left under VS Code's own "Disconnected" dialog;
  * - a sign-out (in another tab, or the session ended), told at once: "You are signed out", with Sign
- *   in again (the control plane's sign-in, which returns here), in a dialog and in the status bar.
+ *   in again (the control plane's sign-in, which returns here), in a dialog and in the status bar;
+ * - asking the coach for help (help.ts): "Ask for help" in the status bar and the command palette,
+ *   with an optional message; the place in the queue, then the coach coming; take the hand back.
  *
- * The status bar's Run, state and Driver Station are also package.json's `statusBarItems`: the
- * workbench shows them as it paints, before this extension has loaded; activation (`*`) then takes
- * them over, before anything is awaited.
+ * The status bar's Run, state, Driver Station and Ask for help are also package.json's
+ * `statusBarItems`: the workbench shows them as it paints, before this extension has loaded;
+ * activation (`*`) then takes them over, before anything is awaited.
  */
 import * as vscode from 'vscode';
 import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
 import { DriverStation } from './driver-station.ts';
+import { HelpHand } from './help.ts';
 import { setNt4Base } from './nt4-socket.ts';
 import { parseProblems, projectPath } from './problems.ts';
 import { RunTerminal } from './run-terminal.ts';
@@ -84,7 +87,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   actionItem.name = 'Run robot code';
   stateItem.name = 'Robot run';
   stateItem.command = 'classroom.showOutput';
-  context.subscriptions.push(actionItem, stateItem);
+  const help = new HelpHand();
+  context.subscriptions.push(actionItem, stateItem, help);
   let workspace: WorkspaceView | undefined;
   /** The student API answered 401: this browser is signed out (in another tab, or the session ended). */
   let signedOut = false;
@@ -124,6 +128,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const base = await editorBase();
   setNt4Base(base);
   const classroom = new Classroom(base);
+  context.subscriptions.push(...help.start(classroom));
   const output = new RunTerminal('Robot run');
   const problems = vscode.languages.createDiagnosticCollection('robot-run');
   const telemetry = new Telemetry();
