@@ -33,6 +33,7 @@ import {
   WorkspaceProxy,
 } from './proxy/index.ts';
 import { HostModeProxy } from './proxy/host-mode.ts';
+import { pagePresence, type PresenceTracker } from './proxy/presence.ts';
 import { Upstreams } from './proxy/upstreams.ts';
 import type { TunnelLimits } from './proxy/websocket.ts';
 import type { RuntimeWorkloads } from '../src/docker/runtime.ts';
@@ -89,6 +90,8 @@ export interface AppDeps {
   tunnelLimits: TunnelLimits;
   /** This server's row in `servers`, for GET /readyz (none: never draining). */
   serverId?: string;
+  /** Who is at each workspace as this replica sees it (editors, pages, NetworkTables, a Driver Station), for the class view; none: not counted. */
+  presence?: PresenceTracker;
 }
 
 /** The HTTP server's handlers: requests and WebSocket upgrades. */
@@ -149,6 +152,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     upstreams,
     tunnelLimits: deps.tunnelLimits,
     isAllowed,
+    presence: deps.presence,
   };
   // Host mode's proxy serves the workspaces' own hosts too; path mode's only `/u/<slug>/`.
   const hostProxy = hosts ? new HostModeProxy({ ...proxyDeps, hosts, handoffs: store.handoffs }) : undefined;
@@ -254,6 +258,8 @@ export function createApp(deps: AppDeps): AppHandlers {
     idleWarningMinutes: config.idleWarningMinutes,
     imports,
   };
+  // The workspace page's polls of its workspace say that its student has it open (api/proxy/presence.ts).
+  if (deps.presence) app.use(pagePresence(deps.presence));
   app.use(async (ctx, next) => (await operations()).session(ctx, next));
   const routers = [
     auth.router,

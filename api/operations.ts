@@ -7,6 +7,7 @@ import type { AnyOperation } from './operation.ts';
 import * as allowlist from './resources/allowlist.ts';
 import * as audit from './resources/audit.ts';
 import * as backups from './resources/backups.ts';
+import * as classView from './resources/class.ts';
 import * as config from './resources/config.ts';
 import * as events from './resources/events.ts';
 import * as help from './resources/help.ts';
@@ -15,6 +16,7 @@ import * as nodes from './resources/nodes.ts';
 import * as runs from './resources/runs.ts';
 import * as service from './resources/service.ts';
 import * as student from './resources/student.ts';
+import * as usage from './resources/usage.ts';
 import * as users from './resources/users.ts';
 import * as workspaces from './resources/workspaces.ts';
 
@@ -59,6 +61,9 @@ export const OPERATIONS: AnyOperation[] = [
   help.queue,
   help.take,
   help.resolve,
+  classView.view,
+  usage.report,
+  usage.csvFile,
   // Student
   student.getWorkspace,
   student.openWorkspace,

@@ -19,6 +19,7 @@ import { IdleSweep } from '../controllers/idle-sweep.ts';
 import { Leadership } from '../controllers/leadership.ts';
 import { Manager, type Runnable } from '../controllers/manager.ts';
 import { Periodic } from '../controllers/periodic.ts';
+import { PresenceTracker } from '../api/proxy/presence.ts';
 import { RunController, type RunControllerOptions } from '../controllers/runs.ts';
 import { StatsSampler } from '../controllers/stats-sampler.ts';
 import { WorkspaceController, type WorkspaceControllerOptions } from '../controllers/workspaces.ts';
@@ -229,6 +230,10 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
       atStart(async () => void (await promoteConfiguredAdmins(store.users, config.serviceAdminEmails, authLog))),
     );
   if (chosen.has('activity')) manager.add('activity', activity);
+  // Who is at each workspace, written under this server's row (`presence` writes it): added before
+  // `http`, it stops once the tunnels have closed, and then clears this server's rows.
+  const present = chosen.has('presence') && chosen.has('http') ? workspacePresence(store, self.id, serverLog) : undefined;
+  if (present) manager.add('workspace presence', present);
   const web = chosen.has('http')
     ? new HttpPart({
         config,
@@ -244,6 +249,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           backups: unfenced.backups,
           runtime,
           serverId: chosen.has('presence') ? self.id : undefined,
+          presence: present,
         },
       })
     : undefined;
@@ -253,7 +259,9 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
       'setup',
       atStart(() => (web?.serving ? printSetupLink(store, web.serving.origin, serverLog) : undefined)),
     );
-  const presence = chosen.has('presence') ? new Presence({ store, metrics, self, origin: () => web?.serving?.origin, log: serverLog }) : undefined;
+  const presence = chosen.has('presence')
+    ? new Presence({ store, metrics, self, origin: () => web?.serving?.origin, log: serverLog, rowLost: () => present?.rewrite() })
+    : undefined;
   if (presence) manager.add('presence', presence);
   const leadership = led
     ? new Leadership({
@@ -391,6 +399,19 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
   };
 }
 
+/** The proxy's presence tracker of server `serverId` (api/proxy/presence.ts); a failed write is logged once a minute at most (the next write retries it). */
+function workspacePresence(store: Store, serverId: string, log: Logger): PresenceTracker {
+  const failures = new Fold();
+  return new PresenceTracker({
+    store: store.presence,
+    serverId,
+    onError: (error) => {
+      const repeats = failures.take('write');
+      if (repeats !== undefined) log.error({ error, repeats }, "writing who is at each workspace (the class view's presence) failed");
+    },
+  });
+}
+
 /** A part that does something once at start and nothing at stop. */
 const atStart = (start: () => Promise<void> | void): Runnable => ({ start, stop: () => undefined });
 
@@ -437,7 +458,7 @@ class HttpPart implements Runnable {
     listen: { port: number; host: string };
     sessionSecret: string | undefined;
     startedAt: number;
-    app: Pick<AppDeps, 'store' | 'metrics' | 'allowlist' | 'activity' | 'backups' | 'runtime' | 'serverId'>;
+    app: Pick<AppDeps, 'store' | 'metrics' | 'allowlist' | 'activity' | 'backups' | 'runtime' | 'serverId' | 'presence'>;
   };
 
   constructor(options: HttpPart['options']) {
@@ -513,7 +534,15 @@ class HttpPart implements Runnable {
  * the row, once everything else has stopped.
  */
 class Presence implements Runnable {
-  private readonly options: { store: Store; metrics: Metrics; self: ServerSelf; origin: () => string | undefined; log: Logger };
+  private readonly options: {
+    store: Store;
+    metrics: Metrics;
+    self: ServerSelf;
+    origin: () => string | undefined;
+    log: Logger;
+    /** Called when a heartbeat found the row gone (cleared by another server while this one was paused), with what was kept under it. */
+    rowLost: () => void;
+  };
   private readonly beat: Periodic;
   /** Whether the row says this server stops (and so is to be removed). */
   private marked = false;
@@ -523,7 +552,7 @@ class Presence implements Runnable {
     const { store, metrics, self, log } = options;
     this.beat = new Periodic(
       async () => {
-        await store.servers.heartbeat(self);
+        if (await store.servers.heartbeat(self)) options.rowLost();
         metrics.databaseUp.set(1);
       },
       SERVER_HEARTBEAT_MS,

@@ -28,6 +28,9 @@ import { CreateWorkspaceImports1795880000000 } from './1795880000000-CreateWorks
 import { AddServerStopping1795900000000 } from './1795900000000-AddServerStopping.ts';
 import { WidenRunStoppedBy1795965600000 } from './1795965600000-WidenRunStoppedBy.ts';
 import { CreateHelpRequests1795978960000 } from './1795978960000-CreateHelpRequests.ts';
+import { CreateWorkspacePresence1795990000000 } from './1795990000000-CreateWorkspacePresence.ts';
+import { AddRunProblems1795991000000 } from './1795991000000-AddRunProblems.ts';
+import { CreateWorkspaceUptime1795992000000 } from './1795992000000-CreateWorkspaceUptime.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -61,4 +64,7 @@ export const MIGRATIONS = [
   AddServerStopping1795900000000,
   WidenRunStoppedBy1795965600000,
   CreateHelpRequests1795978960000,
+  CreateWorkspacePresence1795990000000,
+  AddRunProblems1795991000000,
+  CreateWorkspaceUptime1795992000000,
 ];

@@ -67,6 +67,7 @@ export const ERROR_CODES = {
   confirmation_required: { status: 400, description: 'The command needs a confirmation and has no terminal: add --yes.', outside: 'cli' },
   usage: { status: 400, description: "The command's arguments or flags are not valid.", outside: 'cli' },
   not_a_swarm: { status: 400, description: 'The command is for workspaces on a swarm (RUNTIME=swarm).', outside: 'cli' },
+  invalid_span: { status: 400, description: 'The span of a report is empty: `since` is not before `until`.' },
   invalid_date: { status: 400, description: 'A date flag is not a date, or is in the future where a past one is needed.', outside: 'cli' },
   invalid_flags: { status: 400, description: 'Two flags of the command exclude each other.', outside: 'cli' },
   // 401, 403: who asks

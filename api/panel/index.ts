@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuthState } from '../middleware/auth.ts';
-import { escapeHtml, page } from '../pages/page.ts';
+import { escapeHtml, page, type Routed } from '../pages/page.ts';
 import { errorBody } from '../responses.ts';
 import { loadAssets, type Assets } from './assets.ts';
 
@@ -15,6 +15,8 @@ import { loadAssets, type Assets } from './assets.ts';
 export const PANEL_PATH = '/panel';
 
 const ASSETS = `${PANEL_PATH}/assets`;
+/** An asset's route: its version (the panel's content hash) and its name. */
+const ASSET_ROUTE = `${ASSETS}/:version/:name` as const;
 
 /** An HTML page for a browser that may not see the panel. */
 function refuse(ctx: Context, status: number, title: string, body: string): void {
@@ -37,9 +39,9 @@ export function panelRouter(): Router<AuthState> {
   const panel = () => (built ??= buildPanel());
   const router = new Router<AuthState>();
 
-  router.get(`${ASSETS}/:version/:name`, (ctx) => {
+  router.get<unknown, Routed<typeof ASSET_ROUTE>>(ASSET_ROUTE, (ctx) => {
     const { assets } = panel();
-    const asset = ctx.params.version === assets.version ? assets.files.get(ctx.params.name!) : undefined;
+    const asset = ctx.params.version === assets.version ? assets.files.get(ctx.params.name) : undefined;
     if (!asset) {
       ctx.status = 404;
       ctx.set('Cache-Control', 'no-store');

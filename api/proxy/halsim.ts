@@ -39,6 +39,7 @@ import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { refuseUpgrade } from '../responses.ts';
 import { RESERVED_PREFIX } from './host.ts';
 import { observeEditor, type ProxiedPath } from './http.ts';
+import type { DriverPresence, PresenceTracker } from './presence.ts';
 import { UnverifiedUpstreamError, type Upstreams } from './upstreams.ts';
 import { END_GRACE_MS, KEEPALIVE_MS, type Tunnel, type TunnelOwner, type Tunnels, type TunnelTarget } from './websocket.ts';
 
@@ -217,6 +218,8 @@ export interface HalsimRelayDeps {
   tunnels: Pick<Tunnels, 'hold' | 'track'>;
   /** How long the robot may take to answer the WebSocket handshake. */
   answerTimeoutMs: number;
+  /** Told of each driver and of the robot's state it sets, for the class view (none: not told). */
+  presence?: Pick<PresenceTracker, 'driverConnected'>;
 }
 
 /** While a browser holds this much the relay has not sent it yet, the robot is not read. */
@@ -278,7 +281,7 @@ export class HalsimRelay {
     (socket as Partial<net.Socket>).setKeepAlive?.(true, KEEPALIVE_MS);
     this.server.handleUpgrade(req, socket, head, (browser) => {
       const previous = this.drivers.get(workspace.id);
-      const opened = new Driver(this.deps, this, browser, check, workspace, target, previous?.released);
+      const opened = new Driver(this.deps, this, browser, check, workspace, target, previous?.released, this.deps.presence?.driverConnected(workspace.id));
       driver = opened;
       this.drivers.set(workspace.id, opened);
       this.deps.metrics.halsimDrivers.inc();
@@ -321,8 +324,10 @@ class Driver {
   /** The robot was disabled since the driver's last message: the watchdog has nothing to do. */
   private silent = true;
   private ended = false;
+  /** What the class view is told of this driver. */
+  private readonly presence: DriverPresence | undefined;
 
-  /** `before`: the released of the driver this one takes over from, if any. */
+  /** `before`: the released of the driver this one takes over from, if any; `presence`: what to tell the class view. */
   constructor(
     deps: HalsimRelayDeps,
     relay: HalsimRelay,
@@ -331,8 +336,10 @@ class Driver {
     workspace: WorkspaceRecord,
     target: TunnelTarget,
     before: Promise<void> | undefined,
+    presence: DriverPresence | undefined,
   ) {
     this.deps = deps;
+    this.presence = presence;
     this.relay = relay;
     this.browser = browser;
     this.check = check;
@@ -408,6 +415,7 @@ class Driver {
       closeWithin(robot, 1000, 'The driver left');
     } else if (robot) robot.terminate();
     else this.release();
+    this.presence?.gone();
     if (close && this.browser.readyState === WebSocket.OPEN) closeWithin(this.browser, close.code, closeReason(close.reason));
   }
 
@@ -425,7 +433,10 @@ class Driver {
     }
     const robot = this.robot;
     const ready = robot?.readyState === WebSocket.OPEN && robot.bufferedAmount <= ROBOT_BACKLOG_BYTES;
-    if (ready) robot.send(checked.message);
+    if (ready) {
+      robot.send(checked.message);
+      this.presence?.relayed(checked.message);
+    }
     metrics.halsimMessages.inc({ direction: 'to_robot', outcome: ready ? 'relayed' : 'dropped_robot' });
   }
 
@@ -458,6 +469,7 @@ class Driver {
   /** Sends the robot the disable message (it is open). */
   private disable(reason: 'connected' | 'silence' | 'ended'): void {
     this.robot!.send(DISABLE_MESSAGE);
+    this.presence?.disabled();
     this.silent = true;
     this.deps.metrics.halsimDisables.inc({ reason });
   }

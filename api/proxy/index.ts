@@ -25,6 +25,7 @@ import type { GrantSigner } from './handoff.ts';
 import { acceptsHtml, isNavigation, RESERVED_PREFIX } from './host.ts';
 import { HalsimRelay, isHalsimTarget } from './halsim.ts';
 import { HttpForwarder, type ProxiedPath } from './http.ts';
+import type { PresenceTracker } from './presence.ts';
 import { Tunnels, type Tunnel, type TunnelLimits, type TunnelOwner, type TunnelTarget } from './websocket.ts';
 import type { Upstreams } from './upstreams.ts';
 import { HALSIM_URI } from '../../src/docker/runtime.ts';
@@ -91,6 +92,8 @@ export interface ProxyDeps {
   tunnelLimits: TunnelLimits;
   /** Whether an email may still sign in (allowlist and SERVICE_ADMIN_EMAIL). */
   isAllowed: (email: string) => boolean;
+  /** Who is at each workspace (the owner's editors, NetworkTables, a Driver Station), for the class view; none: not counted (no row in `servers`). */
+  presence?: PresenceTracker;
 }
 /**
  * Serves every path under `/u/<slug>/` except `/u/<slug>/api/...` (`request`) and, in path mode,
@@ -142,9 +145,17 @@ export class WorkspaceProxy {
       forwarding,
       limits: deps.tunnelLimits,
       answerTimeoutMs: deps.timeoutMs,
+      presence: deps.presence,
       ...cookieRules,
     });
-    this.halsim = new HalsimRelay({ metrics: deps.metrics, log: deps.log, upstreams: deps.upstreams, tunnels: this.tunnels, answerTimeoutMs: deps.timeoutMs });
+    this.halsim = new HalsimRelay({
+      metrics: deps.metrics,
+      log: deps.log,
+      upstreams: deps.upstreams,
+      tunnels: this.tunnels,
+      answerTimeoutMs: deps.timeoutMs,
+      presence: deps.presence,
+    });
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
     this.unsubscribe = deps.changes.subscribe((change) => {
       this.admission.changed(change);

@@ -27,6 +27,7 @@ import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { refuseUpgrade } from '../responses.ts';
 import type { Verdict } from './admission.ts';
 import { parseResponseHead, responseHeaders, upstreamHeaders, type ForwardingContext } from './headers.ts';
+import type { PresenceTracker } from './presence.ts';
 import { observeEditor, type ProxiedPath } from './http.ts';
 import { UnverifiedUpstreamError, type UpstreamKind, type Upstreams } from './upstreams.ts';
 import { TooManyError, UnavailableError, UpstreamError, type AppError } from '../../src/errors.ts';
@@ -63,6 +64,8 @@ export interface TunnelDeps {
   ownCookies: readonly string[];
   /** On a workspace's own host (host mode), the cookies an editor's Set-Cookie may not name; one with a Domain attribute is dropped there too. */
   hostCookies?: readonly string[];
+  /** Counts the owner's editors and the NetworkTables clients open, for the class view (none: not counted). */
+  presence?: Pick<PresenceTracker, 'tunnelOpened'>;
 }
 
 /** Whose a tunnel is: the user it was admitted for, the control-plane session behind it, and how to admit it again. */
@@ -210,6 +213,8 @@ export class Tunnels {
       },
     };
     this.hold(tunnel, socket);
+    const left = this.deps.presence?.tunnelOpened(workspace, owner.user.id, target.upstream);
+    if (left) socket.once('close', left);
     void (async () => {
       const started = performance.now();
       try {

@@ -27,6 +27,7 @@ export const DATABASE_COMMANDS: ReadonlySet<string> = new Set([
   'nodes drain',
   'nodes undrain',
   'help list',
+  'usage',
 ]);
 
 /** The command the command line runs when it is one that opens the database (not its help: `--help` and a topic alone print only), e.g. `users list`. */

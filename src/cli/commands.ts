@@ -12,6 +12,7 @@ import BackupsList from './commands/backups/list.ts';
 import CapGet from './commands/cap/get.ts';
 import CapSet from './commands/cap/set.ts';
 import HelpList from './commands/help/list.ts';
+import Usage from './commands/usage.ts';
 import NodesDrain from './commands/nodes/drain.ts';
 import NodesList from './commands/nodes/list.ts';
 import NodesUndrain from './commands/nodes/undrain.ts';
@@ -50,4 +51,5 @@ export const COMMANDS = {
   'nodes:drain': NodesDrain,
   'nodes:undrain': NodesUndrain,
   'help:list': HelpList,
+  usage: Usage,
 };

@@ -3,6 +3,8 @@ import type { AllowlistFile } from '../allowlist/allowlist-file.ts';
 import type { ChangeFeed } from '../db/changes.ts';
 import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
+import { ClassViewStore } from './class-view.ts';
+import { UsageStore } from './usage.ts';
 import { HandoffStore } from './handoffs.ts';
 import { HelpStore } from './help.ts';
 import { ImportStore } from './imports.ts';
@@ -11,6 +13,7 @@ import { LeaseStore, type Fence } from './leases.ts';
 import { RateLimitStore } from './rate-limits.ts';
 import { RefusalStore } from './refusals.ts';
 import { mutator } from './mutation.ts';
+import { PresenceStore } from './presence.ts';
 import { RunStore } from './runs.ts';
 import { ServerStore } from './servers.ts';
 import { SessionStore } from './sessions.ts';
@@ -70,6 +73,12 @@ export interface Store {
   imports: ImportStore;
   /** The help queue: students' raised hands, taken and resolved by coaches. */
   help: HelpStore;
+  /** Who is at each workspace now (editors, pages, NetworkTables, a Driver Station), as each replica's proxy sees it. */
+  presence: PresenceStore;
+  /** The class view's read: every student with their workspace, run in progress, last result and help request. */
+  classView: ClassViewStore;
+  /** The usage report: per student, the hours their workspace ran, their runs and failed builds, when last seen. */
+  usage: UsageStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -124,6 +133,9 @@ export function createStore(options: StoreOptions): Store {
     nodes: new NodeStore(db, mutate, fence),
     imports: new ImportStore(db),
     help: new HelpStore(db, mutate, rateLimits),
+    presence: new PresenceStore(db, changes),
+    classView: new ClassViewStore(db),
+    usage: new UsageStore(db),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

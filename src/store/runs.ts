@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { signalChannel, type Change, type ChangeFeed } from '../db/changes.ts';
 import type { Queryable } from '../db/sql.ts';
 import { storableText } from '../db/text.ts';
+import { parseProblems } from '../../images/workspace/extension/src/problems.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { isUuid } from './ids.ts';
 import type { Actor } from './audit.ts';
@@ -61,6 +62,28 @@ export interface RunRecordStatus {
   outputTruncated: boolean;
   /** How many bytes of the container's own output the kept output was read from (where a collector that starts again goes on). */
   outputSourceBytes: number;
+}
+
+/** The compile errors a run's output holds: how many, and the first as `Robot.java:12: ';' expected` (null: none). */
+export interface CompileErrors {
+  count: number;
+  first: string | null;
+}
+
+/** How long the first compile error may be as kept (a message is a line; a pathological one is cut). */
+const FIRST_PROBLEM_MAX = 300;
+
+/**
+ * The compile errors in a run's output, as the editor's Problems finds them (parseProblems: javac's
+ * and Gradle's `<path>:<line>: error: <message>`; warnings are not counted). The first is named by
+ * its file's name and line, which a coach recognises whether the compiler printed the path relative
+ * to the project or absolute.
+ */
+export function compileErrors(output: string): CompileErrors {
+  const errors = parseProblems(output).filter((problem) => problem.severity === 'error');
+  const first = errors[0];
+  if (!first) return { count: 0, first: null };
+  return { count: errors.length, first: `${first.file.split('/').at(-1)}:${first.line}: ${first.message}`.slice(0, FIRST_PROBLEM_MAX) };
 }
 
 /** The most of a run's output that is kept: 1 MiB of text; a run that prints more is cut there, with a mark saying so. */
@@ -347,20 +370,31 @@ export class RunStore {
    * Ends an active run with a terminal status; returns it, or undefined when it had already ended.
    * The end counts as activity of the workspace (the idle sweep spares workspaces with an active
    * run, and gives them their whole idle time again after it). Its reason and output are kept as
-   * storableText makes them, so that an end is recordable whatever the run printed.
+   * storableText makes them, so that an end is recordable whatever the run printed; so are the
+   * compile errors found in that output (compileErrors), which the class view shows.
    */
   async finish(id: string, outcome: { status: TerminalRunStatus; reason: string; exitCode: number | null; output: string }): Promise<RunRecord | undefined> {
+    const problems = compileErrors(outcome.output);
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
       const ended = await RUNS.all(
         db,
         `WITH ended AS (
-         UPDATE runs SET status = $2, reason = $3, exit_code = $4, output = $5, ended_at = now(), sim_endpoint = NULL
+         UPDATE runs SET status = $2, reason = $3, exit_code = $4, output = $5, ended_at = now(), sim_endpoint = NULL,
+           problem_count = $6, first_problem = $7
          WHERE id = $1 AND ${ACTIVE} RETURNING ${COLUMNS}
        ), touched AS (
          UPDATE workspaces SET last_activity_at = greatest(last_activity_at, now()) WHERE id = (SELECT workspace_id FROM ended)
        )
        SELECT ${COLUMNS} FROM ended`,
-        [id, outcome.status, storableText(outcome.reason), outcome.exitCode, storableText(outcome.output)],
+        [
+          id,
+          outcome.status,
+          storableText(outcome.reason),
+          outcome.exitCode,
+          storableText(outcome.output),
+          problems.count,
+          problems.first === null ? null : storableText(problems.first),
+        ],
       );
       if (ended[0]) await this.changes.notify(db, { kind: 'status', id: ended[0].workspaceId });
       return ended;

@@ -34,6 +34,9 @@ const SERVERS = rowCodec(
   }),
 );
 
+/** Whether a heartbeat wrote its server's row anew (none was there). */
+const WRITTEN = rowCodec('servers', { inserted: col.boolean });
+
 /** Whether a server should take no new connections (draining). */
 const DRAINING = rowCodec('servers', { draining: col.boolean });
 
@@ -52,15 +55,20 @@ export class ServerStore {
   /**
    * Records that a server runs (at start, and every SERVER_HEARTBEAT_MS after): its row is written
    * again if it went missing meanwhile (a server paused for longer than SERVER_GONE_AFTER_MS whose
-   * row another server cleared). Rows of servers gone that long are cleared.
+   * row another server cleared, and with it what was kept under it: see PresenceStore). Rows of
+   * servers gone that long are cleared. Resolves true when the row was written anew.
    */
-  async heartbeat(server: { id: string; publicUrl: string; hostname: string; pid: number; pidNamespace: string }): Promise<void> {
-    await this.db.query(
+  async heartbeat(server: { id: string; publicUrl: string; hostname: string; pid: number; pidNamespace: string }): Promise<boolean> {
+    // xmax is 0 on a row this statement inserted, and set on one it updated.
+    const { inserted } = await WRITTEN.one(
+      this.db,
       `INSERT INTO servers (id, public_url, hostname, pid, pid_namespace) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (id) DO UPDATE SET seen_at = now(), public_url = EXCLUDED.public_url`,
+       ON CONFLICT (id) DO UPDATE SET seen_at = now(), public_url = EXCLUDED.public_url
+       RETURNING (xmax = 0) AS inserted`,
       [server.id, server.publicUrl, server.hostname, server.pid, server.pidNamespace],
     );
     await this.db.query(`DELETE FROM servers WHERE seen_at < now() - make_interval(secs => $1)`, [SERVER_GONE_AFTER_MS / 1000]);
+    return inserted;
   }
 
   /** The server has begun to stop (see draining); its row stays until it has stopped (unregister). */

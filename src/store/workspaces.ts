@@ -477,7 +477,9 @@ export class WorkspaceStore {
 
   /**
    * Writes a workspace's observed status when it differs from what is stored (so a resync of an
-   * unchanged fleet writes nothing); `last_transition_at` moves only when the state changes. A
+   * unchanged fleet writes nothing); `last_transition_at` moves only when the state changes. In the
+   * same statement its uptime (`workspace_uptime`, the usage report's hours) opens a stretch when it
+   * is seen running and none is open, and closes the open one when it is seen in any other state. A
    * status that changed is announced (kind `status`): NOTIFYed to every replica (their proxies'
    * caches and panels) and published in this process. The message (often the engine's own words) is
    * kept as storableText makes it.
@@ -486,11 +488,19 @@ export class WorkspaceStore {
     const rows = await fencedWrite(this.db, this.fence, async (db) => {
       const updated = await IDS.all(
         db,
-        `UPDATE workspaces SET
-         last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
-         observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5, node = coalesce($6, node)
-       WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint, node) IS DISTINCT FROM ($2, $3::bigint, $4, $5, coalesce($6, node))
-       RETURNING id`,
+        `WITH updated AS (
+         UPDATE workspaces SET
+           last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
+           observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5, node = coalesce($6, node)
+         WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint, node) IS DISTINCT FROM ($2, $3::bigint, $4, $5, coalesce($6, node))
+         RETURNING id, observed_state
+       ), opened AS (
+         INSERT INTO workspace_uptime (workspace_id) SELECT id FROM updated WHERE observed_state = 'running'
+         ON CONFLICT (workspace_id) WHERE ended_at IS NULL DO NOTHING
+       ), closed AS (
+         UPDATE workspace_uptime SET ended_at = now() WHERE ended_at IS NULL AND workspace_id IN (SELECT id FROM updated WHERE observed_state <> 'running')
+       )
+       SELECT id FROM updated`,
         [id, status.observedState, status.observedGeneration, storableText(status.statusMessage), status.editorEndpoint ?? null, status.node ?? null],
       );
       if (updated.length > 0) await this.changes.notify(db, { kind: 'status', id });

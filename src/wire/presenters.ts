@@ -6,11 +6,14 @@
 import type { StoredBackup } from '../backup/backups.ts';
 import { homeDiskStatus, type HomeDiskLimit, type HomeDiskStatus } from '../home-disk.ts';
 import type { AuditPage as AuditRecords } from '../store/audit.ts';
+import { runOutcome, type ClassStudentRecord } from '../store/class-view.ts';
 import type { HelpRequestRecord } from '../store/help.ts';
 import type { ImportRecord } from '../store/imports.ts';
 import type { NodeView } from '../store/nodes.ts';
+import type { Presence } from '../store/presence.ts';
 import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
 import { linkPath, type NewLink } from '../store/sign-in-links.ts';
+import type { UsageRecord } from '../store/usage.ts';
 import type { UserRecord } from '../store/users.ts';
 import type { ClassSummary, WorkspaceListPage, WorkspaceListRow } from '../store/workspace-list.ts';
 import type { DesiredState, Overview as OverviewRecords, WorkspaceRecord } from '../store/workspaces.ts';
@@ -19,6 +22,8 @@ import type {
   Backup,
   Capacity,
   ClassRun,
+  ClassStudent,
+  ClassView,
   HelpRequest,
   HomeDisk,
   Overview,
@@ -29,6 +34,7 @@ import type {
   Status,
   StudentHelp,
   StudentWorkspace,
+  UsageReport,
   User,
   WorkspaceChange,
   WorkspaceImport,
@@ -326,4 +332,73 @@ export function presentHelpRequest(request: HelpRequestRecord): HelpRequest {
     endedBy: request.endedBy,
     endedAt: iso(request.endedAt),
   };
+}
+
+/** The class view: each student's record with what the proxy sees of them now (their presence; none: offline, no NetworkTables, no Driver Station), and when it was read. */
+export function presentClassView(students: ClassStudentRecord[], seen: ReadonlyMap<string, Presence>, readAt: Date): ClassView {
+  return {
+    readAt: readAt.toISOString(),
+    students: students.map((record): ClassStudent => {
+      const now = record.workspace ? seen.get(record.workspace.id) : undefined;
+      const last = record.lastRun;
+      return {
+        student: record.student,
+        workspace: record.workspace,
+        online: now?.online ?? false,
+        lastActivityAt: iso(record.lastActivityAt),
+        run: record.run && { id: record.run.id, phase: record.run.phase, queuedAt: record.run.queuedAt.toISOString(), readyAt: iso(record.run.readyAt) },
+        lastResult: last && {
+          runId: last.id,
+          outcome: runOutcome(last),
+          endedAt: iso(last.endedAt),
+          exitCode: last.exitCode,
+          reason: last.reason,
+          errors: last.problemCount ?? 0,
+          firstError: last.firstProblem,
+        },
+        robot: now?.robot ?? null,
+        ntConnected: now?.ntConnected ?? false,
+        help: record.help && { ...record.help, createdAt: record.help.createdAt.toISOString() },
+      };
+    }),
+  };
+}
+
+/** The usage report on the wire. */
+export function presentUsage(records: UsageRecord[], span: { since: Date; until: Date }): UsageReport {
+  return {
+    since: span.since.toISOString(),
+    until: span.until.toISOString(),
+    students: records.map((record) => ({ ...record, lastSeenAt: iso(record.lastSeenAt) })),
+  };
+}
+
+/**
+ * A field of a CSV file (RFC 4180): quoted when it holds a comma, a quote or a line end (its quotes
+ * doubled); a text that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a
+ * tab or a carriage return: a student's own name may) is given a leading `'`, so that it is shown
+ * as the text it is (OWASP's advice for CSV injection). Numbers are written as they are.
+ */
+export function csvField(value: string | number): string {
+  if (typeof value === 'number') return String(value);
+  const text = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/** The usage report as a CSV file: a header line, then one line per student (hours to two decimals), CRLF line ends. */
+export function usageCsv(report: UsageReport): string {
+  const lines = [['email', 'name', 'workspace_hours', 'runs', 'failed_builds', 'last_seen'].join(',')];
+  for (const row of report.students) {
+    lines.push(
+      [
+        csvField(row.student.email),
+        csvField(row.student.name),
+        (row.workspaceSeconds / 3600).toFixed(2),
+        csvField(row.runs),
+        csvField(row.failedBuilds),
+        csvField(row.lastSeenAt ?? ''),
+      ].join(','),
+    );
+  }
+  return `${lines.join('\r\n')}\r\n`;
 }

@@ -19,7 +19,9 @@ import {
   IMPORT_PHASES,
   OBSERVED_STATES,
   ROLES,
+  ROBOT_MODES,
   RUN_DESIRED_STATES,
+  RUN_OUTCOMES,
   RUN_STATUSES,
   RUN_STOPPED_BY,
   STOPPED_BY,
@@ -402,6 +404,88 @@ export const HelpQueue = Strict({ requests: Type.Array(HelpRequest) });
 export type HelpQueue = Static<typeof HelpQueue>;
 export const HelpRequestAnswer = Strict({ request: HelpRequest });
 export type HelpRequestAnswer = Static<typeof HelpRequestAnswer>;
+
+// --- The class view -------------------------------------------------------------------------------
+
+/** One student as the class view shows them: what they are doing now, how their last run went, and whether they wait for help. */
+export const ClassStudent = Strict({
+  student: Strict({ id: Uuid, name: Type.String({ description: "'' when their account has no name." }), email: Type.String() }),
+  workspace: Nullable(
+    Strict(
+      { id: Uuid, slug: Type.String(), desiredState: DesiredState, observedState: ObservedState, statusMessage: Type.String() },
+      { description: 'Null: they have no workspace yet.' },
+    ),
+  ),
+  online: Type.Boolean({ description: 'Their editor or their workspace page is open now (on any replica).' }),
+  lastActivityAt: Nullable(Time),
+  run: Nullable(
+    Strict(
+      {
+        id: Uuid,
+        phase: ActiveRunStatus,
+        queuedAt: Time,
+        readyAt: Nullable(Time),
+      },
+      { description: 'The run in progress: `queued` (compiling and booting since queuedAt) or `running` (since readyAt).' },
+    ),
+  ),
+  lastResult: Nullable(
+    Strict(
+      {
+        runId: Uuid,
+        outcome: Type.Enum(RUN_OUTCOMES, {
+          description:
+            '`built` (compiled, booted, then stopped), `compile_errors`, `build_failed` (before ready, no compiler error: out of memory, time up), `crashed` (after ready), `canceled` (stopped before ready).',
+        }),
+        endedAt: Nullable(Time),
+        exitCode: Nullable(Type.Integer()),
+        reason: Nullable(Type.String()),
+        errors: Type.Integer({ minimum: 0, description: 'How many compile errors its output held.' }),
+        firstError: Nullable(Type.String({ description: "The first compile error, as `Robot.java:12: ';' expected`." })),
+      },
+      { description: 'How their last run that ended went.' },
+    ),
+  ),
+  robot: Nullable(
+    Strict(
+      { enabled: Type.Boolean(), mode: Type.Enum(ROBOT_MODES) },
+      { description: 'The robot as a Driver Station drives it now; null when no Driver Station is connected.' },
+    ),
+  ),
+  ntConnected: Type.Boolean({ description: "A NetworkTables client is connected to their run's robot." }),
+  help: Nullable(
+    Strict(
+      {
+        id: Uuid,
+        state: HelpState,
+        message: Nullable(Type.String({ description: 'What the student wrote, as plain text.' })),
+        createdAt: Time,
+        takenBy: Nullable(Type.String({ description: 'The coach who took it: their name, else their email.' })),
+      },
+      { description: 'Their open help request (waiting or taken).' },
+    ),
+  ),
+});
+export type ClassStudent = Static<typeof ClassStudent>;
+/** GET /admin/class: every student, by name, and the server's time when it was read (the ages shown count on from it). */
+export const ClassView = Strict({ students: Type.Array(ClassStudent), readAt: Time });
+export type ClassView = Static<typeof ClassView>;
+
+/** One student's usage over a span (GET /admin/usage); `lastSeenAt` is the last thing they did in their workspace, whenever it was (null: never). */
+export const StudentUsage = Strict({
+  student: Strict({ id: Uuid, name: Type.String({ description: "'' when their account has no name." }), email: Type.String() }),
+  workspaceSeconds: Type.Integer({ minimum: 0, description: 'How long their workspace was observed running within the span, in seconds.' }),
+  runs: Type.Integer({ minimum: 0, description: 'Runs they started within the span.' }),
+  failedBuilds: Type.Integer({
+    minimum: 0,
+    description: 'Of those, how many failed before the robot was ready (compile errors or another failure of the build).',
+  }),
+  lastSeenAt: Nullable(Time),
+});
+export type StudentUsage = Static<typeof StudentUsage>;
+/** GET /admin/usage: every student's usage from `since` to `until`, by name. */
+export const UsageReport = Strict({ since: Time, until: Time, students: Type.Array(StudentUsage) });
+export type UsageReport = Static<typeof UsageReport>;
 
 // --- Cap, allowlist, audit, links, backups --------------------------------------------------------
 

@@ -80,3 +80,19 @@ export type ImportPhase = (typeof IMPORT_PHASES)[number];
 export const HELP_STATES = ['waiting', 'taken', 'resolved', 'withdrawn'] as const;
 /** Where a help request is: one of HELP_STATES. */
 export type HelpState = (typeof HELP_STATES)[number];
+
+/**
+ * How a run ended, as a coach reads it: `built` (it compiled and booted, then was stopped or ended
+ * on its own), `compile_errors` (it failed before ready and the compiler reported errors),
+ * `build_failed` (it failed before ready otherwise: out of memory, the build time up, a failure
+ * with no compiler error), `crashed` (the robot program failed after it was ready), `canceled`
+ * (stopped before it was ready). runOutcome (src/store/class-view.ts) is the rule.
+ */
+export const RUN_OUTCOMES = ['built', 'compile_errors', 'build_failed', 'crashed', 'canceled'] as const;
+/** How a run ended: one of RUN_OUTCOMES. */
+export type RunOutcome = (typeof RUN_OUTCOMES)[number];
+
+/** How a Driver Station drives an enabled robot (WPILib's modes): `teleop`, `autonomous` or `test`. */
+export const ROBOT_MODES = ['teleop', 'autonomous', 'test'] as const;
+/** A robot's mode: one of ROBOT_MODES. */
+export type RobotMode = (typeof ROBOT_MODES)[number];

@@ -48,6 +48,7 @@ const CONTRACTS: Record<keyof typeof COMMANDS, Contract> = {
   status: { schema: Wire.CliStatus },
   'nodes:list': { operation: ['GET', '/admin/nodes', 200] },
   'help:list': { operation: ['GET', '/admin/help', 200] },
+  usage: { operation: ['GET', '/admin/usage', 200] },
   backup: { cliOnly: 'writes the backup where it is told (--output FILE, or stdout), not only among the stored ones the API lists' },
   'setup-link': { cliOnly: "the first admin's link, which the API cannot make (no admin to ask for it yet)" },
   'nodes:drain': { cliOnly: 'the panel drains a node through the CLI only' },
@@ -124,6 +125,7 @@ it("prints with --json what the command's API twin answers, or its own wire type
     ['status', ['status']],
     ['nodes:list', ['nodes', 'list']],
     ['help:list', ['help', 'list']],
+    ['usage', ['usage', '--since', '2026-01-01']],
     ['users:delete', ['users', 'delete', 'bob@school.test', '--yes']],
   ];
   const breaks: string[] = [];

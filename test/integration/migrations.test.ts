@@ -23,7 +23,9 @@ const TABLES = [
   'sign_in_links',
   'users',
   'workspace_imports',
+  'workspace_presence',
   'workspace_stats',
+  'workspace_uptime',
   'workspaces',
 ];
 

@@ -9,7 +9,7 @@ import type { VNode } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
-import { Empty, Link, Loading, Notice, useResource, type Resource } from './ui.ts';
+import { age, Empty, Link, Loading, Notice, useNow, useResource, type Resource } from './ui.ts';
 import type { HelpRequest } from '../../../src/wire/schemas.ts';
 
 /** The queue as read, and when (the ages shown count on from then). */
@@ -65,23 +65,6 @@ export function HandNotice({ request, count, onClose }: { request: HelpRequest; 
     ${count > 1 ? html`<span class="toast-line">${count} hands raised since you last dismissed this.</span>` : null}
     <${Link} to="/panel/help">See the help queue<//>
   <//>`;
-}
-
-/** An age in a coach's words: seconds, then minutes, then hours and minutes. */
-function age(seconds: number): string {
-  if (seconds < 60) return `${seconds} s`;
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
-  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
-}
-
-/** The seconds now, ticking every second while mounted (the ages on the Help page count on between reads). */
-function useNow(): number {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const timer = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(timer);
-  }, []);
-  return now;
 }
 
 /** Where a request stands, in words: waiting (its place), or taken by whom (you, for this coach). */

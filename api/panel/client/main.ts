@@ -4,6 +4,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { AllowlistPage } from './allowlist.ts';
 import { client, ok, onLive, type Refusal } from './api.ts';
 import { AuditPage } from './audit.ts';
+import { ClassPage } from './class.ts';
 import { BackupsPage } from './backups.ts';
 import { HandNotice, HelpBadge, HelpPage, useHelpQueue, useNewHands, type HelpQueue } from './help.ts';
 import { html } from './html.ts';
@@ -14,6 +15,7 @@ import { UsersPage } from './users.ts';
 import { WorkspacesPage } from './workspaces.ts';
 
 const TABS: [path: string, label: string][] = [
+  ['/panel/class', 'Class'],
   ['/panel/', 'Overview'],
   ['/panel/help', 'Help'],
   ['/panel/workspaces', 'Workspaces'],
@@ -34,6 +36,8 @@ function Page({ url, me, help }: { url: URL; me: string; help: Resource<HelpQueu
       return html`<${WorkspacesPage} url=${url} />`;
     case '/panel/users':
       return html`<${UsersPage} url=${url} me=${me} />`;
+    case '/panel/class':
+      return html`<${ClassPage} url=${url} />`;
     case '/panel/help':
       return html`<${HelpPage} help=${help} me=${me} />`;
     case '/panel/allowlist':

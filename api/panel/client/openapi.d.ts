@@ -602,6 +602,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/class": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every student (role `user`), by name: online now, their workspace, last activity, the run in progress, how their last run ended (compile errors counted), their robot, NetworkTables, and their open help request. */
+        get: operations["getAdminClass"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every student's usage from `since` to `until` (default: the last 30 days): hours their workspace ran, runs, failed builds, last seen. 400 `invalid_span` when since is not before until. */
+        get: operations["getAdminUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/usage.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The usage report as a CSV file (email, name, workspace_hours, runs, failed_builds, last_seen), for a spreadsheet. */
+        get: operations["getAdminUsageCsv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/u/{slug}/api/workspace": {
         parameters: {
             query?: never;
@@ -916,6 +967,14 @@ export interface components {
         ClassRunList: {
             runs: components["schemas"]["ClassRun"][];
         };
+        ClassView: {
+            students: components["schemas"]["ClassStudent"][];
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            readAt: string;
+        };
         ErrorBody: {
             error: {
                 code: string;
@@ -1172,6 +1231,19 @@ export interface components {
         StudentWorkspaceAnswer: {
             workspace: components["schemas"]["StudentWorkspace"];
         };
+        UsageReport: {
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            until: string;
+            students: components["schemas"]["StudentUsage"][];
+        };
         UserAnswer: {
             user: components["schemas"]["User"];
         };
@@ -1333,6 +1405,78 @@ export interface components {
             };
             ownerEmail: string | null;
         };
+        ClassStudent: {
+            student: {
+                /** Format: uuid */
+                id: string;
+                /** @description '' when their account has no name. */
+                name: string;
+                email: string;
+            };
+            workspace: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                /** @enum {unknown} */
+                desiredState: "running" | "stopped" | "deleted";
+                /** @enum {unknown} */
+                observedState: "unknown" | "starting" | "running" | "stopped" | "waiting" | "failed";
+                statusMessage: string;
+            } | null;
+            /** @description Their editor or their workspace page is open now (on any replica). */
+            online: boolean;
+            lastActivityAt: string | null;
+            run: {
+                /** Format: uuid */
+                id: string;
+                /** @enum {unknown} */
+                phase: "queued" | "running";
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC
+                 */
+                queuedAt: string;
+                readyAt: string | null;
+            } | null;
+            lastResult: {
+                /** Format: uuid */
+                runId: string;
+                /**
+                 * @description `built` (compiled, booted, then stopped), `compile_errors`, `build_failed` (before ready, no compiler error: out of memory, time up), `crashed` (after ready), `canceled` (stopped before ready).
+                 * @enum {unknown}
+                 */
+                outcome: "built" | "compile_errors" | "build_failed" | "crashed" | "canceled";
+                endedAt: string | null;
+                exitCode: number | null;
+                reason: string | null;
+                /** @description How many compile errors its output held. */
+                errors: number;
+                firstError: string | null;
+            } | null;
+            robot: {
+                enabled: boolean;
+                /** @enum {unknown} */
+                mode: "teleop" | "autonomous" | "test";
+            } | null;
+            /** @description A NetworkTables client is connected to their run's robot. */
+            ntConnected: boolean;
+            help: {
+                /** Format: uuid */
+                id: string;
+                /**
+                 * @description waiting in the queue, taken by a coach (coming), resolved by a coach, or withdrawn by the student.
+                 * @enum {unknown}
+                 */
+                state: "waiting" | "taken" | "resolved" | "withdrawn";
+                message: string | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC
+                 */
+                createdAt: string;
+                takenBy: string | null;
+            } | null;
+        };
         /** @description The home against its bound; null when homes are not bounded or it was never measured. */
         HomeDisk: {
             /** @description The space its files take on disk. */
@@ -1402,6 +1546,22 @@ export interface components {
                 email: string;
             } | null;
             takenAt: string | null;
+        };
+        StudentUsage: {
+            student: {
+                /** Format: uuid */
+                id: string;
+                /** @description '' when their account has no name. */
+                name: string;
+                email: string;
+            };
+            /** @description How long their workspace was observed running within the span, in seconds. */
+            workspaceSeconds: number;
+            /** @description Runs they started within the span. */
+            runs: number;
+            /** @description Of those, how many failed before the robot was ready (compile errors or another failure of the build). */
+            failedBuilds: number;
+            lastSeenAt: string | null;
         };
         User: {
             /** Format: uuid */
@@ -5780,6 +5940,330 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminClass: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The class. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassView"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminUsage: {
+        parameters: {
+            query?: {
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            /**
+             * @description `invalid_span`: The span of a report is empty: `since` is not before `until`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_span" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminUsageCsv: {
+        parameters: {
+            query?: {
+                since?: string;
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report, one line per student. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /**
+             * @description `invalid_span`: The span of a report is empty: `since` is not before `until`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_span" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
                         };
                     };
                 };

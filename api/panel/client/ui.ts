@@ -19,8 +19,8 @@ const RETRY_MAX_MS = 30_000;
 const passing = (failure: unknown): boolean => failure instanceof ApiError && (failure.status === 0 || failure.status >= 500);
 
 /**
- * Reads with `load` now, again when `key` changes, and again (at most every 300 ms) whenever the
- * live stream says one of `kinds` changed. The last data stays on screen while the next arrives,
+ * Reads with `load` now, again when `key` changes, and again (300 ms after a change, at most every
+ * 300 ms) whenever the live stream says one of `kinds` changed. The last data stays on screen while the next arrives,
  * so a refresh never flickers. A read that failed in a way that may pass by itself (`passing`) is
  * tried again after 2 s, then after twice as long each time up to 30 s, and the error says so: an
  * open page comes back by itself after a restart, without a reload.
@@ -55,12 +55,17 @@ export function useResource<T>(load: () => Promise<T>, key: string, kinds: reado
   }, [reload]);
   useEffect(() => {
     if (kinds.length === 0) return undefined;
+    // A read 300 ms after the first change heard, covering every change heard meanwhile: at most one
+    // read every 300 ms however fast changes come (a class of 200 changes several times a second, which
+    // a timer restarted at each change would put off for as long as the changes go on).
     let timer: number | undefined;
     const stop = onLive((event) => {
       if (event.type === 'change' && !kinds.includes(event.kind)) return;
       if (event.type === 'refusal' && !kinds.includes('refusal')) return;
-      clearTimeout(timer);
-      timer = setTimeout(reload, 300);
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        reload();
+      }, 300);
     });
     return () => {
       clearTimeout(timer);
@@ -234,4 +239,21 @@ export function ConfirmDialog({ confirmation, onDone }: { confirmation: Confirma
 /** The line shown until a page's first data is in; nothing once that read failed (its error is shown instead). */
 export function Loading({ error }: { error: string | undefined }): VNode | null {
   return error ? null : html`<p class="loading">Loading…</p>`;
+}
+
+/** An age in a coach's words: seconds, then minutes, then hours and minutes. */
+export function age(seconds: number): string {
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+}
+
+/** The seconds now, ticking every second while mounted (the ages shown count on between reads). */
+export function useNow(): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(timer);
+  }, []);
+  return now;
 }
