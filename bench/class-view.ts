@@ -58,7 +58,14 @@ const JAVAC = "/home/student/src/main/java/frc/robot/Robot.java:12: error: ';' e
 /** The control plane in its own process, so that its CPU and memory are its own. */
 async function serve(): Promise<void> {
   const { plane, stop } = await serveControlPlane({}, ['changes', 'activity', 'http', 'stats', 'idle', 'sessions']);
-  process.on('message', (message: { type: string }) => message.type === 'stop' && void stop());
+  process.on('message', (message: { type: string }) => {
+    if (message.type === 'stop') void stop();
+    // Measured after a full collection (the child runs with --expose-gc): what is held, not what awaits collecting.
+    if (message.type === 'memory') {
+      (globalThis as { gc?: () => void }).gc?.();
+      process.send!({ type: 'memory', usage: process.memoryUsage() });
+    }
+  });
   process.send!({ type: 'ready', origin: plane.http!.url });
 }
 
@@ -82,7 +89,7 @@ async function main(): Promise<void> {
     );
 
     const child = fork(import.meta.filename, ['serve'], {
-      execArgv: ['--no-warnings=ExperimentalWarning'],
+      execArgv: ['--no-warnings=ExperimentalWarning', '--expose-gc'],
       env: { ...process.env, BENCH_DATABASE: DATABASE, BENCH_CONTROL_PLANE_ID: `bench-${randomBytes(4).toString('hex')}`, BENCH_SESSION_SECRET: secret },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -163,6 +170,21 @@ async function main(): Promise<void> {
     await page.goto(`${origin}/panel/class`);
     await page.locator('main table.class').waitFor({ timeout: 60_000 });
 
+    /** The control plane's own account of its memory after a full collection (V8's heap, and buffers outside it). */
+    const memory = () =>
+      new Promise<NodeJS.MemoryUsage>((resolve) => {
+        const answer = (message: { type: string; usage?: NodeJS.MemoryUsage }) => {
+          if (message.type !== 'memory') return;
+          child.off('message', answer);
+          resolve(message.usage!);
+        };
+        child.on('message', answer);
+        child.send({ type: 'memory' });
+      });
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    const heapText = (usage: NodeJS.MemoryUsage) =>
+      `heap ${mib(usage.heapUsed)} used of ${mib(usage.heapTotal)}, external ${mib(usage.external)}, array buffers ${mib(usage.arrayBuffers)}`;
+    const heapBefore = await memory();
     const cpu0 = processCpuSeconds(pid);
     const rssBefore = processRssBytes(pid);
     const until = Date.now() + DURATION_S * 1000;
@@ -237,6 +259,7 @@ async function main(): Promise<void> {
     await Promise.all([churn, reader, marking, sampler]);
     const cpu = processCpuSeconds(pid) - cpu0;
     const rssDuring = processRssBytes(pid);
+    const heapDuring = await memory();
     // Marks written in the last seconds get their time to show.
     await sleep(3000);
     const seen = await page.evaluate(() => (globalThis as unknown as { __seen: Record<string, number> }).__seen);
@@ -259,6 +282,7 @@ async function main(): Promise<void> {
     console.log(
       `control plane: CPU ${((cpu / DURATION_S) * 100).toFixed(0)} % of one core on average (p95 of 1 s samples ${percentile(cpuSamples, 95).toFixed(0)} %), RSS ${(rssBefore / 2 ** 20).toFixed(0)} MiB before, ${(rssDuring / 2 ** 20).toFixed(0)} MiB during`,
     );
+    console.log(`control plane memory after a full collection: before ${heapText(heapBefore)}; during ${heapText(heapDuring)}`);
     if (failures.length > 0) console.log(`failures: ${failures.length} (first: ${failures[0]})`);
     else console.log('failures: none');
   } finally {
