@@ -36,7 +36,7 @@ import { HostModeProxy } from './proxy/host-mode.ts';
 import { pagePresence, type PresenceTracker } from './proxy/presence.ts';
 import { Upstreams } from './proxy/upstreams.ts';
 import type { TunnelLimits } from './proxy/websocket.ts';
-import type { RuntimeWorkloads } from '../src/docker/runtime.ts';
+import type { RuntimeVolumes, RuntimeWorkloads } from '../src/docker/runtime.ts';
 import { RESERVED_PREFIX } from './proxy/host.ts';
 import { isDriverStationTarget } from './driver-station.ts';
 import { panelRouter } from './panel/index.ts';
@@ -46,6 +46,7 @@ import { homeRouter } from './pages/home.ts';
 import { linkRouter } from './pages/links.ts';
 import { LiveEvents } from './streams/live.ts';
 import { RunOutputHub } from './streams/run-output.ts';
+import { HomeFiles } from '../src/home-files.ts';
 import { Imports } from '../src/import/imports.ts';
 import { NotFoundError, ValidationError, type AppError } from '../src/errors.ts';
 
@@ -84,8 +85,11 @@ export interface AppDeps {
   activity: ActivityRecorder;
   /** Workspace backups, for the admin API. */
   backups: Backups;
-  /** The engine, read only: where the live containers of editors and simulators serve (the proxy connects to nothing else). */
-  runtime: Pick<RuntimeWorkloads, 'serving'>;
+  /**
+   * The engine, read only: where the live containers of editors and simulators serve (the proxy
+   * connects to nothing else), and students' homes as a coach's look reads them (src/home-files.ts).
+   */
+  runtime: Pick<RuntimeWorkloads, 'serving'> & Pick<RuntimeVolumes, 'inspectHome'>;
   /** How many WebSocket tunnels may be open at once, per workspace and in all (see src/descriptors.ts). */
   tunnelLimits: TunnelLimits;
   /** This server's row in `servers`, for GET /readyz (none: never draining). */
@@ -257,6 +261,9 @@ export function createApp(deps: AppDeps): AppHandlers {
     idleStopMinutes: config.idleStopMinutes,
     idleWarningMinutes: config.idleWarningMinutes,
     imports,
+    homeFiles: new HomeFiles(deps.runtime, config.workspaceImage, (error) =>
+      categoryLogger(deps.log, 'containers').warning({ error: error instanceof Error ? error.message : String(error) }, "a coach's look could not read a home"),
+    ),
   };
   // The workspace page's polls of its workspace say that its student has it open (api/proxy/presence.ts).
   if (deps.presence) app.use(pagePresence(deps.presence));

@@ -14,6 +14,7 @@ import { LONG_REQUEST_MS } from '../src/caller.ts';
 import type { ErrorCode } from '../src/error-codes.ts';
 import { AuthenticationError } from '../src/errors.ts';
 import type { HomeDiskLimit } from '../src/home-disk.ts';
+import type { HomeFiles } from '../src/home-files.ts';
 import type { Imports } from '../src/import/imports.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
@@ -167,6 +168,8 @@ export interface ApiDeps {
   idleWarningMinutes: number;
   /** Resets to the starter and imports of a team's project. */
   imports: Imports;
+  /** Students' homes as a coach's look reads them (a folder, a file's start). */
+  homeFiles: HomeFiles;
 }
 
 /** The request state the gates and validators leave (read only here, in the one adapter below). */

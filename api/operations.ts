@@ -12,6 +12,7 @@ import * as config from './resources/config.ts';
 import * as events from './resources/events.ts';
 import * as help from './resources/help.ts';
 import * as links from './resources/links.ts';
+import * as looks from './resources/looks.ts';
 import * as nodes from './resources/nodes.ts';
 import * as runs from './resources/runs.ts';
 import * as service from './resources/service.ts';
@@ -64,6 +65,11 @@ export const OPERATIONS: AnyOperation[] = [
   classView.view,
   usage.report,
   usage.csvFile,
+  looks.begin,
+  looks.keep,
+  looks.end,
+  looks.files,
+  looks.file,
   // Student
   student.getWorkspace,
   student.openWorkspace,

@@ -31,6 +31,7 @@ import { CreateHelpRequests1795978960000 } from './1795978960000-CreateHelpReque
 import { CreateWorkspacePresence1795990000000 } from './1795990000000-CreateWorkspacePresence.ts';
 import { AddRunProblems1795991000000 } from './1795991000000-AddRunProblems.ts';
 import { CreateWorkspaceUptime1795992000000 } from './1795992000000-CreateWorkspaceUptime.ts';
+import { CreateWorkspaceLooks1795993000000 } from './1795993000000-CreateWorkspaceLooks.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -67,4 +68,5 @@ export const MIGRATIONS = [
   CreateWorkspacePresence1795990000000,
   AddRunProblems1795991000000,
   CreateWorkspaceUptime1795992000000,
+  CreateWorkspaceLooks1795993000000,
 ];

@@ -57,8 +57,8 @@ export function panelRouter(): Router<AuthState> {
     ctx.body = encoding === 'br' || encoding === 'gzip' ? asset.encoded[encoding] : asset.body;
   });
 
-  // Every page of the panel, loaded or reloaded at its own address: a section, or one run (`runs/<id>`).
-  router.get([PANEL_PATH, `${PANEL_PATH}/`, `${PANEL_PATH}/:page`, `${PANEL_PATH}/runs/:runId`], (ctx) => {
+  // Every page of the panel, loaded or reloaded at its own address: a section, one run (`runs/<id>`), or a look at a workspace (`look/<id>`).
+  router.get([PANEL_PATH, `${PANEL_PATH}/`, `${PANEL_PATH}/:page`, `${PANEL_PATH}/runs/:runId`, `${PANEL_PATH}/look/:workspaceId`], (ctx) => {
     const user = ctx.state.user;
     if (!user) return ctx.redirect(`/auth/sign-in?return_to=${encodeURIComponent(ctx.path)}`);
     if (user.role !== 'admin') {

@@ -1,18 +1,10 @@
 /** Backups: the stored ones, one made of a workspace, one restored into a workspace, one downloaded. */
 import { createReadStream } from 'node:fs';
 import Type from 'typebox';
-import { NotFoundError } from '../../src/errors.ts';
-import type { SurfaceStore } from '../../src/store/index.ts';
 import { presentBackup, presentWorkspaceChange } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
 import { json, operation } from '../operation.ts';
-
-/** The workspace of that id, unless there is none or it is being deleted (404 `workspace_not_found`). */
-async function workspaceOf(store: SurfaceStore, id: string) {
-  const workspace = await store.workspaces.get(id);
-  if (!workspace || workspace.spec.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `No workspace with id ${JSON.stringify(id)}.`);
-  return workspace;
-}
+import { workspaceOf } from './workspaces.ts';
 
 export const list = operation({
   method: 'get',

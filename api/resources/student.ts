@@ -54,11 +54,17 @@ const homeDisk = async (deps: ApiDeps, workspaceId: string) => homeDiskStatus(aw
 
 /** The workspace as its student sees it (with its newest run, its idle forecast, its home's fullness and its pages' addresses). */
 async function present(deps: ApiDeps, workspace: WorkspaceRecord): Promise<Wire.StudentWorkspace> {
-  const [[run], disk] = await Promise.all([deps.store.runs.recent(workspace.id, 1), homeDisk(deps, workspace.id)]);
+  const [[run], disk, look] = await Promise.all([
+    deps.store.runs.recent(workspace.id, 1),
+    homeDisk(deps, workspace.id),
+    deps.store.looks.activeOn(workspace.id),
+  ]);
   const body = {
     ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null, idleStopMinutes: deps.idleStopMinutes, disk }),
     // The workspace page, always reachable (from the editor too): on the control plane.
     pageUrl: `${deps.publicOrigin}/u/${workspace.slug}/.cp/`,
+    // A coach looking, which the page and the editor say while it lasts.
+    lookedAt: look ? { by: look.coach.name || look.coach.email, since: look.startedAt.toISOString() } : null,
   };
   return deps.editorUrl ? { ...body, editorUrl: deps.editorUrl(workspace.slug) } : body;
 }

@@ -4,6 +4,8 @@
  * sorted and paged by PostgreSQL: store.workspaceList), a bulk stop and the recent capacity refusals.
  */
 import Type from 'typebox';
+import { NotFoundError } from '../../src/errors.ts';
+import type { SurfaceStore } from '../../src/store/index.ts';
 import { DESIRED_STATES, OBSERVED_STATES } from '../../src/wire/vocabulary.ts';
 import { WORKSPACE_SORTS } from '../../src/store/workspace-list.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
@@ -18,6 +20,13 @@ import {
 } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
 import { json, operation } from '../operation.ts';
+
+/** The workspace of that id, unless there is none or it is being deleted (404 `workspace_not_found`). */
+export async function workspaceOf(store: SurfaceStore, id: string): Promise<WorkspaceRecord> {
+  const workspace = await store.workspaces.get(id);
+  if (!workspace || workspace.spec.desiredState === 'deleted') throw NotFoundError('workspace_not_found', `No workspace with id ${JSON.stringify(id)}.`);
+  return workspace;
+}
 
 /** A desired-state change's answer: the new spec and the last observed status; 202 while it is still converging, 200 when it already is. */
 const change = (workspace: WorkspaceRecord) => ({

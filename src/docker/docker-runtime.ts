@@ -13,7 +13,9 @@ import { ConflictError, NotFoundError } from '../errors.ts';
 import { blockLinkLocal } from './firewall.ts';
 import { EngineReachability, isConnectionFailure } from './reachability.ts';
 import {
+  HOME_LIST_MAX,
   HOME_PATH,
+  HomeUnreadableError,
   type EngineScope,
   ImageMissingError,
   LABELS,
@@ -27,6 +29,9 @@ import {
   type ContainerExit,
   type ContainerRole,
   type EventSubscription,
+  type HomeAnswer,
+  type HomeEntry,
+  type HomeRequest,
   type HomeUsage,
   type ManagedContainer,
   type RuntimeEvent,
@@ -59,6 +64,47 @@ const ICC_OPTION = 'com.docker.network.bridge.enable_icc';
 
 /** How long measuring a home may take in its container (below CALL_TIMEOUT_MS, the exec's own): then it is cut short. */
 const HOME_MEASURE_SECONDS = 45;
+
+/** How long a look at a home may take (inspectHome), from its helper's creation to its removal: then the helper is removed and the look fails. */
+const LOOK_TIMEOUT_MS = 10_000;
+
+/** A look's helper ends itself this long after it starts, should the control plane die mid-look (the engine then removes it: AutoRemove). */
+const LOOK_HELPER_SECONDS = 30;
+
+/** What a look's helper may use: a few processes (an init, timeout, sh, find, xargs, stat, head), little memory, half a CPU. */
+const LOOK_HELPER_LIMITS = { PidsLimit: 32, Memory: 64 * 1024 * 1024, NanoCpus: 500_000_000 };
+
+/** The longest line of a listing: a mode in hex, a size, `./` and a name (NAME_MAX, 255 bytes), with room to spare. */
+const LOOK_LINE_BYTES = 320;
+
+/**
+ * The script of a look's helper (`sh -c`): its arguments are the home, the op (`list` or `read`),
+ * the path in the home and a limit (lines of a listing, bytes of a read), never part of the script.
+ * It prints one line first (the outcome: `listed`, `read <size>`, `missing`, `outside`,
+ * `not_a_directory`, `not_a_file` or `unreadable`), then a listing's lines (`<mode in hex> <size>
+ * ./<name>`) or a read's bytes. Only what busybox and coreutils both have: `readlink -f` resolves
+ * every link (the last component may be missing), `stat -c` (lstat: links are not followed), `head -c`.
+ * A read checks the kind of the file with test(1) (a stat) before anything opens it.
+ */
+const LOOK_SCRIPT = `home=$1 op=$2 rel=$3 limit=$4
+path=$home\${rel:+/$rel}
+real=$(readlink -f -- "$path") || { echo missing; exit 0; }
+case $real in "$home" | "$home"/*) ;; *) echo outside; exit 0 ;; esac
+if [ "$op" = read ]; then
+  if [ -L "$path" ]; then echo not_a_file; exit 0; fi
+  [ -e "$real" ] || { echo missing; exit 0; }
+  [ -f "$real" ] || { echo not_a_file; exit 0; }
+  [ -r "$real" ] || { echo unreadable; exit 0; }
+  size=$(stat -c %s -- "$real") || exit 1
+  echo "read $size"
+  exec head -c "$limit" -- "$real"
+fi
+[ -e "$real" ] || { echo missing; exit 0; }
+[ -d "$real" ] || { echo not_a_directory; exit 0; }
+{ cd -- "$real" && [ -r . ]; } 2>/dev/null || { echo unreadable; exit 0; }
+echo listed
+find . -mindepth 1 -maxdepth 1 -print0 | xargs -0 -r stat -c '%f %s %n' | head -n "$limit"
+`;
 
 /** The longest any single engine call may take (a stop waits up to its own timeout inside it): a hung daemon fails the reconcile, which is retried. */
 export const CALL_TIMEOUT_MS = 60_000;
@@ -581,6 +627,118 @@ export class DockerRuntime implements WorkspaceRuntime {
     }
   }
 
+  async inspectHome(volume: string, workspace: { workspaceId: string; slug: string }, image: string, request: HomeRequest): Promise<HomeAnswer> {
+    if (request.op === 'read' && !(Number.isSafeInteger(request.maxBytes) && request.maxBytes >= 0))
+      throw new Error(`a look reads a whole number of bytes, not ${request.maxBytes}`);
+    // A volume mount of a missing volume would create it, and its empty home would answer.
+    if (!(await this.volumeExists(volume))) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    const limit = request.op === 'read' ? request.maxBytes : HOME_LIST_MAX + 1;
+    let helper: Docker.Container;
+    try {
+      helper = await this.docker.createContainer({
+        name: `ws-${workspace.slug}-look-${randomBytes(4).toString('hex')}`,
+        Image: image,
+        User: '1000:1000',
+        WorkingDir: '/',
+        // The path is an argument of our script, never part of it.
+        Entrypoint: ['timeout', String(LOOK_HELPER_SECONDS), 'sh', '-c', LOOK_SCRIPT, 'inspect-home', HOME_PATH, request.op, request.path, String(limit)],
+        Cmd: [],
+        Labels: { ...this.baseLabels(workspace), [LABELS.role]: 'backup' },
+        NetworkDisabled: true,
+        HostConfig: {
+          NetworkMode: 'none',
+          // Removed by the engine as it ends, whether or not the control plane is there to see it.
+          AutoRemove: true,
+          RestartPolicy: { Name: 'no' },
+          // timeout(1) must not be PID 1, which ignores the SIGTERM it sends.
+          Init: true,
+          ReadonlyRootfs: true,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges:true'],
+          ...LOOK_HELPER_LIMITS,
+          MemorySwap: LOOK_HELPER_LIMITS.Memory,
+          // What it prints is the student's file: it goes to us alone, never to the engine's logs.
+          LogConfig: { Type: 'none', Config: {} },
+          Mounts: [
+            {
+              Type: 'volume',
+              Source: volume,
+              Target: HOME_PATH,
+              ReadOnly: true,
+              VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'],
+            },
+          ],
+        },
+      });
+    } catch (error) {
+      if (statusOf(error) === 404 && /no such image/i.test((error as Error).message)) throw new ImageMissingError(image);
+      throw error;
+    }
+    const stdout = new BoundedText(limit * (request.op === 'read' ? 1 : LOOK_LINE_BYTES) + LOOK_LINE_BYTES);
+    const stderr = new BoundedText(4096);
+    const exitCode = await this.runLook(helper, stdout, stderr);
+    return lookAnswer(request, stdout.bytes, exitCode, stderr.text);
+  }
+
+  /**
+   * Starts a look's helper and collects what it prints until it is gone (its output attached and
+   * the wait for its removal registered before it starts, so that neither misses its end), within
+   * LOOK_TIMEOUT_MS, and answers its exit code. On failure or timeout it is removed, and this throws.
+   */
+  private async runLook(helper: Docker.Container, stdout: Writable, stderr: Writable): Promise<number> {
+    const streams: Readable[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`looking at the home took over ${LOOK_TIMEOUT_MS / 1000} s (the engine or its disk is slow); the look was ended`)),
+        LOOK_TIMEOUT_MS,
+      );
+    });
+    const run = async () => {
+      const output = (await helper.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+      streams.push(output);
+      this.docker.modem.demuxStream(output, stdout, stderr);
+      const printed = new Promise<void>((resolve, reject) => {
+        output.once('end', resolve);
+        output.once('close', resolve);
+        output.once('error', reject);
+      });
+      // Its answer's header comes once the wait is registered; its body once the helper is removed.
+      const waiting = await new Promise<Readable>((resolve, reject) =>
+        this.docker.modem.dial(
+          {
+            path: `/containers/${helper.id}/wait?`,
+            method: 'POST',
+            isStream: true,
+            statusCodes: { 200: true, 400: 'bad parameter', 404: 'no such container', 500: 'server error' },
+            options: { condition: 'removed' },
+          },
+          (error, stream) => (error ? reject(error) : resolve(stream as Readable)),
+        ),
+      );
+      streams.push(waiting);
+      await helper.start();
+      const chunks: Buffer[] = [];
+      for await (const chunk of waiting) chunks.push(chunk as Buffer);
+      await printed;
+      const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { StatusCode?: number; Error?: { Message?: string } | null };
+      if (answer.Error?.Message) throw new Error(`the look's helper failed: ${answer.Error.Message}`);
+      return answer.StatusCode ?? -1;
+    };
+    const running = run();
+    // Past the timeout, its end (a failure, once its streams are destroyed) is nobody's.
+    running.catch(() => undefined);
+    try {
+      return await Promise.race([running, timeout]);
+    } catch (error) {
+      for (const stream of streams) stream.destroy();
+      await this.remove(helper.id).catch(() => undefined);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async volumeExists(volume: string): Promise<boolean> {
     try {
       await this.docker.getVolume(volume).inspect();
@@ -716,7 +874,7 @@ function toManaged(info: Docker.ContainerInfo): ManagedContainer {
   };
 }
 
-/** A writable that keeps the first `limit` bytes written to it as text and drops the rest (it never holds up its writer). */
+/** A writable that keeps the first `limit` bytes written to it and drops the rest (it never holds up its writer). */
 class BoundedText extends Writable {
   private readonly chunks: Buffer[] = [];
   private readonly limit: number;
@@ -732,8 +890,11 @@ class BoundedText extends Writable {
     }
     done();
   }
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
   get text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
+    return this.bytes.toString('utf8');
   }
 }
 
@@ -763,6 +924,49 @@ export function duUsage(stdout: string, stderr: string, exitCode: number | null)
         .replaceAll(/\p{Cc}/gu, '?')
     : undefined;
   return { bytes, problem: where ? `the folder ${where} cannot be read` : 'a folder in it cannot be read' };
+}
+
+/**
+ * What a look's helper printed (LOOK_SCRIPT), as its answer. A listing's line that is not one of
+ * its entries is dropped: the rest of a name that held a newline, which cannot hold the `./` every
+ * entry's line has (a name holds no slash); so is `.` or `..`. Names are read as UTF-8.
+ */
+function lookAnswer(request: HomeRequest, printed: Buffer, exitCode: number, stderr: string): HomeAnswer {
+  const newline = printed.indexOf(0x0a);
+  const header = newline < 0 ? '' : printed.subarray(0, newline).toString('utf8');
+  const body = printed.subarray(newline + 1);
+  const failed = () => new Error(`looking at the home failed (exit code ${exitCode}): ${stderr.trim().slice(0, 300) || 'no answer'}`);
+  if (exitCode !== 0) throw failed();
+  if (header === 'missing' || header === 'outside' || header === 'not_a_directory' || header === 'not_a_file') return { outcome: header };
+  if (header === 'unreadable') throw new HomeUnreadableError(request.path);
+  const read = /^read (\d+)$/.exec(header);
+  if (request.op === 'read' && read) return { outcome: 'read', size: Number(read[1]), bytes: body.subarray(0, request.maxBytes) };
+  if (request.op !== 'list' || header !== 'listed') throw failed();
+  const lines = body.toString('utf8').split('\n');
+  // The last line ends the output, with nothing after it.
+  lines.pop();
+  const entries: HomeEntry[] = [];
+  for (const line of lines.slice(0, HOME_LIST_MAX)) {
+    const entry = /^([0-9a-f]+) (\d+) \.\/([^/]+)$/.exec(line);
+    if (!entry || entry[3] === '.' || entry[3] === '..') continue;
+    const kind = entryKind(parseInt(entry[1]!, 16));
+    entries.push({ name: entry[3]!, kind, size: kind === 'dir' ? 0 : Number(entry[2]) });
+  }
+  return { outcome: 'listed', entries, truncated: lines.length > HOME_LIST_MAX };
+}
+
+/** A directory entry's kind, from its mode's file type bits (S_IFMT). */
+function entryKind(mode: number): HomeEntry['kind'] {
+  switch (mode & 0o170000) {
+    case 0o100000:
+      return 'file';
+    case 0o040000:
+      return 'dir';
+    case 0o120000:
+      return 'link';
+    default:
+      return 'other';
+  }
 }
 
 /** The text of a non-TTY container log: 8-byte frame headers (stream, size) stripped. */

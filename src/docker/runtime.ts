@@ -26,7 +26,10 @@ export const LABELS = {
   homeVolume: 'service.home-volume',
 } as const;
 
-/** `backup`: a helper that is never started, through which a volume is read or written (exportVolume, importVolume). */
+/**
+ * `backup`: a helper through which a volume is read or written: never started (exportVolume,
+ * importVolume), or started for one look and removed by the engine as it ends (inspectHome).
+ */
 export type ContainerRole = 'code' | 'sim' | 'backup';
 
 /**
@@ -42,6 +45,47 @@ export const HOME_PATH = '/home/student';
  * basename of the home mount point, as Docker names the entries of a directory it archives.
  */
 export const VOLUME_ARCHIVE_ROOT = 'student';
+
+/**
+ * What a look asks of a home: one directory's entries, or the start of one file. `path` is relative
+ * to the home ('' = the home), already checked by the caller (no leading '/', no '.' or '..'
+ * segment, no NUL, at most 1024 characters).
+ */
+export type HomeRequest = { op: 'list'; path: string } | { op: 'read'; path: string; maxBytes: number };
+
+/**
+ * One entry of a directory: its name, kind (`link` for a symbolic link, never followed; `other`: a
+ * FIFO, socket or device) and size in bytes (0 for a directory; a link's: the length of its target).
+ */
+export interface HomeEntry {
+  name: string;
+  kind: 'file' | 'dir' | 'link' | 'other';
+  size: number;
+}
+
+/** The most entries a listing gives (`truncated` says there were more). */
+export const HOME_LIST_MAX = 2000;
+
+/** What a look found (WorkspaceRuntime.inspectHome). */
+export type HomeAnswer =
+  | { outcome: 'listed'; entries: HomeEntry[]; truncated: boolean }
+  // bytes: the first maxBytes at most; size: the whole file's.
+  | { outcome: 'read'; size: number; bytes: Buffer }
+  | { outcome: 'missing' | 'outside' | 'not_a_directory' | 'not_a_file' };
+
+/**
+ * A look reached a folder or file of the home that its permissions keep from the workspace's user
+ * (uid 1000: its student made it unreadable, or it is root's), which the look reads as: nothing of
+ * it is shown, as the student's own editor could not show it.
+ */
+export class HomeUnreadableError extends Error {
+  readonly path: string;
+  constructor(path: string) {
+    super(`${path === '' ? 'The home' : JSON.stringify(path)} cannot be read: its permissions keep it from the workspace's user.`);
+    this.name = 'HomeUnreadableError';
+    this.path = path;
+  }
+}
 
 /** A managed container as the runtime reports it. */
 export interface ManagedContainer {
@@ -341,6 +385,35 @@ export interface RuntimeVolumes {
    * volume exists but is not this control plane's.
    */
   importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void>;
+  /**
+   * Reads a workspace's home for a coach's look, whether the workspace runs or not: one directory's
+   * direct entries (at most HOME_LIST_MAX; the order is the engine's, the caller sorts), or a file's
+   * size and first `maxBytes` bytes (a 2 GB file costs maxBytes of memory). Run in a helper
+   * container (role `backup`, named `ws-<slug>-look-<hex>`) made for the request from `image` (the
+   * workspace image: it needs sh, readlink -f, stat -c, find, xargs -0, head -c and timeout, as
+   * busybox and coreutils have them): the volume read-only at HOME_PATH, user 1000:1000, no network,
+   * no capabilities, a read-only root, a few processes, little memory and CPU, a fixed script of
+   * ours that takes the path as an argument (never as part of a command line), and no log kept of
+   * what it prints. It is removed before this settles, on failure and timeout too; should the
+   * control plane die mid-look, it ends itself (timeout) and the engine removes it (AutoRemove);
+   * dying between its creation and its start leaves it created, as an export's helper can be left.
+   *
+   * Answers: `outside` when the path leads out of the home once every link in it is resolved
+   * (a link to /etc, or through one: `link/passwd`); `missing` when nothing is there (or a link
+   * loop, or a folder on the way cannot be searched); `not_a_directory` for a listing of anything
+   * but a folder (or a link to one in the home, which is listed); `not_a_file` for a read of
+   * anything but a regular file: a link is never followed for a read, and a FIFO or a device is
+   * refused before it is opened. A race with the running editor (a folder swapped for a link
+   * between the check and the read) reaches at most the helper's own files: the image's, which the
+   * student has anyway. Names are read as UTF-8 (bytes that are not become U+FFFD). A name holding a
+   * newline comes out cut at it (its remainder is dropped: it can never pass for an entry, inside
+   * the folder or out of it, nor for `.` or `..`), and may make `truncated` true a little early.
+   *
+   * Fails with `volume_not_found` when the volume does not exist, HomeUnreadableError when the
+   * folder or file's permissions keep it from uid 1000, ImageMissingError when the image is not on
+   * the engine, and an Error saying so when the look takes over 10 s (the helper is then removed).
+   */
+  inspectHome(volume: string, workspace: { workspaceId: string; slug: string }, image: string, request: HomeRequest): Promise<HomeAnswer>;
 }
 
 /** The machines workspaces run on, and the leader's drain of one. A role of WorkspaceRuntime. */
@@ -422,7 +495,7 @@ export interface WorkspaceRuntime extends RuntimeWorkloads, RuntimeVolumes, Runt
  * fails to compile.
  */
 export const ROLE_METHODS = {
-  volumes: ['ensureVolume', 'removeVolume', 'removeVolumes', 'listVolumes', 'volumeExists', 'removeVolumeNamed', 'exportVolume', 'importVolume'],
+  volumes: ['ensureVolume', 'removeVolume', 'removeVolumes', 'listVolumes', 'volumeExists', 'removeVolumeNamed', 'exportVolume', 'importVolume', 'inspectHome'],
   nodes: ['nodes', 'setNodeAvailability'],
   stats: ['stats', 'homeUsage'],
 } as const satisfies {

@@ -45,6 +45,8 @@ import {
   type ContainerExit,
   type ContainerRole,
   type EventSubscription,
+  type HomeAnswer,
+  type HomeRequest,
   type HomeUsage,
   type ManagedContainer,
   type NetworkRepair,
@@ -449,13 +451,25 @@ export class SwarmRuntime implements WorkspaceRuntime {
   }
 
   async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
+    return (await this.helperEngine(volume, image)).exportVolume(volume, workspace, image);
+  }
+
+  async inspectHome(volume: string, workspace: { workspaceId: string; slug: string }, image: string, request: HomeRequest): Promise<HomeAnswer> {
+    return (await this.helperEngine(volume, image)).inspectHome(volume, workspace, image, request);
+  }
+
+  /**
+   * The engine of the node where the volume is, with `image` there (a helper that reads the volume
+   * is made from it on that node): `volume_not_found` when no node has the volume, and a clear
+   * error when its node cannot be used (down, or not answering).
+   */
+  private async helperEngine(volume: string, image: string): Promise<WorkspaceRuntime> {
     const nodes = await this.swarmNodes();
     const node = await this.volumeNode(volume, nodes);
     if (!node) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
     const usable = this.usable(nodes, node.id, `volume ${volume}`);
-    // The helper is made from the image on that node.
     await this.ensureImage(usable, image);
-    return this.on(usable.engine).exportVolume(volume, workspace, image);
+    return this.on(usable.engine);
   }
 
   /**

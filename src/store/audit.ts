@@ -24,7 +24,8 @@ export const CLI_ACTOR: Actor = { id: null, email: 'cli' };
  * `workspace.reset` and `workspace.import` (a home's project replaced by the image's starter, or by
  * a team's repository: each names the backup made of the home first), `help.request`, `help.take`
  * and `help.resolve` (a student raised a hand, a coach took it, a coach resolved it; a student's
- * withdrawal of their own request is not audited).
+ * withdrawal of their own request is not audited), `workspace.view` (a coach began a read-only look
+ * at a student's workspace: its files, its run, its robot).
  */
 export type AuditAction =
   | 'audit.prune'
@@ -48,7 +49,8 @@ export type AuditAction =
   | 'node.undrain'
   | 'help.request'
   | 'help.take'
-  | 'help.resolve';
+  | 'help.resolve'
+  | 'workspace.view';
 
 /** An audit entry to write. */
 export interface AuditInput {

@@ -4,6 +4,7 @@ import type { ChangeFeed } from '../db/changes.ts';
 import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
 import { ClassViewStore } from './class-view.ts';
+import { LookStore } from './looks.ts';
 import { UsageStore } from './usage.ts';
 import { HandoffStore } from './handoffs.ts';
 import { HelpStore } from './help.ts';
@@ -79,6 +80,8 @@ export interface Store {
   classView: ClassViewStore;
   /** The usage report: per student, the hours their workspace ran, their runs and failed builds, when last seen. */
   usage: UsageStore;
+  /** Coaches' read-only looks at students' workspaces: who looks where now. */
+  looks: LookStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -136,6 +139,7 @@ export function createStore(options: StoreOptions): Store {
     presence: new PresenceStore(db, changes),
     classView: new ClassViewStore(db),
     usage: new UsageStore(db),
+    looks: new LookStore(db, mutate),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

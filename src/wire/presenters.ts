@@ -9,6 +9,7 @@ import type { AuditPage as AuditRecords } from '../store/audit.ts';
 import { runOutcome, type ClassStudentRecord } from '../store/class-view.ts';
 import type { HelpRequestRecord } from '../store/help.ts';
 import type { ImportRecord } from '../store/imports.ts';
+import type { LookRecord } from '../store/looks.ts';
 import type { NodeView } from '../store/nodes.ts';
 import type { Presence } from '../store/presence.ts';
 import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
@@ -26,6 +27,7 @@ import type {
   ClassView,
   HelpRequest,
   HomeDisk,
+  Look,
   Overview,
   Refusal,
   Run,
@@ -401,4 +403,16 @@ export function usageCsv(report: UsageReport): string {
     );
   }
   return `${lines.join('\r\n')}\r\n`;
+}
+
+/** A coach's look on the wire (the coach's id stays in the store). */
+export function presentLook(look: LookRecord): Look {
+  return {
+    id: look.id,
+    workspaceId: look.workspaceId,
+    coach: { name: look.coach.name, email: look.coach.email },
+    startedAt: look.startedAt.toISOString(),
+    endsAt: look.endsAt.toISOString(),
+    live: look.live,
+  };
 }

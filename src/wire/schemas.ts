@@ -179,6 +179,14 @@ export const StudentWorkspace = Strict({
   disk: Type.Optional(Nullable(HomeDisk)),
   pageUrl: Type.Optional(Type.String({ description: 'The workspace page, on the control plane.' })),
   editorUrl: Type.Optional(Type.String({ description: "Host mode: the workspace's own origin." })),
+  lookedAt: Type.Optional(
+    Nullable(
+      Strict(
+        { by: Type.String({ description: 'The coach: their name, else their email.' }), since: Time },
+        { description: 'A coach looking at this workspace now, read only (its files, its run, its robot); null: no one.' },
+      ),
+    ),
+  ),
 });
 export type StudentWorkspace = Static<typeof StudentWorkspace>;
 export const StudentWorkspaceAnswer = Strict({ workspace: StudentWorkspace });
@@ -486,6 +494,46 @@ export type StudentUsage = Static<typeof StudentUsage>;
 /** GET /admin/usage: every student's usage from `since` to `until`, by name. */
 export const UsageReport = Strict({ since: Time, until: Time, students: Type.Array(StudentUsage) });
 export type UsageReport = Static<typeof UsageReport>;
+
+// --- A coach's look at a workspace ----------------------------------------------------------------
+
+/** A coach's read-only look at a workspace: live while its page keeps it. */
+export const Look = Strict({
+  id: Uuid,
+  workspaceId: Uuid,
+  coach: Strict({ name: Type.String(), email: Type.String() }),
+  startedAt: Time,
+  endsAt: Time,
+  live: Type.Boolean(),
+});
+export type Look = Static<typeof Look>;
+export const LookAnswer = Strict({ look: Look });
+export type LookAnswer = Static<typeof LookAnswer>;
+
+/** One folder of a student's home, as a look lists it: folders first, then by name; links are shown, never followed. */
+export const HomeListing = Strict({
+  path: Type.String({ description: "Relative to the home; '' for the home itself." }),
+  entries: Type.Array(
+    Strict({
+      name: Type.String(),
+      kind: Type.Enum(['file', 'dir', 'link', 'other'], { description: '`link`: a symbolic link (never followed); `other`: a FIFO, socket or device.' }),
+      size: Type.Integer({ minimum: 0, description: 'Bytes (0 for a folder).' }),
+    }),
+  ),
+  truncated: Type.Boolean({ description: 'The folder holds more entries than a listing gives (2,000).' }),
+});
+export type HomeListing = Static<typeof HomeListing>;
+
+/** One file of a student's home, as a look shows it: text, its start only; a binary file is named, not shown. */
+export const HomeFile = Strict({
+  path: Type.String(),
+  size: Type.Integer({ minimum: 0 }),
+  shownBytes: Type.Integer({ minimum: 0, description: 'How many bytes `text` holds (at most 256 KiB).' }),
+  truncated: Type.Boolean({ description: 'The file is longer than what is shown.' }),
+  binary: Type.Boolean({ description: 'A NUL in its start, or not UTF-8: `text` is null.' }),
+  text: Nullable(Type.String({ description: 'Shown as text, never as markup.' })),
+});
+export type HomeFile = Static<typeof HomeFile>;
 
 // --- Cap, allowlist, audit, links, backups --------------------------------------------------------
 

@@ -1,5 +1,6 @@
 /**
- * Issue 43 item 2, the student's side of the help queue in the editor: Chromium, the real workspace
+ * Issue 43 items 2 and 3, the student's side of the help queue and of a coach's look in the editor:
+ * Chromium, the real workspace
  * image (code-server with the classroom extension built in) started by the real controller on real
  * Docker, through the real proxy, against the real app and PostgreSQL; a coach through the admin API.
  * One workbench load:
@@ -11,12 +12,14 @@
  *   says "Grace Hopper is coming" (the extension reading it while the request is open); a click on it
  *   offers "Take my hand back", which withdraws it, and the queue is empty;
  * - "Classroom: Ask your coach for help" while a hand is up on the workspace page (the editor not
- *   knowing it yet) says so in the server's words and then shows the request.
+ *   knowing it yet) says so in the server's words and then shows the request;
+ * - a coach begins a look (through the admin API): the status bar says "Your coach is looking", its
+ *   tooltip who, a notification that the coach reads only; the coach ends it and the item goes.
  */
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import type { HelpQueue, HelpRequestAnswer, StudentHelpAnswer } from '../../src/wire/schemas.ts';
+import type { HelpQueue, HelpRequestAnswer, LookAnswer, StudentHelpAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, openPalette, recordPage, runFromPalette, signIn, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
@@ -85,7 +88,10 @@ const FIRST_IN_LINE = /^\s*Waiting for a coach \(1st in line\)\s*$/;
 /** The quick input (the input box, the quick pick) with the title `title`. */
 const quickInput = (page: Page, title: string) => page.locator('.quick-input-widget', { has: page.locator('.quick-input-title', { hasText: title }) });
 
-it('raises a hand from the status bar with a message, shows the coach coming, takes it back; shows and withdraws one raised on the page; says when one is open already', async () => {
+const LOOKING = /^\s*Your coach is looking\s*$/;
+
+// One workbench load (about 20 s of CPU) for both: the help queue, then a coach's look.
+it('raises a hand from the status bar with a message, shows the coach coming, takes it back; shows and withdraws one raised on the page; says when one is open already; says while a coach looks', async () => {
   await withPage(
     browser,
     async (page) => {
@@ -153,6 +159,17 @@ it('raises a hand from the status bar with a message, shows the coach coming, ta
           .waitFor();
         await statusItem(page, FIRST_IN_LINE).waitFor();
         expect((await queue()).map((each) => each.message)).toEqual(['raised on the page again']);
+
+        // A coach looks: the editor, reading the workspace every 2 s, says so while it lasts, and tells it once.
+        expect(await statusItem(page, LOOKING).count()).toBe(0);
+        const { look } = await call<LookAnswer>(grace, 'POST', `/admin/workspaces/${ada.workspace.id}/looks`);
+        await statusItem(page, LOOKING).waitFor({ timeout: 20_000 });
+        await page.locator('.notification-list-item').getByText('Your coach is looking at your workspace (read only).').waitFor();
+        await statusItem(page, LOOKING).hover();
+        await page.locator('.monaco-hover').getByText('Grace Hopper is looking at your workspace (read only)').waitFor();
+        await page.screenshot({ path: path.join(os.tmpdir(), 'editor-look.png') });
+        await call<LookAnswer>(grace, 'POST', `/admin/looks/${look.id}/end`);
+        await statusItem(page, LOOKING).waitFor({ state: 'hidden', timeout: 20_000 });
       } catch (error) {
         const shot = path.join(os.tmpdir(), 'editor-help-failure.png');
         await page.screenshot({ path: shot }).catch(() => undefined);

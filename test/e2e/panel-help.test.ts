@@ -131,7 +131,7 @@ describe("the coach's side of the help queue", () => {
       const adaRow = rowOf(page, ada);
       expect(await adaRow.textContent()).toContain('Gradle fails');
       expect(await adaRow.textContent()).toContain('waiting (#1)');
-      expect(await adaRow.getByRole('link', { name: ada.workspace.slug }).getAttribute('href')).toBe(
+      expect(await adaRow.getByRole('link', { name: ada.workspace.slug, exact: true }).getAttribute('href')).toBe(
         `/panel/workspaces?q=${encodeURIComponent(ada.workspace.slug)}`,
       );
       expect(await badgeOf(page).textContent()).toBe('2 waiting');

@@ -3,6 +3,8 @@ import { NotFoundError } from '../../src/errors.ts';
 import type { FirewallOutcome } from '../../src/docker/firewall.ts';
 import {
   endpointOf,
+  HOME_LIST_MAX,
+  HOME_PATH,
   ImageMissingError,
   isTargetOf,
   LABELS,
@@ -10,6 +12,8 @@ import {
   type CodeContainerSpec,
   type ContainerExit,
   type EventSubscription,
+  type HomeAnswer,
+  type HomeRequest,
   type HomeUsage,
   type ManagedContainer,
   type NetworkRepair,
@@ -32,6 +36,13 @@ interface MemoryContainer extends ManagedContainer {
 }
 
 /**
+ * What is at a path of a home in memory (MemoryRuntime.homes): a file and its bytes, a folder, a
+ * symbolic link to a path in the home (`src/Main.java`) or anywhere else (`/etc`), or anything else
+ * (a FIFO, a device).
+ */
+export type MemoryHomeNode = { kind: 'file'; bytes: Buffer } | { kind: 'dir' } | { kind: 'link'; target: string } | { kind: 'other' };
+
+/**
  * An in-memory WorkspaceRuntime for fast unit tests of reconcile branches, in the manner of
  * sample-controller's fake clientset: a test preloads containers and volumes, runs one reconcile,
  * and compares `actions` (every call that changes something, in order, e.g. `create ws-ada-code`)
@@ -45,6 +56,11 @@ export class MemoryRuntime implements WorkspaceRuntime {
   readonly volumeOwners = new Map<string, string>();
   /** A volume's contents: the last tar stream imported into it (VOLUME_ARCHIVE_ROOT format); none is an empty volume. */
   readonly volumeArchives = new Map<string, Buffer>();
+  /**
+   * What inspectHome reads of a volume: each path in its home (`src/Main.java`) and what is there.
+   * The folders on the way to a path are there too without being named; the home is a folder.
+   */
+  readonly homes = new Map<string, Map<string, MemoryHomeNode>>();
   readonly actions: string[] = [];
   /** Calls that fail once, by method name (e.g. `createCodeContainer`), with this error. */
   readonly failures = new Map<keyof WorkspaceRuntime, Error>();
@@ -337,6 +353,37 @@ export class MemoryRuntime implements WorkspaceRuntime {
     }
   }
 
+  /** Reads `homes` as the engine reads a home (see RuntimeVolumes.inspectHome): links resolved, never followed for a read. */
+  async inspectHome(volume: string, _workspace: { workspaceId: string; slug: string }, _image: string, request: HomeRequest): Promise<HomeAnswer> {
+    this.fail('inspectHome');
+    if (!this.volumes.has(volume)) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    const home = this.homes.get(volume) ?? new Map<string, MemoryHomeNode>();
+    const at = (path: string): MemoryHomeNode | undefined =>
+      path === '' || [...home.keys()].some((key) => key.startsWith(`${path}/`)) ? (home.get(path) ?? { kind: 'dir' }) : home.get(path);
+    const segments = request.path === '' ? [] : request.path.split('/');
+    const resolved = resolveHomePath(at, segments, 0);
+    if (resolved === 'outside' || resolved === 'missing') return { outcome: resolved };
+    if (request.op === 'read') {
+      // A read never follows the last component: the folders on the way only (they resolve: the whole path did).
+      const folder = resolveHomePath(at, segments.slice(0, -1), 0) as string[];
+      const node = at([...folder, ...segments.slice(-1)].join('/'));
+      if (!node) return { outcome: 'missing' };
+      if (node.kind !== 'file') return { outcome: 'not_a_file' };
+      return { outcome: 'read', size: node.bytes.length, bytes: node.bytes.subarray(0, request.maxBytes) };
+    }
+    const folder = resolved.join('/');
+    const node = at(folder);
+    if (!node) return { outcome: 'missing' };
+    if (node.kind !== 'dir') return { outcome: 'not_a_directory' };
+    const prefix = folder === '' ? '' : `${folder}/`;
+    const children = new Set([...home.keys()].filter((key) => key.startsWith(prefix)).map((key) => key.slice(prefix.length).split('/')[0]!));
+    const entries = [...children].map((name) => {
+      const entry = at(prefix + name)!;
+      return { name, kind: entry.kind, size: entry.kind === 'file' ? entry.bytes.length : entry.kind === 'link' ? entry.target.length : 0 };
+    });
+    return { outcome: 'listed', entries: entries.slice(0, HOME_LIST_MAX), truncated: entries.length > HOME_LIST_MAX };
+  }
+
   async volumeExists(volume: string): Promise<boolean> {
     this.fail('volumeExists');
     return this.volumes.has(volume);
@@ -367,4 +414,37 @@ export class MemoryRuntime implements WorkspaceRuntime {
     this.failures.delete(method);
     throw error;
   }
+}
+
+/**
+ * The segments of a path in a memory home with every link in them resolved, as `readlink -f` would:
+ * `outside` when one leads out of the home, `missing` when a folder on the way is not there (or
+ * links loop). The last component may be missing.
+ */
+function resolveHomePath(at: (path: string) => MemoryHomeNode | undefined, segments: string[], depth: number): string[] | 'outside' | 'missing' {
+  const resolved: string[] = [];
+  for (const [index, segment] of segments.entries()) {
+    if (segment === '..') {
+      if (resolved.pop() === undefined) return 'outside';
+      continue;
+    }
+    const node = at([...resolved, segment].join('/'));
+    if (node?.kind === 'link') {
+      if (depth > 40) return 'missing';
+      const inside = node.target === HOME_PATH || node.target.startsWith(`${HOME_PATH}/`);
+      if (node.target.startsWith('/') && !inside) return 'outside';
+      const target = inside ? node.target.slice(HOME_PATH.length) : `${resolved.join('/')}/${node.target}`;
+      const followed = resolveHomePath(
+        at,
+        target.split('/').filter((part) => part !== '' && part !== '.'),
+        depth + 1,
+      );
+      if (typeof followed === 'string') return followed;
+      resolved.splice(0, resolved.length, ...followed);
+    } else {
+      if (index < segments.length - 1 && node?.kind !== 'dir') return 'missing';
+      resolved.push(segment);
+    }
+  }
+  return resolved;
 }

@@ -23,6 +23,7 @@ const TABLES = [
   'sign_in_links',
   'users',
   'workspace_imports',
+  'workspace_looks',
   'workspace_presence',
   'workspace_stats',
   'workspace_uptime',

@@ -91,6 +91,7 @@ describe('GET /u/<slug>/api/workspace', () => {
       'disk',
       'id',
       'idle',
+      'lookedAt',
       'observedState',
       'pageUrl',
       'ready',
@@ -114,6 +115,8 @@ describe('GET /u/<slug>/api/workspace', () => {
       pageUrl: `${app.url}/u/${ada.workspace.slug}/.cp/`,
       // Never stopped by anyone: made stopped.
       stopped: null,
+      // No coach is looking.
+      lookedAt: null,
     });
   });
 

@@ -274,6 +274,7 @@ export function ClassPage({ url }: { url: URL }): VNode {
                       <th scope="col">NetworkTables</th>
                       <th scope="col">Workspace</th>
                       <th scope="col">Last activity</th>
+                      <th scope="col"><span class="visually-hidden">Look</span></th>
                     </tr>
                   </thead>
                   <tbody>
@@ -301,6 +302,9 @@ export function ClassPage({ url }: { url: URL }): VNode {
                             }
                           </td>
                           <td><${Ago} iso=${row.lastActivityAt} /></td>
+                          <td class="actions">
+                            ${row.workspace ? html`<${Link} to=${`/panel/look/${row.workspace.id}`}><span aria-label=${`Look at ${nameOf(row)}'s workspace`}>Look</span><//>` : null}
+                          </td>
                         </tr>`,
                     )}
                   </tbody>

@@ -126,7 +126,10 @@ export function HelpPage({ help, me }: { help: Resource<HelpQueue>; me: string }
                     (request) =>
                       html`<tr key=${request.id}>
                         <th scope="row">${studentOf(request)}</th>
-                        <td><${Link} to=${`/panel/workspaces?q=${encodeURIComponent(request.workspace.slug)}`}>${request.workspace.slug}<//></td>
+                        <td>
+                          <${Link} to=${`/panel/workspaces?q=${encodeURIComponent(request.workspace.slug)}`}>${request.workspace.slug}<//> ·
+                          <${Link} to=${`/panel/look/${request.workspace.id}`}><span aria-label=${`Look at ${studentOf(request)}'s workspace`}>Look</span><//>
+                        </td>
                         <td class="help-message">${request.message ?? html`<span class="muted">no message</span>`}</td>
                         <td class="number">${age(request.ageSeconds + Math.max(0, Math.floor((now - data.readAt) / 1000)))}</td>
                         <td>${stateOf(request, me)}</td>

@@ -7,6 +7,7 @@ import { AuditPage } from './audit.ts';
 import { ClassPage } from './class.ts';
 import { BackupsPage } from './backups.ts';
 import { HandNotice, HelpBadge, HelpPage, useHelpQueue, useNewHands, type HelpQueue } from './help.ts';
+import { LookPage } from './look.ts';
 import { html } from './html.ts';
 import { OverviewPage } from './overview.ts';
 import { RunPage, RunsPage } from './runs.ts';
@@ -29,6 +30,8 @@ const TABS: [path: string, label: string][] = [
 function Page({ url, me, help }: { url: URL; me: string; help: Resource<HelpQueue> }): VNode {
   const run = /^\/panel\/runs\/([0-9a-f-]{36})\/?$/.exec(url.pathname);
   if (run) return html`<${RunPage} id=${run[1]} />`;
+  const look = /^\/panel\/look\/([0-9a-f-]{36})\/?$/.exec(url.pathname);
+  if (look) return html`<${LookPage} workspaceId=${look[1]} key=${look[1]} />`;
   switch (url.pathname.replace(/\/$/, '')) {
     case '/panel/runs':
       return html`<${RunsPage} url=${url} />`;

@@ -653,6 +653,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/workspaces/{workspaceId}/looks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Begins a read-only look at a student's workspace (audit `workspace.view`): the student is told while it lasts. Keep it every 20 s; it ends a minute after the last keep. */
+        post: operations["postAdminWorkspacesByWorkspaceIdLooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/looks/{lookId}/keep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Says the look is still open: it lasts another minute. 404 `look_not_found` once it ended (or for another coach's). */
+        post: operations["postAdminLooksByLookIdKeep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/looks/{lookId}/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ends the look (the student is no longer told); ending it again changes nothing. */
+        post: operations["postAdminLooksByLookIdEnd"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/workspaces/{workspaceId}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One folder of the student's home, during a live look of this coach (404 `look_not_found` without one): its entries, folders first; links shown, never followed; a path leading out of the home is refused. */
+        get: operations["getAdminWorkspacesByWorkspaceIdFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/workspaces/{workspaceId}/files/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One file of the student's home as text (its first 256 KiB; a binary file is named, not shown), during a live look of this coach; a link is not followed. */
+        get: operations["getAdminWorkspacesByWorkspaceIdFilesContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/u/{slug}/api/workspace": {
         parameters: {
             query?: never;
@@ -1033,8 +1118,38 @@ export interface components {
         HelpRequestAnswer: {
             request: components["schemas"]["HelpRequest"];
         };
+        HomeFile: {
+            path: string;
+            size: number;
+            /** @description How many bytes `text` holds (at most 256 KiB). */
+            shownBytes: number;
+            /** @description The file is longer than what is shown. */
+            truncated: boolean;
+            /** @description A NUL in its start, or not UTF-8: `text` is null. */
+            binary: boolean;
+            text: string | null;
+        };
+        HomeListing: {
+            /** @description Relative to the home; '' for the home itself. */
+            path: string;
+            entries: {
+                name: string;
+                /**
+                 * @description `link`: a symbolic link (never followed); `other`: a FIFO, socket or device.
+                 * @enum {unknown}
+                 */
+                kind: "file" | "dir" | "link" | "other";
+                /** @description Bytes (0 for a folder). */
+                size: number;
+            }[];
+            /** @description The folder holds more entries than a listing gives (2,000). */
+            truncated: boolean;
+        };
         ImportAnswer: {
             import: components["schemas"]["WorkspaceImport"] | null;
+        };
+        LookAnswer: {
+            look: components["schemas"]["Look"];
         };
         NodeList: {
             nodes: components["schemas"]["Node"][];
@@ -1227,6 +1342,15 @@ export interface components {
             pageUrl?: string;
             /** @description Host mode: the workspace's own origin. */
             editorUrl?: string;
+            lookedAt?: {
+                /** @description The coach: their name, else their email. */
+                by: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC
+                 */
+                since: string;
+            } | null;
         };
         StudentWorkspaceAnswer: {
             workspace: components["schemas"]["StudentWorkspace"];
@@ -1494,6 +1618,27 @@ export interface components {
              */
             level: "ok" | "near" | "full" | "unmeasured";
             message: string | null;
+        };
+        Look: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            workspaceId: string;
+            coach: {
+                name: string;
+                email: string;
+            };
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            startedAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            endsAt: string;
+            live: boolean;
         };
         Node: {
             name: string;
@@ -6264,6 +6409,676 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminWorkspacesByWorkspaceIdLooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Looking. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookAnswer"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `workspace_not_found`: No workspace has this id (or it is being deleted). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "workspace_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLooksByLookIdKeep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Kept. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookAnswer"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `look_not_found`: This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLooksByLookIdEnd: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookAnswer"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `look_not_found`: This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminWorkspacesByWorkspaceIdFiles: {
+        parameters: {
+            query?: {
+                path?: string;
+            };
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The folder. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HomeListing"];
+                };
+            };
+            /**
+             * @description `home_path_wrong_kind`: The path is a file where a folder was asked, a folder where a file was, or a link (links are not followed).
+             *
+             *     `invalid_home_path`: The path is not one inside the home (absolute, `..`, or a link that leads out of it).
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "home_path_wrong_kind" | "invalid_home_path" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `home_path_not_found`: Nothing is at this path in the home.
+             *
+             *     `look_not_found`: This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's.
+             *
+             *     `volume_not_found`: The workspace's home volume does not exist (it never started).
+             *
+             *     `workspace_not_found`: No workspace has this id (or it is being deleted).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "home_path_not_found" | "look_not_found" | "volume_not_found" | "workspace_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `home_path_unreadable`: The file or folder's permissions keep it from the workspace's own user: the student made it unreadable. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "home_path_unreadable";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `home_unavailable`: The workspace's home cannot be read right now: the Docker Engine (or its swarm node) does not answer.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "home_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminWorkspacesByWorkspaceIdFilesContent: {
+        parameters: {
+            query?: {
+                path?: string;
+            };
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HomeFile"];
+                };
+            };
+            /**
+             * @description `home_path_wrong_kind`: The path is a file where a folder was asked, a folder where a file was, or a link (links are not followed).
+             *
+             *     `invalid_home_path`: The path is not one inside the home (absolute, `..`, or a link that leads out of it).
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "home_path_wrong_kind" | "invalid_home_path" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `home_path_not_found`: Nothing is at this path in the home.
+             *
+             *     `look_not_found`: This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's.
+             *
+             *     `volume_not_found`: The workspace's home volume does not exist (it never started).
+             *
+             *     `workspace_not_found`: No workspace has this id (or it is being deleted).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "home_path_not_found" | "look_not_found" | "volume_not_found" | "workspace_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `home_path_unreadable`: The file or folder's permissions keep it from the workspace's own user: the student made it unreadable. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "home_path_unreadable";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `home_unavailable`: The workspace's home cannot be read right now: the Docker Engine (or its swarm node) does not answer.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "home_unavailable";
                         };
                     };
                 };

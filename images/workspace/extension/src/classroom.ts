@@ -37,6 +37,8 @@ export interface WorkspaceView {
   pageUrl?: string;
   /** Who stopped it and when (null while it is wanted running); `afterIdleMinutes` for the idle sweep. */
   stopped?: { by: 'student' | 'coach' | 'operator' | 'idle'; at: string; afterIdleMinutes?: number } | null;
+  /** A coach's read-only look while it lasts: who (their name, else their email: their own text) and since when; null: none. */
+  lookedAt?: { by: string; since: string } | null;
 }
 
 /** The student's open help request as the student API shows it (src/wire/schemas.ts StudentHelp). */

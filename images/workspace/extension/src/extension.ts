@@ -26,7 +26,9 @@
  * - a sign-out (in another tab, or the session ended), told at once: "You are signed out", with Sign
  *   in again (the control plane's sign-in, which returns here), in a dialog and in the status bar;
  * - asking the coach for help (help.ts): "Ask for help" in the status bar and the command palette,
- *   with an optional message; the place in the queue, then the coach coming; take the hand back.
+ *   with an optional message; the place in the queue, then the coach coming; take the hand back;
+ * - a coach looking over the shoulder (coach-look.ts): "Your coach is looking" in the status bar
+ *   while a coach's read-only look lasts, and a notification when one begins.
  *
  * The status bar's Run, state, Driver Station and Ask for help are also package.json's
  * `statusBarItems`: the workbench shows them as it paints, before this extension has loaded;
@@ -34,6 +36,7 @@
  */
 import * as vscode from 'vscode';
 import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
+import { CoachLook } from './coach-look.ts';
 import { DriverStation } from './driver-station.ts';
 import { HelpHand } from './help.ts';
 import { setNt4Base } from './nt4-socket.ts';
@@ -42,7 +45,7 @@ import { RunTerminal } from './run-terminal.ts';
 import { SimulatorView } from './simulator.ts';
 import { Telemetry } from './telemetry.ts';
 
-/** How often the workspace and its run are looked at (reads do not count as activity). */
+/** How often the workspace and its run (and a coach's look) are read (reads do not count as activity). */
 const POLL_MS = 2000;
 /** The most often the editor tells the control plane that the student is here. */
 const ACTIVITY_EVERY_MS = 60_000;
@@ -88,7 +91,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   stateItem.name = 'Robot run';
   stateItem.command = 'classroom.showOutput';
   const help = new HelpHand();
-  context.subscriptions.push(actionItem, stateItem, help);
+  const look = new CoachLook();
+  context.subscriptions.push(actionItem, stateItem, help, look);
   let workspace: WorkspaceView | undefined;
   /** The student API answered 401: this browser is signed out (in another tab, or the session ended). */
   let signedOut = false;
@@ -332,6 +336,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     render();
     void warnIfIdle();
     tellDisk();
+    look.show(workspace.lookedAt ?? null);
     reloadIfGone();
     void tellStopped();
   };

@@ -1,0 +1,208 @@
+/**
+ * A coach's look over a student's shoulder (`/panel/look/<workspace id>`), read only: the page
+ * begins a look when it opens (audit `workspace.view`; the student's page and editor say "Your
+ * coach is looking at your workspace" while it lasts), keeps it every LOOK_KEEP_MS while it is open,
+ * and ends it when it closes. It shows the student's files (a folder tree opened folder by folder,
+ * and one file's start as text: read by the control plane from their home, never through their
+ * editor), what they are doing (from the class view: the run in progress with a link to its live
+ * output, how the last one ended, their robot, NetworkTables, a raised hand). Nothing of the
+ * student's is rendered as markup or run: names and contents are text.
+ */
+import type { VNode } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { client, messageOf, ok } from './api.ts';
+import { html } from './html.ts';
+import { Link, Loading, Notice, useResource } from './ui.ts';
+import type { HomeFile, HomeListing, Look } from '../../../src/wire/schemas.ts';
+
+/** How often the open page keeps its look (the server ends one not kept for a minute). */
+const LOOK_KEEP_MS = 20_000;
+
+const kib = (bytes: number) => (bytes < 1024 ? `${bytes} B` : bytes < 1024 ** 2 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 ** 2).toFixed(1)} MiB`);
+const joined = (folder: string, name: string) => (folder === '' ? name : `${folder}/${name}`);
+
+/** Begins the look while mounted, keeps it, and ends it on leaving (also when the tab closes); its state or the reason it failed. */
+function useLook(workspaceId: string): { look: Look | undefined; error: string | undefined } {
+  const [look, setLook] = useState<Look | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    let current: Look | undefined;
+    let gone = false;
+    const end = () => {
+      if (!current) return;
+      // keepalive: the request outlives a closing tab; its Origin is the panel's, as the admin API requires.
+      void fetch(`/admin/looks/${current.id}/end`, { method: 'POST', credentials: 'same-origin', keepalive: true });
+      current = undefined;
+    };
+    const begin = async () => {
+      try {
+        current = (await ok(client.POST('/admin/workspaces/{workspaceId}/looks', { params: { path: { workspaceId } } }))).look;
+        if (gone) return end();
+        setLook(current);
+        setError(undefined);
+      } catch (failure) {
+        setError(messageOf(failure));
+      }
+    };
+    void begin();
+    const timer = setInterval(() => {
+      if (!current) return;
+      void ok(client.POST('/admin/looks/{lookId}/keep', { params: { path: { lookId: current.id } } })).then(
+        (answer) => setLook(answer.look),
+        // Ended meanwhile (a minute without a keep: a sleeping laptop): a new look begins.
+        () => void begin(),
+      );
+    }, LOOK_KEEP_MS);
+    addEventListener('pagehide', end);
+    return () => {
+      gone = true;
+      clearInterval(timer);
+      removeEventListener('pagehide', end);
+      end();
+    };
+  }, [workspaceId]);
+  return { look, error };
+}
+
+/** One folder of the tree: its entries, each folder opening to its own (read when opened). */
+function Folder({
+  workspaceId,
+  path,
+  chosen,
+  onChoose,
+}: {
+  workspaceId: string;
+  path: string;
+  chosen: string | undefined;
+  onChoose: (path: string) => void;
+}): VNode {
+  const [listing, setListing] = useState<HomeListing | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [open, setOpen] = useState<Set<string>>(new Set());
+  useEffect(() => {
+    void ok(client.GET('/admin/workspaces/{workspaceId}/files', { params: { path: { workspaceId }, query: { path } } })).then(setListing, (failure: unknown) =>
+      setError(messageOf(failure)),
+    );
+  }, [workspaceId, path]);
+  if (error) return html`<p class="field-error">${error}</p>`;
+  if (!listing) return html`<p class="muted">Reading…</p>`;
+  if (listing.entries.length === 0) return html`<p class="muted">Empty folder.</p>`;
+  const toggle = (name: string) => {
+    const next = new Set(open);
+    if (next.has(name)) next.delete(name);
+    else next.add(name);
+    setOpen(next);
+  };
+  return html`<ul class="tree">
+    ${listing.entries.map((entry) => {
+      const full = joined(path, entry.name);
+      if (entry.kind === 'dir')
+        return html`<li key=${entry.name}>
+          <button type="button" class="link folder" aria-expanded=${open.has(entry.name)} onClick=${() => toggle(entry.name)}>${entry.name}/</button>
+          ${open.has(entry.name) ? html`<${Folder} workspaceId=${workspaceId} path=${full} chosen=${chosen} onChoose=${onChoose} />` : null}
+        </li>`;
+      if (entry.kind === 'file')
+        return html`<li key=${entry.name}>
+          <button
+            type="button"
+            class=${`link file${chosen === full ? ' chosen' : ''}`}
+            aria-current=${chosen === full ? 'true' : undefined}
+            onClick=${() => onChoose(full)}
+          >
+            ${entry.name}
+          </button>
+          <span class="muted size">${kib(entry.size)}</span>
+        </li>`;
+      return html`<li key=${entry.name} class="muted">
+        ${entry.name} <span class="size">(${entry.kind === 'link' ? 'a link, not followed' : 'a special file'})</span>
+      </li>`;
+    })}
+    ${listing.truncated ? html`<li class="muted">… and more: only the first 2,000 are listed.</li>` : null}
+  </ul>`;
+}
+
+/** The chosen file's start, as text. */
+function FileView({ workspaceId, path }: { workspaceId: string; path: string }): VNode {
+  const [file, setFile] = useState<HomeFile | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    setFile(undefined);
+    setError(undefined);
+    void ok(client.GET('/admin/workspaces/{workspaceId}/files/content', { params: { path: { workspaceId }, query: { path } } })).then(
+      setFile,
+      (failure: unknown) => setError(messageOf(failure)),
+    );
+  }, [workspaceId, path]);
+  return html`<section class="file-view" aria-labelledby="file-title">
+    <h2 id="file-title"><code>${path}</code></h2>
+    ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+    ${
+      !file
+        ? error
+          ? null
+          : html`<p class="muted">Reading…</p>`
+        : file.binary
+          ? html`<p class="muted">A binary file of ${kib(file.size)}: not shown.</p>`
+          : html`${file.truncated ? html`<p class="muted">The first ${kib(file.shownBytes)} of ${kib(file.size)}.</p>` : html`<p class="muted">${kib(file.size)}</p>`}
+              <pre class="file"><code>${file.text}</code></pre>`
+    }
+  </section>`;
+}
+
+/** The look page (see the file comment). */
+export function LookPage({ workspaceId }: { workspaceId: string }): VNode {
+  const { look, error } = useLook(workspaceId);
+  const [chosen, setChosen] = useState<string | undefined>(undefined);
+  const { data } = useResource(
+    async () => (await ok(client.GET('/admin/class'))).students.find((row) => row.workspace?.id === workspaceId),
+    `look-${workspaceId}`,
+    ['workspaces', 'status', 'runs', 'help'],
+  );
+  const who = data ? data.student.name || data.student.email : 'the student';
+  return html`<section aria-labelledby="look-title" class="look">
+    <p><${Link} to="/panel/class">← Class<//></p>
+    <h1 id="look-title">Looking at ${who}'s workspace</h1>
+    <p class="counts">${data?.student.name ? `${data.student.email}. ` : ''}Read only: while this page is open, ${who} is told that you are looking.</p>
+    ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+    ${
+      data
+        ? html`<ul class="now">
+            <li>
+              <span class="label">Run: </span>${
+                data.run
+                  ? html`<${Link} to=${`/panel/runs/${data.run.id}`}>${data.run.phase === 'queued' ? 'building' : 'running'} (its live output)<//>`
+                  : html`<span class="muted">none in progress</span>`
+              }
+            </li>
+            <li>
+              <span class="label">Last result: </span>${
+                data.lastResult
+                  ? html`<${Link} to=${`/panel/runs/${data.lastResult.runId}`}
+                        >${data.lastResult.outcome === 'compile_errors' ? `${data.lastResult.errors} compile errors` : data.lastResult.outcome.replace('_', ' ')}<//
+                      >${data.lastResult.firstError ? html` <code>${data.lastResult.firstError}</code>` : null}`
+                  : html`<span class="muted">no run yet</span>`
+              }
+            </li>
+            <li>
+              <span class="label">Robot: </span
+              >${data.robot ? (data.robot.enabled ? `enabled, ${data.robot.mode}` : 'disabled') : html`<span class="muted">no Driver Station</span>`}${
+                data.ntConnected ? '; NetworkTables connected' : ''
+              }
+            </li>
+            ${data.help ? html`<li>Help: ${data.help.state === 'waiting' ? 'waiting' : `taken by ${data.help.takenBy ?? 'a coach'}`}${data.help.message ? html`: <span class="help-message">${data.help.message}</span>` : null}</li>` : null}
+          </ul>`
+        : null
+    }
+    ${
+      !look
+        ? html`<${Loading} error=${error} />`
+        : html`<div class="look-panes">
+            <section class="files" aria-label="Files">
+              <h2>Files</h2>
+              <${Folder} workspaceId=${workspaceId} path="" chosen=${chosen} onChoose=${setChosen} />
+            </section>
+            ${chosen ? html`<${FileView} workspaceId=${workspaceId} path=${chosen} />` : html`<p class="muted">Choose a file to read it.</p>`}
+          </div>`
+    }
+  </section>`;
+}

@@ -1,0 +1,106 @@
+/**
+ * Issue 43 item 3, a coach's look at a student's workspace in the admin panel, in real Chromium on
+ * the real app, PostgreSQL and Docker Engine (the student's home a real volume): from the Class
+ * page, Look opens the workspace read only, which the student's workspace answer says at once; the
+ * file tree opens folder by folder; a file is shown as text (markup in it and in its name stays
+ * text), a binary one named; leaving the page ends the look; axe-core finds no serious or critical
+ * problem. A screenshot goes to `<tmpdir>/panel-look.png`.
+ */
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough, pipeline } from 'node:stream';
+import type { Browser, Page } from 'playwright-core';
+import tar from 'tar-stream';
+import { PROJECT_ROOT } from '../../src/config.ts';
+import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
+import { names } from '../../src/docker/runtime.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
+import { eventually, newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { newStudent, type Student } from '../helpers/workspaces.ts';
+
+const db = useTestDatabase();
+const controlPlaneId = newControlPlaneId();
+const runtime = new DockerRuntime({ controlPlaneId });
+let app: TestApp;
+let browser: Browser;
+let coach: Student;
+let ada: Student;
+let axeSource: string;
+
+beforeAll(async () => {
+  axeSource = await readFile(path.join(PROJECT_ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
+  app = await startApp(db.dataSource, { ...TEST_ENV, CONTROL_PLANE_ID: controlPlaneId });
+  browser = await launchBrowser();
+}, 60_000);
+beforeEach(async () => {
+  const tag = Date.now().toString(36);
+  coach = await newStudent(app.store, 'coach', tag, 'admin');
+  ada = await newStudent(app.store, 'ada', tag);
+  await db.dataSource.query("UPDATE users SET name = 'Ada Lovelace' WHERE id = $1", [ada.userId]);
+  const body = new PassThrough();
+  const pack = tar.pack();
+  const owner = { uid: 1000, gid: 1000 };
+  pack.entry({ name: 'student', type: 'directory', mode: 0o40755, ...owner });
+  pack.entry({ name: 'student/src', type: 'directory', mode: 0o40755, ...owner });
+  pack.entry({ name: 'student/src/Robot.java', ...owner }, 'public class Robot {\n  // <img src=x onerror="globalThis.pwned=1">\n}\n');
+  pack.entry({ name: 'student/<em>notes.txt', ...owner }, 'plain\n');
+  pack.entry({ name: 'student/logo.png', ...owner }, Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0x0d]));
+  pack.finalize();
+  pipeline(pack, body, () => undefined);
+  await runtime.importVolume(names.home(ada.workspace), { workspaceId: ada.workspace.id, slug: ada.workspace.slug }, TEST_IMAGE, body);
+});
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+  await removeEverything(controlPlaneId);
+}, 60_000);
+
+const looking = async () => (await app.store.looks.activeOn(ada.workspace.id)) !== undefined;
+
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.evaluate(axeSource);
+  return page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const { violations } = await axe.run();
+    return violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+  });
+}
+
+describe("a coach's look at a student's workspace", () => {
+  it('opens from the Class page read only, tells the student, shows the files as text, and ends when the coach leaves', async () => {
+    await withPage(browser, async (page) => {
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await signIn(page, coach);
+      await gotoAndWait(page, `${app.url}/panel/class`, page.locator('main table.class'), 'panel-look-open-failure');
+      expect(await looking()).toBe(false);
+      await page.getByRole('link', { name: "Look at Ada Lovelace's workspace" }).click();
+      await page.getByRole('heading', { name: "Looking at Ada Lovelace's workspace" }).waitFor();
+      expect(new URL(page.url()).pathname).toBe(`/panel/look/${ada.workspace.id}`);
+      await eventually('the look begun', async () => (await looking()) || undefined);
+
+      const files = page.getByRole('region', { name: 'Files' });
+      await files.getByRole('button', { name: 'src/' }).click();
+      await files.getByRole('button', { name: 'Robot.java' }).click();
+      const shown = page.locator('pre.file');
+      await shown.waitFor();
+      expect(await shown.textContent()).toBe('public class Robot {\n  // <img src=x onerror="globalThis.pwned=1">\n}\n');
+      expect(await files.getByRole('button', { name: '<em>notes.txt' }).count()).toBe(1);
+      await files.getByRole('button', { name: 'logo.png' }).click();
+      await page.getByText('A binary file of 8 B: not shown.').waitFor();
+      expect(await page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).toBeUndefined();
+      await files.getByRole('button', { name: 'Robot.java' }).click();
+      await shown.waitFor();
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await page.screenshot({ path: path.join(os.tmpdir(), 'panel-look.png') });
+
+      await page.getByRole('link', { name: '← Class' }).click();
+      await page.locator('main table.class').waitFor();
+      await eventually('the look ended', async () => !(await looking()) || undefined);
+    });
+  });
+});
