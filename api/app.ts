@@ -261,6 +261,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     idleStopMinutes: config.idleStopMinutes,
     idleWarningMinutes: config.idleWarningMinutes,
     imports,
+    lookConsent: config.lookConsent,
     homeFiles: new HomeFiles(deps.runtime, config.workspaceImage, (error) =>
       categoryLogger(deps.log, 'containers').warning({ error: error instanceof Error ? error.message : String(error) }, "a coach's look could not read a home"),
     ),

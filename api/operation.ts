@@ -170,6 +170,8 @@ export interface ApiDeps {
   imports: Imports;
   /** Students' homes as a coach's look reads them (a folder, a file's start). */
   homeFiles: HomeFiles;
+  /** LOOK_CONSENT: whether a coach's look begins at once or asks the student first. */
+  lookConsent: 'always' | 'ask';
 }
 
 /** The request state the gates and validators leave (read only here, in the one adapter below). */

@@ -70,6 +70,8 @@ export const OPERATIONS: AnyOperation[] = [
   looks.end,
   looks.files,
   looks.file,
+  looks.accept,
+  looks.decline,
   // Student
   student.getWorkspace,
   student.openWorkspace,

@@ -2,7 +2,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * A coach's read-only looks at a student's workspace (src/store/looks.ts): who, since when, when
- * their page last said it was still open, and when it ended. A look is live while it has not ended
+ * their page last said it was still open, when it ended, and whether the student let it happen
+ * (`asking` until they answer, with LOOK_CONSENT=ask; `accepted` at once with `always`). A look is live while it has not ended
  * and was seen lately; the student's page and editor say so while one is. Rows go with their
  * workspace; a coach who is deleted leaves their email.
  */
@@ -17,7 +18,9 @@ export class CreateWorkspaceLooks1795993000000 implements MigrationInterface {
       coach_email text NOT NULL,
       started_at timestamptz NOT NULL DEFAULT now(),
       seen_at timestamptz NOT NULL DEFAULT now(),
-      ended_at timestamptz
+      ended_at timestamptz,
+      state text NOT NULL DEFAULT 'accepted' CHECK (state IN ('asking', 'accepted', 'declined')),
+      answered_at timestamptz
     )`);
     await runner.query('CREATE INDEX workspace_looks_open ON workspace_looks (workspace_id, seen_at) WHERE ended_at IS NULL');
   }

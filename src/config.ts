@@ -82,6 +82,8 @@ export interface Config {
   containerPidsLimit: number;
   /** The bound on each home (HOME_DISK_LIMIT; 0: none) and how often running homes are measured (HOME_DISK_CHECK_SECONDS). */
   homeDisk: { limitBytes: number; checkMs: number };
+  /** LOOK_CONSENT: whether a coach's look at a workspace begins at once or waits for the student to let it (src/store/looks.ts). */
+  lookConsent: 'always' | 'ask';
   /** Where workspaces run (RUNTIME): one Docker Engine, or a Docker Swarm reached through each node's engine (SWARM_ENGINES). */
   runtime: { kind: 'docker' } | { kind: 'swarm'; engines: EngineEndpoint[] };
   /** NODE_LOST_SECONDS: how long a swarm node is down before its workspaces' homes are brought back elsewhere from their latest backup. */
@@ -333,6 +335,11 @@ export const VARIABLES: Record<string, VariableSpec> = {
     },
   },
   HOME_DISK_CHECK_SECONDS: { accepts: 'seconds from 1 to 3600', schema: { type: 'number', minimum: 1, maximum: 3600 }, default: 60 },
+  LOOK_CONSENT: {
+    accepts: "always (a coach's look begins at once) or ask (the student lets it happen first)",
+    schema: { enum: ['always', 'ask'] },
+    default: 'always',
+  },
   NODE_LOST_SECONDS: {
     accepts: 'seconds from 10 to 86400',
     schema: { type: 'number', minimum: 10, maximum: 86_400 },
@@ -593,6 +600,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runMemoryLimitBytes: parseByteSize((values.RUN_MEMORY_LIMIT ?? values.CODE_MEMORY_LIMIT) as string)!,
     containerPidsLimit: values.CONTAINER_PIDS_LIMIT as number,
     homeDisk: { limitBytes: parseByteSize(values.HOME_DISK_LIMIT as string)!, checkMs: Math.round((values.HOME_DISK_CHECK_SECONDS as number) * 1000) },
+    lookConsent: values.LOOK_CONSENT as 'always' | 'ask',
     nodeLostMs: Math.round((values.NODE_LOST_SECONDS as number) * 1000),
     outputStreams: {
       perUser: values.OUTPUT_STREAMS_PER_USER as number,

@@ -112,6 +112,8 @@ export const ERROR_CODES = {
   allowlist_file_invalid: { status: 409, description: 'The allowlist file is malformed (edited by hand): fix it first.' },
   import_in_progress: { status: 409, description: 'An import into this workspace is in progress.' },
   help_request_open: { status: 409, description: 'The student has a help request open already (waiting or taken): one at a time.' },
+  look_not_accepted: { status: 409, description: 'The student has not let this look happen yet (LOOK_CONSENT=ask), or said no.' },
+  look_answered: { status: 409, description: 'The student answered this look the other way already.' },
   help_request_taken: { status: 409, description: 'Another coach took the help request first; the message says who.' },
   help_request_closed: { status: 409, description: 'The help request was resolved or withdrawn already; the message says which.' },
   slug_unavailable: { status: 409, description: 'No free workspace slug could be found for the email.', outside: 'pages' },

@@ -9,6 +9,9 @@
 import Type from 'typebox';
 import { presentLook } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
+import type { Actor } from '../../src/store/audit.ts';
+import type { SurfaceStore } from '../../src/store/index.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { json, operation } from '../operation.ts';
 import { workspaceOf } from './workspaces.ts';
 
@@ -21,9 +24,9 @@ export const begin = operation({
   tag: 'admin',
   errors: ['workspace_not_found'],
   responses: { 201: json(Wire.LookAnswer, 'Looking.') },
-  handle: async ({ actor, params }, { store }) => ({
+  handle: async ({ actor, params }, { store, lookConsent }) => ({
     status: 201,
-    body: { look: presentLook(await store.looks.begin(actor, await workspaceOf(store, params.workspaceId))) },
+    body: { look: presentLook(await store.looks.begin(actor, await workspaceOf(store, params.workspaceId), lookConsent)) },
   }),
 });
 
@@ -55,6 +58,26 @@ const pathQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/** What reading a student's files may answer: no look, the path's refusals, no home yet, the engine away. */
+const FILE_ERRORS = [
+  'workspace_not_found',
+  'look_not_found',
+  'look_not_accepted',
+  'invalid_home_path',
+  'home_path_wrong_kind',
+  'home_path_not_found',
+  'home_path_unreadable',
+  'volume_not_found',
+  'home_unavailable',
+] as const;
+
+/** The workspace, once this coach's look at it is live and accepted (what reading its files requires). */
+async function lookedAt(store: SurfaceStore, actor: Actor, workspaceId: string): Promise<WorkspaceRecord> {
+  const workspace = await workspaceOf(store, workspaceId);
+  await store.looks.liveLook(actor, workspace.id);
+  return workspace;
+}
+
 export const files = operation({
   method: 'get',
   path: '/admin/workspaces/{workspaceId}/files',
@@ -64,21 +87,10 @@ export const files = operation({
   tag: 'admin',
   noStore: true,
   query: pathQuery,
-  errors: [
-    'workspace_not_found',
-    'look_not_found',
-    'invalid_home_path',
-    'home_path_wrong_kind',
-    'home_path_not_found',
-    'home_path_unreadable',
-    'volume_not_found',
-    'home_unavailable',
-  ],
+  errors: [...FILE_ERRORS],
   responses: { 200: json(Wire.HomeListing, 'The folder.') },
   handle: async ({ actor, params, query }, { store, homeFiles }) => {
-    const workspace = await workspaceOf(store, params.workspaceId);
-    await store.looks.liveLook(actor, workspace.id);
-    return { status: 200, body: await homeFiles.list(workspace, query.path) };
+    return { status: 200, body: await homeFiles.list(await lookedAt(store, actor, params.workspaceId), query.path) };
   },
 });
 
@@ -91,20 +103,30 @@ export const file = operation({
   tag: 'admin',
   noStore: true,
   query: pathQuery,
-  errors: [
-    'workspace_not_found',
-    'look_not_found',
-    'invalid_home_path',
-    'home_path_wrong_kind',
-    'home_path_not_found',
-    'home_path_unreadable',
-    'volume_not_found',
-    'home_unavailable',
-  ],
+  errors: [...FILE_ERRORS],
   responses: { 200: json(Wire.HomeFile, 'The file.') },
   handle: async ({ actor, params, query }, { store, homeFiles }) => {
-    const workspace = await workspaceOf(store, params.workspaceId);
-    await store.looks.liveLook(actor, workspace.id);
-    return { status: 200, body: await homeFiles.read(workspace, query.path) };
+    return { status: 200, body: await homeFiles.read(await lookedAt(store, actor, params.workspaceId), query.path) };
   },
 });
+
+/** The student's answer to a look asking them (LOOK_CONSENT=ask). */
+const answer = (accept: boolean) =>
+  operation({
+    method: 'post',
+    path: `/u/{slug}/api/looks/{lookId}/${accept ? 'accept' : 'decline'}`,
+    summary: accept
+      ? "The student lets a coach's look happen (the coach then reads their files, read only)."
+      : "The student says no to a coach's look (the coach reads nothing).",
+    auth: 'student',
+    tag: 'student',
+    errors: ['look_not_found', 'look_answered'],
+    responses: { 200: json(Wire.LookAnswer, 'Answered.') },
+    handle: async ({ workspace, params }, { store }) => ({
+      status: 200,
+      body: { look: presentLook(await store.looks.answer(workspace.id, params.lookId, accept)) },
+    }),
+  });
+
+export const accept = answer(true);
+export const decline = answer(false);

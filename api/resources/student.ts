@@ -64,7 +64,7 @@ async function present(deps: ApiDeps, workspace: WorkspaceRecord): Promise<Wire.
     // The workspace page, always reachable (from the editor too): on the control plane.
     pageUrl: `${deps.publicOrigin}/u/${workspace.slug}/.cp/`,
     // A coach looking, which the page and the editor say while it lasts.
-    lookedAt: look ? { by: look.coach.name || look.coach.email, since: look.startedAt.toISOString() } : null,
+    lookedAt: look ? { by: look.coach.name || look.coach.email, since: look.startedAt.toISOString(), lookId: look.id, asking: look.state === 'asking' } : null,
   };
   return deps.editorUrl ? { ...body, editorUrl: deps.editorUrl(workspace.slug) } : body;
 }

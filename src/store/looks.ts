@@ -2,12 +2,14 @@
  * A coach's read-only looks at a student's workspace (table `workspace_looks`). A coach begins one
  * (audit `workspace.view`: each look once, not each file read), their page says every
  * LOOK_KEEP_SECONDS that it is still open, and ends it when it closes; a look not kept for
- * LOOK_TTL_SECONDS has ended too (a closed laptop). While a look is live, the student's page and
- * editor say who is looking (activeOn), and the coach may read the workspace's files (liveLook).
- * Each change is announced as a `status` change of the workspace.
+ * LOOK_TTL_SECONDS has ended too (a closed laptop). With LOOK_CONSENT=ask a look begins `asking`,
+ * and the student lets it happen or says no (answer, from their page or editor); with `always` it
+ * begins `accepted`. While a look is live and not declined, the student's page and editor say who
+ * is looking, or asks (activeOn); the coach reads the workspace's files only once it is accepted
+ * (liveLook). Each change is announced as a `status` change of the workspace.
  */
 import type { DataSource } from 'typeorm';
-import { NotFoundError } from '../errors.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
 import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate } from './mutation.ts';
@@ -18,8 +20,13 @@ export const LOOK_KEEP_SECONDS = 20;
 /** A look not kept for this long has ended. */
 export const LOOK_TTL_SECONDS = 60;
 
+/** Where a look stands with its student: `asking` them, `accepted` (or not asked: LOOK_CONSENT=always), `declined`. */
+export const LOOK_STATES = ['asking', 'accepted', 'declined'] as const;
+export type LookState = (typeof LOOK_STATES)[number];
+
 /** A look as the store reads it. */
 export interface LookRecord {
+  state: LookState;
   id: string;
   workspaceId: string;
   coach: { id: string | null; email: string; name: string };
@@ -40,8 +47,10 @@ const LOOK = rowCodec(
     started_at: col.timestamp,
     ends_at: col.timestamp,
     live: col.boolean,
+    state: col.oneOf(LOOK_STATES),
   },
   (row): LookRecord => ({
+    state: row.state,
     id: row.id,
     workspaceId: row.workspace_id,
     coach: { id: row.coach_id, email: row.coach_email, name: row.coach_name },
@@ -57,7 +66,7 @@ const ENDED = rowCodec('workspace_looks', { workspace_id: col.text });
 
 const LIVE = `l.ended_at IS NULL AND l.seen_at > now() - make_interval(secs => ${LOOK_TTL_SECONDS})`;
 const SELECT_LOOK = `SELECT l.id, l.workspace_id, l.coach_id, l.coach_email, coalesce(u.name, '') AS coach_name, l.started_at,
-    coalesce(l.ended_at, l.seen_at + make_interval(secs => ${LOOK_TTL_SECONDS})) AS ends_at, (${LIVE}) AS live
+    coalesce(l.ended_at, l.seen_at + make_interval(secs => ${LOOK_TTL_SECONDS})) AS ends_at, (${LIVE}) AS live, l.state
   FROM workspace_looks l LEFT JOIN users u ON u.id = l.coach_id`;
 
 const lookGone = () => NotFoundError('look_not_found', 'This look has ended (closed, or not kept for a minute): open the workspace again to look.');
@@ -72,13 +81,16 @@ export class LookStore {
     this.mutate = mutate;
   }
 
-  /** A coach begins a look at a workspace (audit `workspace.view`, naming its slug); 404 `workspace_not_found`. */
-  async begin(actor: Actor, workspace: { id: string; slug: string }): Promise<LookRecord> {
+  /**
+   * A coach begins a look at a workspace (audit `workspace.view`, naming its slug and whether the
+   * student is asked): `asking` with consent `ask`, else `accepted`; 404 `workspace_not_found`.
+   */
+  async begin(actor: Actor, workspace: { id: string; slug: string }, consent: 'always' | 'ask'): Promise<LookRecord> {
     const id = await this.mutate(async (tx) => {
       const row = await IDS.first(
         tx,
-        `INSERT INTO workspace_looks (workspace_id, coach_id, coach_email) SELECT id, $2, $3 FROM workspaces WHERE id = $1 AND desired_state <> 'deleted' RETURNING id`,
-        [workspace.id, actor.id, actor.email.toLowerCase()],
+        `INSERT INTO workspace_looks (workspace_id, coach_id, coach_email, state) SELECT id, $2, $3, $4 FROM workspaces WHERE id = $1 AND desired_state <> 'deleted' RETURNING id`,
+        [workspace.id, actor.id, actor.email.toLowerCase(), consent === 'ask' ? 'asking' : 'accepted'],
       );
       if (!row) throw NotFoundError('workspace_not_found', 'No such workspace.');
       return {
@@ -88,7 +100,7 @@ export class LookStore {
           actor,
           action: 'workspace.view' as const,
           target: { kind: 'workspace', id: workspace.id },
-          metadata: { slug: workspace.slug, lookId: row.id },
+          metadata: { slug: workspace.slug, lookId: row.id, asked: consent === 'ask' },
         },
       };
     });
@@ -129,12 +141,41 @@ export class LookStore {
       actor.email.toLowerCase(),
     ]);
     if (!look) throw lookGone();
+    if (look.state !== 'accepted')
+      throw ConflictError(
+        'look_not_accepted',
+        look.state === 'asking'
+          ? 'The student has not let you look yet: they are asked on their page and in their editor.'
+          : 'The student said no to this look.',
+      );
     return look;
   }
 
-  /** Who is looking at a workspace now (the latest live look), for the student's page and editor; undefined: no one. */
+  /**
+   * The student lets a look asking them happen, or says no (their own choice: not audited; the
+   * look's row keeps it). Answering again as before changes nothing; 404 `look_not_found` when the
+   * look is not live on this workspace; 409 `look_answered` when it was answered the other way.
+   */
+  async answer(workspaceId: string, lookId: string, accept: boolean): Promise<LookRecord> {
+    if (!isUuid(lookId)) throw lookGone();
+    const wanted: LookState = accept ? 'accepted' : 'declined';
+    const id = await this.mutate(async (tx) => {
+      const look = await LOOK.first(tx, `${SELECT_LOOK} WHERE l.id = $1 AND l.workspace_id = $2 AND ${LIVE} FOR UPDATE OF l`, [lookId, workspaceId]);
+      if (!look) throw lookGone();
+      if (look.state === wanted) return { value: look.id, changed: [], audit: null };
+      if (look.state !== 'asking')
+        throw ConflictError('look_answered', `You ${look.state === 'accepted' ? 'let this look happen' : 'said no to this look'} already.`);
+      await tx.query('UPDATE workspace_looks SET state = $2, answered_at = now() WHERE id = $1', [look.id, wanted]);
+      return { value: look.id, changed: [{ kind: 'status' as const, id: workspaceId }], audit: null };
+    });
+    return this.found(id);
+  }
+
+  /** Who is looking at a workspace now, or asks to (the latest live look not declined), for the student's page and editor; undefined: no one. */
   activeOn(workspaceId: string): Promise<LookRecord | undefined> {
-    return LOOK.first(this.db, `${SELECT_LOOK} WHERE l.workspace_id = $1 AND ${LIVE} ORDER BY l.started_at DESC LIMIT 1`, [workspaceId]);
+    return LOOK.first(this.db, `${SELECT_LOOK} WHERE l.workspace_id = $1 AND ${LIVE} AND l.state <> 'declined' ORDER BY l.started_at DESC LIMIT 1`, [
+      workspaceId,
+    ]);
   }
 
   private async found(id: string): Promise<LookRecord> {

@@ -409,6 +409,7 @@ export function usageCsv(report: UsageReport): string {
 export function presentLook(look: LookRecord): Look {
   return {
     id: look.id,
+    state: look.state,
     workspaceId: look.workspaceId,
     coach: { name: look.coach.name, email: look.coach.email },
     startedAt: look.startedAt.toISOString(),

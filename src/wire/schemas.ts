@@ -182,8 +182,15 @@ export const StudentWorkspace = Strict({
   lookedAt: Type.Optional(
     Nullable(
       Strict(
-        { by: Type.String({ description: 'The coach: their name, else their email.' }), since: Time },
-        { description: 'A coach looking at this workspace now, read only (its files, its run, its robot); null: no one.' },
+        {
+          by: Type.String({ description: 'The coach: their name, else their email.' }),
+          since: Time,
+          lookId: Uuid,
+          asking: Type.Boolean({
+            description: 'The coach asks first (LOOK_CONSENT=ask): the student lets it happen or says no (POST .../api/looks/{lookId}/accept or /decline).',
+          }),
+        },
+        { description: 'A coach looking at this workspace now, read only (its files, its run, its robot), or asking to; null: no one.' },
       ),
     ),
   ),
@@ -500,6 +507,9 @@ export type UsageReport = Static<typeof UsageReport>;
 /** A coach's read-only look at a workspace: live while its page keeps it. */
 export const Look = Strict({
   id: Uuid,
+  state: Type.Enum(['asking', 'accepted', 'declined'], {
+    description: '`asking` the student (LOOK_CONSENT=ask) until they answer; `accepted` (or not asked); `declined`.',
+  }),
   workspaceId: Uuid,
   coach: Strict({ name: Type.String(), email: Type.String() }),
   startedAt: Time,

@@ -13,9 +13,8 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { PROJECT_ROOT } from '../../src/config.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
+import { accessibilityProblems, gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
 
@@ -26,7 +25,6 @@ let coach: Student;
 let ada: Student;
 let bob: Student;
 let cy: Student;
-let axeSource: string;
 
 const JAVAC = [
   '> Task :compileJava FAILED',
@@ -38,7 +36,6 @@ const JAVAC = [
 ].join('\n');
 
 beforeAll(async () => {
-  axeSource = await readFile(path.join(PROJECT_ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
   app = await startApp(db.dataSource);
   browser = await launchBrowser();
 }, 60_000);
@@ -70,18 +67,6 @@ async function open(page: Page, query = ''): Promise<void> {
 const rowOf = (page: Page, student: Student) => page.locator(`main tbody tr[data-student="${student.email}"]`);
 /** The students' emails in the order the page lists them. */
 const order = (page: Page) => page.locator('main tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-student')));
-
-/** axe-core's serious and critical violations of the page. */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  return page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const { violations } = await axe.run();
-    return violations
-      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-  });
-}
 
 describe('the Class page', () => {
   it('is where GET / takes a coach, lists every student and no coach, and says who has not started', async () => {

@@ -7,14 +7,12 @@
  * text; axe-core finds no serious or critical problem on the Help page or the notice. Screenshots
  * of the Help page and of the notice go to `<tmpdir>/panel-help-*.png`.
  */
-import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { PROJECT_ROOT } from '../../src/config.ts';
 import type { StudentHelpAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
+import { accessibilityProblems, gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
 
@@ -26,10 +24,8 @@ let coach: Student;
 let head: Student;
 let ada: Student;
 let bob: Student;
-let axeSource: string;
 
 beforeAll(async () => {
-  axeSource = await readFile(path.join(PROJECT_ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
   app = await startApp(db.dataSource);
   browser = await launchBrowser();
 }, 60_000);
@@ -66,18 +62,6 @@ async function raise(student: Student, message?: string): Promise<string> {
   });
   expect(response.status).toBe(201);
   return ((await response.json()) as StudentHelpAnswer).help.id;
-}
-
-/** axe-core's serious and critical violations of the page (as test/e2e/panel.test.ts checks every other page). */
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  return page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const { violations } = await axe.run();
-    return violations
-      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-  });
 }
 
 /** The Help tab's count of waiting requests, as a locator (absent when none wait). */

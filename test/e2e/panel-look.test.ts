@@ -6,17 +6,15 @@
  * text), a binary one named; leaving the page ends the look; axe-core finds no serious or critical
  * problem. A screenshot goes to `<tmpdir>/panel-look.png`.
  */
-import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, pipeline } from 'node:stream';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import tar from 'tar-stream';
-import { PROJECT_ROOT } from '../../src/config.ts';
 import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
 import { names } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
+import { accessibilityProblems, gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { eventually, newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
@@ -28,10 +26,8 @@ let app: TestApp;
 let browser: Browser;
 let coach: Student;
 let ada: Student;
-let axeSource: string;
 
 beforeAll(async () => {
-  axeSource = await readFile(path.join(PROJECT_ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
   app = await startApp(db.dataSource, { ...TEST_ENV, CONTROL_PLANE_ID: controlPlaneId });
   browser = await launchBrowser();
 }, 60_000);
@@ -59,17 +55,6 @@ afterAll(async () => {
 }, 60_000);
 
 const looking = async () => (await app.store.looks.activeOn(ada.workspace.id)) !== undefined;
-
-async function accessibilityProblems(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  return page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const { violations } = await axe.run();
-    return violations
-      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-  });
-}
 
 describe("a coach's look at a student's workspace", () => {
   it('opens from the Class page read only, tells the student, shows the files as text, and ends when the coach leaves', async () => {
@@ -101,6 +86,43 @@ describe("a coach's look at a student's workspace", () => {
       await page.getByRole('link', { name: '← Class' }).click();
       await page.locator('main table.class').waitFor();
       await eventually('the look ended', async () => !(await looking()) || undefined);
+    });
+  });
+});
+
+describe('a look that asks the student first (LOOK_CONSENT=ask)', () => {
+  let asking: TestApp;
+  beforeAll(async () => {
+    asking = await startApp(db.dataSource, { ...TEST_ENV, CONTROL_PLANE_ID: controlPlaneId, LOOK_CONSENT: 'ask' });
+  }, 30_000);
+  afterAll(async () => asking?.close());
+
+  /** The student answers the look asking them, as their page or editor does. */
+  async function answer(verdict: 'accept' | 'decline'): Promise<void> {
+    const look = await eventually('the look asking', async () => app.store.looks.activeOn(ada.workspace.id));
+    const response = await fetch(`${asking.url}/u/${ada.workspace.slug}/api/looks/${look.id}/${verdict}`, {
+      method: 'POST',
+      headers: { cookie: ada.cookie, origin: asking.url },
+    });
+    expect(response.status).toBe(200);
+  }
+
+  it('waits for the student, shows the files once they let it happen, and says so when they say no', async () => {
+    await withPage(browser, async (page) => {
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await signIn(page, coach);
+      await gotoAndWait(page, `${asking.url}/panel/look/${ada.workspace.id}`, page.getByText('is asked to let you look'), 'panel-look-ask-failure');
+      expect(await page.getByRole('region', { name: 'Files' }).count()).toBe(0);
+      await answer('accept');
+      await page.getByRole('region', { name: 'Files' }).getByRole('button', { name: 'src/' }).waitFor();
+
+      await page.goto(`${asking.url}/panel/class`);
+      await eventually('the first look ended', async () => (await app.store.looks.activeOn(ada.workspace.id)) === undefined || undefined);
+      await page.goto(`${asking.url}/panel/look/${ada.workspace.id}`);
+      await page.getByText('is asked to let you look').waitFor();
+      await answer('decline');
+      await page.getByText('said no to this look').waitFor();
+      expect(await page.getByRole('region', { name: 'Files' }).count()).toBe(0);
     });
   });
 });

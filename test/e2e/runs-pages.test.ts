@@ -7,15 +7,14 @@
  * shows one run's output live, and stops it after naming the student (audited `run.stop`). Each
  * page passes the accessibility check and is kept as a screenshot for a look.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { RunController } from '../../controllers/runs.ts';
-import { PROJECT_ROOT } from '../../src/config.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
+import { accessibilityProblems, gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
 import { captureLogger, createHarness, eventually, removeEverything, TEST_ENV, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -28,7 +27,6 @@ let app: TestApp;
 let harness: Harness;
 let runs: RunController | undefined;
 let browser: Browser;
-let axeSource: string;
 let coach: Student;
 let ada: Student;
 
@@ -39,7 +37,6 @@ const WORKING_ROBOT = 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100 SIM_PRINT_EVERY_MS=200
 
 beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
-  axeSource = await readFile(path.join(PROJECT_ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
   harness = createHarness(db.dataSource);
   await harness.controller.start();
   // One change feed: the pages hear the collector's output and the controller's status at once.
@@ -87,15 +84,7 @@ async function signIn(page: Page, who: Student): Promise<void> {
 
 /** Checks the page with axe (no serious or critical violation) and keeps a screenshot of it. */
 async function lookAt(page: Page, name: string): Promise<void> {
-  await page.evaluate(axeSource);
-  const problems = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    const { violations } = await axe.run();
-    return violations
-      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-  });
-  expect(problems).toEqual([]);
+  expect(await accessibilityProblems(page)).toEqual([]);
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 }
 

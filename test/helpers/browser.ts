@@ -7,10 +7,12 @@
  * request (HTTP or WebSocket) is aborted in the browser before it is sent, so a test can never send
  * traffic elsewhere.
  */
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, ConsoleMessage, Locator, Page, Request, Response, Route, WebSocket, WebSocketRoute } from 'playwright-core';
+import { PROJECT_ROOT } from '../../src/config.ts';
 import { eventually } from './controllers.ts';
 
 /** Debian's Chromium (package `chromium`). */
@@ -306,4 +308,19 @@ export async function signIn(page: Page, who: { cookie: string }): Promise<void>
       return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
     }),
   );
+}
+
+let axeSource: Promise<string> | undefined;
+
+/** axe-core's serious and critical violations of the page (run inside it; the page's CSP is not bypassed for its own scripts). */
+export async function accessibilityProblems(page: Page): Promise<string[]> {
+  axeSource ??= readFile(path.join(PROJECT_ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(await axeSource);
+  return page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const { violations } = await axe.run();
+    return violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+  });
 }

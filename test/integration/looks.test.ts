@@ -81,7 +81,7 @@ describe('a look', () => {
     expect(await lookedAt()).toBeNull();
     const look = await begin();
     expect(look).toMatchObject({ workspaceId: ada.workspace.id, coach: { name: 'Coach Grace', email: coach.email }, live: true });
-    expect(await lookedAt()).toEqual({ by: 'Coach Grace', since: look.startedAt });
+    expect(await lookedAt()).toEqual({ by: 'Coach Grace', since: look.startedAt, lookId: look.id, asking: false });
     const audit = (await db.dataSource.query("SELECT actor_email, target_kind, target_id, metadata FROM audit_log WHERE action = 'workspace.view'")) as {
       actor_email: string;
       target_kind: string;
@@ -89,7 +89,12 @@ describe('a look', () => {
       metadata: Record<string, unknown>;
     }[];
     expect(audit).toEqual([
-      { actor_email: coach.email, target_kind: 'workspace', target_id: ada.workspace.id, metadata: { slug: ada.workspace.slug, lookId: look.id } },
+      {
+        actor_email: coach.email,
+        target_kind: 'workspace',
+        target_id: ada.workspace.id,
+        metadata: { slug: ada.workspace.slug, lookId: look.id, asked: false },
+      },
     ]);
     const kept = await call(coach, 'POST', `/admin/looks/${look.id}/keep`);
     expect(kept.status).toBe(200);
@@ -181,5 +186,58 @@ describe("the student's files during a look", () => {
     expect(missing.status).toBe(404);
     expect(errorOf(missing)).toEqual({ code: 'home_path_not_found', message: 'Nothing is at "src/Nothing.java" in the home.' });
     expect(errorOf(await list('x'.repeat(1025))).code).toBe('validation_error');
+  });
+});
+
+describe('a look with LOOK_CONSENT=ask', () => {
+  let asking: TestApp;
+  beforeAll(async () => {
+    asking = await startApp(db.dataSource, { ...TEST_ENV, CONTROL_PLANE_ID: controlPlaneId, LOOK_CONSENT: 'ask' });
+  }, 30_000);
+  afterAll(async () => asking?.close());
+
+  async function on(as: Student, method: 'GET' | 'POST', path: string): Promise<{ status: number; body: unknown }> {
+    const headers: Record<string, string> = { cookie: as.cookie, accept: 'application/json' };
+    if (method === 'POST') headers.origin = asking.url;
+    const response = await fetch(`${asking.url}${path}`, { method, headers });
+    return { status: response.status, body: await response.json() };
+  }
+  const studentView = async (student: Student = ada) =>
+    ((await on(student, 'GET', `/u/${student.workspace.slug}/api/workspace`)).body as StudentWorkspaceAnswer).workspace.lookedAt;
+  const answer = (lookId: string, verdict: 'accept' | 'decline', student: Student = ada) =>
+    on(student, 'POST', `/u/${student.workspace.slug}/api/looks/${lookId}/${verdict}`);
+
+  it('asks the student first: no file is read until they let it happen', async () => {
+    await fillHome(ada);
+    const begun = await on(coach, 'POST', `/admin/workspaces/${ada.workspace.id}/looks`);
+    expect(begun.status).toBe(201);
+    const look = (begun.body as LookAnswer).look;
+    expect(look.state).toBe('asking');
+    expect(await studentView()).toEqual({ by: 'Coach Grace', since: look.startedAt, lookId: look.id, asking: true });
+    const refused = await on(coach, 'GET', `/admin/workspaces/${ada.workspace.id}/files?path=`);
+    expect(refused.status).toBe(409);
+    expect(errorOf(refused).code).toBe('look_not_accepted');
+
+    const accepted = await answer(look.id, 'accept');
+    expect(accepted.status).toBe(200);
+    expect((accepted.body as LookAnswer).look.state).toBe('accepted');
+    expect((await studentView())?.asking).toBe(false);
+    expect((await on(coach, 'GET', `/admin/workspaces/${ada.workspace.id}/files/content?path=src/Robot.java`)).status).toBe(200);
+    // The same answer again changes nothing; the other one is refused.
+    expect((await answer(look.id, 'accept')).status).toBe(200);
+    expect(errorOf(await answer(look.id, 'decline')).code).toBe('look_answered');
+  });
+
+  it('lets the student say no: the coach reads nothing and the student is no longer told', async () => {
+    const look = ((await on(coach, 'POST', `/admin/workspaces/${ada.workspace.id}/looks`)).body as LookAnswer).look;
+    // Another student cannot answer for them.
+    const bob = await newStudent(asking.store, 'bob', Date.now().toString(36));
+    expect(errorOf(await answer(look.id, 'accept', bob)).code).toBe('look_not_found');
+    expect(((await answer(look.id, 'decline')).body as LookAnswer).look.state).toBe('declined');
+    expect(await studentView()).toBeNull();
+    const refused = await on(coach, 'GET', `/admin/workspaces/${ada.workspace.id}/files?path=`);
+    expect(refused.status).toBe(409);
+    expect(errorOf(refused)).toEqual({ code: 'look_not_accepted', message: 'The student said no to this look.' });
+    expect(((await on(coach, 'POST', `/admin/looks/${look.id}/keep`)).body as LookAnswer).look.state).toBe('declined');
   });
 });

@@ -17,6 +17,8 @@ import type { HomeFile, HomeListing, Look } from '../../../src/wire/schemas.ts';
 
 /** How often the open page keeps its look (the server ends one not kept for a minute). */
 const LOOK_KEEP_MS = 20_000;
+/** How often a look asking the student reads their answer. */
+const ASKING_MS = 2000;
 
 const kib = (bytes: number) => (bytes < 1024 ? `${bytes} B` : bytes < 1024 ** 2 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 ** 2).toFixed(1)} MiB`);
 const joined = (folder: string, name: string) => (folder === '' ? name : `${folder}/${name}`);
@@ -45,18 +47,22 @@ function useLook(workspaceId: string): { look: Look | undefined; error: string |
       }
     };
     void begin();
-    const timer = setInterval(() => {
+    const keep = () => {
       if (!current) return;
       void ok(client.POST('/admin/looks/{lookId}/keep', { params: { path: { lookId: current.id } } })).then(
-        (answer) => setLook(answer.look),
+        (answer) => setLook((current = answer.look)),
         // Ended meanwhile (a minute without a keep: a sleeping laptop): a new look begins.
         () => void begin(),
       );
-    }, LOOK_KEEP_MS);
+    };
+    const timer = setInterval(keep, LOOK_KEEP_MS);
+    // While the student is asked (LOOK_CONSENT=ask), their answer is read every ASKING_MS.
+    const asking = setInterval(() => current?.state === 'asking' && keep(), ASKING_MS);
     addEventListener('pagehide', end);
     return () => {
       gone = true;
       clearInterval(timer);
+      clearInterval(asking);
       removeEventListener('pagehide', end);
       end();
     };
@@ -196,13 +202,17 @@ export function LookPage({ workspaceId }: { workspaceId: string }): VNode {
     ${
       !look
         ? html`<${Loading} error=${error} />`
-        : html`<div class="look-panes">
-            <section class="files" aria-label="Files">
-              <h2>Files</h2>
-              <${Folder} workspaceId=${workspaceId} path="" chosen=${chosen} onChoose=${setChosen} />
-            </section>
-            ${chosen ? html`<${FileView} workspaceId=${workspaceId} path=${chosen} />` : html`<p class="muted">Choose a file to read it.</p>`}
-          </div>`
+        : look.state === 'asking'
+          ? html`<${Notice} kind="info">${who} is asked to let you look, on their workspace page and in their editor. Their files show here once they do.<//>`
+          : look.state === 'declined'
+            ? html`<${Notice} kind="info">${who} said no to this look. Ask them in person, or open it again later.<//>`
+            : html`<div class="look-panes">
+                <section class="files" aria-label="Files">
+                  <h2>Files</h2>
+                  <${Folder} workspaceId=${workspaceId} path="" chosen=${chosen} onChoose=${setChosen} />
+                </section>
+                ${chosen ? html`<${FileView} workspaceId=${workspaceId} path=${chosen} />` : html`<p class="muted">Choose a file to read it.</p>`}
+              </div>`
     }
   </section>`;
 }

@@ -738,6 +738,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/u/{slug}/api/looks/{lookId}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The student lets a coach's look happen (the coach then reads their files, read only). */
+        post: operations["postUBySlugApiLooksByLookIdAccept"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/u/{slug}/api/looks/{lookId}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The student says no to a coach's look (the coach reads nothing). */
+        post: operations["postUBySlugApiLooksByLookIdDecline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/u/{slug}/api/workspace": {
         parameters: {
             query?: never;
@@ -1350,6 +1384,10 @@ export interface components {
                  * @description ISO 8601, UTC
                  */
                 since: string;
+                /** Format: uuid */
+                lookId: string;
+                /** @description The coach asks first (LOOK_CONSENT=ask): the student lets it happen or says no (POST .../api/looks/{lookId}/accept or /decline). */
+                asking: boolean;
             } | null;
         };
         StudentWorkspaceAnswer: {
@@ -1622,6 +1660,11 @@ export interface components {
         Look: {
             /** Format: uuid */
             id: string;
+            /**
+             * @description `asking` the student (LOOK_CONSENT=ask) until they answer; `accepted` (or not asked); `declined`.
+             * @enum {unknown}
+             */
+            state: "asking" | "accepted" | "declined";
             /** Format: uuid */
             workspaceId: string;
             coach: {
@@ -6861,7 +6904,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description `home_path_unreadable`: The file or folder's permissions keep it from the workspace's own user: the student made it unreadable. */
+            /**
+             * @description `home_path_unreadable`: The file or folder's permissions keep it from the workspace's own user: the student made it unreadable.
+             *
+             *     `look_not_accepted`: The student has not let this look happen yet (LOOK_CONSENT=ask), or said no.
+             */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6870,7 +6917,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"] & {
                         error?: {
                             /** @enum {string} */
-                            code?: "home_path_unreadable";
+                            code?: "home_path_unreadable" | "look_not_accepted";
                         };
                     };
                 };
@@ -7019,7 +7066,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description `home_path_unreadable`: The file or folder's permissions keep it from the workspace's own user: the student made it unreadable. */
+            /**
+             * @description `home_path_unreadable`: The file or folder's permissions keep it from the workspace's own user: the student made it unreadable.
+             *
+             *     `look_not_accepted`: The student has not let this look happen yet (LOOK_CONSENT=ask), or said no.
+             */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7028,7 +7079,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"] & {
                         error?: {
                             /** @enum {string} */
-                            code?: "home_path_unreadable";
+                            code?: "home_path_unreadable" | "look_not_accepted";
                         };
                     };
                 };
@@ -7081,6 +7132,284 @@ export interface operations {
                             code?: "database_unavailable" | "home_unavailable";
                         };
                     };
+                };
+            };
+        };
+    };
+    postUBySlugApiLooksByLookIdAccept: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+                lookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Answered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookAnswer"];
+                };
+            };
+            /** @description `invalid_path`: The path under `/u/<slug>/` is not one (a slug or a segment no path may hold). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `look_not_found`: This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's.
+             *
+             *     `not_found`: Nothing is served at this path (on a workspace host: no such workspace).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_not_found" | "not_found";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+            /** @description `look_answered`: The student answered this look the other way already. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_answered";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `unavailable`: Who may pass could not be looked up right now (host mode).
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed" | "unavailable";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    postUBySlugApiLooksByLookIdDecline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+                lookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Answered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookAnswer"];
+                };
+            };
+            /** @description `invalid_path`: The path under `/u/<slug>/` is not one (a slug or a segment no path may hold). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `look_not_found`: This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's.
+             *
+             *     `not_found`: Nothing is served at this path (on a workspace host: no such workspace).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_not_found" | "not_found";
+                        };
+                    };
+                    "text/html": string;
+                };
+            };
+            /** @description `look_answered`: The student answered this look the other way already. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_answered";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `unavailable`: Who may pass could not be looked up right now (host mode).
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed" | "unavailable";
+                        };
+                    };
+                    "text/html": string;
                 };
             };
         };
