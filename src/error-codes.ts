@@ -135,6 +135,10 @@ export const ERROR_CODES = {
   run_output_streams_full: { status: 429, description: 'The run has OUTPUT_STREAMS_PER_RUN output streams open.' },
   too_many_connections: { status: 429, description: 'The workspace has PROXY_MAX_TUNNELS_PER_WORKSPACE connections open.', outside: 'proxy' },
   too_many_replacements: { status: 429, description: 'The workspace was reset or imported into too often lately; the message says when to try again.' },
+  too_many_look_reads: {
+    status: 429,
+    description: "A coach read students' files too often lately (60 a minute: each read starts a helper container); Retry-After says when to try again.",
+  },
   too_many_help_requests: { status: 429, description: 'The workspace asked for help too often lately (5 in 10 minutes); Retry-After says when to try again.' },
   // 431, 499
   headers_too_large: {

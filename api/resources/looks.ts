@@ -63,6 +63,7 @@ const FILE_ERRORS = [
   'workspace_not_found',
   'look_not_found',
   'look_not_accepted',
+  'too_many_look_reads',
   'invalid_home_path',
   'home_path_wrong_kind',
   'home_path_not_found',

@@ -139,7 +139,7 @@ export function createStore(options: StoreOptions): Store {
     presence: new PresenceStore(db, changes),
     classView: new ClassViewStore(db),
     usage: new UsageStore(db),
-    looks: new LookStore(db, mutate),
+    looks: new LookStore(db, mutate, rateLimits),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

@@ -9,16 +9,19 @@
  * (liveLook). Each change is announced as a `status` change of the workspace.
  */
 import type { DataSource } from 'typeorm';
-import { ConflictError, NotFoundError } from '../errors.ts';
+import { ConflictError, NotFoundError, TooManyError } from '../errors.ts';
 import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate } from './mutation.ts';
+import { overLimit, type RateLimitStore } from './rate-limits.ts';
 import { col, rowCodec } from './row-codec.ts';
 
 /** How often a coach's open look says it is still open. */
 export const LOOK_KEEP_SECONDS = 20;
 /** A look not kept for this long has ended. */
 export const LOOK_TTL_SECONDS = 60;
+/** How many folders and files one coach may read in a minute (each read starts a helper container: about 0.2 s of the engine's work). */
+export const LOOK_READS_PER_MINUTE = 60;
 
 /** Where a look stands with its student: `asking` them, `accepted` (or not asked: LOOK_CONSENT=always), `declined`. */
 export const LOOK_STATES = ['asking', 'accepted', 'declined'] as const;
@@ -75,10 +78,12 @@ const lookGone = () => NotFoundError('look_not_found', 'This look has ended (clo
 export class LookStore {
   private readonly db: DataSource;
   private readonly mutate: Mutate;
+  private readonly reads: ReturnType<RateLimitStore['limiter']>;
 
-  constructor(db: DataSource, mutate: Mutate) {
+  constructor(db: DataSource, mutate: Mutate, rateLimits: RateLimitStore) {
     this.db = db;
     this.mutate = mutate;
+    this.reads = rateLimits.limiter('look_reads', LOOK_READS_PER_MINUTE, 60);
   }
 
   /**
@@ -134,8 +139,15 @@ export class LookStore {
     return this.found(look);
   }
 
-  /** The coach's live look at a workspace, or 404 `look_not_found`: what reading its files requires. */
+  /**
+   * The coach's live look at a workspace, accepted, which reading its files requires: 404
+   * `look_not_found`, 409 `look_not_accepted`; each read counts against the coach's
+   * LOOK_READS_PER_MINUTE (429 `too_many_look_reads` past it).
+   */
   async liveLook(actor: Actor, workspaceId: string): Promise<LookRecord> {
+    const seconds = await overLimit(this.reads, actor.email.toLowerCase());
+    if (seconds !== undefined)
+      throw TooManyError('too_many_look_reads', `You read ${LOOK_READS_PER_MINUTE} folders and files in the last minute: try again in ${seconds} s.`, seconds);
     const look = await LOOK.first(this.db, `${SELECT_LOOK} WHERE l.workspace_id = $1 AND l.coach_email = $2 AND ${LIVE} ORDER BY l.seen_at DESC LIMIT 1`, [
       workspaceId,
       actor.email.toLowerCase(),

@@ -12,6 +12,7 @@ import { PassThrough, pipeline } from 'node:stream';
 import tar from 'tar-stream';
 import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
 import { names } from '../../src/docker/runtime.ts';
+import { LOOK_READS_PER_MINUTE } from '../../src/store/looks.ts';
 import type { ErrorBody, HomeFile, HomeListing, LookAnswer, StudentWorkspaceAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
@@ -186,6 +187,23 @@ describe("the student's files during a look", () => {
     expect(missing.status).toBe(404);
     expect(errorOf(missing)).toEqual({ code: 'home_path_not_found', message: 'Nothing is at "src/Nothing.java" in the home.' });
     expect(errorOf(await list('x'.repeat(1025))).code).toBe('validation_error');
+  });
+});
+
+describe('reads per coach', () => {
+  it(`refuses a coach past ${LOOK_READS_PER_MINUTE} reads a minute (each starts a helper container), with Retry-After`, async () => {
+    await begin();
+    // The coach's minute used up, as that many reads would (the counter every replica shares).
+    await app.store.rateLimits.limiter('look_reads', LOOK_READS_PER_MINUTE, 60).consume(coach.email, LOOK_READS_PER_MINUTE);
+    const response = await fetch(`${app.url}/admin/workspaces/${ada.workspace.id}/files?path=`, {
+      headers: { cookie: coach.cookie, accept: 'application/json' },
+    });
+    expect(response.status).toBe(429);
+    expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(((await response.json()) as ErrorBody).error.code).toBe('too_many_look_reads');
+    // Another coach's reads are their own.
+    await begin(other);
+    expect(errorOf(await list('', other)).code).toBe('volume_not_found');
   });
 });
 

@@ -6922,7 +6922,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            /**
+             * @description `too_many_look_reads`: A coach read students' files too often lately (60 a minute: each read starts a helper container); Retry-After says when to try again.
+             *
+             *     `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again.
+             */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -6933,7 +6937,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"] & {
                         error?: {
                             /** @enum {string} */
-                            code?: "too_many_requests";
+                            code?: "too_many_look_reads" | "too_many_requests";
                         };
                     };
                 };
@@ -7084,7 +7088,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            /**
+             * @description `too_many_look_reads`: A coach read students' files too often lately (60 a minute: each read starts a helper container); Retry-After says when to try again.
+             *
+             *     `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again.
+             */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -7095,7 +7103,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"] & {
                         error?: {
                             /** @enum {string} */
-                            code?: "too_many_requests";
+                            code?: "too_many_look_reads" | "too_many_requests";
                         };
                     };
                 };
