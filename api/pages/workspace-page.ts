@@ -53,7 +53,7 @@ pre#output{background:#1d2430;color:#e8edf3;padding:.8rem;border-radius:.4rem;ma
 #import-progress{border:1px solid #d6dbe1;border-radius:.4rem;padding:.6rem .9rem;margin-top:.8rem} #import-progress ol{margin:.2rem 0 .4rem;padding-left:1.4rem}
 #import-progress li.now{font-weight:600} #import-progress li.past{color:#5a6472} #import-progress li.past::after{content:' ✓'}
 #help-form label{display:block} #help-form .row{margin-top:.6rem} #help-message{display:block;width:100%;box-sizing:border-box;margin-top:.25rem;padding:.55rem .6rem;font:inherit;border:1px solid #8a94a3;border-radius:.4rem;resize:vertical}
-#help-open,#looked{border:2px solid #1d5fb3;background:#eaf2fd;padding:.6rem .9rem;border-radius:.4rem} #help-open p{margin:0 0 .3rem} #help-said{white-space:pre-wrap;word-break:break-word}
+#help-open,#look{border:2px solid #1d5fb3;background:#eaf2fd;padding:.6rem .9rem;border-radius:.4rem;margin:1rem 0} #help-open p{margin:0 0 .3rem} #look p{margin:0} #look .row{margin-top:.5rem} #help-said{white-space:pre-wrap;word-break:break-word}
 dialog{max-width:30rem;border:1px solid #1d2430;border-radius:.5rem;padding:1rem 1.2rem} dialog::backdrop{background:rgba(29,36,48,.45)} dialog .row{justify-content:flex-end}
 </style>`;
 
@@ -61,7 +61,7 @@ dialog{max-width:30rem;border:1px solid #1d2430;border-radius:.5rem;padding:1rem
  * The workspace page, for its student (and, in host mode, an admin): the state with Open, Stop
  * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, a
  * hand raised for help (with a message; its place in the queue, then the coach coming, and "Never
- * mind"), the notice of a coach looking at the workspace (read only) while the look lasts, and the student's run loop without the editor: Run, Restart and Stop,
+ * mind"), the notice of a coach looking at the workspace (read only) while the look lasts (with LOOK_CONSENT=ask, first asking, with "Let them look" and "Not now"), and the student's run loop without the editor: Run, Restart and Stop,
  * the run's state, its output live as it is written (compile errors picked out), the Driver Station
  * (api/driver-station.ts, in a frame from the editor's address while the student has it open), the
  * past runs with their outcome and output to download; "Reset to starter" and an import of a team's
@@ -83,7 +83,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
 <p id="starting" role="status" hidden><progress></progress> Starting your editor… It opens here by itself when it is ready.</p>
 <p class="note" id="message">${escapeHtml(workspace.status.statusMessage)}</p>
 ${restoreNotice(workspace)}
-<p id="looked" role="status" hidden></p>
+<div id="look" hidden><p id="looked" role="status"></p><div class="row" id="look-ask" hidden><button id="look-accept" type="button">Let them look</button><button id="look-decline" type="button">Not now</button></div></div>
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
 <p id="disk" role="status" hidden></p>
@@ -131,6 +131,8 @@ let shownChars = 0;
 let opening = false;
 let shownStatus;
 let toastTimer;
+// The student's answer to the look asking them, given here: { lookId, accept }.
+let lookAnswered = null;
 // A message stays until dismissed (or, for a refused Open, until an Open succeeds); a confirmation goes by itself.
 function showToast(text, fleeting) {
   clearTimeout(toastTimer);
@@ -271,10 +273,13 @@ function render() {
   const disk = workspace.disk;
   $('disk').hidden = !(disk && disk.message);
   $('disk').textContent = disk && disk.message ? disk.message : '';
-  // A coach looking (read only), said while it lasts; their name is their own text: set as text.
-  const look = workspace.lookedAt;
-  $('looked').hidden = !look;
-  $('looked').textContent = look ? 'Your coach ' + look.by + ' is looking at your workspace (read only).' : '';
+  // A coach looking (read only), or asking to first (LOOK_CONSENT=ask), said while it lasts; their name is their own text: set as text.
+  // The student's own answer is shown at once, and over a read begun before it (which still says asking).
+  let look = workspace.lookedAt;
+  if (look && look.asking && lookAnswered && lookAnswered.lookId === look.lookId) look = lookAnswered.accept ? { ...look, asking: false } : null;
+  $('look').hidden = !look;
+  $('look-ask').hidden = !(look && look.asking);
+  $('looked').textContent = !look ? '' : 'Your coach ' + look.by + (look.asking ? ' asks to look' : ' is looking') + ' at your workspace (read only).';
 }
 async function refresh() {
   let answer;
@@ -495,6 +500,23 @@ $('help-withdraw').addEventListener('click', async () => {
   catch (error) { showToast(error.message); refreshHelp(); }
   $('help-withdraw').disabled = false;
 });
+// The student's answer to a coach asking to look (the same as the editor's: one answer for both).
+async function answerLook(accept) {
+  const look = workspace && workspace.lookedAt;
+  if (!look) return;
+  $('look-accept').disabled = true;
+  $('look-decline').disabled = true;
+  try {
+    await call('POST', '/looks/' + look.lookId + (accept ? '/accept' : '/decline'));
+    lookAnswered = { lookId: look.lookId, accept };
+    toast.hidden = true;
+    render();
+  } catch (error) { showToast(error.message); refresh(); }
+  $('look-accept').disabled = false;
+  $('look-decline').disabled = false;
+}
+$('look-accept').addEventListener('click', () => answerLook(true));
+$('look-decline').addEventListener('click', () => answerLook(false));
 $('keep').addEventListener('click', async () => {
   try { workspace = (await call('POST', '/workspace/keep')).workspace; render(); showToast('Your workspace keeps running.', true); }
   catch (error) { showToast(error.message); }

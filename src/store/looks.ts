@@ -72,6 +72,8 @@ const SELECT_LOOK = `SELECT l.id, l.workspace_id, l.coach_id, l.coach_email, coa
     coalesce(l.ended_at, l.seen_at + make_interval(secs => ${LOOK_TTL_SECONDS})) AS ends_at, (${LIVE}) AS live, l.state
   FROM workspace_looks l LEFT JOIN users u ON u.id = l.coach_id`;
 
+/** 404 `look_not_found` told to the student who answers a look that ended meanwhile. */
+const answerGone = () => NotFoundError('look_not_found', "Your coach's look has ended: there is nothing to answer.");
 const lookGone = () => NotFoundError('look_not_found', 'This look has ended (closed, or not kept for a minute): open the workspace again to look.');
 
 /** The looks (see the file comment). */
@@ -169,11 +171,11 @@ export class LookStore {
    * look is not live on this workspace; 409 `look_answered` when it was answered the other way.
    */
   async answer(workspaceId: string, lookId: string, accept: boolean): Promise<LookRecord> {
-    if (!isUuid(lookId)) throw lookGone();
+    if (!isUuid(lookId)) throw answerGone();
     const wanted: LookState = accept ? 'accepted' : 'declined';
     const id = await this.mutate(async (tx) => {
       const look = await LOOK.first(tx, `${SELECT_LOOK} WHERE l.id = $1 AND l.workspace_id = $2 AND ${LIVE} FOR UPDATE OF l`, [lookId, workspaceId]);
-      if (!look) throw lookGone();
+      if (!look) throw answerGone();
       if (look.state === wanted) return { value: look.id, changed: [], audit: null };
       if (look.state !== 'asking')
         throw ConflictError('look_answered', `You ${look.state === 'accepted' ? 'let this look happen' : 'said no to this look'} already.`);

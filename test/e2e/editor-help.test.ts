@@ -14,7 +14,12 @@
  * - "Classroom: Ask your coach for help" while a hand is up on the workspace page (the editor not
  *   knowing it yet) says so in the server's words and then shows the request;
  * - a coach begins a look (through the admin API): the status bar says "Your coach is looking", its
- *   tooltip who, a notification that the coach reads only; the coach ends it and the item goes.
+ *   tooltip who, a notification that the coach reads only; the coach ends it and the item goes;
+ * - with LOOK_CONSENT=ask (a second app on the same database, which the coach begins the look
+ *   through; the editor's app reads it as stored), the status bar says "Your coach asks to look" and
+ *   a notification asks with "Let them look": clicked, the look is accepted and the status bar says
+ *   "Your coach is looking"; another, a click on the status bar offers the same choices, and "Not
+ *   now" declines it and the item goes.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -31,6 +36,8 @@ const IMAGE = 'classroom-workspace:latest';
 const tag = Date.now().toString(36);
 const db = useTestDatabase({ truncate: false });
 let app: TestApp;
+/** The same database with LOOK_CONSENT=ask: a coach's look begun through it asks the student first. */
+let asking: TestApp;
 let harness: Harness;
 let browser: Browser;
 let ada: Student;
@@ -39,6 +46,7 @@ let grace: { cookie: string };
 
 beforeAll(async () => {
   app = await startApp(db.dataSource);
+  asking = await startApp(db.dataSource, { LOOK_CONSENT: 'ask' });
   // code-server needs far more than the test image's 64 MiB.
   harness = createHarness(db.dataSource, { changes: app.store.changes, env: { WORKSPACE_IMAGE: IMAGE, CODE_MEMORY_LIMIT: '1g' } });
   await harness.controller.start();
@@ -51,16 +59,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await app?.close();
+  await asking?.close();
   await harness?.stop();
   if (harness) await removeEverything(harness.controlPlaneId);
 }, 60_000);
 
-/** A call to the control plane as `as` (a session cookie; the same origin for a change), with a JSON body when given. */
-async function call<T>(as: { cookie: string }, method: 'GET' | 'POST', address: string, body?: unknown): Promise<T> {
+/** A call to the control plane `on` as `as` (a session cookie; the same origin for a change), with a JSON body when given. */
+async function call<T>(as: { cookie: string }, method: 'GET' | 'POST', address: string, body?: unknown, on: TestApp = app): Promise<T> {
   const headers: Record<string, string> = { cookie: as.cookie, accept: 'application/json' };
-  if (method === 'POST') headers.origin = app.url;
+  if (method === 'POST') headers.origin = on.url;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${app.url}${address}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const response = await fetch(`${on.url}${address}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const answer = (await response.json()) as T;
   if (!response.ok) throw new Error(`${method} ${address}: ${response.status} ${JSON.stringify(answer)}`);
   return answer;
@@ -89,9 +98,10 @@ const FIRST_IN_LINE = /^\s*Waiting for a coach \(1st in line\)\s*$/;
 const quickInput = (page: Page, title: string) => page.locator('.quick-input-widget', { has: page.locator('.quick-input-title', { hasText: title }) });
 
 const LOOKING = /^\s*Your coach is looking\s*$/;
+const ASKS = /^\s*Your coach asks to look\s*$/;
 
 // One workbench load (about 20 s of CPU) for both: the help queue, then a coach's look.
-it('raises a hand from the status bar with a message, shows the coach coming, takes it back; shows and withdraws one raised on the page; says when one is open already; says while a coach looks', async () => {
+it('raises a hand from the status bar with a message, shows the coach coming, takes it back; shows and withdraws one raised on the page; says when one is open already; says while a coach looks, and asks first with LOOK_CONSENT=ask', async () => {
   await withPage(
     browser,
     async (page) => {
@@ -170,6 +180,30 @@ it('raises a hand from the status bar with a message, shows the coach coming, ta
         await page.screenshot({ path: path.join(os.tmpdir(), 'editor-look.png') });
         await call<LookAnswer>(grace, 'POST', `/admin/looks/${look.id}/end`);
         await statusItem(page, LOOKING).waitFor({ state: 'hidden', timeout: 20_000 });
+
+        // A look that asks first (LOOK_CONSENT=ask): the status bar and a notification ask; "Let them look" lets it happen.
+        const asked = (await call<LookAnswer>(grace, 'POST', `/admin/workspaces/${ada.workspace.id}/looks`, undefined, asking)).look;
+        expect(asked.state).toBe('asking');
+        await statusItem(page, ASKS).waitFor({ timeout: 20_000 });
+        const question = page.locator('.notification-list-item', { hasText: 'Your coach asks to look at your workspace (read only).' });
+        await question.getByRole('button', { name: 'Not now' }).waitFor();
+        await page.screenshot({ path: path.join(os.tmpdir(), 'editor-look-asking.png') });
+        await question.getByRole('button', { name: 'Let them look' }).click();
+        await statusItem(page, LOOKING).waitFor({ timeout: 20_000 });
+        expect(await statusItem(page, ASKS).count()).toBe(0);
+        // The coach's keep answers with the look as stored: the student let it happen.
+        expect((await call<LookAnswer>(grace, 'POST', `/admin/looks/${asked.id}/keep`)).look.state).toBe('accepted');
+        await call<LookAnswer>(grace, 'POST', `/admin/looks/${asked.id}/end`);
+        await statusItem(page, LOOKING).waitFor({ state: 'hidden', timeout: 20_000 });
+        // Another: a click on the status bar offers the same choices (who asks, as text); Not now says no and the item goes.
+        const again = (await call<LookAnswer>(grace, 'POST', `/admin/workspaces/${ada.workspace.id}/looks`, undefined, asking)).look;
+        await statusItem(page, ASKS).click();
+        const choices = quickInput(page, 'Your coach asks to look');
+        await choices.locator('.quick-input-list .monaco-list-row', { hasText: 'Not now' }).waitFor();
+        expect(await choices.locator('input').getAttribute('placeholder')).toBe('Grace Hopper asks to look at your workspace (read only).');
+        await choices.locator('.quick-input-list .monaco-list-row', { hasText: 'Not now' }).click();
+        await statusItem(page, ASKS).waitFor({ state: 'hidden', timeout: 20_000 });
+        expect((await call<LookAnswer>(grace, 'POST', `/admin/looks/${again.id}/keep`)).look.state).toBe('declined');
       } catch (error) {
         const shot = path.join(os.tmpdir(), 'editor-help-failure.png');
         await page.screenshot({ path: shot }).catch(() => undefined);

@@ -4,7 +4,11 @@
  * (through the admin API) and the open page, polling, says "Your coach Grace Hopper is looking at
  * your workspace (read only)." without a reload; a coach's name that is markup shows as text (no
  * element of it, no script run); the coach ends the look and the notice goes. Nothing the page does
- * is refused by its Content-Security-Policy. Screenshots at `<tmpdir>/workspace-look-*.png`.
+ * is refused by its Content-Security-Policy. With LOOK_CONSENT=ask (a second app on the same
+ * database), a look begins by asking: the page says "Your coach Grace Hopper asks to look at your
+ * workspace (read only)." with "Let them look" and "Not now"; the first lets the look happen (its
+ * state `accepted`, the notice then "is looking"), the second says no (`declined`, the notice goes).
+ * Screenshots at `<tmpdir>/workspace-look-*.png`.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -39,9 +43,9 @@ afterAll(async () => {
   await app?.close();
 }, 30_000);
 
-/** A coach's change to a look (a session cookie and the same origin), which must succeed. */
-async function asCoach(address: string): Promise<LookAnswer> {
-  const response = await fetch(`${app.url}${address}`, { method: 'POST', headers: { cookie: grace.cookie, origin: app.url, accept: 'application/json' } });
+/** A coach's change to a look on `on` (a session cookie and the same origin), which must succeed. */
+async function asCoach(address: string, on: TestApp = app): Promise<LookAnswer> {
+  const response = await fetch(`${on.url}${address}`, { method: 'POST', headers: { cookie: grace.cookie, origin: on.url, accept: 'application/json' } });
   const body = (await response.json()) as LookAnswer;
   if (!response.ok) throw new Error(`POST ${address}: ${response.status} ${JSON.stringify(body)}`);
   return body;
@@ -88,3 +92,44 @@ it("says who is looking while a coach's look lasts, without a reload, with the c
     record.stop();
   });
 }, 40_000);
+
+describe('with LOOK_CONSENT=ask', () => {
+  let asking: TestApp;
+  beforeAll(async () => {
+    asking = await startApp(db.dataSource, { LOOK_CONSENT: 'ask' });
+  }, 30_000);
+  afterAll(async () => asking?.close(), 30_000);
+
+  it('asks the student first: "Let them look" lets the look happen and the notice says the coach is looking; "Not now" says no and the notice goes', async () => {
+    await withPage(browser, async (page) => {
+      const record = recordPage(page);
+      await page.context().addCookies(cookiesOf(ada));
+      expect((await page.goto(`${asking.url}/u/${ada.workspace.slug}/.cp/`))?.status()).toBe(200);
+      await page.getByRole('button', { name: 'Ask for help' }).waitFor();
+      const letThem = page.getByRole('button', { name: 'Let them look' });
+      const notNow = page.getByRole('button', { name: 'Not now' });
+
+      const first = (await asCoach(`/admin/workspaces/${ada.workspace.id}/looks`, asking)).look;
+      expect(first.state).toBe('asking');
+      await notice(page).getByText('Your coach Grace Hopper asks to look at your workspace (read only).', { exact: true }).waitFor();
+      expect(await letThem.isVisible()).toBe(true);
+      expect(await notNow.isVisible()).toBe(true);
+      await shot(page, 'asking');
+      await letThem.click();
+      await notice(page).getByText('Your coach Grace Hopper is looking at your workspace (read only).', { exact: true }).waitFor();
+      expect(await letThem.isVisible()).toBe(false);
+      // The coach's keep answers with the look as stored: the student let it happen.
+      expect((await asCoach(`/admin/looks/${first.id}/keep`, asking)).look.state).toBe('accepted');
+      await asCoach(`/admin/looks/${first.id}/end`, asking);
+      await notice(page).waitFor({ state: 'hidden' });
+
+      const second = (await asCoach(`/admin/workspaces/${ada.workspace.id}/looks`, asking)).look;
+      await notice(page).getByText('Your coach Grace Hopper asks to look at your workspace (read only).', { exact: true }).waitFor();
+      await notNow.click();
+      await notice(page).waitFor({ state: 'hidden' });
+      expect((await asCoach(`/admin/looks/${second.id}/keep`, asking)).look.state).toBe('declined');
+      expect(record.logged.filter((line) => /Content.Security.Policy/i.test(line))).toEqual([]);
+      record.stop();
+    });
+  }, 40_000);
+});

@@ -250,7 +250,10 @@ describe('a look with LOOK_CONSENT=ask', () => {
     const look = ((await on(coach, 'POST', `/admin/workspaces/${ada.workspace.id}/looks`)).body as LookAnswer).look;
     // Another student cannot answer for them.
     const bob = await newStudent(asking.store, 'bob', Date.now().toString(36));
-    expect(errorOf(await answer(look.id, 'accept', bob)).code).toBe('look_not_found');
+    expect(errorOf(await answer(look.id, 'accept', bob))).toEqual({
+      code: 'look_not_found',
+      message: "Your coach's look has ended: there is nothing to answer.",
+    });
     expect(((await answer(look.id, 'decline')).body as LookAnswer).look.state).toBe('declined');
     expect(await studentView()).toBeNull();
     const refused = await on(coach, 'GET', `/admin/workspaces/${ada.workspace.id}/files?path=`);

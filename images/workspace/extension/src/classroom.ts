@@ -37,8 +37,25 @@ export interface WorkspaceView {
   pageUrl?: string;
   /** Who stopped it and when (null while it is wanted running); `afterIdleMinutes` for the idle sweep. */
   stopped?: { by: 'student' | 'coach' | 'operator' | 'idle'; at: string; afterIdleMinutes?: number } | null;
-  /** A coach's read-only look while it lasts: who (their name, else their email: their own text) and since when; null: none. */
-  lookedAt?: { by: string; since: string } | null;
+  /**
+   * A coach's read-only look while it lasts: who (their name, else their email: their own text), since
+   * when, which look, and whether the coach still asks the student first (LOOK_CONSENT=ask); null: none.
+   */
+  lookedAt?: LookedAt | null;
+}
+
+/** A coach looking, or asking to (src/wire/schemas.ts StudentWorkspace `lookedAt`). */
+export interface LookedAt {
+  by: string;
+  since: string;
+  lookId: string;
+  asking: boolean;
+}
+
+/** A look as the student's answer returns it (src/wire/schemas.ts Look; what the editor uses of it). */
+export interface LookView {
+  id: string;
+  state: 'asking' | 'accepted' | 'declined';
 }
 
 /** The student's open help request as the student API shows it (src/wire/schemas.ts StudentHelp). */
@@ -140,6 +157,14 @@ export class Classroom {
   /** Takes the open help request back (404 `help_request_not_found` when none is open). */
   async withdrawHelp(): Promise<HelpView> {
     return (await this.call<{ help: HelpView }>('POST', 'help/withdraw')).help;
+  }
+
+  /**
+   * The student's answer to a coach asking to look (LOOK_CONSENT=ask): lets it happen (`accept`) or
+   * says no; 409 `look_answered` when it was answered the other way, 404 `look_not_found` once it ended.
+   */
+  async answerLook(lookId: string, accept: boolean): Promise<LookView> {
+    return (await this.call<{ look: LookView }>('POST', `looks/${encodeURIComponent(lookId)}/${accept ? 'accept' : 'decline'}`)).look;
   }
 
   /**

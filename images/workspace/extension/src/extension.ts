@@ -28,7 +28,8 @@
  * - asking the coach for help (help.ts): "Ask for help" in the status bar and the command palette,
  *   with an optional message; the place in the queue, then the coach coming; take the hand back;
  * - a coach looking over the shoulder (coach-look.ts): "Your coach is looking" in the status bar
- *   while a coach's read-only look lasts, and a notification when one begins.
+ *   while a coach's read-only look lasts, and a notification when one begins; with LOOK_CONSENT=ask,
+ *   "Your coach asks to look" first, with "Let them look" and "Not now".
  *
  * The status bar's Run, state, Driver Station and Ask for help are also package.json's
  * `statusBarItems`: the workbench shows them as it paints, before this extension has loaded;
@@ -132,7 +133,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const base = await editorBase();
   setNt4Base(base);
   const classroom = new Classroom(base);
-  context.subscriptions.push(...help.start(classroom));
+  context.subscriptions.push(...help.start(classroom), ...look.start(classroom));
   const output = new RunTerminal('Robot run');
   const problems = vscode.languages.createDiagnosticCollection('robot-run');
   const telemetry = new Telemetry();
