@@ -4,7 +4,8 @@
  * page, Look opens the workspace read only, which the student's workspace answer says at once; the
  * file tree opens folder by folder; a file is shown as text (markup in it and in its name stays
  * text), a binary one named; leaving the page ends the look; axe-core finds no serious or critical
- * problem. A screenshot goes to `<tmpdir>/panel-look.png`.
+ * problem; the run in progress shows its output live, as text. Screenshots go to
+ * `<tmpdir>/panel-look.png` and `panel-look-run.png`.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -82,6 +83,21 @@ describe("a coach's look at a student's workspace", () => {
       await shown.waitFor();
       expect(await accessibilityProblems(page)).toEqual([]);
       await page.screenshot({ path: path.join(os.tmpdir(), 'panel-look.png') });
+
+      // The run in progress: its output shows under the files as it is written (as text).
+      await app.store.workspaces.open(ada.workspace.id);
+      const run = await app.store.runs.create(ada.workspace.id);
+      // Kept, then published in this process, as the run controller's collector does (this app runs no change listener).
+      const write = async (offset: number, text: string) => {
+        await app.store.runs.appendOutput([{ runId: run.id, offset, text, sourceBytes: offset + text.length, truncated: false }]);
+        app.store.changes.publishOutput({ runId: run.id, offset, text });
+      };
+      await write(0, 'compiling... 1/3\n');
+      const output = page.getByRole('region', { name: 'The run in progress' }).locator('pre.output');
+      await output.getByText('compiling... 1/3').waitFor();
+      await write(17, '<b>error</b>: not markup\n');
+      await eventually('the output live', async () => (await output.textContent()) === 'compiling... 1/3\n<b>error</b>: not markup\n' || undefined);
+      await page.screenshot({ path: path.join(os.tmpdir(), 'panel-look-run.png'), fullPage: true });
 
       await page.getByRole('link', { name: '← Class' }).click();
       await page.locator('main table.class').waitFor();

@@ -4,14 +4,15 @@
  * coach is looking at your workspace" while it lasts), keeps it every LOOK_KEEP_MS while it is open,
  * and ends it when it closes. It shows the student's files (a folder tree opened folder by folder,
  * and one file's start as text: read by the control plane from their home, never through their
- * editor), what they are doing (from the class view: the run in progress with a link to its live
- * output, how the last one ended, their robot, NetworkTables, a raised hand). Nothing of the
+ * editor), what they are doing (from the class view: the run in progress, its output live under
+ * the files, how the last one ended, their robot, NetworkTables, a raised hand). Nothing of the
  * student's is rendered as markup or run: names and contents are text.
  */
 import type { VNode } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
+import { RunOutput } from './runs.ts';
 import { Link, Loading, Notice, useResource } from './ui.ts';
 import type { HomeFile, HomeListing, Look } from '../../../src/wire/schemas.ts';
 
@@ -176,7 +177,7 @@ export function LookPage({ workspaceId }: { workspaceId: string }): VNode {
             <li>
               <span class="label">Run: </span>${
                 data.run
-                  ? html`<${Link} to=${`/panel/runs/${data.run.id}`}>${data.run.phase === 'queued' ? 'building' : 'running'} (its live output)<//>`
+                  ? html`<${Link} to=${`/panel/runs/${data.run.id}`}>${data.run.phase === 'queued' ? 'building' : 'running'} (open the run)<//>`
                   : html`<span class="muted">none in progress</span>`
               }
             </li>
@@ -207,12 +208,20 @@ export function LookPage({ workspaceId }: { workspaceId: string }): VNode {
           : look.state === 'declined'
             ? html`<${Notice} kind="info">${who} said no to this look. Ask them in person, or open it again later.<//>`
             : html`<div class="look-panes">
-                <section class="files" aria-label="Files">
-                  <h2>Files</h2>
-                  <${Folder} workspaceId=${workspaceId} path="" chosen=${chosen} onChoose=${setChosen} />
-                </section>
-                ${chosen ? html`<${FileView} workspaceId=${workspaceId} path=${chosen} />` : html`<p class="muted">Choose a file to read it.</p>`}
-              </div>`
+                  <section class="files" aria-label="Files">
+                    <h2>Files</h2>
+                    <${Folder} workspaceId=${workspaceId} path="" chosen=${chosen} onChoose=${setChosen} />
+                  </section>
+                  ${chosen ? html`<${FileView} workspaceId=${workspaceId} path=${chosen} />` : html`<p class="muted">Choose a file to read it.</p>`}
+                </div>
+                ${
+                  data?.run
+                    ? html`<section aria-labelledby="look-output-title">
+                        <h2 id="look-output-title">The run in progress</h2>
+                        <${RunOutput} key=${data.run.id} id=${data.run.id} label="Output of the run in progress" />
+                      </section>`
+                    : null
+                }`
     }
   </section>`;
 }

@@ -146,40 +146,6 @@ export function RunPage({ id }: { id: string }): VNode {
     id,
     ['runs', 'status'],
   );
-  const output = useRef<HTMLPreElement>(null);
-  useEffect(() => {
-    const pre = output.current;
-    if (!pre) return undefined;
-    pre.textContent = '';
-    let received = 0;
-    let source: EventSource | undefined;
-    let again: number | undefined;
-    const follow = () => {
-      // EventSource resumes by itself (Last-Event-ID) after a lost connection, a cut one included. A
-      // refusal (429: too many output streams open) closes it for good: it is opened again, from what was received.
-      const opened = new EventSource(`/admin/runs/${id}/output?from=${received}`);
-      source = opened;
-      opened.addEventListener('output', (event) => {
-        const { offset, text } = JSON.parse((event as MessageEvent<string>).data) as { offset: number; text: string };
-        const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-        pre.append(text.slice(Math.max(0, received - offset)));
-        received = Math.max(received, offset + text.length);
-        if (atBottom) pre.scrollTop = pre.scrollHeight;
-      });
-      opened.addEventListener('end', () => {
-        opened.close();
-        reload();
-      });
-      opened.addEventListener('error', () => {
-        if (opened.readyState === EventSource.CLOSED) again = window.setTimeout(follow, REFUSED_RETRY_MS);
-      });
-    };
-    follow();
-    return () => {
-      source?.close();
-      window.clearTimeout(again);
-    };
-  }, [id, Boolean(data)]);
   if (data === null)
     return html`<section>
       <h1>No such run</h1>
@@ -210,6 +176,49 @@ export function RunPage({ id }: { id: string }): VNode {
       <${Link} to=${`/panel/runs?workspace=${data.workspace.id}`}>${data.workspace.slug}'s runs<//>
     </p>
     <h2>Output${data.outputTruncated ? ' (cut at 1 MiB)' : ''}</h2>
-    <pre class="output" ref=${output} tabindex="0" aria-label="Output of the run"></pre>
+    <${RunOutput} id=${id} label="Output of the run" onEnd=${reload} />
   </section>`;
+}
+
+/**
+ * A run's output as it is written: its own event stream from where it starts, resumed by
+ * EventSource after a lost connection, opened again REFUSED_RETRY_MS after a refusal (429); `onEnd`
+ * when the run ends. Text only: the output is appended as text, never parsed as markup.
+ */
+export function RunOutput({ id, label, onEnd }: { id: string; label: string; onEnd?: () => void }): VNode {
+  const output = useRef<HTMLPreElement>(null);
+  useEffect(() => {
+    const pre = output.current;
+    if (!pre) return undefined;
+    pre.textContent = '';
+    let received = 0;
+    let source: EventSource | undefined;
+    let again: number | undefined;
+    const follow = () => {
+      // EventSource resumes by itself (Last-Event-ID) after a lost connection, a cut one included. A
+      // refusal (429: too many output streams open) closes it for good: it is opened again, from what was received.
+      const opened = new EventSource(`/admin/runs/${id}/output?from=${received}`);
+      source = opened;
+      opened.addEventListener('output', (event) => {
+        const { offset, text } = JSON.parse((event as MessageEvent<string>).data) as { offset: number; text: string };
+        const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        pre.append(text.slice(Math.max(0, received - offset)));
+        received = Math.max(received, offset + text.length);
+        if (atBottom) pre.scrollTop = pre.scrollHeight;
+      });
+      opened.addEventListener('end', () => {
+        opened.close();
+        onEnd?.();
+      });
+      opened.addEventListener('error', () => {
+        if (opened.readyState === EventSource.CLOSED) again = window.setTimeout(follow, REFUSED_RETRY_MS);
+      });
+    };
+    follow();
+    return () => {
+      source?.close();
+      window.clearTimeout(again);
+    };
+  }, [id]);
+  return html`<pre class="output" ref=${output} tabindex="0" aria-label=${label}></pre>`;
 }
