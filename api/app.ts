@@ -43,10 +43,12 @@ import { panelRouter } from './panel/index.ts';
 import { redirect, refuseUpgrade, sendError } from './responses.ts';
 import { answerClientError } from './header-overflow.ts';
 import { homeRouter } from './pages/home.ts';
+import { joinRouter } from './pages/join.ts';
 import { linkRouter } from './pages/links.ts';
 import { LiveEvents } from './streams/live.ts';
 import { RunOutputHub } from './streams/run-output.ts';
 import { HomeFiles } from '../src/home-files.ts';
+import { Lessons } from '../src/lessons/lessons.ts';
 import { Imports } from '../src/import/imports.ts';
 import { NotFoundError, ValidationError, type AppError } from '../src/errors.ts';
 
@@ -262,6 +264,8 @@ export function createApp(deps: AppDeps): AppHandlers {
     idleWarningMinutes: config.idleWarningMinutes,
     imports,
     lookConsent: config.lookConsent,
+    lessons: new Lessons({ lessons: store.lessons, dataDir: config.dataDir, maxBytes: config.lessonMaxBytes }),
+    joinCodes: config.joinCodes,
     homeFiles: new HomeFiles(deps.runtime, config.workspaceImage, (error) =>
       categoryLogger(deps.log, 'containers').warning({ error: error instanceof Error ? error.message : String(error) }, "a coach's look could not read a home"),
     ),
@@ -280,6 +284,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       failures: new Throttle(store.rateLimits.limiter('link_failures', 20, 300)),
       log: authLog,
     }),
+    joinRouter({ store, publicOrigin: deps.publicOrigin, enabled: config.joinCodes, log: authLog }),
     homeRouter(),
   ];
   for (const router of routers) {

@@ -62,6 +62,8 @@ const PARAMETER_ERRORS: Record<string, ErrorCode[]> = {
   userId: ['user_not_found', 'validation_error'],
   runId: ['run_not_found'],
   requestId: ['help_request_not_found'],
+  lessonId: ['lesson_not_found'],
+  collectionId: ['collection_not_found'],
   name: ['backup_not_found'],
   entry: ['allowlist_entry_not_found'],
   // A student API's slug that is no workspace is refused as not theirs (403), whoever asks.
@@ -171,6 +173,13 @@ export function openApiDocument(): Record<string, unknown> {
       security: SECURITY[operation.auth],
       parameters: [...pathParameters, ...queryParameters(operation.query)],
       ...(operation.body && { requestBody: { required: true, content: { 'application/json': { schema: operation.body } } } }),
+      ...(operation.upload && {
+        requestBody: {
+          required: true,
+          description: operation.upload.description,
+          content: Object.fromEntries(operation.upload.types.map((type) => [type, { schema: { type: 'string', contentMediaType: type } }])),
+        },
+      }),
       responses,
     };
   }

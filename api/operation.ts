@@ -16,6 +16,7 @@ import { AuthenticationError } from '../src/errors.ts';
 import type { HomeDiskLimit } from '../src/home-disk.ts';
 import type { HomeFiles } from '../src/home-files.ts';
 import type { Imports } from '../src/import/imports.ts';
+import type { Lessons } from '../src/lessons/lessons.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
 import type { Actor } from '../src/store/audit.ts';
@@ -96,6 +97,8 @@ export interface Operation<Path extends string = string, A extends Auth = Auth, 
   query?: Q;
   /** The JSON body's schema. */
   body?: B;
+  /** A file sent as the body instead (the handler reads `ctx.req`): the media types it takes, and what it is. */
+  upload?: { types: string[]; description: string };
   responses: R;
   /**
    * The error codes it gives of its own (its handler and the store and services it calls), beside
@@ -170,8 +173,12 @@ export interface ApiDeps {
   imports: Imports;
   /** Students' homes as a coach's look reads them (a folder, a file's start). */
   homeFiles: HomeFiles;
+  /** Lessons made from uploads, and collections downloaded (what reaches homes is the lesson controller's). */
+  lessons: Lessons;
   /** LOOK_CONSENT: whether a coach's look begins at once or asks the student first. */
   lookConsent: 'always' | 'ask';
+  /** JOIN_CODES=on: coaches may open join codes, and guests join with them. */
+  joinCodes: boolean;
 }
 
 /** The request state the gates and validators leave (read only here, in the one adapter below). */

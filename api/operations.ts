@@ -11,7 +11,9 @@ import * as classView from './resources/class.ts';
 import * as config from './resources/config.ts';
 import * as events from './resources/events.ts';
 import * as help from './resources/help.ts';
+import * as joinCodes from './resources/join-codes.ts';
 import * as links from './resources/links.ts';
+import * as lessons from './resources/lessons.ts';
 import * as looks from './resources/looks.ts';
 import * as nodes from './resources/nodes.ts';
 import * as runs from './resources/runs.ts';
@@ -72,6 +74,19 @@ export const OPERATIONS: AnyOperation[] = [
   looks.file,
   looks.accept,
   looks.decline,
+  lessons.list,
+  lessons.create,
+  lessons.addVersion,
+  lessons.one,
+  lessons.handout,
+  lessons.reset,
+  lessons.collect,
+  lessons.collection,
+  lessons.archive,
+  joinCodes.setting,
+  joinCodes.list,
+  joinCodes.open,
+  joinCodes.close,
   // Student
   student.getWorkspace,
   student.openWorkspace,

@@ -10,11 +10,19 @@ export interface Person {
   id: string;
   email: string;
   role: Role;
+  /** A guest of a join code: until when they may act; null: not a guest. */
+  guestUntil: Date | null;
 }
 
-/** Whether a signed-in user may still act: admins always, others while the allowlist admits their email. */
-export function stillAllowed(person: Pick<Person, 'role' | 'email'>, isAllowed: (email: string) => boolean): boolean {
-  return person.role === 'admin' || isAllowed(person.email);
+/**
+ * Whether a signed-in user may still act: admins always; a guest of a join code (who signed in with
+ * no provider and is on no allowlist) until their code expires or is closed; others while the
+ * allowlist admits their email.
+ */
+export function stillAllowed(person: Pick<Person, 'role' | 'email' | 'guestUntil'>, isAllowed: (email: string) => boolean, now = Date.now()): boolean {
+  if (person.role === 'admin') return true;
+  if (person.guestUntil !== null) return person.guestUntil.getTime() > now;
+  return isAllowed(person.email);
 }
 
 /**

@@ -15,7 +15,10 @@ import { createApp, type AllowlistView, type AppDeps, type AppHandlers } from '.
 import { promoteConfiguredAdmins } from '../controllers/admin-bootstrap.ts';
 import { AllowlistWatcher } from '../controllers/allowlist-watcher.ts';
 import { BackupSchedule } from '../controllers/backup-schedule.ts';
+import { JoinCodeExpiry } from '../controllers/join-code-expiry.ts';
 import { IdleSweep } from '../controllers/idle-sweep.ts';
+import { LessonController, type LessonControllerOptions } from '../controllers/lessons.ts';
+import { LessonFiles } from '../src/lessons/lessons.ts';
 import { Leadership } from '../controllers/leadership.ts';
 import { Manager, type Runnable } from '../controllers/manager.ts';
 import { Periodic } from '../controllers/periodic.ts';
@@ -61,8 +64,8 @@ const SESSION_PRUNE_MS = 60 * 60_000;
  * The long-running parts of a control plane, in the order they are added to its manager and so
  * start (they stop in reverse; controllers/manager.ts). `setup` prints the first-run setup link
  * while no admin exists (it needs `http`'s address). With `leadership`, the leader-only parts
- * (`workspaces` to `backups`: the controllers, the idle sweep, the stats sampler and the backup
- * schedule) run only while this process holds the reconciler lease, made anew for each term on a
+ * (`workspaces` to `lessons`: the controllers, the idle sweep, the stats sampler, the backup
+ * schedule, the join codes' expiry and the lesson controller) run only while this process holds the reconciler lease, made anew for each term on a
  * store that writes under its fence; without it (a test or benchmark driving a controller
  * directly) they run from start to stop, unfenced.
  */
@@ -80,6 +83,8 @@ export const PARTS = [
   'idle',
   'stats',
   'backups',
+  'joins',
+  'lessons',
   'sessions',
 ] as const;
 export type PartName = (typeof PARTS)[number];
@@ -121,7 +126,12 @@ export interface ControlPlaneOptions {
   /** Default: SESSION_SECRET, or the one generated once in DATA_DIR. */
   sessionSecret?: string;
   /** Timings and hooks of the controllers beyond what configuration sets (tests, benchmarks). */
-  tuning?: { workspaces?: Partial<WorkspaceControllerOptions>; runs?: Partial<RunControllerOptions>; idleIntervalMs?: number };
+  tuning?: {
+    workspaces?: Partial<WorkspaceControllerOptions>;
+    runs?: Partial<RunControllerOptions>;
+    lessons?: Partial<LessonControllerOptions>;
+    idleIntervalMs?: number;
+  };
   /** false: every reconcile asks the engine for its containers, as before the shared cache (bench/resync.ts's baseline). Default true. */
   observedStateCache?: boolean;
   /** When start-up began, for the listening line's `startupMs` (default: when this was called). */
@@ -141,6 +151,7 @@ export interface ControlPlane {
   /** Present when its part was asked for (and, with `leadership`, while this process leads). */
   readonly workspaces: WorkspaceController | undefined;
   readonly runs: RunController | undefined;
+  readonly lessons: LessonController | undefined;
   readonly idleSweep: IdleSweep | undefined;
   readonly stats: StatsSampler | undefined;
   /** Present when `leadership` was asked for. */
@@ -353,6 +364,33 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
         new BackupSchedule({ store: termStore, backups, runtime: termRuntime, metrics, log: categoryLogger(log, 'backups'), ...backupSchedule }),
       { leaderOnly: true },
     );
+  // Whatever JOIN_CODES says now: guests of codes opened while it was on are still backed up and removed when their code expires.
+  if (chosen.has('joins'))
+    manager.add(
+      'joins',
+      ({ store: termStore, runtime: termRuntime, backups }) =>
+        new JoinCodeExpiry({ store: termStore, backups, runtime: termRuntime, metrics, log: categoryLogger(log, 'joins') }),
+      { leaderOnly: true },
+    );
+  const lessons = chosen.has('lessons')
+    ? manager.add(
+        'lessons',
+        ({ store: termStore, fence, runtime: termRuntime, backups }) =>
+          new LessonController({
+            store: termStore,
+            fence,
+            runtime: termRuntime,
+            backups,
+            files: new LessonFiles(config.dataDir),
+            image: config.workspaceImage,
+            maxBytes: config.lessonMaxBytes,
+            metrics,
+            log: categoryLogger(log, 'lessons'),
+            ...options.tuning?.lessons,
+          }),
+        { leaderOnly: true },
+      )
+    : undefined;
   if (chosen.has('sessions'))
     manager.add(
       'sessions',
@@ -377,6 +415,9 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
     },
     get runs() {
       return runs?.current;
+    },
+    get lessons() {
+      return lessons?.current;
     },
     get idleSweep() {
       return idle?.current;

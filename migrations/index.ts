@@ -32,6 +32,8 @@ import { CreateWorkspacePresence1795990000000 } from './1795990000000-CreateWork
 import { AddRunProblems1795991000000 } from './1795991000000-AddRunProblems.ts';
 import { CreateWorkspaceUptime1795992000000 } from './1795992000000-CreateWorkspaceUptime.ts';
 import { CreateWorkspaceLooks1795993000000 } from './1795993000000-CreateWorkspaceLooks.ts';
+import { CreateLessons1795994000000 } from './1795994000000-CreateLessons.ts';
+import { CreateJoinCodes1795995000000 } from './1795995000000-CreateJoinCodes.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -69,4 +71,6 @@ export const MIGRATIONS = [
   AddRunProblems1795991000000,
   CreateWorkspaceUptime1795992000000,
   CreateWorkspaceLooks1795993000000,
+  CreateLessons1795994000000,
+  CreateJoinCodes1795995000000,
 ];

@@ -82,8 +82,12 @@ export interface Config {
   containerPidsLimit: number;
   /** The bound on each home (HOME_DISK_LIMIT; 0: none) and how often running homes are measured (HOME_DISK_CHECK_SECONDS). */
   homeDisk: { limitBytes: number; checkMs: number };
+  /** LESSON_MAX_SIZE: the most a lesson's files may hold, unpacked (an upload past it is refused), and what one student's collected lesson folder may (src/lessons/). */
+  lessonMaxBytes: number;
   /** LOOK_CONSENT: whether a coach's look at a workspace begins at once or waits for the student to let it (src/store/looks.ts). */
   lookConsent: 'always' | 'ask';
+  /** JOIN_CODES: whether coaches may open join codes that give guests a workspace without a provider or the allowlist (src/store/join-codes.ts). */
+  joinCodes: boolean;
   /** Where workspaces run (RUNTIME): one Docker Engine, or a Docker Swarm reached through each node's engine (SWARM_ENGINES). */
   runtime: { kind: 'docker' } | { kind: 'swarm'; engines: EngineEndpoint[] };
   /** NODE_LOST_SECONDS: how long a swarm node is down before its workspaces' homes are brought back elsewhere from their latest backup. */
@@ -335,6 +339,20 @@ export const VARIABLES: Record<string, VariableSpec> = {
     },
   },
   HOME_DISK_CHECK_SECONDS: { accepts: 'seconds from 1 to 3600', schema: { type: 'number', minimum: 1, maximum: 3600 }, default: 60 },
+  LESSON_MAX_SIZE: {
+    accepts: 'a size from 1m to 2g: bytes, or a number with k, m or g (e.g. 100m)',
+    schema: { type: 'string' },
+    default: '100m',
+    check: (value) => {
+      const bytes = parseByteSize(value) ?? 0;
+      return bytes >= 1024 * 1024 && bytes <= 2 * 1024 ** 3;
+    },
+  },
+  JOIN_CODES: {
+    accepts: 'off (no join codes) or on (coaches may open join codes for guests)',
+    schema: { enum: ['off', 'on'] },
+    default: 'off',
+  },
   LOOK_CONSENT: {
     accepts: "always (a coach's look begins at once) or ask (the student lets it happen first)",
     schema: { enum: ['always', 'ask'] },
@@ -601,6 +619,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     containerPidsLimit: values.CONTAINER_PIDS_LIMIT as number,
     homeDisk: { limitBytes: parseByteSize(values.HOME_DISK_LIMIT as string)!, checkMs: Math.round((values.HOME_DISK_CHECK_SECONDS as number) * 1000) },
     lookConsent: values.LOOK_CONSENT as 'always' | 'ask',
+    joinCodes: values.JOIN_CODES === 'on',
+    lessonMaxBytes: parseByteSize(values.LESSON_MAX_SIZE as string)!,
     nodeLostMs: Math.round((values.NODE_LOST_SECONDS as number) * 1000),
     outputStreams: {
       perUser: values.OUTPUT_STREAMS_PER_USER as number,

@@ -73,8 +73,24 @@ export const ERROR_CODES = {
     description: 'The path is a file where a folder was asked, a folder where a file was, or a link (links are not followed).',
   },
   invalid_span: { status: 400, description: 'The span of a report is empty: `since` is not before `until`.' },
+  invalid_lesson_name: {
+    status: 400,
+    description: 'A lesson name is its folder: 1 to 60 letters, digits, spaces, dots, dashes or underscores, beginning with a letter or digit.',
+  },
+  lesson_archive_invalid: { status: 400, description: 'The upload is not a .tar, .tar.gz or .zip archive, or is damaged; the message says which.' },
+  lesson_archive_unsafe: {
+    status: 400,
+    description: 'The archive holds a path outside its folder, a link, a device or another entry that is neither file nor folder; the message names it.',
+  },
+  lesson_archive_empty: { status: 400, description: 'The archive holds no file.' },
   invalid_date: { status: 400, description: 'A date flag is not a date, or is in the future where a past one is needed.', outside: 'cli' },
   invalid_flags: { status: 400, description: 'Two flags of the command exclude each other.', outside: 'cli' },
+  join_code_wrong: { status: 400, description: 'The join code typed is not one that is open here.', outside: 'pages' },
+  invalid_display_name: {
+    status: 400,
+    description: "A guest's display name is empty, longer than 60 characters, or holds control characters.",
+    outside: 'pages',
+  },
   // 401, 403: who asks
   authentication_required: { status: 401, description: 'No valid credentials: sign in, or send a valid bearer token.' },
   forbidden: { status: 403, description: 'The credentials do not allow this: not an admin, or not this workspace.' },
@@ -89,8 +105,12 @@ export const ERROR_CODES = {
   allowlist_entry_not_found: { status: 404, description: 'The entry is not in the allowlist.' },
   backup_not_found: { status: 404, description: 'No stored backup has this name.' },
   help_request_not_found: { status: 404, description: 'No help request has this id (or the workspace has none open).' },
+  join_codes_off: { status: 404, description: 'Join codes are off on this server (JOIN_CODES=off).' },
+  join_code_not_found: { status: 404, description: 'No join code has this id.' },
   home_path_unreadable: { status: 409, description: "The file or folder's permissions keep it from the workspace's own user: the student made it unreadable." },
   look_not_found: { status: 404, description: "This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's." },
+  lesson_not_found: { status: 404, description: 'No lesson has this id.' },
+  collection_not_found: { status: 404, description: 'The lesson has no collection with this id.' },
   home_path_not_found: { status: 404, description: 'Nothing is at this path in the home.' },
   volume_not_found: { status: 404, description: "The workspace's home volume does not exist (it never started)." },
   node_not_found: { status: 404, description: 'No swarm node has this name.', outside: 'cli' },
@@ -114,6 +134,9 @@ export const ERROR_CODES = {
   help_request_open: { status: 409, description: 'The student has a help request open already (waiting or taken): one at a time.' },
   look_not_accepted: { status: 409, description: 'The student has not let this look happen yet (LOOK_CONSENT=ask), or said no.' },
   look_answered: { status: 409, description: 'The student answered this look the other way already.' },
+  lesson_exists: { status: 409, description: 'A lesson of this name exists (names are compared without case): give it a new version instead.' },
+  lesson_not_delivered: { status: 409, description: "The lesson has not reached the student's home yet: hand it out first." },
+  collection_not_done: { status: 409, description: 'The collection is not done yet: its snapshots are still being taken (or it is due later).' },
   help_request_taken: { status: 409, description: 'Another coach took the help request first; the message says who.' },
   help_request_closed: { status: 409, description: 'The help request was resolved or withdrawn already; the message says which.' },
   slug_unavailable: { status: 409, description: 'No free workspace slug could be found for the email.', outside: 'pages' },
@@ -125,8 +148,10 @@ export const ERROR_CODES = {
   not_draining: { status: 409, description: 'The node is not draining: nothing was changed.', outside: 'cli' },
   // 410, 413, 415
   link_not_valid: { status: 410, description: 'The one-time link was used, expired, or copied incompletely.', outside: 'pages' },
+  join_code_expired: { status: 410, description: 'The join code expired or was closed: ask the coach for a new one.', outside: 'pages' },
   payload_too_large: { status: 413, description: 'The request body is larger than the API takes (256 KB).' },
   import_too_large: { status: 413, description: 'The repository is larger than IMPORT_MAX_SIZE.', outside: 'import' },
+  lesson_too_large: { status: 413, description: 'The lesson is larger than LESSON_MAX_SIZE (unpacked), or holds more than 20,000 entries.' },
   unsupported_content_encoding: { status: 415, description: 'The request body is compressed: send it without Content-Encoding.' },
   unsupported_media_type: { status: 415, description: "The request body's charset or encoding is not supported." },
   // 429: as much as one may (Retry-After)
@@ -140,6 +165,11 @@ export const ERROR_CODES = {
     description: "A coach read students' files too often lately (60 a minute: each read starts a helper container); Retry-After says when to try again.",
   },
   too_many_help_requests: { status: 429, description: 'The workspace asked for help too often lately (5 in 10 minutes); Retry-After says when to try again.' },
+  too_many_join_attempts: {
+    status: 429,
+    description: 'Too many wrong join codes from this address (10 in 10 minutes): it is locked out for 15 minutes; Retry-After says when to try again.',
+    outside: 'pages',
+  },
   // 431, 499
   headers_too_large: {
     status: 431,
@@ -161,6 +191,11 @@ export const ERROR_CODES = {
   at_capacity: { status: 503, description: 'As many workspaces as the cap are running: your coach has been notified.' },
   allowlist_locked: { status: 503, description: 'The allowlist file is being edited by another process.' },
   imports_busy: { status: 503, description: 'The server is importing as many projects as it does at once.' },
+  joins_busy: {
+    status: 503,
+    description: 'As many join codes were tried in the last minute as the server takes from everyone (120); Retry-After says when.',
+    outside: 'pages',
+  },
   import_interrupted: { status: 503, description: 'The server stopped during the import; nothing was changed.', outside: 'import' },
   import_unavailable: { status: 503, description: 'The host lacks a program importing needs (git, prlimit).', outside: 'import' },
   home_unavailable: { status: 503, description: "The workspace's home cannot be read right now: the Docker Engine (or its swarm node) does not answer." },

@@ -107,9 +107,21 @@ function buildMetrics() {
     }),
     activeWorkspaces: new Gauge({ name: 'active_workspaces', help: 'Workspaces with a running container at the last poll.', registers }),
     idleSweepStops: new Counter({ name: 'idle_sweep_stops_total', help: 'Workspaces stopped by the idle sweep.', registers }),
+    lessonDeliveries: new Counter({
+      name: 'lesson_deliveries_total',
+      help: "Lessons written into students' homes by the lesson controller, by outcome (delivered, failed: given up after its attempts).",
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     scheduledBackups: new Counter({
       name: 'scheduled_backups_total',
       help: 'Scheduled backups of homes, by outcome (ok, failed).',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    joinCodeGuests: new Counter({
+      name: 'join_code_guests_removed_total',
+      help: 'Guests of expired or closed join codes handled by the expiry, by outcome (removed: backed up, or without a home, then deleted; backup_failed: kept, tried again).',
       labelNames: ['outcome'] as const,
       registers,
     }),
@@ -233,6 +245,7 @@ function initialise(metrics: Metrics): Metrics {
   for (const status of KNOWN_LABELS.terminalStatuses) metrics.runsTotal.inc({ terminal_status: status }, 0);
   for (const transition of KNOWN_LABELS.transitions) metrics.leaderTransitions.inc({ transition }, 0);
   for (const outcome of KNOWN_LABELS.backupOutcomes) metrics.scheduledBackups.inc({ outcome }, 0);
+  for (const outcome of ['delivered', 'failed'] as const) metrics.lessonDeliveries.inc({ outcome }, 0);
   for (const bound of KNOWN_LABELS.outputStreamBounds) metrics.runOutputStreamRefusals.inc({ bound }, 0);
   for (const upstream of KNOWN_LABELS.upstreams) metrics.proxyUpstreamUnverified.inc({ upstream }, 0);
   for (const bound of KNOWN_LABELS.tunnelBounds) metrics.proxyTunnelRefusals.inc({ bound }, 0);

@@ -20,7 +20,10 @@ const compilers = lazily(async (): Promise<{ body: Ajv; query: Ajv }> => {
   // ajv-formats is CommonJS: ESM importers find its plugin under `default`. Its RFC 3339 date-time
   // also admits leap seconds (23:59:60), which Date cannot hold, so those are refused as well.
   const rfc3339DateTime = formats.default.get('date-time') as { validate: (text: string) => boolean };
-  query.addFormat('date-time', { type: 'string', validate: (text) => rfc3339DateTime.validate(text) && !Number.isNaN(Date.parse(text)) });
+  for (const ajv of [body, query]) {
+    ajv.addFormat('date-time', { type: 'string', validate: (text) => rfc3339DateTime.validate(text) && !Number.isNaN(Date.parse(text)) });
+    ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+  }
   return { body, query };
 });
 

@@ -18,7 +18,7 @@ import { probeHttp } from '../../src/probe.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../../src/store/runs.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
-import { presentImport, presentRun, presentStudentWorkspace, type IdleForecast } from '../../src/wire/presenters.ts';
+import { presentImport, presentRun, presentStudentLessons, presentStudentWorkspace, type IdleForecast } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
 import { assertSameOrigin, type AuthState } from '../middleware/auth.ts';
 import { json, operation, type ApiDeps } from '../operation.ts';
@@ -54,10 +54,11 @@ const homeDisk = async (deps: ApiDeps, workspaceId: string) => homeDiskStatus(aw
 
 /** The workspace as its student sees it (with its newest run, its idle forecast, its home's fullness and its pages' addresses). */
 async function present(deps: ApiDeps, workspace: WorkspaceRecord): Promise<Wire.StudentWorkspace> {
-  const [[run], disk, look] = await Promise.all([
+  const [[run], disk, look, lessons] = await Promise.all([
     deps.store.runs.recent(workspace.id, 1),
     homeDisk(deps, workspace.id),
     deps.store.looks.activeOn(workspace.id),
+    deps.store.lessons.delivered(workspace.id),
   ]);
   const body = {
     ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null, idleStopMinutes: deps.idleStopMinutes, disk }),
@@ -65,6 +66,8 @@ async function present(deps: ApiDeps, workspace: WorkspaceRecord): Promise<Wire.
     pageUrl: `${deps.publicOrigin}/u/${workspace.slug}/.cp/`,
     // A coach looking, which the page and the editor say while it lasts.
     lookedAt: look ? { by: look.coach.name || look.coach.email, since: look.startedAt.toISOString(), lookId: look.id, asking: look.state === 'asking' } : null,
+    // The lessons that reached the home: the page and the editor say where a new one landed.
+    lessons: presentStudentLessons(lessons.slice(0, 20)),
   };
   return deps.editorUrl ? { ...body, editorUrl: deps.editorUrl(workspace.slug) } : body;
 }

@@ -36,9 +36,11 @@ if [ "$#" -gt 0 ]; then
   exec "$@"
 fi
 
-# Empty: nothing in it, or only the lost+found of a freshly made file system.
+# Empty: nothing in it, or only the lost+found of a freshly made file system, or only the lessons
+# a coach handed out before the student first opened their workspace (the control plane writes them
+# into a home that was never started: the starter project still belongs beside them).
 home_is_empty() {
-  [ -z "$(ls -A "$home" | grep -v -x 'lost+found' || true)" ]
+  [ -z "$(ls -A "$home" | grep -v -x -e 'lost+found' -e 'lessons' || true)" ]
 }
 
 if [ ! -w "$home" ]; then

@@ -12,6 +12,9 @@ import BackupsList from './commands/backups/list.ts';
 import CapGet from './commands/cap/get.ts';
 import CapSet from './commands/cap/set.ts';
 import HelpList from './commands/help/list.ts';
+import JoinCodesClose from './commands/join-codes/close.ts';
+import JoinCodesList from './commands/join-codes/list.ts';
+import JoinCodesOpen from './commands/join-codes/open.ts';
 import Usage from './commands/usage.ts';
 import NodesDrain from './commands/nodes/drain.ts';
 import NodesList from './commands/nodes/list.ts';
@@ -51,5 +54,8 @@ export const COMMANDS = {
   'nodes:drain': NodesDrain,
   'nodes:undrain': NodesUndrain,
   'help:list': HelpList,
+  'join-codes:list': JoinCodesList,
+  'join-codes:open': JoinCodesOpen,
+  'join-codes:close': JoinCodesClose,
   usage: Usage,
 };

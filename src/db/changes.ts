@@ -11,9 +11,13 @@ import type { Logger } from '../log.ts';
  * replica reads the file again, also where it is on a network filesystem that tells no process of
  * an edit made on another host. `nodes`: a swarm node asked to be drained or taken back (the id is its name).
  * `help`: a help request raised, taken, resolved or withdrawn (the id is the request's): nothing
- * converges on it; the panel's live events tell every open panel.
+ * converges on it; the panel's live events tell every open panel. `lessons`: a lesson made, handed
+ * out, reset or collected, or a delivery or snapshot done (the id is the workspace's, or the lesson's):
+ * the lesson controller converges on it; the panel and the student's page hear it. `join_codes`: a
+ * join code opened, closed, joined or its expiry done (the id is the code's): the leader's expiry
+ * wakes on it (controllers/join-code-expiry.ts); the panel's Join codes page hears it.
  */
-export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings', 'allowlist', 'nodes', 'help'] as const;
+export const CHANGE_KINDS = ['workspaces', 'runs', 'users', 'settings', 'allowlist', 'nodes', 'help', 'lessons', 'join_codes'] as const;
 
 /**
  * What changed: desired state (one of CHANGE_KINDS), or `status`: the observed status of a

@@ -106,6 +106,20 @@ echo listed
 find . -mindepth 1 -maxdepth 1 -print0 | xargs -0 -r stat -c '%f %s %n' | head -n "$limit"
 `;
 
+/**
+ * The script of a helper that removes one folder (or file, or link) of a home (`sh -c`; arguments:
+ * the home and the path in it, never part of the script): the folder it is in must resolve inside
+ * the home once every link is followed; the last component is removed as it is (a link, not what it
+ * points at). Prints `removed`, `missing` or `outside`.
+ */
+const REMOVE_SCRIPT = `home=$1 rel=$2
+path=$home/$rel
+{ [ -e "$path" ] || [ -L "$path" ]; } || { echo missing; exit 0; }
+parent=$(readlink -f -- "$(dirname -- "$path")") || { echo missing; exit 0; }
+case $parent in "$home" | "$home"/*) ;; *) echo outside; exit 0 ;; esac
+rm -rf -- "$parent/$(basename -- "$path")" && echo removed
+`;
+
 /** The longest any single engine call may take (a stop waits up to its own timeout inside it): a hung daemon fails the reconcile, which is retried. */
 export const CALL_TIMEOUT_MS = 60_000;
 
@@ -581,15 +595,18 @@ export class DockerRuntime implements WorkspaceRuntime {
     return duUsage(stdout.text, stderr.text, exitCode);
   }
 
-  async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
+  async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, options: { path?: string } = {}): Promise<Readable> {
     // A volume mount of a missing volume would create it, and an empty archive would look like a backup.
     if (!(await this.volumeExists(volume))) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    if (options.path !== undefined && (options.path === '' || options.path.split('/').some((part) => part === '' || part === '.' || part === '..')))
+      throw new Error(`an export names a plain relative path, not ${JSON.stringify(options.path)}`);
     const helper = await this.createHelper(volume, workspace, image, { readOnly: true });
     let archive: Readable;
     try {
-      archive = (await helper.getArchive({ path: HELPER_MOUNT })) as Readable;
+      archive = (await helper.getArchive({ path: options.path === undefined ? HELPER_MOUNT : path.posix.join(HELPER_MOUNT, options.path) })) as Readable;
     } catch (error) {
       await this.remove(helper.id).catch(() => undefined);
+      if (options.path !== undefined && statusOf(error) === 404) throw NotFoundError('home_path_not_found', `Nothing is at ${options.path} in the home.`);
       throw error;
     }
     // The helper goes before the stream reports its end, so a finished export has left nothing behind.
@@ -633,15 +650,59 @@ export class DockerRuntime implements WorkspaceRuntime {
     // A volume mount of a missing volume would create it, and its empty home would answer.
     if (!(await this.volumeExists(volume))) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
     const limit = request.op === 'read' ? request.maxBytes : HOME_LIST_MAX + 1;
-    let helper: Docker.Container;
+    // The path is an argument of our script, never part of it.
+    const helper = await this.homeHelper(
+      volume,
+      workspace,
+      image,
+      ['sh', '-c', LOOK_SCRIPT, 'inspect-home', HOME_PATH, request.op, request.path, String(limit)],
+      {
+        readOnly: true,
+      },
+    );
+    const stdout = new BoundedText(limit * (request.op === 'read' ? 1 : LOOK_LINE_BYTES) + LOOK_LINE_BYTES);
+    const stderr = new BoundedText(4096);
+    const exitCode = await this.runLook(helper, stdout, stderr);
+    return lookAnswer(request, stdout.bytes, exitCode, stderr.text);
+  }
+
+  async removeHomeFolder(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    relative: string,
+  ): Promise<'removed' | 'missing' | 'outside'> {
+    if (!(await this.volumeExists(volume))) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    const helper = await this.homeHelper(volume, workspace, image, ['sh', '-c', REMOVE_SCRIPT, 'remove-home-folder', HOME_PATH, relative], { readOnly: false });
+    const stdout = new BoundedText(LOOK_LINE_BYTES);
+    const stderr = new BoundedText(4096);
+    const exitCode = await this.runLook(helper, stdout, stderr);
+    const said = stdout.bytes.toString('utf8').trim();
+    if (exitCode !== 0 || !(said === 'removed' || said === 'missing' || said === 'outside'))
+      throw new Error(`removing ${relative} from the home failed (exit code ${exitCode}): ${stderr.text.trim().slice(0, 300) || said || 'no answer'}`);
+    return said;
+  }
+
+  /**
+   * A helper container for one look at (or one change of) a home: made from `image` with the volume
+   * at HOME_PATH (read-only unless asked), user 1000:1000, no network, no capabilities, a read-only
+   * root, LOOK_HELPER_LIMITS, no log kept of what it prints, removed by the engine as it ends, and
+   * `command` run under timeout(1) (LOOK_HELPER_SECONDS). Not started (runLook starts it).
+   */
+  private async homeHelper(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    command: string[],
+    options: { readOnly: boolean },
+  ): Promise<Docker.Container> {
     try {
-      helper = await this.docker.createContainer({
+      return await this.docker.createContainer({
         name: `ws-${workspace.slug}-look-${randomBytes(4).toString('hex')}`,
         Image: image,
         User: '1000:1000',
         WorkingDir: '/',
-        // The path is an argument of our script, never part of it.
-        Entrypoint: ['timeout', String(LOOK_HELPER_SECONDS), 'sh', '-c', LOOK_SCRIPT, 'inspect-home', HOME_PATH, request.op, request.path, String(limit)],
+        Entrypoint: ['timeout', String(LOOK_HELPER_SECONDS), ...command],
         Cmd: [],
         Labels: { ...this.baseLabels(workspace), [LABELS.role]: 'backup' },
         NetworkDisabled: true,
@@ -664,7 +725,7 @@ export class DockerRuntime implements WorkspaceRuntime {
               Type: 'volume',
               Source: volume,
               Target: HOME_PATH,
-              ReadOnly: true,
+              ReadOnly: options.readOnly,
               VolumeOptions: { NoCopy: true } as Docker.MountSettings['VolumeOptions'],
             },
           ],
@@ -674,10 +735,6 @@ export class DockerRuntime implements WorkspaceRuntime {
       if (statusOf(error) === 404 && /no such image/i.test((error as Error).message)) throw new ImageMissingError(image);
       throw error;
     }
-    const stdout = new BoundedText(limit * (request.op === 'read' ? 1 : LOOK_LINE_BYTES) + LOOK_LINE_BYTES);
-    const stderr = new BoundedText(4096);
-    const exitCode = await this.runLook(helper, stdout, stderr);
-    return lookAnswer(request, stdout.bytes, exitCode, stderr.text);
   }
 
   /**

@@ -369,13 +369,16 @@ export interface RuntimeVolumes {
   /** Removes a volume by name (a staging volume); already gone is success; one not managed by this control plane is refused (`volume_not_managed`). */
   removeVolumeNamed(volume: string): Promise<void>;
   /**
-   * A tar stream of the volume's contents (see VOLUME_ARCHIVE_ROOT), read through a helper container
-   * (role `backup`) that mounts it read-only and is never started; the helper is removed once the
-   * stream ends (before it reports its end), fails or is destroyed, so the caller must consume or
-   * destroy it. `image` is any local image: nothing runs from it. Fails with `volume_not_found`
-   * when the volume does not exist.
+   * A tar stream of the volume's contents (see VOLUME_ARCHIVE_ROOT), or with `path` (relative to the
+   * home, no `.` or `..` parts) of that folder or file alone (its entries named from its own name:
+   * `<last part of path>/...`), read through a helper container (role `backup`) that mounts it
+   * read-only and is never started; the helper is removed once the stream ends (before it reports
+   * its end), fails or is destroyed, so the caller must consume or destroy it. `image` is any local
+   * image: nothing runs from it. Fails with `volume_not_found` when the volume does not exist, and
+   * `home_path_not_found` when nothing is at `path`. A link on the way to `path` is followed inside
+   * the helper's own file system (the engine's rule): at most the image's files, never the host's.
    */
-  exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable>;
+  exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, options?: { path?: string }): Promise<Readable>;
   /**
    * Extracts `tar` (see VOLUME_ARCHIVE_ROOT) into the volume, creating it first when missing
    * (labelled as ensureVolume labels a home volume), through a helper container (role `backup`)
@@ -414,6 +417,20 @@ export interface RuntimeVolumes {
    * the engine, and an Error saying so when the look takes over 10 s (the helper is then removed).
    */
   inspectHome(volume: string, workspace: { workspaceId: string; slug: string }, image: string, request: HomeRequest): Promise<HomeAnswer>;
+  /**
+   * Removes one folder (or file, or link) of a home, `relative` to it, whether the workspace runs or
+   * not (a lesson folder reset: src/lessons/): in a helper container as inspectHome's, but with the
+   * volume read-write, running a fixed script of ours that takes the path as an argument. The folder
+   * it is in must resolve inside the home once every link is followed (else `outside`, nothing
+   * removed); the last part is removed as it is, a link and not what it points at. Answers
+   * `removed`, or `missing` when nothing was there. Fails as inspectHome does.
+   */
+  removeHomeFolder(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    relative: string,
+  ): Promise<'removed' | 'missing' | 'outside'>;
 }
 
 /** The machines workspaces run on, and the leader's drain of one. A role of WorkspaceRuntime. */
@@ -495,7 +512,18 @@ export interface WorkspaceRuntime extends RuntimeWorkloads, RuntimeVolumes, Runt
  * fails to compile.
  */
 export const ROLE_METHODS = {
-  volumes: ['ensureVolume', 'removeVolume', 'removeVolumes', 'listVolumes', 'volumeExists', 'removeVolumeNamed', 'exportVolume', 'importVolume', 'inspectHome'],
+  volumes: [
+    'ensureVolume',
+    'removeVolume',
+    'removeVolumes',
+    'listVolumes',
+    'volumeExists',
+    'removeVolumeNamed',
+    'exportVolume',
+    'importVolume',
+    'inspectHome',
+    'removeHomeFolder',
+  ],
   nodes: ['nodes', 'setNodeAvailability'],
   stats: ['stats', 'homeUsage'],
 } as const satisfies {

@@ -450,12 +450,21 @@ export class SwarmRuntime implements WorkspaceRuntime {
     this.volumeNodes.delete(volume);
   }
 
-  async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string): Promise<Readable> {
-    return (await this.helperEngine(volume, image)).exportVolume(volume, workspace, image);
+  async exportVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, options: { path?: string } = {}): Promise<Readable> {
+    return (await this.helperEngine(volume, image)).exportVolume(volume, workspace, image, options);
   }
 
   async inspectHome(volume: string, workspace: { workspaceId: string; slug: string }, image: string, request: HomeRequest): Promise<HomeAnswer> {
     return (await this.helperEngine(volume, image)).inspectHome(volume, workspace, image, request);
+  }
+
+  async removeHomeFolder(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    relative: string,
+  ): Promise<'removed' | 'missing' | 'outside'> {
+    return (await this.helperEngine(volume, image)).removeHomeFolder(volume, workspace, image, relative);
   }
 
   /**

@@ -25,7 +25,13 @@ export const CLI_ACTOR: Actor = { id: null, email: 'cli' };
  * a team's repository: each names the backup made of the home first), `help.request`, `help.take`
  * and `help.resolve` (a student raised a hand, a coach took it, a coach resolved it; a student's
  * withdrawal of their own request is not audited), `workspace.view` (a coach began a read-only look
- * at a student's workspace: its files, its run, its robot).
+ * at a student's workspace: its files, its run, its robot), `join_code.open` and `join_code.close` (a
+ * coach opened a join code, or closed it early), `join_code.join` (a guest joined with one),
+ * `join_code.refused` (an address locked out after too many wrong or expired codes: one entry per
+ * lockout, so that a guesser cannot flood the log) and `join_code.expire` (a code's guests backed up
+ * and removed after it expired or was closed, naming the backups), `lesson.create` (a lesson made,
+ * or a new version of its files), `lesson.handout`, `lesson.collect` and `lesson.reset` (a student's
+ * lesson folder made the handed-out files again, after a backup of their home).
  */
 export type AuditAction =
   | 'audit.prune'
@@ -50,7 +56,16 @@ export type AuditAction =
   | 'help.request'
   | 'help.take'
   | 'help.resolve'
-  | 'workspace.view';
+  | 'workspace.view'
+  | 'join_code.open'
+  | 'join_code.close'
+  | 'join_code.join'
+  | 'join_code.refused'
+  | 'join_code.expire'
+  | 'lesson.create'
+  | 'lesson.handout'
+  | 'lesson.collect'
+  | 'lesson.reset';
 
 /** An audit entry to write. */
 export interface AuditInput {

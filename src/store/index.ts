@@ -5,10 +5,12 @@ import { AllowlistStore } from './allowlist.ts';
 import { AuditStore } from './audit.ts';
 import { ClassViewStore } from './class-view.ts';
 import { LookStore } from './looks.ts';
+import { LessonStore } from './lessons.ts';
 import { UsageStore } from './usage.ts';
 import { HandoffStore } from './handoffs.ts';
 import { HelpStore } from './help.ts';
 import { ImportStore } from './imports.ts';
+import { JoinCodeStore } from './join-codes.ts';
 import { LeaderCounterStore } from './leader-counters.ts';
 import { LeaseStore, type Fence } from './leases.ts';
 import { RateLimitStore } from './rate-limits.ts';
@@ -82,6 +84,10 @@ export interface Store {
   usage: UsageStore;
   /** Coaches' read-only looks at students' workspaces: who looks where now. */
   looks: LookStore;
+  /** Join codes and their guests (JOIN_CODES=on). */
+  joinCodes: JoinCodeStore;
+  /** Lessons handed out to students' homes and collected from them. */
+  lessons: LessonStore;
   /** The change feed the store announces to (and callers subscribe to). */
   changes: ChangeFeed;
   /** Resolves when the database answers a trivial query (a function of its own: it may be passed around). */
@@ -140,6 +146,8 @@ export function createStore(options: StoreOptions): Store {
     classView: new ClassViewStore(db),
     usage: new UsageStore(db),
     looks: new LookStore(db, mutate, rateLimits),
+    joinCodes: new JoinCodeStore(db, mutate, rateLimits),
+    lessons: new LessonStore(db, mutate),
     changes,
     ping: async () => void (await db.query('SELECT 1')),
   };

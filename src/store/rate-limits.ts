@@ -28,11 +28,16 @@ export async function overLimit(limiter: RateLimiterAbstract, key: string): Prom
  * limiter; each limit's keys are `<name>:<key>`.
  */
 export class RateLimitStore {
-  private readonly client: { query(query: { text: string; values?: unknown[] }): Promise<{ rows: unknown[] }> };
+  private readonly client: { query(query: { text: string; values?: unknown[] }): Promise<{ rows: unknown[]; rowCount: number }> };
 
   constructor(db: DataSource) {
-    // The shape of a pg Pool that the limiter uses: text and values (its statement names are not needed).
-    this.client = { query: async ({ text, values }) => ({ rows: await queryRows(db, text, values ?? []) }) };
+    // The shape of a pg Pool that the limiter uses: text and values (its statement names are not needed); `get` reads rowCount.
+    this.client = {
+      query: async ({ text, values }) => {
+        const rows = await queryRows(db, text, values ?? []);
+        return { rows, rowCount: rows.length };
+      },
+    };
   }
 
   /** A limit of `points` per `durationSeconds` per key, named `name` (distinct for each limit). */

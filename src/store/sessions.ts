@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { signalChannel } from '../db/changes.ts';
 import { col, rowCodec } from './row-codec.ts';
-import { USERS, type Role } from './users.ts';
+import { GUEST_UNTIL, USERS, type Role } from './users.ts';
 
 /** How long a session lives without use when koa-session gives no maxAge ("session" cookies). */
 const SESSION_COOKIE_TTL_MS = 24 * 60 * 60 * 1000;
@@ -25,7 +25,7 @@ const SESSIONS = rowCodec('sessions', { id: col.text, user_id: col.nullable(col.
 const DATA = SESSIONS.pick('data');
 const IDS = SESSIONS.pick('id');
 /** The user behind a session: the users table's columns the proxy needs. */
-const SESSION_USERS = USERS.pick('id', 'email', 'role');
+const SESSION_USERS = USERS.pick('id', 'email', 'role', 'guest_until');
 
 /** The external store koa-session calls. */
 interface KoaSessionStore {
@@ -39,6 +39,8 @@ export interface SessionUser {
   id: string;
   email: string;
   role: Role;
+  /** A guest of a join code: until when they may act; null: not a guest (UserRecord.guestUntil). */
+  guestUntil: Date | null;
 }
 
 /**
@@ -88,12 +90,14 @@ export class SessionStore {
     return (await IDS.all(this.db, 'DELETE FROM sessions WHERE expires_at <= now() RETURNING id')).length;
   }
 
-  /** The user behind a live session (id, email and role), or undefined. */
-  userOf(sessionId: string): Promise<SessionUser | undefined> {
-    return SESSION_USERS.first(
+  /** The user behind a live session (id, email, role, and until when a guest may act), or undefined. */
+  async userOf(sessionId: string): Promise<SessionUser | undefined> {
+    const row = await SESSION_USERS.first(
       this.db,
-      'SELECT u.id, u.email, u.role FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1 AND s.expires_at > now()',
+      `SELECT u.id, u.email, u.role, ${GUEST_UNTIL} FROM sessions s JOIN users u ON u.id = s.user_id LEFT JOIN join_codes c ON c.id = u.join_code_id
+       WHERE s.id = $1 AND s.expires_at > now()`,
       [sessionId],
     );
+    return row && { id: row.id, email: row.email, role: row.role, guestUntil: row.guest_until };
   }
 }

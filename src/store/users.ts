@@ -21,15 +21,28 @@ export interface UserRecord {
   role: Role;
   workspaceId: string | null;
   workspaceSlug: string | null;
+  /** A guest of a join code (src/store/join-codes.ts): until when they may act (the code's expiry, or its early close); null: not a guest. */
+  guestUntil: Date | null;
 }
 
-const SELECT_USERS = `SELECT u.id, u.name, u.email, u.role, w.id AS workspace_id, w.slug AS workspace_slug
-  FROM users u LEFT JOIN workspaces w ON w.user_id = u.id`;
+/** Until when a guest of a join code may act (`c` the code joined to `u`): its expiry, or its close when that came first; NULL for anyone else. */
+export const GUEST_UNTIL = 'CASE WHEN u.join_code_id IS NULL THEN NULL ELSE LEAST(c.expires_at, COALESCE(c.closed_at, c.expires_at)) END AS guest_until';
+
+const SELECT_USERS = `SELECT u.id, u.name, u.email, u.role, w.id AS workspace_id, w.slug AS workspace_slug, ${GUEST_UNTIL}
+  FROM users u LEFT JOIN workspaces w ON w.user_id = u.id LEFT JOIN join_codes c ON c.id = u.join_code_id`;
 
 /** The users table's columns and their workspace's id and slug (SELECT_USERS), as the store reads them; its picks serve the other stores' reads of users. */
 export const USERS = rowCodec(
   'users',
-  { id: col.text, name: col.text, email: col.text, role: col.oneOf(ROLES), workspace_id: col.nullable(col.text), workspace_slug: col.nullable(col.text) },
+  {
+    id: col.text,
+    name: col.text,
+    email: col.text,
+    role: col.oneOf(ROLES),
+    workspace_id: col.nullable(col.text),
+    workspace_slug: col.nullable(col.text),
+    guest_until: col.nullable(col.timestamp),
+  },
   (row): UserRecord => ({
     id: row.id,
     name: row.name,
@@ -37,6 +50,7 @@ export const USERS = rowCodec(
     role: row.role,
     workspaceId: row.workspace_id,
     workspaceSlug: row.workspace_slug,
+    guestUntil: row.guest_until,
   }),
 );
 const IDS = USERS.pick('id');

@@ -3,12 +3,15 @@
  * API (and of the CLI's --json), each presenter producing a type of the contract (schemas.ts).
  * Dates become ISO 8601 strings; a student never sees where their editor or simulator runs.
  */
+import type { Static } from 'typebox';
 import type { StoredBackup } from '../backup/backups.ts';
 import { homeDiskStatus, type HomeDiskLimit, type HomeDiskStatus } from '../home-disk.ts';
 import type { AuditPage as AuditRecords } from '../store/audit.ts';
 import { runOutcome, type ClassStudentRecord } from '../store/class-view.ts';
 import type { HelpRequestRecord } from '../store/help.ts';
 import type { ImportRecord } from '../store/imports.ts';
+import type { JoinCodeRecord } from '../store/join-codes.ts';
+import type { CollectionRecord, DeliveryRecord, LessonDetail, LessonRecord, LessonVersion as LessonVersionRecord } from '../store/lessons.ts';
 import type { LookRecord } from '../store/looks.ts';
 import type { NodeView } from '../store/nodes.ts';
 import type { Presence } from '../store/presence.ts';
@@ -16,6 +19,7 @@ import type { ClassRun as ClassRunRecord, RunRecord } from '../store/runs.ts';
 import { linkPath, type NewLink } from '../store/sign-in-links.ts';
 import type { UsageRecord } from '../store/usage.ts';
 import type { UserRecord } from '../store/users.ts';
+import type * as Schemas from './schemas.ts';
 import type { ClassSummary, WorkspaceListPage, WorkspaceListRow } from '../store/workspace-list.ts';
 import type { DesiredState, Overview as OverviewRecords, WorkspaceRecord } from '../store/workspaces.ts';
 import type {
@@ -27,6 +31,7 @@ import type {
   ClassView,
   HelpRequest,
   HomeDisk,
+  JoinCode,
   Look,
   Overview,
   Refusal,
@@ -416,4 +421,103 @@ export function presentLook(look: LookRecord): Look {
     endsAt: look.endsAt.toISOString(),
     live: look.live,
   };
+}
+
+/** A join code and its guests, as the admin API and `cli join-codes` show it. */
+export function presentJoinCode(code: JoinCodeRecord): JoinCode {
+  return {
+    id: code.id,
+    code: code.code,
+    label: code.label,
+    openedBy: code.openedBy,
+    openedAt: code.openedAt.toISOString(),
+    expiresAt: code.expiresAt.toISOString(),
+    closedAt: iso(code.closedAt),
+    closedBy: code.closedBy,
+    state: code.state,
+    joined: code.joined,
+    guests: code.guests,
+    handledAt: iso(code.handledAt),
+    backups: code.backups,
+  };
+}
+
+/** A lesson as the admin API shows it. */
+export function presentLesson(lesson: LessonRecord): Static<typeof Schemas.Lesson> {
+  return {
+    id: lesson.id,
+    name: lesson.name,
+    createdBy: lesson.createdBy,
+    createdAt: lesson.createdAt.toISOString(),
+    latest: presentLessonVersion(lesson.latest),
+    deliveries: lesson.deliveries,
+  };
+}
+
+/** A version of a lesson's files. */
+export function presentLessonVersion(version: LessonVersionRecord): Static<typeof Schemas.LessonVersion> {
+  return { ...version, createdAt: version.createdAt.toISOString() };
+}
+
+/** One student's delivery of a lesson. */
+export function presentDelivery(delivery: DeliveryRecord): Static<typeof Schemas.LessonDelivery> {
+  return {
+    workspaceId: delivery.workspaceId,
+    slug: delivery.slug,
+    version: delivery.version,
+    state: delivery.state,
+    folder: delivery.folder,
+    message: delivery.message,
+    attempts: delivery.attempts,
+    requestedAt: delivery.requestedAt.toISOString(),
+    deliveredAt: iso(delivery.deliveredAt),
+    resetRequestedAt: iso(delivery.resetRequestedAt),
+    resetBackup: delivery.resetBackup,
+    resetAt: iso(delivery.resetAt),
+  };
+}
+
+/** A collection of a lesson and its snapshots. */
+export function presentCollection(collection: CollectionRecord): Static<typeof Schemas.LessonCollection> {
+  return {
+    id: collection.id,
+    lessonId: collection.lessonId,
+    requestedBy: collection.requestedBy,
+    requestedAt: collection.requestedAt.toISOString(),
+    dueAt: collection.dueAt.toISOString(),
+    doneAt: iso(collection.doneAt),
+    snapshots: collection.snapshots.map((snapshot) => ({
+      workspaceId: snapshot.workspaceId,
+      slug: snapshot.slug,
+      state: snapshot.state,
+      folders: snapshot.folders,
+      files: snapshot.files,
+      sizeBytes: snapshot.sizeBytes,
+      message: snapshot.message,
+      takenAt: iso(snapshot.takenAt),
+    })),
+  };
+}
+
+/** A lesson with its versions, deliveries and collections. */
+export function presentLessonDetail(detail: LessonDetail): Static<typeof Schemas.LessonDetail> {
+  return {
+    lesson: presentLesson(detail),
+    versions: detail.versions.map(presentLessonVersion),
+    students: detail.students.map(presentDelivery),
+    collections: detail.collections.map(presentCollection),
+  };
+}
+
+/** The lessons that reached a student's home, newest first, as their page and editor say them. */
+export function presentStudentLessons(deliveries: DeliveryRecord[]): Static<typeof Schemas.StudentLesson>[] {
+  return deliveries
+    .filter((delivery) => delivery.deliveredAt && delivery.folder)
+    .map((delivery) => ({
+      name: delivery.lessonName,
+      version: delivery.version,
+      folder: delivery.folder!,
+      deliveredAt: delivery.deliveredAt!.toISOString(),
+      beside: delivery.folder !== delivery.lessonName,
+    }));
 }

@@ -158,6 +158,15 @@ export const HomeDisk = Strict(
 );
 export type HomeDisk = Static<typeof HomeDisk>;
 
+/** A lesson that reached a student's home, as their page and editor say it. */
+export const StudentLesson = Strict({
+  name: Type.String(),
+  version: Type.Integer({ minimum: 1 }),
+  folder: Type.String({ description: 'Under `lessons/` of the home.' }),
+  deliveredAt: Time,
+  beside: Type.Boolean({ description: 'It landed beside an earlier folder of the same name, which is as the student left it.' }),
+});
+
 /** A workspace as its student sees it. */
 export const StudentWorkspace = Strict({
   id: Uuid,
@@ -193,6 +202,9 @@ export const StudentWorkspace = Strict({
         { description: 'A coach looking at this workspace now, read only (its files, its run, its robot), or asking to; null: no one.' },
       ),
     ),
+  ),
+  lessons: Type.Optional(
+    Type.Array(StudentLesson, { description: 'The lessons handed out that reached the home (under `lessons/`), newest first, at most 20.' }),
   ),
 });
 export type StudentWorkspace = Static<typeof StudentWorkspace>;
@@ -545,6 +557,42 @@ export const HomeFile = Strict({
 });
 export type HomeFile = Static<typeof HomeFile>;
 
+// --- Join codes -----------------------------------------------------------------------------------
+
+/** A guest of a join code: a user made by joining with it, and their workspace. */
+export const JoinGuest = Strict({
+  userId: Uuid,
+  name: Type.String({ description: 'The display name they typed.' }),
+  workspaceId: Nullable(Uuid),
+  workspaceSlug: Nullable(Type.String()),
+});
+export type JoinGuest = Static<typeof JoinGuest>;
+/** A join code, with its guests now. */
+export const JoinCode = Strict({
+  id: Uuid,
+  code: Type.String({ pattern: '^[A-Z2-9]{4}-[A-Z2-9]{4}$', description: 'As shown and typed: `ABCD-EFGH` (typed in any case, with or without the dash).' }),
+  label: Type.String({ description: "The coach's label (`Outreach day`), or empty." }),
+  openedBy: Strict({ id: Nullable(Uuid), email: Type.String() }),
+  openedAt: Time,
+  expiresAt: Time,
+  closedAt: Nullable(Time),
+  closedBy: Nullable(Type.String({ description: 'Who closed it early (an email, `cli`, `admin-token`).' })),
+  state: Type.Enum(['open', 'expired', 'closed'], { description: '`open`: guests may join; `expired`: its hours passed; `closed`: a coach closed it early.' }),
+  joined: Type.Integer({ minimum: 0, description: 'How many guests ever joined with it.' }),
+  guests: Type.Array(JoinGuest, { description: 'Its guests still here: none once its expiry is handled.' }),
+  handledAt: Nullable(Type.String({ format: 'date-time', description: 'When every guest was backed up and removed; null until then.' })),
+  backups: Type.Array(Type.String(), { description: "The backups its expiry made of its guests' homes." }),
+});
+export type JoinCode = Static<typeof JoinCode>;
+/** GET /admin/join-codes: the 50 newest codes, open and past, newest first. */
+export const JoinCodeList = Strict({ codes: Type.Array(JoinCode) });
+export type JoinCodeList = Static<typeof JoinCodeList>;
+export const JoinCodeAnswer = Strict({ code: JoinCode });
+export type JoinCodeAnswer = Static<typeof JoinCodeAnswer>;
+/** GET /admin/config/join-codes: whether JOIN_CODES is on. */
+export const JoinCodesSetting = Strict({ enabled: Type.Boolean({ description: 'JOIN_CODES=on: coaches may open join codes.' }) });
+export type JoinCodesSetting = Static<typeof JoinCodesSetting>;
+
 // --- Cap, allowlist, audit, links, backups --------------------------------------------------------
 
 export const Cap = Strict({ value: Type.Integer(), source: CapSource });
@@ -607,3 +655,82 @@ export const RestoreAnswer = Strict({
   kept: Nullable(Type.String({ description: 'The backup that keeps the files the restore replaced.' })),
 });
 export type RestoreAnswer = Static<typeof RestoreAnswer>;
+
+/** One version of a lesson's files. */
+export const LessonVersion = Strict({
+  version: Type.Integer({ minimum: 1 }),
+  files: Type.Integer({ minimum: 0 }),
+  sizeBytes: Type.Integer({ minimum: 0, description: 'Bytes of its files, unpacked.' }),
+  sha256: Type.String({ description: 'SHA-256 of the version as kept (a tar of its files).' }),
+  createdBy: Type.String(),
+  createdAt: Time,
+});
+
+/** A lesson: a folder handed out to students' homes under `lessons/<name>/`. */
+export const Lesson = Strict({
+  id: Uuid,
+  name: Type.String({ description: 'The folder it lands in, under `lessons/` of each home.' }),
+  createdBy: Type.String(),
+  createdAt: Time,
+  latest: LessonVersion,
+  deliveries: Strict(
+    { pending: Type.Integer({ minimum: 0 }), delivered: Type.Integer({ minimum: 0 }), failed: Type.Integer({ minimum: 0 }) },
+    { description: 'How its handouts stand, every version counted.' },
+  ),
+});
+export type Lesson = Static<typeof Lesson>;
+export const LessonAnswer = Strict({ lesson: Lesson });
+export const LessonList = Strict({ lessons: Type.Array(Lesson) });
+
+/** One student's delivery of one version of a lesson. */
+export const LessonDelivery = Strict({
+  workspaceId: Uuid,
+  slug: Type.String(),
+  version: Type.Integer({ minimum: 1 }),
+  state: Type.Enum(['pending', 'delivered', 'failed'], { description: '`pending`: on its way; `failed`: given up after 5 attempts (`message` says why).' }),
+  folder: Nullable(Type.String({ description: 'Where it landed, under `lessons/`: the lesson\'s name, or beside an earlier version ("Intro (v2)").' })),
+  message: Type.String({ description: 'Why the last attempt failed; empty when none did.' }),
+  attempts: Type.Integer({ minimum: 0 }),
+  requestedAt: Time,
+  deliveredAt: Nullable(Time),
+  resetRequestedAt: Nullable(Time),
+  resetBackup: Nullable(Type.String({ description: 'The stored backup made before the last reset of the folder.' })),
+  resetAt: Nullable(Time),
+});
+export const LessonResetAnswer = Strict({ delivery: LessonDelivery });
+export const HandoutAnswer = Strict({
+  version: Type.Integer({ minimum: 1, description: 'The version handed out (the latest).' }),
+  students: Type.Integer({ minimum: 0, description: 'How many students it is now on its way to (those who have it already are not counted).' }),
+});
+
+/** One student's snapshot in a collection. */
+export const LessonSnapshot = Strict({
+  workspaceId: Uuid,
+  slug: Type.String(),
+  state: Type.Enum(['pending', 'taken', 'missing', 'failed'], { description: '`missing`: no folder of the lesson was in their home.' }),
+  folders: Type.Array(Type.String(), { description: 'The lesson folders collected, under `lessons/`.' }),
+  files: Type.Integer({ minimum: 0 }),
+  sizeBytes: Type.Integer({ minimum: 0 }),
+  message: Type.String(),
+  takenAt: Nullable(Time),
+});
+
+/** A collection of a lesson: a snapshot of each student's lesson folders, taken when it is due. */
+export const LessonCollection = Strict({
+  id: Uuid,
+  lessonId: Uuid,
+  requestedBy: Type.String(),
+  requestedAt: Time,
+  dueAt: Time,
+  doneAt: Nullable(Time),
+  snapshots: Type.Array(LessonSnapshot),
+});
+export const CollectionAnswer = Strict({ collection: LessonCollection });
+
+/** A lesson with its versions (newest first), every student's deliveries and its collections (newest first). */
+export const LessonDetail = Strict({
+  lesson: Lesson,
+  versions: Type.Array(LessonVersion),
+  students: Type.Array(LessonDelivery),
+  collections: Type.Array(LessonCollection),
+});

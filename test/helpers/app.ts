@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 import type { AllowlistView } from '../../api/app.ts';
 import type { AllowlistFile } from '../../src/allowlist/allowlist-file.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createControlPlane, type PartName } from '../../bin/control-plane.ts';
+import { createControlPlane, type ControlPlaneOptions, type PartName } from '../../bin/control-plane.ts';
 import type { ChangeFeed } from '../../src/db/changes.ts';
 import { createRootLogger } from '../../src/log.ts';
 import type { Metrics } from '../../src/metrics.ts';
@@ -40,7 +40,14 @@ export interface TestApp {
 export async function startApp(
   dataSource: DataSource,
   env: Record<string, string> = {},
-  options: { allowlist?: AllowlistView; allowlistFile?: AllowlistFile; port?: number; changes?: ChangeFeed; parts?: PartName[] } = {},
+  options: {
+    allowlist?: AllowlistView;
+    allowlistFile?: AllowlistFile;
+    port?: number;
+    changes?: ChangeFeed;
+    parts?: PartName[];
+    tuning?: ControlPlaneOptions['tuning'];
+  } = {},
 ): Promise<TestApp> {
   const dataDir = options.allowlistFile ? path.dirname(options.allowlistFile.path) : mkdtempSync(path.join(os.tmpdir(), 'cp-test-app-'));
   const config = loadConfig({ DATA_DIR: dataDir, ...env });
@@ -56,6 +63,7 @@ export async function startApp(
     changes: options.changes,
     allowlist: options.allowlist ?? { isAllowed: () => true },
     sessionSecret: TEST_SESSION_SECRET,
+    tuning: options.tuning,
   });
   await plane.start();
   const { server } = plane.http!;

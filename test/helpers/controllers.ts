@@ -196,10 +196,11 @@ export async function codeServerLog(runtime: WorkspaceRuntime, workspaceId: stri
 /**
  * Runs `command` in a running container through the docker CLI (`docker exec`) and returns its exit
  * code and output (stdout and stderr together): the engine's own client, with no stream to demultiplex.
+ * `user`: as whom (default: the container's user).
  */
-export function execIn(containerId: string, command: string[]): Promise<{ code: number; output: string }> {
+export function execIn(containerId: string, command: string[], options: { user?: string } = {}): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
-    execFile('docker', ['exec', containerId, ...command], { timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile('docker', ['exec', ...(options.user ? ['--user', options.user] : []), containerId, ...command], { timeout: 30_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : undefined;
       if (code === undefined) reject(new Error(`docker exec in ${containerId} failed: ${error!.message}`));
       else resolve({ code, output: stdout + stderr });

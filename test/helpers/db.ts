@@ -31,7 +31,7 @@ export async function openTestDatabase(): Promise<{ url: string; dataSource: Dat
 /** Empties every table and puts the settings back to their migrated state. */
 export async function truncateAll(dataSource: DataSource): Promise<void> {
   await dataSource.query(
-    'TRUNCATE users, workspaces, runs, audit_log, sessions, sign_in_links, leader_lease, handoff_codes, rate_limits, capacity_refusals, leader_counters, nodes, node_drains RESTART IDENTITY CASCADE',
+    'TRUNCATE users, workspaces, runs, audit_log, sessions, sign_in_links, leader_lease, handoff_codes, rate_limits, capacity_refusals, leader_counters, nodes, node_drains, lessons RESTART IDENTITY CASCADE',
   );
   await dataSource.query('UPDATE settings SET value = NULL');
 }

@@ -384,6 +384,23 @@ export class MemoryRuntime implements WorkspaceRuntime {
     return { outcome: 'listed', entries: entries.slice(0, HOME_LIST_MAX), truncated: entries.length > HOME_LIST_MAX };
   }
 
+  /** Removes a path of `homes` and everything under it (links on the way are not resolved here: tests name plain paths). */
+  async removeHomeFolder(
+    volume: string,
+    _workspace: { workspaceId: string; slug: string },
+    _image: string,
+    relative: string,
+  ): Promise<'removed' | 'missing' | 'outside'> {
+    this.fail('removeHomeFolder');
+    if (!this.volumes.has(volume)) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    const home = this.homes.get(volume) ?? new Map<string, MemoryHomeNode>();
+    const under = [...home.keys()].filter((key) => key === relative || key.startsWith(`${relative}/`));
+    if (under.length === 0) return 'missing';
+    for (const key of under) home.delete(key);
+    this.actions.push(`remove ${relative} from ${volume}`);
+    return 'removed';
+  }
+
   async volumeExists(volume: string): Promise<boolean> {
     this.fail('volumeExists');
     return this.volumes.has(volume);

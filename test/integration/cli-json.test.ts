@@ -48,6 +48,9 @@ const CONTRACTS: Record<keyof typeof COMMANDS, Contract> = {
   status: { schema: Wire.CliStatus },
   'nodes:list': { operation: ['GET', '/admin/nodes', 200] },
   'help:list': { operation: ['GET', '/admin/help', 200] },
+  'join-codes:list': { operation: ['GET', '/admin/join-codes', 200] },
+  'join-codes:open': { operation: ['POST', '/admin/join-codes', 201] },
+  'join-codes:close': { operation: ['POST', '/admin/join-codes/{codeId}/close', 200] },
   usage: { operation: ['GET', '/admin/usage', 200] },
   backup: { cliOnly: 'writes the backup where it is told (--output FILE, or stdout), not only among the stored ones the API lists' },
   'setup-link': { cliOnly: "the first admin's link, which the API cannot make (no admin to ask for it yet)" },
@@ -59,7 +62,7 @@ const CONTRACTS: Record<keyof typeof COMMANDS, Contract> = {
 beforeEach(async () => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'cp-cli-json-'));
   await writeFile(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: ['school.test', 'ada@elsewhere.org'] }));
-  env = { DATABASE_URL: db.url, DATA_DIR: dataDir, NODE_ENV: 'test', SERVICE_ADMIN_EMAIL: 'head@school.test' };
+  env = { DATABASE_URL: db.url, DATA_DIR: dataDir, NODE_ENV: 'test', SERVICE_ADMIN_EMAIL: 'head@school.test', JOIN_CODES: 'on' };
   store = testStore(db.dataSource);
 });
 
@@ -108,6 +111,8 @@ it("prints with --json what the command's API twin answers, or its own wire type
     { name: 'n1', state: 'ready', availability: 'active', address: '', memoryBytes: 8 * 1024 ** 3, reservedMemoryBytes: 0, nanoCpus: 4e9, reachable: true },
   ]);
 
+  const opened = await store.joinCodes.open({ id: null, email: 'cli' }, { hours: 2 });
+
   const runs: [keyof typeof COMMANDS, string[]][] = [
     ['allowlist:list', ['allowlist', 'list']],
     ['allowlist:add', ['allowlist', 'add', 'cy@school.org']],
@@ -125,6 +130,9 @@ it("prints with --json what the command's API twin answers, or its own wire type
     ['status', ['status']],
     ['nodes:list', ['nodes', 'list']],
     ['help:list', ['help', 'list']],
+    ['join-codes:open', ['join-codes', 'open', '--hours', '3', '--label', 'Outreach day']],
+    ['join-codes:list', ['join-codes', 'list']],
+    ['join-codes:close', ['join-codes', 'close', opened.code]],
     ['usage', ['usage', '--since', '2026-01-01']],
     ['users:delete', ['users', 'delete', 'bob@school.test', '--yes']],
   ];

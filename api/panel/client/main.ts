@@ -7,6 +7,7 @@ import { AuditPage } from './audit.ts';
 import { ClassPage } from './class.ts';
 import { BackupsPage } from './backups.ts';
 import { HandNotice, HelpBadge, HelpPage, useHelpQueue, useNewHands, type HelpQueue } from './help.ts';
+import { JoinCodesPage, useJoinCodesOn } from './join-codes.ts';
 import { LookPage } from './look.ts';
 import { html } from './html.ts';
 import { OverviewPage } from './overview.ts';
@@ -27,6 +28,9 @@ const TABS: [path: string, label: string][] = [
   ['/panel/backups', 'Backups'],
 ];
 
+/** The Join codes tab (shown only while JOIN_CODES=on). */
+const JOIN_CODES_TAB: [path: string, label: string] = ['/panel/join-codes', 'Join codes'];
+
 function Page({ url, me, help }: { url: URL; me: string; help: Resource<HelpQueue> }): VNode {
   const run = /^\/panel\/runs\/([0-9a-f-]{36})\/?$/.exec(url.pathname);
   if (run) return html`<${RunPage} id=${run[1]} />`;
@@ -43,6 +47,8 @@ function Page({ url, me, help }: { url: URL; me: string; help: Resource<HelpQueu
       return html`<${ClassPage} url=${url} />`;
     case '/panel/help':
       return html`<${HelpPage} help=${help} me=${me} />`;
+    case '/panel/join-codes':
+      return html`<${JoinCodesPage} />`;
     case '/panel/allowlist':
       return html`<${AllowlistPage} />`;
     case '/panel/audit':
@@ -70,11 +76,14 @@ function App(): VNode {
   }, []);
   useEffect(() => {
     const label =
-      TABS.find(([path]) => path !== '/panel/' && url.pathname.startsWith(path))?.[1] ??
+      [...TABS, JOIN_CODES_TAB].find(([path]) => path !== '/panel/' && url.pathname.startsWith(path))?.[1] ??
       (url.pathname.replace(/\/$/, '') === '/panel' ? 'Overview' : 'Admin panel');
     document.title = `${label} · Admin panel`;
   }, [url.pathname]);
   const current = url.pathname.replace(/\/$/, '');
+  // The Join codes tab, after Help, only while JOIN_CODES=on.
+  const joinCodesOn = useJoinCodesOn();
+  const tabs = joinCodesOn ? TABS.flatMap((tab) => (tab[0] === '/panel/help' ? [tab, JOIN_CODES_TAB] : [tab])) : TABS;
   // Capacity refusals reach the coach on every page: one small toast in a corner until dismissed (the latest refusal and how
   // many came since it was last dismissed), and a count on Overview until it is looked at.
   const [toast, setToast] = useState<{ latest: Refusal; count: number } | undefined>(undefined);
@@ -111,7 +120,7 @@ function App(): VNode {
       <span class="brand">Classroom workspaces</span>
       <nav aria-label="Admin panel">
         <ul>
-          ${TABS.map(
+          ${tabs.map(
             ([path, label]) =>
               html`<li key=${path}>
                 <${Link} to=${path} current=${current === path.replace(/\/$/, '') || (path !== '/panel/' && current.startsWith(path))}

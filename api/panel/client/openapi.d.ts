@@ -772,6 +772,195 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/lessons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every lesson, by name, with its latest version and how its handouts stand. */
+        get: operations["getAdminLessons"];
+        put?: never;
+        /** Makes a lesson of an uploaded archive (audit `lesson.create`): its name is the folder it lands in, under `lessons/` of each home. */
+        post: operations["postAdminLessons"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Gives a lesson a new version of its files (audit `lesson.create`); handed out, it lands beside the earlier one in a home that has it (`lessons/<name> (v2)/`), and the student is told. */
+        post: operations["postAdminLessonsByLessonIdVersions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A lesson with its versions, every student's deliveries (where each landed, or why it failed) and its collections. */
+        get: operations["getAdminLessonsByLessonId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}/handout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Hands the lesson's latest version out (audit `lesson.handout`) to every student (`all`) or to the named workspaces: it lands in each home under `lessons/`, whether the workspace runs or not. Those who have it already are left as they are. */
+        post: operations["postAdminLessonsByLessonIdHandout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes one student's folder of the lesson the handed-out files again (audit `lesson.reset`), after a backup of their home: their changes to it are in that backup. */
+        post: operations["postAdminLessonsByLessonIdReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}/collections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Collects the lesson (audit `lesson.collect`): a snapshot of each student's folders of it, taken now or at `dueAt`, downloadable as one archive once done. */
+        post: operations["postAdminLessonsByLessonIdCollections"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}/collections/{collectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A collection of the lesson: each student's snapshot (taken, missing, failed) and whether it is done. */
+        get: operations["getAdminLessonsByLessonIdCollectionsByCollectionId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}/collections/{collectionId}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A collection as one .tar.gz: a folder per student with their lesson folders (and a NOT-COLLECTED.txt saying why for those whose files could not be taken). */
+        get: operations["getAdminLessonsByLessonIdCollectionsByCollectionIdArchive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/config/join-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether join codes are on (JOIN_CODES): the panel shows its Join codes page only then. */
+        get: operations["getAdminConfigJoinCodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/join-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The 50 newest join codes, open and past, newest first, each with its guests now and the backups its expiry made. 404 `join_codes_off` unless JOIN_CODES=on. */
+        get: operations["getAdminJoinCodes"];
+        put?: never;
+        /** Opens a join code valid for `hours` (1 to 12), with an optional label (audit `join_code.open`): students type it on `/join` with a display name and get a guest workspace until it expires. 404 `join_codes_off` unless JOIN_CODES=on. */
+        post: operations["postAdminJoinCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/join-codes/{codeId}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Closes a join code early (audit `join_code.close`): no one joins with it any more, its guests are signed out, and its expiry follows (each guest backed up, then removed). A code expired or closed already is answered as it is. 404 `join_code_not_found`, `join_codes_off`. */
+        post: operations["postAdminJoinCodesByCodeIdClose"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/u/{slug}/api/workspace": {
         parameters: {
             query?: never;
@@ -1094,11 +1283,20 @@ export interface components {
              */
             readAt: string;
         };
+        CollectionAnswer: {
+            collection: components["schemas"]["LessonCollection"];
+        };
         ErrorBody: {
             error: {
                 code: string;
                 message: string;
             };
+        };
+        HandoutAnswer: {
+            /** @description The version handed out (the latest). */
+            version: number;
+            /** @description How many students it is now on its way to (those who have it already are not counted). */
+            students: number;
         };
         Health: {
             ok: boolean;
@@ -1181,6 +1379,80 @@ export interface components {
         };
         ImportAnswer: {
             import: components["schemas"]["WorkspaceImport"] | null;
+        };
+        JoinCodeAnswer: {
+            code: components["schemas"]["JoinCode"];
+        };
+        JoinCodeList: {
+            codes: components["schemas"]["JoinCode"][];
+        };
+        JoinCodesSetting: {
+            /** @description JOIN_CODES=on: coaches may open join codes. */
+            enabled: boolean;
+        };
+        LessonAnswer: {
+            lesson: components["schemas"]["Lesson"];
+        };
+        LessonCollection: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            lessonId: string;
+            requestedBy: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            requestedAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            dueAt: string;
+            doneAt: string | null;
+            snapshots: components["schemas"]["LessonSnapshot"][];
+        };
+        LessonDetail: {
+            lesson: components["schemas"]["Lesson"];
+            versions: components["schemas"]["LessonVersion"][];
+            students: components["schemas"]["LessonDelivery"][];
+            collections: components["schemas"]["LessonCollection"][];
+        };
+        LessonList: {
+            lessons: components["schemas"]["Lesson"][];
+        };
+        LessonResetAnswer: {
+            delivery: components["schemas"]["LessonDelivery"];
+        };
+        LessonSnapshot: {
+            /** Format: uuid */
+            workspaceId: string;
+            slug: string;
+            /**
+             * @description `missing`: no folder of the lesson was in their home.
+             * @enum {unknown}
+             */
+            state: "pending" | "taken" | "missing" | "failed";
+            /** @description The lesson folders collected, under `lessons/`. */
+            folders: string[];
+            files: number;
+            sizeBytes: number;
+            message: string;
+            takenAt: string | null;
+        };
+        LessonVersion: {
+            version: number;
+            files: number;
+            /** @description Bytes of its files, unpacked. */
+            sizeBytes: number;
+            /** @description SHA-256 of the version as kept (a tar of its files). */
+            sha256: string;
+            createdBy: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            createdAt: string;
         };
         LookAnswer: {
             look: components["schemas"]["Look"];
@@ -1389,6 +1661,8 @@ export interface components {
                 /** @description The coach asks first (LOOK_CONSENT=ask): the student lets it happen or says no (POST .../api/looks/{lookId}/accept or /decline). */
                 asking: boolean;
             } | null;
+            /** @description The lessons handed out that reached the home (under `lessons/`), newest first, at most 20. */
+            lessons?: components["schemas"]["StudentLesson"][];
         };
         StudentWorkspaceAnswer: {
             workspace: components["schemas"]["StudentWorkspace"];
@@ -1657,6 +1931,93 @@ export interface components {
             level: "ok" | "near" | "full" | "unmeasured";
             message: string | null;
         };
+        JoinCode: {
+            /** Format: uuid */
+            id: string;
+            /** @description As shown and typed: `ABCD-EFGH` (typed in any case, with or without the dash). */
+            code: string;
+            /** @description The coach's label (`Outreach day`), or empty. */
+            label: string;
+            openedBy: {
+                id: string | null;
+                email: string;
+            };
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            openedAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            expiresAt: string;
+            closedAt: string | null;
+            closedBy: string | null;
+            /**
+             * @description `open`: guests may join; `expired`: its hours passed; `closed`: a coach closed it early.
+             * @enum {unknown}
+             */
+            state: "open" | "expired" | "closed";
+            /** @description How many guests ever joined with it. */
+            joined: number;
+            /** @description Its guests still here: none once its expiry is handled. */
+            guests: components["schemas"]["JoinGuest"][];
+            handledAt: string | null;
+            /** @description The backups its expiry made of its guests' homes. */
+            backups: string[];
+        };
+        JoinGuest: {
+            /** Format: uuid */
+            userId: string;
+            /** @description The display name they typed. */
+            name: string;
+            workspaceId: string | null;
+            workspaceSlug: string | null;
+        };
+        Lesson: {
+            /** Format: uuid */
+            id: string;
+            /** @description The folder it lands in, under `lessons/` of each home. */
+            name: string;
+            createdBy: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            createdAt: string;
+            latest: components["schemas"]["LessonVersion"];
+            /** @description How its handouts stand, every version counted. */
+            deliveries: {
+                pending: number;
+                delivered: number;
+                failed: number;
+            };
+        };
+        LessonDelivery: {
+            /** Format: uuid */
+            workspaceId: string;
+            slug: string;
+            version: number;
+            /**
+             * @description `pending`: on its way; `failed`: given up after 5 attempts (`message` says why).
+             * @enum {unknown}
+             */
+            state: "pending" | "delivered" | "failed";
+            folder: string | null;
+            /** @description Why the last attempt failed; empty when none did. */
+            message: string;
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            requestedAt: string;
+            deliveredAt: string | null;
+            resetRequestedAt: string | null;
+            resetBackup: string | null;
+            resetAt: string | null;
+        };
         Look: {
             /** Format: uuid */
             id: string;
@@ -1734,6 +2095,19 @@ export interface components {
                 email: string;
             } | null;
             takenAt: string | null;
+        };
+        StudentLesson: {
+            name: string;
+            version: number;
+            /** @description Under `lessons/` of the home. */
+            folder: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC
+             */
+            deliveredAt: string;
+            /** @description It landed beside an earlier folder of the same name, which is as the student left it. */
+            beside: boolean;
         };
         StudentUsage: {
             student: {
@@ -7418,6 +7792,1843 @@ export interface operations {
                         };
                     };
                     "text/html": string;
+                };
+            };
+        };
+    };
+    getAdminLessons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lessons. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonList"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLessons: {
+        parameters: {
+            query: {
+                name: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The lesson's files as a .tar or .tar.gz archive (told by its first bytes, whatever the media type says). An archive whose entries are all in one folder is that folder's contents. */
+        requestBody: {
+            content: {
+                "application/gzip": string;
+                "application/x-tar": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description The lesson, at version 1. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonAnswer"];
+                };
+            };
+            /**
+             * @description `invalid_lesson_name`: A lesson name is its folder: 1 to 60 letters, digits, spaces, dots, dashes or underscores, beginning with a letter or digit.
+             *
+             *     `lesson_archive_empty`: The archive holds no file.
+             *
+             *     `lesson_archive_invalid`: The upload is not a .tar, .tar.gz or .zip archive, or is damaged; the message says which.
+             *
+             *     `lesson_archive_unsafe`: The archive holds a path outside its folder, a link, a device or another entry that is neither file nor folder; the message names it.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "invalid_lesson_name" | "lesson_archive_empty" | "lesson_archive_invalid" | "lesson_archive_unsafe" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_exists`: A lesson of this name exists (names are compared without case): give it a new version instead. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_exists";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_too_large`: The lesson is larger than LESSON_MAX_SIZE (unpacked), or holds more than 20,000 entries. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLessonsByLessonIdVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The lesson's files as a .tar or .tar.gz archive (told by its first bytes, whatever the media type says). An archive whose entries are all in one folder is that folder's contents. */
+        requestBody: {
+            content: {
+                "application/gzip": string;
+                "application/x-tar": string;
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description The lesson, at its new version. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonAnswer"];
+                };
+            };
+            /**
+             * @description `lesson_archive_empty`: The archive holds no file.
+             *
+             *     `lesson_archive_invalid`: The upload is not a .tar, .tar.gz or .zip archive, or is damaged; the message says which.
+             *
+             *     `lesson_archive_unsafe`: The archive holds a path outside its folder, a link, a device or another entry that is neither file nor folder; the message names it.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_archive_empty" | "lesson_archive_invalid" | "lesson_archive_unsafe";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_not_found`: No lesson has this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_too_large`: The lesson is larger than LESSON_MAX_SIZE (unpacked), or holds more than 20,000 entries. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminLessonsByLessonId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lesson. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonDetail"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_not_found`: No lesson has this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLessonsByLessonIdHandout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    all: true;
+                } | {
+                    workspaceIds: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description On its way: GET the lesson to follow each delivery. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HandoutAnswer"];
+                };
+            };
+            /**
+             * @description `bad_request`: The request could not be read (a body that ended early or was malformed).
+             *
+             *     `invalid_json`: The request body is not valid JSON.
+             *
+             *     `unsupported_content_type`: The request body was not sent as `Content-Type: application/json`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "bad_request" | "invalid_json" | "unsupported_content_type" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `lesson_not_found`: No lesson has this id.
+             *
+             *     `workspace_not_found`: No workspace has this id (or it is being deleted).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_not_found" | "workspace_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than the API takes (256 KB). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `unsupported_content_encoding`: The request body is compressed: send it without Content-Encoding.
+             *
+             *     `unsupported_media_type`: The request body's charset or encoding is not supported.
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_content_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLessonsByLessonIdReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uuid */
+                    workspaceId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description On its way: the delivery says when it is done, and the backup made. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonResetAnswer"];
+                };
+            };
+            /**
+             * @description `bad_request`: The request could not be read (a body that ended early or was malformed).
+             *
+             *     `invalid_json`: The request body is not valid JSON.
+             *
+             *     `unsupported_content_type`: The request body was not sent as `Content-Type: application/json`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "bad_request" | "invalid_json" | "unsupported_content_type" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `lesson_not_found`: No lesson has this id.
+             *
+             *     `workspace_not_found`: No workspace has this id (or it is being deleted).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_not_found" | "workspace_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_not_delivered`: The lesson has not reached the student's home yet: hand it out first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_not_delivered";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than the API takes (256 KB). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `unsupported_content_encoding`: The request body is compressed: send it without Content-Encoding.
+             *
+             *     `unsupported_media_type`: The request body's charset or encoding is not supported.
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_content_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLessonsByLessonIdCollections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description When to take it (a deadline); absent: now.
+                     */
+                    dueAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Asked: GET it to follow each snapshot. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionAnswer"];
+                };
+            };
+            /**
+             * @description `bad_request`: The request could not be read (a body that ended early or was malformed).
+             *
+             *     `invalid_json`: The request body is not valid JSON.
+             *
+             *     `unsupported_content_type`: The request body was not sent as `Content-Type: application/json`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "bad_request" | "invalid_json" | "unsupported_content_type" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_not_found`: No lesson has this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than the API takes (256 KB). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `unsupported_content_encoding`: The request body is compressed: send it without Content-Encoding.
+             *
+             *     `unsupported_media_type`: The request body's charset or encoding is not supported.
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_content_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminLessonsByLessonIdCollectionsByCollectionId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionAnswer"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `collection_not_found`: The lesson has no collection with this id.
+             *
+             *     `lesson_not_found`: No lesson has this id.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "collection_not_found" | "lesson_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminLessonsByLessonIdCollectionsByCollectionIdArchive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive (tar.gz). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `collection_not_found`: The lesson has no collection with this id.
+             *
+             *     `lesson_not_found`: No lesson has this id.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "collection_not_found" | "lesson_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `collection_not_done`: The collection is not done yet: its snapshots are still being taken (or it is due later). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "collection_not_done";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminConfigJoinCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinCodesSetting"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminJoinCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The codes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinCodeList"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `join_codes_off`: Join codes are off on this server (JOIN_CODES=off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "join_codes_off";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminJoinCodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How long the code lets guests join and work: 1 to 12 whole hours. */
+                    hours: number;
+                    /** @description What the code is for (`Outreach day`), plain text, at most 60 characters (trimmed; no control characters). */
+                    label?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The code, open. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinCodeAnswer"];
+                };
+            };
+            /**
+             * @description `bad_request`: The request could not be read (a body that ended early or was malformed).
+             *
+             *     `invalid_json`: The request body is not valid JSON.
+             *
+             *     `unsupported_content_type`: The request body was not sent as `Content-Type: application/json`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "bad_request" | "invalid_json" | "unsupported_content_type" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /** @description `join_codes_off`: Join codes are off on this server (JOIN_CODES=off). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "join_codes_off";
+                        };
+                    };
+                };
+            };
+            /** @description `payload_too_large`: The request body is larger than the API takes (256 KB). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `unsupported_content_encoding`: The request body is compressed: send it without Content-Encoding.
+             *
+             *     `unsupported_media_type`: The request body's charset or encoding is not supported.
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_content_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminJoinCodesByCodeIdClose: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                codeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The code, closed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JoinCodeAnswer"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `join_code_not_found`: No join code has this id.
+             *
+             *     `join_codes_off`: Join codes are off on this server (JOIN_CODES=off).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "join_code_not_found" | "join_codes_off";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
                 };
             };
         };
