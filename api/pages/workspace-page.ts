@@ -61,7 +61,8 @@ dialog{max-width:30rem;border:1px solid #1d2430;border-radius:.5rem;padding:1rem
  * The workspace page, for its student (and, in host mode, an admin): the state with Open, Stop
  * and Sign out, the idle warning with "Keep working", the notice of a home nearly full or full, a
  * hand raised for help (with a message; its place in the queue, then the coach coming, and "Never
- * mind"), the notice of a coach looking at the workspace (read only) while the look lasts (with LOOK_CONSENT=ask, first asking, with "Let them look" and "Not now"), and the student's run loop without the editor: Run, Restart and Stop,
+ * mind"), the notice of a coach looking at the workspace (read only) while the look lasts (with LOOK_CONSENT=ask, first asking, with "Let them look" and "Not now"), the lessons a coach
+ * handed out and where each landed (beside the student's own for a later version), and the student's run loop without the editor: Run, Restart and Stop,
  * the run's state, its output live as it is written (compile errors picked out), the Driver Station
  * (api/driver-station.ts, in a frame from the editor's address while the student has it open), the
  * past runs with their outcome and output to download; "Reset to starter" and an import of a team's
@@ -92,6 +93,11 @@ ${restoreNotice(workspace)}
 <form id="help-form" hidden><label for="help-message">What are you stuck on? (optional, at most ${HELP_MESSAGE_MAX} characters)</label><textarea id="help-message" name="message" maxlength="${HELP_MESSAGE_MAX}" rows="2" placeholder="My robot does not drive"></textarea>
 <div class="row"><button id="help-ask" type="submit">Ask for help</button></div></form>
 <div id="help-open" role="status" aria-live="polite" hidden><p><strong id="help-text"></strong></p><p id="help-said" class="muted" hidden></p><button id="help-withdraw" type="button">Never mind</button></div>
+</section>
+<section id="lessons" aria-labelledby="lessons-title" hidden>
+<h2 id="lessons-title">Lessons from your coach</h2>
+<p class="muted">Your coach hands lessons out into the lessons folder of your home. A new version of a lesson you have lands beside it: your own files are never changed.</p>
+<ul id="lesson-list"></ul>
 </section>
 <section aria-labelledby="run-title">
 <h2 id="run-title">Run your robot code</h2>
@@ -280,6 +286,15 @@ function render() {
   $('look').hidden = !look;
   $('look-ask').hidden = !(look && look.asking);
   $('looked').textContent = !look ? '' : 'Your coach ' + look.by + (look.asking ? ' asks to look' : ' is looking') + ' at your workspace (read only).';
+  // The lessons that reached the home, newest first, and where each landed (names are the coach's text: set as text).
+  const lessons = workspace.lessons || [];
+  $('lessons').hidden = lessons.length === 0;
+  $('lesson-list').replaceChildren(...lessons.map((lesson) => {
+    const item = document.createElement('li');
+    item.textContent = lesson.name + (lesson.version > 1 ? ', version ' + lesson.version : '') + ': in lessons/' + lesson.folder +
+      (lesson.beside ? ', beside your lessons/' + lesson.name + ', which is as you left it.' : '.');
+    return item;
+  }));
 }
 async function refresh() {
   let answer;

@@ -251,7 +251,8 @@ export function lessonTar(version: string, prefix: string, folders: string[]): R
     await reading;
     pack.finalize();
   };
-  pack.pipe(out);
+  // A reader that gives up (its upload failed) destroys `out`, which ends the pack and so the run.
+  pipeline(pack, out).catch(() => undefined);
   run().catch((error: unknown) => {
     pack.destroy(error as Error);
     out.destroy(error as Error);

@@ -42,6 +42,19 @@ export interface WorkspaceView {
    * when, which look, and whether the coach still asks the student first (LOOK_CONSENT=ask); null: none.
    */
   lookedAt?: LookedAt | null;
+  /** The lessons a coach handed out that reached the home, newest first, and where each landed. */
+  lessons?: StudentLesson[];
+}
+
+/** A lesson that reached the home (src/wire/schemas.ts StudentLesson). */
+export interface StudentLesson {
+  name: string;
+  version: number;
+  /** Under `lessons/` of the home. */
+  folder: string;
+  deliveredAt: string;
+  /** It landed beside an earlier folder of the same name (the student's, as they left it). */
+  beside: boolean;
 }
 
 /** A coach looking, or asking to (src/wire/schemas.ts StudentWorkspace `lookedAt`). */

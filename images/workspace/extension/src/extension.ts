@@ -30,6 +30,8 @@
  * - a coach looking over the shoulder (coach-look.ts): "Your coach is looking" in the status bar
  *   while a coach's read-only look lasts, and a notification when one begins; with LOOK_CONSENT=ask,
  *   "Your coach asks to look" first, with "Let them look" and "Not now".
+ * - lessons a coach handed out (lessons.ts): a notification once per lesson version that reaches
+ *   the home, saying where it is (beside the student's own folder for a later version).
  *
  * The status bar's Run, state, Driver Station and Ask for help are also package.json's
  * `statusBarItems`: the workbench shows them as it paints, before this extension has loaded;
@@ -38,6 +40,7 @@
 import * as vscode from 'vscode';
 import { ApiError, Classroom, isActive, type RunView, type WorkspaceView } from './classroom.ts';
 import { CoachLook } from './coach-look.ts';
+import { LessonNotices } from './lessons.ts';
 import { DriverStation } from './driver-station.ts';
 import { HelpHand } from './help.ts';
 import { setNt4Base } from './nt4-socket.ts';
@@ -150,6 +153,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   let toldDisk = 'ok';
 
   const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const lessons = new LessonNotices(context.globalState, root);
   const showProblems = (text: string) => {
     problems.clear();
     if (!root) return;
@@ -338,6 +342,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void warnIfIdle();
     tellDisk();
     look.show(workspace.lookedAt ?? null);
+    lessons.show(workspace.lessons ?? []);
     reloadIfGone();
     void tellStopped();
   };
