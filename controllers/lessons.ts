@@ -1,6 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import tar from 'tar-stream';
@@ -8,7 +8,7 @@ import type { Backups } from '../src/backup/backups.ts';
 import { packEntry, type TarEntry } from '../src/backup/streams.ts';
 import { engineAway, names, VOLUME_ARCHIVE_ROOT, type RuntimeEnvironment, type RuntimeEvents, type RuntimeVolumes } from '../src/docker/runtime.ts';
 import { AppError } from '../src/errors.ts';
-import { lessonTar } from '../src/lessons/files.ts';
+import { foldersTar } from '../src/lessons/files.ts';
 import type { LessonFiles } from '../src/lessons/lessons.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
@@ -25,7 +25,7 @@ export const LESSONS_FOLDER = 'lessons';
 
 export interface LessonControllerOptions {
   store: Pick<Store, 'lessons' | 'workspaces' | 'changes'>;
-  runtime: Pick<RuntimeVolumes, 'importVolume' | 'exportVolume' | 'inspectHome' | 'volumeExists' | 'removeHomeFolder'> &
+  runtime: Pick<RuntimeVolumes, 'importVolume' | 'exportVolume' | 'statHome' | 'volumeExists' | 'removeHomeFolder'> &
     RuntimeEvents &
     Pick<RuntimeEnvironment, 'reachability'>;
   backups: Pick<Backups, 'create'>;
@@ -45,13 +45,15 @@ export interface LessonControllerOptions {
 /**
  * Where the version of a lesson called `name` lands in a home whose `lessons/` holds `taken`: its
  * own name when that is free, else beside it, `<name> (v<version>)`, then `<name> (v<version>, 2)`
- * and on: never over a student's folder.
+ * up to `, 9`: never over a student's folder. Undefined when all ten are taken.
  */
-export function landingFolder(name: string, version: number, taken: ReadonlySet<string>): string {
-  if (!taken.has(name)) return name;
-  const beside = `${name} (v${version})`;
-  if (!taken.has(beside)) return beside;
-  for (let n = 2; ; n++) if (!taken.has(`${name} (v${version}, ${n})`)) return `${name} (v${version}, ${n})`;
+export function landingFolder(name: string, version: number, taken: ReadonlySet<string>): string | undefined {
+  return landingCandidates(name, version).find((folder) => !taken.has(folder));
+}
+
+/** The folders a version may land in, in the order landingFolder tries them. */
+export function landingCandidates(name: string, version: number): string[] {
+  return [name, `${name} (v${version})`, ...Array.from({ length: 8 }, (_, n) => `${name} (v${version}, ${n + 2})`)];
 }
 
 /**
@@ -166,7 +168,10 @@ export class LessonController extends Controller {
     const volume = names.home(workspace);
     let folder = delivery.folder;
     if (folder === null) {
-      folder = landingFolder(delivery.lessonName, delivery.version, await this.lessonFolders(workspace));
+      const taken = await this.takenFolders(workspace, landingCandidates(delivery.lessonName, delivery.version));
+      const free = landingFolder(delivery.lessonName, delivery.version, taken);
+      if (free === undefined) throw new Error(`${LESSONS_FOLDER}/ holds ten folders of ${delivery.lessonName} already: nothing was written`);
+      folder = free;
       await store.lessons.choose(delivery, folder);
     }
     await this.write(workspace, delivery, folder);
@@ -196,7 +201,7 @@ export class LessonController extends Controller {
 
   private async catchUp(workspace: WorkspaceRecord, delivery: DeliveryRecord): Promise<void> {
     const volume = names.home(workspace);
-    if ((await this.lessonFolders(workspace)).has(delivery.folder!)) return this.options.store.lessons.moved(delivery, volume);
+    if ((await this.takenFolders(workspace, [delivery.folder!])).has(delivery.folder!)) return this.options.store.lessons.moved(delivery, volume);
     await this.write(workspace, delivery, delivery.folder!);
     await this.options.store.lessons.markDelivered(delivery, volume);
     this.options.log.info(
@@ -205,30 +210,33 @@ export class LessonController extends Controller {
     );
   }
 
-  /** The names in the home's `lessons/` (none when it has no home or no such folder yet); a `lessons` that is not a folder of the home fails the step. */
-  private async lessonFolders(workspace: WorkspaceRecord): Promise<Set<string>> {
+  /**
+   * Which of `folders` (under `lessons/`) are taken in the home (all free when it has no home or no
+   * `lessons/` yet); a `lessons` that is not a folder (a file of the student's, a link) fails the step.
+   */
+  private async takenFolders(workspace: WorkspaceRecord, folders: readonly string[]): Promise<Set<string>> {
     const { runtime, image } = this.options;
     const volume = names.home(workspace);
     if (!(await runtime.volumeExists(volume))) return new Set();
-    const answer = await runtime.inspectHome(volume, { workspaceId: workspace.id, slug: workspace.slug }, image, { op: 'list', path: LESSONS_FOLDER });
-    if (answer.outcome === 'missing') return new Set();
-    if (answer.outcome !== 'listed')
-      throw new Error(`the home's ${LESSONS_FOLDER} is not a folder of the home (${answer.outcome.replace(/_/g, ' ')}): nothing was written`);
-    return new Set(answer.entries.map((entry) => entry.name));
+    const paths = [LESSONS_FOLDER, ...folders.map((folder) => `${LESSONS_FOLDER}/${folder}`)];
+    const kinds = await runtime.statHome(volume, { workspaceId: workspace.id, slug: workspace.slug }, image, paths);
+    const lessons = kinds.get(LESSONS_FOLDER);
+    if (lessons === 'missing') return new Set();
+    if (lessons !== 'dir') throw new Error(`the home's ${LESSONS_FOLDER} is not a folder of the home (a ${lessons}): nothing was written`);
+    return new Set(folders.filter((folder) => kinds.get(`${LESSONS_FOLDER}/${folder}`) !== 'missing'));
   }
 
+  /** Writes a version's files into `lessons/<folder>/` of the home: the folders on the way, then the version's own tar as it is kept. */
   private async write(workspace: WorkspaceRecord, delivery: DeliveryRecord, folder: string): Promise<void> {
     const { runtime, image, files } = this.options;
     const volume = names.home(workspace);
     const root = `${VOLUME_ARCHIVE_ROOT}/${LESSONS_FOLDER}`;
     // A home made here (never started) gets its root from the tar too: the student's, as the controller would make it.
     const home = (await runtime.volumeExists(volume)) ? [] : [VOLUME_ARCHIVE_ROOT];
-    await runtime.importVolume(
-      volume,
-      { workspaceId: workspace.id, slug: workspace.slug },
-      image,
-      lessonTar(files.version(delivery.lessonId, delivery.version), `${root}/${folder}`, [...home, root, `${root}/${folder}`]),
-    );
+    await runtime.importVolume(volume, { workspaceId: workspace.id, slug: workspace.slug }, image, foldersTar([...home, root, `${root}/${folder}`]), {
+      path: `${LESSONS_FOLDER}/${folder}`,
+      tar: createReadStream(files.version(delivery.lessonId, delivery.version)),
+    });
   }
 
   /** Takes one student's snapshot of a collection (see the class comment). */

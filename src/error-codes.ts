@@ -111,6 +111,7 @@ export const ERROR_CODES = {
   look_not_found: { status: 404, description: "This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's." },
   lesson_not_found: { status: 404, description: 'No lesson has this id.' },
   collection_not_found: { status: 404, description: 'The lesson has no collection with this id.' },
+  lesson_source_not_found: { status: 404, description: 'No folder or file is at the path given to `cli lessons create` or `update`.', outside: 'cli' },
   home_path_not_found: { status: 404, description: 'Nothing is at this path in the home.' },
   volume_not_found: { status: 404, description: "The workspace's home volume does not exist (it never started)." },
   node_not_found: { status: 404, description: 'No swarm node has this name.', outside: 'cli' },

@@ -27,6 +27,17 @@ export const DATABASE_COMMANDS: ReadonlySet<string> = new Set([
   'nodes drain',
   'nodes undrain',
   'help list',
+  'join-codes list',
+  'join-codes open',
+  'join-codes close',
+  'lessons list',
+  'lessons create',
+  'lessons update',
+  'lessons show',
+  'lessons handout',
+  'lessons reset',
+  'lessons collect',
+  'lessons download',
   'usage',
 ]);
 

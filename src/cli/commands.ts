@@ -15,6 +15,14 @@ import HelpList from './commands/help/list.ts';
 import JoinCodesClose from './commands/join-codes/close.ts';
 import JoinCodesList from './commands/join-codes/list.ts';
 import JoinCodesOpen from './commands/join-codes/open.ts';
+import LessonsCollect from './commands/lessons/collect.ts';
+import LessonsCreate from './commands/lessons/create.ts';
+import LessonsDownload from './commands/lessons/download.ts';
+import LessonsHandout from './commands/lessons/handout.ts';
+import LessonsList from './commands/lessons/list.ts';
+import LessonsReset from './commands/lessons/reset.ts';
+import LessonsShow from './commands/lessons/show.ts';
+import LessonsUpdate from './commands/lessons/update.ts';
 import Usage from './commands/usage.ts';
 import NodesDrain from './commands/nodes/drain.ts';
 import NodesList from './commands/nodes/list.ts';
@@ -57,5 +65,13 @@ export const COMMANDS = {
   'join-codes:list': JoinCodesList,
   'join-codes:open': JoinCodesOpen,
   'join-codes:close': JoinCodesClose,
+  'lessons:list': LessonsList,
+  'lessons:create': LessonsCreate,
+  'lessons:update': LessonsUpdate,
+  'lessons:show': LessonsShow,
+  'lessons:handout': LessonsHandout,
+  'lessons:reset': LessonsReset,
+  'lessons:collect': LessonsCollect,
+  'lessons:download': LessonsDownload,
   usage: Usage,
 };

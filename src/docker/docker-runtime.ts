@@ -621,7 +621,15 @@ export class DockerRuntime implements WorkspaceRuntime {
     return out;
   }
 
-  async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void> {
+  async importVolume(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    tar: Readable,
+    then?: { path: string; tar: Readable },
+  ): Promise<void> {
+    if (then && (then.path === '' || then.path.split('/').some((part) => part === '' || part === '.' || part === '..')))
+      throw new Error(`an import names a plain relative path, not ${JSON.stringify(then.path)}`);
     try {
       await this.docker.createVolume({ Name: volume, Labels: this.baseLabels(workspace) });
       await this.checkManaged(volume);
@@ -633,6 +641,10 @@ export class DockerRuntime implements WorkspaceRuntime {
         // No copyUIDGID: with it the engine chowns every entry to the container's user (the image's
         // USER, when it has one); without it, as here, the owners in the tar are kept.
         await helper.putArchive(tar, { path: HELPER_MOUNT_PARENT });
+        if (then) {
+          if (then.tar.destroyed) throw then.tar.errored ?? new Error('The archive stream ended before its upload began.');
+          await helper.putArchive(then.tar, { path: path.posix.join(HELPER_MOUNT, then.path) });
+        }
       } catch (error) {
         await this.remove(helper.id).catch(() => undefined);
         throw error;
@@ -640,6 +652,7 @@ export class DockerRuntime implements WorkspaceRuntime {
       await this.remove(helper.id);
     } catch (error) {
       tar.destroy();
+      then?.tar.destroy();
       throw error;
     }
   }
@@ -664,6 +677,46 @@ export class DockerRuntime implements WorkspaceRuntime {
     const stderr = new BoundedText(4096);
     const exitCode = await this.runLook(helper, stdout, stderr);
     return lookAnswer(request, stdout.bytes, exitCode, stderr.text);
+  }
+
+  async statHome(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    paths: readonly string[],
+  ): Promise<Map<string, HomeEntry['kind'] | 'missing'>> {
+    if (!(await this.volumeExists(volume))) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    for (const each of paths)
+      if (each === '' || each.split('/').some((part) => part === '' || part === '.' || part === '..'))
+        throw new Error(`a home's stat names plain relative paths, not ${JSON.stringify(each)}`);
+    const helper = await this.createHelper(volume, workspace, image, { readOnly: true });
+    try {
+      const kinds = new Map<string, HomeEntry['kind'] | 'missing'>();
+      for (const each of paths) {
+        // Under something stat'd here that is not a folder, nothing is there (the engine would answer 500).
+        if ([...kinds].some(([above, kind]) => kind !== 'dir' && each.startsWith(`${above}/`))) {
+          kinds.set(each, 'missing');
+          continue;
+        }
+        let answer: { headers: Record<string, string | string[] | undefined>; resume(): void };
+        try {
+          answer = (await helper.infoArchive({ path: path.posix.join(HELPER_MOUNT, each) })) as typeof answer;
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+          kinds.set(each, 'missing');
+          continue;
+        }
+        answer.resume();
+        const header = answer.headers['x-docker-container-path-stat'];
+        const stat = JSON.parse(Buffer.from(String(header), 'base64').toString('utf8')) as { mode: number };
+        // Go's os.FileMode: the type bits are the high ones (ModeDir 1<<31, ModeSymlink 1<<27, and the others above the permissions).
+        const mode = stat.mode >>> 0;
+        kinds.set(each, mode & 0x80000000 ? 'dir' : mode & 0x08000000 ? 'link' : (mode & 0xfff00000) === 0 ? 'file' : 'other');
+      }
+      return kinds;
+    } finally {
+      await this.remove(helper.id).catch(() => undefined);
+    }
   }
 
   async removeHomeFolder(

@@ -384,10 +384,18 @@ export interface RuntimeVolumes {
    * (labelled as ensureVolume labels a home volume), through a helper container (role `backup`)
    * that mounts it read-write and is never started, and is removed before this settles. Owners,
    * modes and mtimes are the tar's, the root's included; files already there are replaced, others
-   * kept. `tar` is consumed, or destroyed on failure. Fails with `volume_not_managed` when the
-   * volume exists but is not this control plane's.
+   * kept. With `then`, its tar is extracted next, into `then.path` (relative to the home, no `.` or
+   * `..` parts: a folder `tar` made), its entries named from that folder (a lesson's own tar, sent
+   * as it is kept). `tar` (and `then.tar`) is consumed, or destroyed on failure. Fails with
+   * `volume_not_managed` when the volume exists but is not this control plane's.
    */
-  importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void>;
+  importVolume(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    tar: Readable,
+    then?: { path: string; tar: Readable },
+  ): Promise<void>;
   /**
    * Reads a workspace's home for a coach's look, whether the workspace runs or not: one directory's
    * direct entries (at most HOME_LIST_MAX; the order is the engine's, the caller sorts), or a file's
@@ -417,6 +425,21 @@ export interface RuntimeVolumes {
    * the engine, and an Error saying so when the look takes over 10 s (the helper is then removed).
    */
   inspectHome(volume: string, workspace: { workspaceId: string; slug: string }, image: string, request: HomeRequest): Promise<HomeAnswer>;
+  /**
+   * What is at each of `paths` (relative to the home, no `.` or `..` parts) in a workspace's home,
+   * whether it runs or not, without following the last part: `dir`, `file`, `link`, `other`, or
+   * `missing` (also under an earlier path of `paths` that is not a folder: list a folder before
+   * what is in it). Read through the engine's archive stat of a helper container as exportVolume's (role
+   * `backup`, the volume read-only, never started), removed before this settles: cheaper than
+   * inspectHome's started helper. A link on the way to a path is followed inside the helper's own
+   * file system (the engine's rule): at most the image's files. Fails with `volume_not_found`.
+   */
+  statHome(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    paths: readonly string[],
+  ): Promise<Map<string, HomeEntry['kind'] | 'missing'>>;
   /**
    * Removes one folder (or file, or link) of a home, `relative` to it, whether the workspace runs or
    * not (a lesson folder reset: src/lessons/): in a helper container as inspectHome's, but with the
@@ -522,6 +545,7 @@ export const ROLE_METHODS = {
     'exportVolume',
     'importVolume',
     'inspectHome',
+    'statHome',
     'removeHomeFolder',
   ],
   nodes: ['nodes', 'setNodeAvailability'],

@@ -46,6 +46,7 @@ import {
   type ContainerRole,
   type EventSubscription,
   type HomeAnswer,
+  type HomeEntry,
   type HomeRequest,
   type HomeUsage,
   type ManagedContainer,
@@ -458,6 +459,15 @@ export class SwarmRuntime implements WorkspaceRuntime {
     return (await this.helperEngine(volume, image)).inspectHome(volume, workspace, image, request);
   }
 
+  async statHome(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    paths: readonly string[],
+  ): Promise<Map<string, HomeEntry['kind'] | 'missing'>> {
+    return (await this.helperEngine(volume, image)).statHome(volume, workspace, image, paths);
+  }
+
   async removeHomeFolder(
     volume: string,
     workspace: { workspaceId: string; slug: string },
@@ -486,7 +496,13 @@ export class SwarmRuntime implements WorkspaceRuntime {
    * usable and active (a restore beside it), else where placement chooses (a home moved off a
    * paused or lost node).
    */
-  async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, image: string, tar: Readable): Promise<void> {
+  async importVolume(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    image: string,
+    tar: Readable,
+    then?: { path: string; tar: Readable },
+  ): Promise<void> {
     try {
       const nodes = await this.swarmNodes();
       let node = await this.volumeNode(volume, nodes);
@@ -496,10 +512,11 @@ export class SwarmRuntime implements WorkspaceRuntime {
       }
       const usable = this.usable(nodes, node.id, `volume ${volume}`);
       await this.ensureImage(usable, image);
-      await this.on(usable.engine).importVolume(volume, workspace, image, tar);
+      await this.on(usable.engine).importVolume(volume, workspace, image, tar, then);
       this.volumeNodes.set(volume, usable.id);
     } catch (error) {
       tar.destroy();
+      then?.tar.destroy();
       throw error;
     }
   }

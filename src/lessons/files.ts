@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, Readable, Transform } from 'node:stream';
+import { Readable, Transform, type PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
@@ -111,8 +111,7 @@ export async function unpackUpload(body: Readable, into: string, maxBytes: numbe
   const { head, stream } = await peek(body, 512);
   const kind = kindOf(head);
   if (head.length === 0) throw ValidationError('lesson_archive_invalid', 'The upload is empty: send a .tar or .tar.gz archive of the lesson.');
-  if (kind === 'zip')
-    throw ValidationError('lesson_archive_invalid', 'Zip archives are not taken: send the lesson as a .tar.gz (or upload its folder in the panel).');
+  if (kind === 'zip') throw ValidationError('lesson_archive_invalid', 'Zip archives are not taken: send the lesson as a .tar or .tar.gz, or its folder.');
   if (kind === 'unknown') throw ValidationError('lesson_archive_invalid', 'The upload is not a .tar or .tar.gz archive.');
   const budget = new Budget(maxBytes);
   let received = 0;
@@ -230,32 +229,10 @@ export async function packFolder(root: string, file: string, maxBytes: number): 
   return { files, sizeBytes: budget.bytes, sha256: hash.digest('hex') };
 }
 
-/**
- * The entries of a lesson's tar (`version`), each renamed under `prefix` (`student/lessons/Intro`),
- * after `folders` (the folders on the way to it, as entries of their own so that they belong to the
- * student): a tar stream for importVolume.
- */
-export function lessonTar(version: string, prefix: string, folders: string[]): Readable {
+/** A tar of these folders alone (`student/lessons`, …), each the student's (0755, uid 1000): where a lesson's own tar is then extracted. */
+export function foldersTar(folders: readonly string[]): Readable {
   const pack = tar.pack();
-  const extract = tar.extract();
-  const out = new PassThrough();
-  const run = async () => {
-    for (const folder of folders) await packEntry(pack, { name: folder, type: 'directory', mode: 0o755, uid: STUDENT, gid: STUDENT, mtime: new Date() }).end();
-    const reading = pipeline(createReadStream(version), extract);
-    reading.catch(() => undefined);
-    for await (const entry of extract as AsyncIterable<TarEntry>) {
-      const sink = packEntry(pack, { ...entry.header, name: `${prefix}/${entry.header.name}` });
-      for await (const chunk of entry) await sink.write(chunk as Buffer);
-      await sink.end();
-    }
-    await reading;
-    pack.finalize();
-  };
-  // A reader that gives up (its upload failed) destroys `out`, which ends the pack and so the run.
-  pipeline(pack, out).catch(() => undefined);
-  run().catch((error: unknown) => {
-    pack.destroy(error as Error);
-    out.destroy(error as Error);
-  });
-  return out;
+  for (const folder of folders) pack.entry({ name: folder, type: 'directory', mode: 0o755, uid: STUDENT, gid: STUDENT, mtime: new Date() });
+  pack.finalize();
+  return pack as unknown as Readable;
 }

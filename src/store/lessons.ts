@@ -274,6 +274,19 @@ export class LessonStore {
     return lesson;
   }
 
+  /**
+   * The lesson an operator names (the CLI): its id, or its name whatever its letters' case; 404
+   * `lesson_not_found` naming what was given otherwise.
+   */
+  async resolve(nameOrId: string): Promise<LessonRecord> {
+    const text = nameOrId.trim();
+    const lesson =
+      (isUuid(text) ? await LESSON.first(this.db, `${SELECT_LESSONS} WHERE l.id = $1`, [text]) : undefined) ??
+      (text.includes('\u0000') ? undefined : await LESSON.first(this.db, `${SELECT_LESSONS} WHERE lower(l.name) = lower($1)`, [text]));
+    if (!lesson) throw NotFoundError('lesson_not_found', `No lesson ${JSON.stringify(nameOrId)} (give its name or id; "lessons list" lists them).`);
+    return lesson;
+  }
+
   /** A lesson with its versions, every delivery (by student, newest version first) and its collections (newest first). */
   async detail(lessonId: string): Promise<LessonDetail> {
     const lesson = await this.get(lessonId);

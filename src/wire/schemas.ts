@@ -680,7 +680,9 @@ export const Lesson = Strict({
 });
 export type Lesson = Static<typeof Lesson>;
 export const LessonAnswer = Strict({ lesson: Lesson });
+export type LessonAnswer = Static<typeof LessonAnswer>;
 export const LessonList = Strict({ lessons: Type.Array(Lesson) });
+export type LessonList = Static<typeof LessonList>;
 
 /** One student's delivery of one version of a lesson. */
 export const LessonDelivery = Strict({
@@ -698,10 +700,12 @@ export const LessonDelivery = Strict({
   resetAt: Nullable(Time),
 });
 export const LessonResetAnswer = Strict({ delivery: LessonDelivery });
+export type LessonResetAnswer = Static<typeof LessonResetAnswer>;
 export const HandoutAnswer = Strict({
   version: Type.Integer({ minimum: 1, description: 'The version handed out (the latest).' }),
   students: Type.Integer({ minimum: 0, description: 'How many students it is now on its way to (those who have it already are not counted).' }),
 });
+export type HandoutAnswer = Static<typeof HandoutAnswer>;
 
 /** One student's snapshot in a collection. */
 export const LessonSnapshot = Strict({
@@ -726,6 +730,7 @@ export const LessonCollection = Strict({
   snapshots: Type.Array(LessonSnapshot),
 });
 export const CollectionAnswer = Strict({ collection: LessonCollection });
+export type CollectionAnswer = Static<typeof CollectionAnswer>;
 
 /** A lesson with its versions (newest first), every student's deliveries and its collections (newest first). */
 export const LessonDetail = Strict({
@@ -734,3 +739,4 @@ export const LessonDetail = Strict({
   students: Type.Array(LessonDelivery),
   collections: Type.Array(LessonCollection),
 });
+export type LessonDetail = Static<typeof LessonDetail>;

@@ -56,6 +56,8 @@ export class MemoryRuntime implements WorkspaceRuntime {
   readonly volumeOwners = new Map<string, string>();
   /** A volume's contents: the last tar stream imported into it (VOLUME_ARCHIVE_ROOT format); none is an empty volume. */
   readonly volumeArchives = new Map<string, Buffer>();
+  /** The second archive of a volume's last import (`then`: extracted into a folder of the home), and that folder. */
+  readonly importedInto = new Map<string, { path: string; tar: Buffer }>();
   /**
    * What inspectHome reads of a volume: each path in its home (`src/Main.java`) and what is there.
    * The folders on the way to a path are there too without being named; the home is a folder.
@@ -335,7 +337,13 @@ export class MemoryRuntime implements WorkspaceRuntime {
    * merge; tests import into fresh volumes). An injected failure strikes once the volume exists, as
    * an engine failing midway would leave it.
    */
-  async importVolume(volume: string, workspace: { workspaceId: string; slug: string }, _image: string, tar: Readable): Promise<void> {
+  async importVolume(
+    volume: string,
+    workspace: { workspaceId: string; slug: string },
+    _image: string,
+    tar: Readable,
+    then?: { path: string; tar: Readable },
+  ): Promise<void> {
     try {
       if (!this.volumes.has(volume)) {
         this.volumes.add(volume);
@@ -347,8 +355,14 @@ export class MemoryRuntime implements WorkspaceRuntime {
       for await (const chunk of tar) chunks.push(chunk as Buffer);
       this.volumeArchives.set(volume, Buffer.concat(chunks));
       this.actions.push(`import volume ${volume}`);
+      if (then) {
+        const more: Buffer[] = [];
+        for await (const chunk of then.tar) more.push(chunk as Buffer);
+        this.importedInto.set(volume, { path: then.path, tar: Buffer.concat(more) });
+      }
     } catch (error) {
       tar.destroy();
+      then?.tar.destroy();
       throw error;
     }
   }
@@ -382,6 +396,20 @@ export class MemoryRuntime implements WorkspaceRuntime {
       return { name, kind: entry.kind, size: entry.kind === 'file' ? entry.bytes.length : entry.kind === 'link' ? entry.target.length : 0 };
     });
     return { outcome: 'listed', entries: entries.slice(0, HOME_LIST_MAX), truncated: entries.length > HOME_LIST_MAX };
+  }
+
+  /** What `homes` holds at each path (a folder when a path under it is there), the last part not followed. */
+  async statHome(
+    volume: string,
+    _workspace: { workspaceId: string; slug: string },
+    _image: string,
+    paths: readonly string[],
+  ): Promise<Map<string, MemoryHomeNode['kind'] | 'missing'>> {
+    this.fail('statHome');
+    if (!this.volumes.has(volume)) throw NotFoundError('volume_not_found', `Volume ${volume} does not exist.`);
+    const home = this.homes.get(volume) ?? new Map<string, MemoryHomeNode>();
+    const kindAt = (path: string) => home.get(path)?.kind ?? ([...home.keys()].some((key) => key.startsWith(`${path}/`)) ? 'dir' : 'missing');
+    return new Map(paths.map((path) => [path, kindAt(path)]));
   }
 
   /** Removes a path of `homes` and everything under it (links on the way are not resolved here: tests name plain paths). */

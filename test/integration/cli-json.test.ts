@@ -52,6 +52,15 @@ const CONTRACTS: Record<keyof typeof COMMANDS, Contract> = {
   'join-codes:open': { operation: ['POST', '/admin/join-codes', 201] },
   'join-codes:close': { operation: ['POST', '/admin/join-codes/{codeId}/close', 200] },
   usage: { operation: ['GET', '/admin/usage', 200] },
+  'lessons:list': { operation: ['GET', '/admin/lessons', 200] },
+  'lessons:create': { operation: ['POST', '/admin/lessons', 201] },
+  'lessons:update': { operation: ['POST', '/admin/lessons/{lessonId}/versions', 201] },
+  'lessons:show': { operation: ['GET', '/admin/lessons/{lessonId}', 200] },
+  'lessons:handout': { operation: ['POST', '/admin/lessons/{lessonId}/handout', 202] },
+  'lessons:reset': { operation: ['POST', '/admin/lessons/{lessonId}/reset', 202] },
+  'lessons:collect': { operation: ['POST', '/admin/lessons/{lessonId}/collections', 202] },
+  // The archive goes to the file; the answer is the collection written, as the API shows it.
+  'lessons:download': { operation: ['GET', '/admin/lessons/{lessonId}/collections/{collectionId}', 200] },
   backup: { cliOnly: 'writes the backup where it is told (--output FILE, or stdout), not only among the stored ones the API lists' },
   'setup-link': { cliOnly: "the first admin's link, which the API cannot make (no admin to ask for it yet)" },
   'nodes:drain': { cliOnly: 'the panel drains a node through the CLI only' },
@@ -138,6 +147,27 @@ it("prints with --json what the command's API twin answers, or its own wire type
   ];
   const breaks: string[] = [];
   for (const [id, argv] of runs) breaks.push(...(await broken(id, await json(argv))));
+  const check = async (id: keyof typeof COMMANDS, argv: string[]) => {
+    runs.push([id, argv]);
+    breaks.push(...(await broken(id, await json(argv))));
+  };
+
+  // Lessons, with the lesson controller's part done through the store as it does it (no server runs here).
+  const folder = await mkdtemp(path.join(os.tmpdir(), 'cp-cli-json-lesson-'));
+  await writeFile(path.join(folder, 'Robot.java'), 'class Robot {}\n');
+  await check('lessons:create', ['lessons', 'create', 'Drive Intro', folder]);
+  await check('lessons:update', ['lessons', 'update', 'drive intro', folder]);
+  await check('lessons:list', ['lessons', 'list']);
+  await check('lessons:handout', ['lessons', 'handout', 'Drive Intro', '--student', ada.slug]);
+  const [delivery] = await store.lessons.deliveriesOf(ada.id);
+  await store.lessons.markDelivered(delivery!, `ws-${ada.slug}-home`);
+  await check('lessons:reset', ['lessons', 'reset', 'Drive Intro', ada.slug]);
+  await check('lessons:collect', ['lessons', 'collect', 'Drive Intro']);
+  await store.lessons.workspacesWithWork();
+  const [due] = await store.lessons.snapshotsDue(ada.id);
+  await store.lessons.snapshotDone(due!, { state: 'missing' });
+  await check('lessons:download', ['lessons', 'download', 'Drive Intro', '--output', path.join(folder, 'collected.tar.gz')]);
+  await check('lessons:show', ['lessons', 'show', 'Drive Intro']);
   expect(breaks).toEqual([]);
   // Every command with a contract to hold was run (backup and restore: backups.test.ts).
   const run = new Set(runs.map(([id]) => id));

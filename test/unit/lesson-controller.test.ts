@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import tar from 'tar-stream';
-import { landingFolder, LessonController } from '../../controllers/lessons.ts';
+import { landingCandidates, landingFolder, LessonController } from '../../controllers/lessons.ts';
 import { names } from '../../src/docker/runtime.ts';
 import { packFolder } from '../../src/lessons/files.ts';
 import { LessonFiles } from '../../src/lessons/lessons.ts';
@@ -68,10 +68,14 @@ async function handedOut(name = 'Intro'): Promise<DeliveryRecord> {
 }
 const only = async () => (await store.lessons.deliveriesOf(workspace.id))[0]!;
 const home = () => names.home(workspace);
-/** The names in the archive last written into the home. */
+/** The names (and owners) in the archives last written into the home: the folders, then the lesson's own tar into its folder. */
 async function written(): Promise<string[]> {
+  const into = runtime.importedInto.get(home())!;
+  return [...(await namesIn(runtime.volumeArchives.get(home())!)), `then into ${into.path}:`, ...(await namesIn(into.tar))];
+}
+async function namesIn(archive: Buffer): Promise<string[]> {
   const extract = tar.extract();
-  Readable.from([runtime.volumeArchives.get(home())!]).pipe(extract);
+  Readable.from([archive]).pipe(extract);
   const found: string[] = [];
   for await (const entry of extract) {
     found.push(`${entry.header.name} ${entry.header.uid}`);
@@ -82,11 +86,13 @@ async function written(): Promise<string[]> {
 const counted = async (outcome: string) => (await metrics.lessonDeliveries.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
 
 describe('landingFolder', () => {
-  it("is the lesson's name while free, else beside it by version, else numbered", () => {
+  it("is the lesson's name while free, else beside it by version, else numbered, up to ten", () => {
     expect(landingFolder('Intro', 1, new Set())).toBe('Intro');
     expect(landingFolder('Intro', 2, new Set(['Intro']))).toBe('Intro (v2)');
     expect(landingFolder('Intro', 2, new Set(['Intro', 'Intro (v2)']))).toBe('Intro (v2, 2)');
     expect(landingFolder('Intro', 2, new Set(['Intro', 'Intro (v2)', 'Intro (v2, 2)']))).toBe('Intro (v2, 3)');
+    expect(landingFolder('Intro', 2, new Set(landingCandidates('Intro', 2)))).toBeUndefined();
+    expect(landingCandidates('Intro', 2)).toHaveLength(10);
   });
 });
 
@@ -98,8 +104,9 @@ describe('a pending delivery', () => {
       'student 1000',
       'student/lessons 1000',
       'student/lessons/Intro 1000',
-      'student/lessons/Intro/src 1000',
-      'student/lessons/Intro/src/Robot.java 1000',
+      'then into lessons/Intro:',
+      'src 1000',
+      'src/Robot.java 1000',
     ]);
     expect(await only()).toMatchObject({ state: 'delivered', folder: 'Intro', volume: home(), attempts: 0 });
     expect(await counted('delivered')).toBe(1);
@@ -110,7 +117,7 @@ describe('a pending delivery', () => {
     runtime.homes.set(home(), new Map([['lessons/Intro/mine.txt', { kind: 'file', bytes: Buffer.from('mine') }]]));
     await handedOut();
     await controller().reconcile(workspace.id);
-    expect((await written()).slice(0, 2)).toEqual(['student/lessons 1000', 'student/lessons/Intro (v1) 1000']);
+    expect((await written()).slice(0, 3)).toEqual(['student/lessons 1000', 'student/lessons/Intro (v1) 1000', 'then into lessons/Intro (v1):']);
     expect(await only()).toMatchObject({ state: 'delivered', folder: 'Intro (v1)' });
   });
 
