@@ -520,8 +520,19 @@ export class LessonStore {
     await this.write(delivery, 'volume = $4', [volume]);
   }
 
-  /** Makes each student's snapshot rows of the collections now due (once: a collection's rows are made when it opens); one with nobody to collect from is done. */
+  /**
+   * Makes each student's snapshot rows of the collections now due (once: a collection's rows are
+   * made when it opens); one with nobody to collect from is done, and so is one whose snapshots are
+   * all done (should its end have been missed).
+   */
   private async openDueCollections(): Promise<void> {
+    const ended = await IDS.all(
+      this.db,
+      `UPDATE lesson_collections c SET done_at = now() WHERE done_at IS NULL AND due_at <= now()
+        AND EXISTS (SELECT 1 FROM lesson_snapshots s WHERE s.collection_id = c.id)
+        AND NOT EXISTS (SELECT 1 FROM lesson_snapshots s WHERE s.collection_id = c.id AND s.state = 'pending') RETURNING lesson_id AS id`,
+    );
+    if (ended.length > 0) await this.mutate(async () => ({ value: undefined, changed: ended.map((row) => lessonChange(row.id)), audit: null }));
     const due = await COLLECTION.all(
       this.db,
       `SELECT ${COLLECTION.columns} FROM lesson_collections c WHERE done_at IS NULL AND due_at <= now()
@@ -559,6 +570,8 @@ export class LessonStore {
     outcome: { state: Exclude<SnapshotState, 'pending'>; folders?: string[]; files?: number; sizeBytes?: number; message?: string },
   ): Promise<void> {
     await this.mutate(async (tx) => {
+      // One snapshot done at a time per collection: two done at once would each see the other still pending, and neither end it.
+      await tx.query('SELECT id FROM lesson_collections WHERE id = $1 FOR UPDATE', [snapshot.collectionId]);
       await tx.query(
         `UPDATE lesson_snapshots SET state = $3, folders = $4, files = $5, size_bytes = $6, message = $7, taken_at = now()
           WHERE collection_id = $1 AND workspace_id = $2`,

@@ -213,3 +213,15 @@ async function replaceHome(volume: string): Promise<WorkspaceRecord> {
   await db.dataSource.query('UPDATE workspaces SET home_volume = $2 WHERE id = $1', [workspace.id, volume]);
   return (await store.workspaces.get(workspace.id))!;
 }
+
+it('ends a collection whose snapshots are all done but whose end was missed, at the next resync', async () => {
+  await handedOut();
+  await controller().reconcile(workspace.id);
+  const lesson = (await store.lessons.list())[0]!;
+  const collection = await store.lessons.collect(coach, lesson.id, undefined);
+  await store.lessons.workspacesWithWork();
+  await db.dataSource.query("UPDATE lesson_snapshots SET state = 'missing' WHERE collection_id = $1", [collection.id]);
+  expect((await store.lessons.collection(lesson.id, collection.id)).doneAt).toBeNull();
+  expect(await store.lessons.workspacesWithWork()).toEqual([]);
+  expect((await store.lessons.collection(lesson.id, collection.id)).doneAt).not.toBeNull();
+});
