@@ -11,7 +11,8 @@
  *   editor says "Your coach is looking".
  * - A guest joins with a join code (a third browser, `/join`) and lands on their workspace page.
  * - A lesson handed out to everyone appears in Ada's and Bob's explorers (each editor tells it once),
- *   and in Cy's and the guest's homes, which were never started.
+ *   and in Cy's and the guest's homes, which were never started; when Cy opens hers at last, the
+ *   starter project is copied in beside the lesson.
  * - Collecting it gives one archive with a folder per student.
  * - Closing the join code backs the guest's home up, then removes their workspace.
  */
@@ -199,6 +200,17 @@ it('teaches a class: a compile error on the Class page, a raised hand on any pag
         const entries = await entriesOf(await call<Buffer>(coach, 'GET', `/admin/lessons/${lesson.id}/collections/${collection.id}/archive`));
         for (const slug of [ada.workspace.slug, bob.workspace.slug, cy.workspace.slug, guestSlug])
           expect(entries.get(`Drive Intro/${slug}/Drive Intro/Drive.java`)).toBe('class Drive {}\n');
+
+        // Cy opens her workspace at last: her home, which held only the lesson, gets the starter project beside it.
+        await app.store.workspaces.open(cy.workspace.id);
+        await waitForState(app.store, cy.workspace.id, 'running', 120_000);
+        const cyContainer = await inspectByName(names.code(cy.workspace.slug));
+        expect(
+          await execIn(cyContainer!.Id, ['sh', '-c', 'cd /home/student && ls build.gradle "lessons/Drive Intro/Drive.java"'], { user: '1000:1000' }),
+        ).toEqual({
+          code: 0,
+          output: 'build.gradle\nlessons/Drive Intro/Drive.java\n',
+        });
 
         // The code closed: the guest's home backed up, then their workspace removed.
         const guestWorkspace = (await app.store.workspaces.getBySlug(guestSlug))!;
