@@ -4,6 +4,7 @@ import { stripTypeScriptTypes } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { build, stop } from 'esbuild-wasm';
 
 /** One file the panel's pages load. */
 export interface Asset {
@@ -22,6 +23,8 @@ export interface Assets {
   importMap: string;
   /** Every module the page runs, for `<link rel="modulepreload">`: fetched at once, not import by import. */
   modules: string[];
+  /** A bundled vendor module by its name (BUNDLED), built at its first request; undefined for any other name. */
+  bundled: (name: string) => Promise<Asset> | undefined;
 }
 
 const CLIENT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'client');
@@ -34,6 +37,32 @@ const VENDOR: Record<string, string> = {
   'openapi-fetch': 'openapi-fetch',
 };
 
+/**
+ * UI libraries published as several modules, which a page imports only when it needs one (the
+ * Lessons page packs a folder into a tar with modern-tar): each is bundled by esbuild into one
+ * module at its first request (a second or two, once per process), not at the panel's, and is not
+ * preloaded. Its URL's version covers the package's own version.
+ */
+const BUNDLED: Record<string, string> = {
+  'modern-tar': 'modern-tar',
+};
+
+/** Bundles a published package into one ES module for the browser (esbuild's service is let go once done). */
+async function bundle(module: string): Promise<Asset> {
+  const bundled = await build({
+    entryPoints: [fileURLToPath(import.meta.resolve(module))],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'silent',
+  }).finally(() => void stop());
+  return asset(Buffer.from(bundled.outputFiles[0]!.text), TYPES['.mjs']!);
+}
+
 /** An asset with its compressed forms. */
 function asset(body: Buffer, type: string): Asset {
   const br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 6, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
@@ -45,7 +74,7 @@ const TYPES: Record<string, string> = { '.ts': 'text/javascript; charset=utf-8',
 /**
  * Loads the panel's files once: the client's TypeScript with its types stripped (Node's own
  * stripper: no build step, and the browser runs what tsc checked), its stylesheet, and the UI
- * libraries' published modules, all under `/panel/assets/<version>/`, each also compressed with
+ * libraries' published modules (BUNDLED ones at their first request), all under `/panel/assets/<version>/`, each also compressed with
  * brotli (quality 6: within 10% of the smallest, 20 times faster) and gzip (at the first request for the panel: api/panel/index.ts).
  */
 export function loadAssets(prefix: string): Assets {
@@ -65,8 +94,25 @@ export function loadAssets(prefix: string): Assets {
   }
   const hash = createHash('sha256');
   for (const [name, file] of [...files].toSorted(([a], [b]) => a.localeCompare(b))) hash.update(name).update(file.body);
+  const builds = new Map<string, { module: string; built?: Promise<Asset> }>();
+  for (const [specifier, module] of Object.entries(BUNDLED)) {
+    const name = `vendor-${module.replaceAll('/', '-')}.mjs`;
+    builds.set(name, { module });
+    vendorPaths[specifier] = name;
+    hash.update(name).update(readFileSync(fileURLToPath(import.meta.resolve(`${module}/package.json`))));
+  }
   const version = hash.digest('hex').slice(0, 12);
   const imports = Object.fromEntries(Object.entries(vendorPaths).map(([specifier, name]) => [specifier, `${prefix}/${version}/${name}`]));
   const modules = [...files.keys()].filter((name) => /\.(ts|mjs)$/.test(name)).map((name) => `${prefix}/${version}/${name}`);
-  return { version, files, importMap: JSON.stringify({ imports }), modules };
+  const bundled = (name: string) => {
+    const entry = builds.get(name);
+    if (!entry) return undefined;
+    // A failed build is tried again at the next request.
+    entry.built ??= bundle(entry.module).catch((error: unknown) => {
+      entry.built = undefined;
+      throw error;
+    });
+    return entry.built;
+  };
+  return { version, files, importMap: JSON.stringify({ imports }), modules, bundled };
 }

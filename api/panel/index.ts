@@ -39,9 +39,10 @@ export function panelRouter(): Router<AuthState> {
   const panel = () => (built ??= buildPanel());
   const router = new Router<AuthState>();
 
-  router.get<unknown, Routed<typeof ASSET_ROUTE>>(ASSET_ROUTE, (ctx) => {
+  router.get<unknown, Routed<typeof ASSET_ROUTE>>(ASSET_ROUTE, async (ctx) => {
     const { assets } = panel();
-    const asset = ctx.params.version === assets.version ? assets.files.get(ctx.params.name) : undefined;
+    const current = ctx.params.version === assets.version;
+    const asset = current ? (assets.files.get(ctx.params.name) ?? (await assets.bundled(ctx.params.name))) : undefined;
     if (!asset) {
       ctx.status = 404;
       ctx.set('Cache-Control', 'no-store');
@@ -57,26 +58,29 @@ export function panelRouter(): Router<AuthState> {
     ctx.body = encoding === 'br' || encoding === 'gzip' ? asset.encoded[encoding] : asset.body;
   });
 
-  // Every page of the panel, loaded or reloaded at its own address: a section, one run (`runs/<id>`), or a look at a workspace (`look/<id>`).
-  router.get([PANEL_PATH, `${PANEL_PATH}/`, `${PANEL_PATH}/:page`, `${PANEL_PATH}/runs/:runId`, `${PANEL_PATH}/look/:workspaceId`], (ctx) => {
-    const user = ctx.state.user;
-    if (!user) return ctx.redirect(`/auth/sign-in?return_to=${encodeURIComponent(ctx.path)}`);
-    if (user.role !== 'admin') {
-      return refuse(
-        ctx,
-        403,
-        'Admins only',
-        `<h1>Admins only</h1><p class="error">The admin panel is for coaches with an admin account; you are signed in as ${escapeHtml(user.email)}.</p><a class="button" href="/">Back</a>`,
-      );
-    }
-    const { csp, shell } = panel();
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('Content-Security-Policy', csp);
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('Referrer-Policy', 'same-origin');
-    ctx.type = 'html';
-    ctx.body = shell;
-  });
+  // Every page of the panel, loaded or reloaded at its own address: a section, one run (`runs/<id>`), a look at a workspace (`look/<id>`), or a lesson (`lessons/<id>`).
+  router.get(
+    [PANEL_PATH, `${PANEL_PATH}/`, `${PANEL_PATH}/:page`, `${PANEL_PATH}/runs/:runId`, `${PANEL_PATH}/look/:workspaceId`, `${PANEL_PATH}/lessons/:lessonId`],
+    (ctx) => {
+      const user = ctx.state.user;
+      if (!user) return ctx.redirect(`/auth/sign-in?return_to=${encodeURIComponent(ctx.path)}`);
+      if (user.role !== 'admin') {
+        return refuse(
+          ctx,
+          403,
+          'Admins only',
+          `<h1>Admins only</h1><p class="error">The admin panel is for coaches with an admin account; you are signed in as ${escapeHtml(user.email)}.</p><a class="button" href="/">Back</a>`,
+        );
+      }
+      const { csp, shell } = panel();
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Content-Security-Policy', csp);
+      ctx.set('X-Content-Type-Options', 'nosniff');
+      ctx.set('Referrer-Policy', 'same-origin');
+      ctx.type = 'html';
+      ctx.body = shell;
+    },
+  );
 
   return router;
 }

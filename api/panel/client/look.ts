@@ -13,7 +13,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
 import { RunOutput } from './runs.ts';
-import { Link, Loading, Notice, useResource } from './ui.ts';
+import { kib, Link, Loading, Notice, useResource } from './ui.ts';
 import type { HomeFile, HomeListing, Look } from '../../../src/wire/schemas.ts';
 
 /** How often the open page keeps its look (the server ends one not kept for a minute). */
@@ -21,7 +21,6 @@ const LOOK_KEEP_MS = 20_000;
 /** How often a look asking the student reads their answer. */
 const ASKING_MS = 2000;
 
-const kib = (bytes: number) => (bytes < 1024 ? `${bytes} B` : bytes < 1024 ** 2 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 ** 2).toFixed(1)} MiB`);
 const joined = (folder: string, name: string) => (folder === '' ? name : `${folder}/${name}`);
 
 /** Begins the look while mounted, keeps it, and ends it on leaving (also when the tab closes); its state or the reason it failed. */

@@ -8,6 +8,7 @@ import { ClassPage } from './class.ts';
 import { BackupsPage } from './backups.ts';
 import { HandNotice, HelpBadge, HelpPage, useHelpQueue, useNewHands, type HelpQueue } from './help.ts';
 import { JoinCodesPage, useJoinCodesOn } from './join-codes.ts';
+import { LessonPage, LessonsPage } from './lessons.ts';
 import { LookPage } from './look.ts';
 import { html } from './html.ts';
 import { OverviewPage } from './overview.ts';
@@ -20,6 +21,7 @@ const TABS: [path: string, label: string][] = [
   ['/panel/class', 'Class'],
   ['/panel/', 'Overview'],
   ['/panel/help', 'Help'],
+  ['/panel/lessons', 'Lessons'],
   ['/panel/workspaces', 'Workspaces'],
   ['/panel/runs', 'Runs'],
   ['/panel/users', 'Users'],
@@ -36,6 +38,8 @@ function Page({ url, me, help }: { url: URL; me: string; help: Resource<HelpQueu
   if (run) return html`<${RunPage} id=${run[1]} />`;
   const look = /^\/panel\/look\/([0-9a-f-]{36})\/?$/.exec(url.pathname);
   if (look) return html`<${LookPage} workspaceId=${look[1]} key=${look[1]} />`;
+  const lesson = /^\/panel\/lessons\/([0-9a-f-]{36})\/?$/.exec(url.pathname);
+  if (lesson) return html`<${LessonPage} lessonId=${lesson[1]} key=${lesson[1]} />`;
   switch (url.pathname.replace(/\/$/, '')) {
     case '/panel/runs':
       return html`<${RunsPage} url=${url} />`;
@@ -49,6 +53,8 @@ function Page({ url, me, help }: { url: URL; me: string; help: Resource<HelpQueu
       return html`<${HelpPage} help=${help} me=${me} />`;
     case '/panel/join-codes':
       return html`<${JoinCodesPage} />`;
+    case '/panel/lessons':
+      return html`<${LessonsPage} />`;
     case '/panel/allowlist':
       return html`<${AllowlistPage} />`;
     case '/panel/audit':

@@ -241,6 +241,10 @@ export function Loading({ error }: { error: string | undefined }): VNode | null 
   return error ? null : html`<p class="loading">Loading…</p>`;
 }
 
+/** A size in bytes as a person reads it: B, KiB, MiB. */
+export const kib = (bytes: number): string =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 ** 2 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+
 /** An age in a coach's words: seconds, then minutes, then hours and minutes. */
 export function age(seconds: number): string {
   if (seconds < 60) return `${seconds} s`;
