@@ -264,7 +264,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     idleWarningMinutes: config.idleWarningMinutes,
     imports,
     lookConsent: config.lookConsent,
-    lessons: new Lessons({ lessons: store.lessons, dataDir: config.dataDir, maxBytes: config.lessonMaxBytes }),
+    lessons: new Lessons({ lessons: store.lessons, dataDir: config.dataDir, maxBytes: config.lessonMaxBytes, imports }),
     joinCodes: config.joinCodes,
     homeFiles: new HomeFiles(deps.runtime, config.workspaceImage, (error) =>
       categoryLogger(deps.log, 'containers').warning({ error: error instanceof Error ? error.message : String(error) }, "a coach's look could not read a home"),

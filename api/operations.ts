@@ -77,6 +77,8 @@ export const OPERATIONS: AnyOperation[] = [
   lessons.list,
   lessons.create,
   lessons.addVersion,
+  lessons.createFromGit,
+  lessons.addVersionFromGit,
   lessons.one,
   lessons.handout,
   lessons.reset,

@@ -62,10 +62,10 @@ try {
   // The lesson: FILES incompressible files in 10 folders, SIZE_MB in all, on disk and as a .tar.gz.
   const folder = path.join(scratch, 'lesson');
   const pack = tar.pack();
-  const each = Math.floor((SIZE_MB * 1024 * 1024) / FILES);
+  const fileBytes = Math.floor((SIZE_MB * 1024 * 1024) / FILES);
   for (let i = 0; i < FILES; i++) {
     const name = `part-${i % 10}/file-${i}.bin`;
-    const bytes = randomBytes(each);
+    const bytes = randomBytes(fileBytes);
     mkdirSync(path.join(folder, path.dirname(name)), { recursive: true });
     writeFileSync(path.join(folder, name), bytes);
     pack.entry({ name, mode: 0o644 }, bytes);

@@ -10,6 +10,7 @@ import Type from 'typebox';
 import { presentCollection, presentDelivery, presentLesson, presentLessonDetail } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
 import { json, operation } from '../operation.ts';
+import { importRequest } from './student.ts';
 import { workspaceOf } from './workspaces.ts';
 
 /** What an upload of a lesson's files may be refused for. */
@@ -68,6 +69,76 @@ export const addVersion = operation({
     status: 201,
     body: { lesson: presentLesson(await lessons.upload(actor, { lessonId: params.lessonId }, ctx.req)) },
   }),
+});
+
+/** The body of a lesson from git: what a student's import takes (student.ts), and, for a new lesson, its name. */
+const gitRequest = Type.Object({ ...importRequest.properties }, { additionalProperties: false });
+
+/** What a lesson from git may be refused for: an import's refusals and failures, and the upload's own. */
+const GIT_ERRORS = [
+  'import_url_invalid',
+  'import_not_https',
+  'import_branch_invalid',
+  'import_subfolder_invalid',
+  'import_host_unknown',
+  'import_host_refused',
+  'import_address_refused',
+  'imports_busy',
+  'import_timeout',
+  'import_redirect_invalid',
+  'import_not_git',
+  'import_empty',
+  'import_repository_not_found',
+  'import_branch_not_found',
+  'import_subfolder_not_found',
+  'import_subfolder_outside',
+  'import_too_large',
+  'lesson_archive_unsafe',
+  'lesson_archive_empty',
+  'lesson_too_large',
+] as const;
+
+export const createFromGit = operation({
+  method: 'post',
+  path: '/admin/lessons/git',
+  summary:
+    "Makes a lesson of a git repository's project (audit `lesson.create`): checked and cloned as a student's import is (https, the allowed hosts and addresses, IMPORT_MAX_SIZE, IMPORT_TIMEOUT_SECONDS), its `.git` left out.",
+  auth: 'admin',
+  tag: 'admin',
+  long: true,
+  body: Type.Object(
+    { name: Type.String({ minLength: 1, maxLength: 60, description: "The lesson's name, which is its folder." }), ...importRequest.properties },
+    { additionalProperties: false },
+  ),
+  errors: [...GIT_ERRORS, 'invalid_lesson_name', 'lesson_exists'],
+  responses: { 201: json(Wire.LessonAnswer, 'The lesson, at version 1.') },
+  handle: async ({ actor, body }, { lessons }) => ({
+    status: 201,
+    body: { lesson: presentLesson(await lessons.fromGit(actor, { name: body.name }, gitSource(body))) },
+  }),
+});
+
+export const addVersionFromGit = operation({
+  method: 'post',
+  path: '/admin/lessons/{lessonId}/versions/git',
+  summary: "Gives a lesson a new version of its files from a git repository's project, as POST /admin/lessons/git makes one (audit `lesson.create`).",
+  auth: 'admin',
+  tag: 'admin',
+  long: true,
+  body: gitRequest,
+  errors: [...GIT_ERRORS],
+  responses: { 201: json(Wire.LessonAnswer, 'The lesson, at its new version.') },
+  handle: async ({ actor, params, body }, { lessons }) => ({
+    status: 201,
+    body: { lesson: presentLesson(await lessons.fromGit(actor, { lessonId: params.lessonId }, gitSource(body))) },
+  }),
+});
+
+/** The repository, branch and subfolder asked. */
+const gitSource = (body: { url: string; branch?: string | null; subfolder?: string | null }) => ({
+  url: body.url,
+  branch: body.branch ?? undefined,
+  subfolder: body.subfolder ?? undefined,
 });
 
 export const one = operation({

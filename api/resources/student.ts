@@ -270,8 +270,8 @@ export const resetWorkspace = operation({
   },
 });
 
-/** The body of POST .../workspace/import: a git repository's https:// address, and optionally a branch and a subfolder. */
-const importRequest = Type.Object(
+/** The body of POST .../workspace/import (and of a lesson from git): a git repository's https:// address, and optionally a branch and a subfolder. */
+export const importRequest = Type.Object(
   {
     url: Type.String({ minLength: 1, maxLength: 2000, description: 'The repository, https:// only (https://github.com/<team>/<repository>).' }),
     branch: Type.Optional(

@@ -5,6 +5,7 @@
  * failure leaves the home as it was. See docs/students.md ("Reset and import") and docs/security.md
  * ("Importing a team's project").
  */
+import { randomUUID } from 'node:crypto';
 import { readFile, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -120,6 +121,74 @@ export class Imports {
     return record;
   }
 
+  /**
+   * A repository's project for a coach's lesson (synchronous, whatever workspace): the address,
+   * branch and subfolder checked as an import's, and the host's addresses; the clone made under
+   * `DATA_DIR/imports/` within IMPORT_TIMEOUT_SECONDS and IMPORT_MAX_SIZE (one of this replica's
+   * IMPORTS_AT_ONCE; stopped with the server); then `use` is given the folder that is the project
+   * (its `.git` beside it at the clone's top) and the commit, and the clone is removed after. Fails
+   * as an import does, with the same codes.
+   */
+  async withProject<T>(request: ImportRequest, use: (root: string, commit: string) => Promise<T>): Promise<T> {
+    const { limits } = this.options;
+    const url = checkUrl(request.url, this.rules);
+    const branch = request.branch?.trim() || undefined;
+    if (branch !== undefined && !BRANCH.test(branch)) throw ValidationError('import_branch_invalid', `${JSON.stringify(branch)} is not a branch name.`);
+    const subfolder = normalSubfolder(request.subfolder) ?? null;
+    if (this.running.size >= IMPORTS_AT_ONCE) {
+      throw UnavailableError('imports_busy', 'The server is importing other projects right now; try again in a minute.', 30);
+    }
+    const checked = await resolveChecked(url, this.rules);
+    const id = randomUUID();
+    const abort = new AbortController();
+    this.running.set(id, abort);
+    const work = path.join(this.options.dataDir, 'imports', id);
+    const timer = setTimeout(
+      () =>
+        abort.abort(
+          new AppError(
+            'import_timeout',
+            `${checked.host} did not finish answering within ${Math.round(limits.timeoutMs / 1000)} s: the server is too slow or does not answer; nothing was changed.`,
+          ),
+        ),
+      limits.timeoutMs,
+    );
+    try {
+      const { root, commit } = await this.fetch(checked, { branch: branch ?? null, subfolder }, work, abort.signal, () => undefined);
+      clearTimeout(timer);
+      return await use(root, commit);
+    } finally {
+      clearTimeout(timer);
+      this.running.delete(id);
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** Discovery (the redirects, each checked), the clone of `branch` under `work`, and the folder that is the project (its subfolder). */
+  private async fetch(
+    checked: Awaited<ReturnType<typeof resolveChecked>>,
+    wanted: { branch: string | null; subfolder: string | null },
+    work: string,
+    signal: AbortSignal,
+    onBytes: (bytes: number) => void,
+  ): Promise<{ found: Awaited<ReturnType<typeof discover>>; commit: string; root: string }> {
+    const { limits } = this.options;
+    const found = await discover(checked, this.rules, await this.authorities(), signal);
+    onBytes(0);
+    const clone = path.join(work, 'clone');
+    const { commit } = await cloneRepository({
+      checked: found,
+      branch: wanted.branch ?? undefined,
+      dir: clone,
+      home: path.join(work, 'home'),
+      maxBytes: limits.maxBytes,
+      caFile: limits.caFile,
+      signal,
+      onBytes,
+    });
+    return { found, commit, root: await projectRoot(clone, wanted.subfolder) };
+  }
+
   /** The workspace's latest import (in progress or ended), or undefined. */
   latest(workspaceId: string): Promise<ImportRecord | undefined> {
     return this.options.store.imports.latest(workspaceId);
@@ -199,21 +268,8 @@ export class Imports {
       limits.timeoutMs,
     );
     try {
-      const found = await discover(checked, this.rules, await this.authorities(), abort.signal);
-      progress.write('cloning', 0);
-      const clone = path.join(work, 'clone');
-      const { commit } = await cloneRepository({
-        checked: found,
-        branch: record.branch ?? undefined,
-        dir: clone,
-        home: path.join(work, 'home'),
-        maxBytes: limits.maxBytes,
-        caFile: limits.caFile,
-        signal: abort.signal,
-        onBytes: (bytes) => progress.write('cloning', bytes),
-      });
+      const { found, commit, root } = await this.fetch(checked, record, work, abort.signal, (bytes) => progress.write('cloning', bytes));
       clearTimeout(timer);
-      const root = await projectRoot(clone, record.subfolder);
       progress.write('backing-up', 0, { commit }, true);
       // As it is now: the student may have opened it meanwhile (then refused, nothing changed).
       const current = (await store.workspaces.get(workspace.id)) ?? workspace;

@@ -6,8 +6,8 @@
  * an upload is trusted: a path that is absolute or climbs out (`..`), a link of either kind, a
  * device, a FIFO are each refused with the entry's name (400 `lesson_archive_unsafe`), before any
  * home is touched; what is not an archive is 400 `lesson_archive_invalid`; past LESSON_MAX_SIZE
- * unpacked or MAX_ENTRIES entries, 413 `lesson_too_large`. macOS's `__MACOSX/` and `.DS_Store` are
- * left out. An archive whose entries are all in one folder is that folder's contents (a lesson
+ * unpacked or MAX_ENTRIES entries, 413 `lesson_too_large`. macOS's `__MACOSX/` and `.DS_Store`, and a
+ * git repository's `.git/` at the top (its history), are left out. An archive whose entries are all in one folder is that folder's contents (a lesson
  * zipped or tarred as its folder, as people do).
  */
 import { createHash } from 'node:crypto';
@@ -72,7 +72,7 @@ export function lessonPath(name: string): string | undefined {
   const parts = name.split('/').filter((part) => part !== '' && part !== '.');
   if (parts.includes('..')) throw unsafe('climbs out of its folder (..)');
   if (parts.length === 0) return undefined;
-  if (parts[0] === '__MACOSX' || parts.at(-1) === '.DS_Store') return undefined;
+  if (parts[0] === '__MACOSX' || parts[0] === '.git' || parts.at(-1) === '.DS_Store') return undefined;
   const joined = parts.join('/');
   if (Buffer.byteLength(joined) > MAX_PATH_BYTES) throw unsafe(`is longer than ${MAX_PATH_BYTES} bytes`);
   return joined;

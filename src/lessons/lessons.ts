@@ -17,7 +17,9 @@ import { createGzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { packEntry, type TarEntry } from '../backup/streams.ts';
 import { ConflictError } from '../errors.ts';
+import type { Imports } from '../import/imports.ts';
 import type { Actor } from '../store/audit.ts';
+import type { ImportRequest } from '../store/imports.ts';
 import type { CollectionRecord, LessonRecord, LessonStore } from '../store/lessons.ts';
 import { packFolder, unpackUpload } from './files.ts';
 
@@ -27,6 +29,8 @@ export interface LessonsOptions {
   dataDir: string;
   /** LESSON_MAX_SIZE in bytes. */
   maxBytes: number;
+  /** Clones of a repository, as a student's import makes them (its checks and bounds): a lesson from a git URL. */
+  imports?: Pick<Imports, 'withProject'>;
 }
 
 /** Where a lesson's files are kept (`DATA_DIR/lessons/`), by lesson, version and collection (the controller writes snapshots there). */
@@ -71,6 +75,17 @@ export class Lessons {
   /** Makes a lesson of a folder on this machine (the CLI), or (`lessonId`) its next version. */
   async fromFolder(actor: Actor, target: { name: string } | { lessonId: string }, folder: string): Promise<LessonRecord> {
     return this.fromScratch(actor, target, async () => folder);
+  }
+
+  /**
+   * Makes a lesson of a git repository's project (or, `lessonId`, its next version): the address,
+   * branch and subfolder checked and the clone made as a student's import's are (IMPORT_* settings,
+   * the same errors), its `.git` left out.
+   */
+  async fromGit(actor: Actor, target: { name: string } | { lessonId: string }, request: ImportRequest): Promise<LessonRecord> {
+    const { imports } = this.options;
+    if (!imports) throw new Error('lessons from git need the imports of this process');
+    return imports.withProject(request, (root) => this.fromFolder(actor, target, root));
   }
 
   private async fromScratch(actor: Actor, target: { name: string } | { lessonId: string }, root: (scratch: string) => Promise<string>): Promise<LessonRecord> {

@@ -7,7 +7,8 @@
  * uploads a second version from a folder and hands it to one chosen student, whose copy lands beside
  * the first; resets that student's folder after a backup the page names; collects now and downloads
  * the archive (a folder per student). A bad upload shows the API's message at the form, and nothing
- * is made. axe-core finds no serious or critical problem. Screenshots go to
+ * is made. A lesson from a folder of a git repository (a real git server on loopback), and a host not
+ * allowed refused at the form. axe-core finds no serious or critical problem. Screenshots go to
  * `<tmpdir>/panel-lessons*.png`.
  */
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -23,6 +24,7 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { accessibilityProblems, gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
 
 const db = useTestDatabase();
@@ -33,11 +35,14 @@ let browser: Browser;
 let coach: Student;
 let ada: Student;
 let bob: Student;
+let git: GitServer;
 
 beforeAll(async () => {
+  git = await startGitServer();
+  await git.repository('season', { 'README.md': '# Season\n', 'lessons/drive/Drive.java': 'class Drive {}\n', 'lessons/drive/notes.txt': 'drive\n' });
   app = await startApp(
     db.dataSource,
-    { ...TEST_ENV, CONTROL_PLANE_ID: controlPlaneId },
+    { ...TEST_ENV, CONTROL_PLANE_ID: controlPlaneId, IMPORT_CA_FILE: git.caFile, IMPORT_ALLOWED_HOSTS: '127.0.0.1', IMPORT_ALLOWED_ADDRESSES: '127.0.0.1' },
     { parts: ['changes', 'http', 'workspaces', 'lessons'], tuning: { lessons: { resyncIntervalMs: 1000 } } },
   );
   browser = await launchBrowser();
@@ -53,6 +58,7 @@ beforeEach(async () => {
 afterAll(async () => {
   await browser?.close();
   await app?.close();
+  await git?.close();
   await removeEverything(controlPlaneId);
 }, 60_000);
 
@@ -253,6 +259,29 @@ describe("the coach's side of lessons", () => {
       expect(new URL(page.url()).pathname).toBe('/panel/lessons');
       expect(await app.store.lessons.list()).toEqual([]);
       await page.screenshot({ path: path.join(os.tmpdir(), 'panel-lessons-refused.png') });
+    });
+  });
+
+  it("makes a lesson from a folder of a git repository, and shows the API's message for a host not allowed", async () => {
+    await withPage(browser, async (page) => {
+      await open(page, '/panel/lessons');
+      const form = page.getByRole('form', { name: 'New lesson' });
+      await form.getByLabel(/^Name/).fill('Drive');
+      await form.getByLabel('A git repository (https://)').fill('https://example.org/team/lessons.git');
+      await form.getByRole('button', { name: 'Create the lesson' }).click();
+      await form
+        .getByRole('alert')
+        .getByText(/example\.org/)
+        .waitFor();
+      expect(await app.store.lessons.list()).toEqual([]);
+
+      await form.getByLabel('A git repository (https://)').fill(`${git.origin('127.0.0.1')}/git/season.git`);
+      await form.getByLabel('Its folder (optional)').fill('lessons/drive');
+      await form.getByText(`The repository ${git.origin('127.0.0.1')}/git/season.git, its folder lessons/drive`).waitFor();
+      await page.screenshot({ path: path.join(os.tmpdir(), 'panel-lessons-git.png') });
+      await form.getByRole('button', { name: 'Create the lesson' }).click();
+      await page.getByRole('heading', { name: 'Drive', level: 1 }).waitFor({ timeout: 60_000 });
+      expect(await app.store.lessons.list()).toMatchObject([{ name: 'Drive', latest: { version: 1, files: 2 } }]);
     });
   });
 });

@@ -19,8 +19,8 @@ type Delivery = LessonDetail['students'][number];
 type Collection = LessonDetail['collections'][number];
 type Snapshot = Collection['snapshots'][number];
 
-/** What a coach chose to upload: a folder's files (packed here), or an archive sent as it is. */
-type Chosen = { kind: 'folder'; folder: string; files: File[] } | { kind: 'archive'; file: File };
+/** What a coach chose: a folder's files (packed here), an archive sent as it is, or a git repository the server clones. */
+type Chosen = { kind: 'folder'; folder: string; files: File[] } | { kind: 'archive'; file: File } | { kind: 'git'; url: string; subfolder: string };
 
 /** A notice for one part of a page, beside what it is about. */
 type Said = { kind: 'ok' | 'error'; text: string } | undefined;
@@ -64,24 +64,41 @@ const archiveBody = (bytes: Blob) => ({
   headers: { 'content-type': bytes.type === 'application/x-tar' ? 'application/x-tar' : 'application/gzip' },
 });
 
-/** The bytes to upload for what was chosen (a folder is packed first). */
-const bytesOf = async (chosen: Chosen): Promise<Blob> => (chosen.kind === 'folder' ? packFolder(chosen.files) : chosen.file);
+/** The bytes to upload for files chosen (a folder is packed first). */
+const bytesOf = async (chosen: Exclude<Chosen, { kind: 'git' }>): Promise<Blob> => (chosen.kind === 'folder' ? packFolder(chosen.files) : chosen.file);
+
+/** A git repository's body for the API: its address, and its subfolder when one is given. */
+const gitBody = (chosen: Extract<Chosen, { kind: 'git' }>) => ({ url: chosen.url, ...(chosen.subfolder ? { subfolder: chosen.subfolder } : {}) });
+
+/** What the button says while a choice is made into a lesson. */
+const busyText = (chosen: Chosen) => (chosen.kind === 'folder' ? 'Packing the folder…' : chosen.kind === 'git' ? 'Cloning…' : 'Uploading…');
 
 /** What was chosen, in a line: the folder and how much it holds, or the archive. */
 function chosenText(chosen: Chosen): string {
   if (chosen.kind === 'archive') return `The archive ${chosen.file.name} (${kib(chosen.file.size)}).`;
+  if (chosen.kind === 'git')
+    return `The repository ${chosen.url}${chosen.subfolder ? `, its folder ${chosen.subfolder}` : ''} (cloned by the server as a student's import is).`;
   const bytes = chosen.files.reduce((sum, file) => sum + file.size, 0);
   return `The folder ${chosen.folder}: ${plural(chosen.files.length, 'file')}, ${kib(bytes)}.`;
 }
 
 /**
- * A folder or an archive of a lesson's files: two file inputs, the second choice replacing the
- * first. `onChoose` hears what was chosen (undefined: nothing, or a folder without a file).
+ * A folder or an archive of a lesson's files, or a git repository (https, and a folder of it): the
+ * last choice replaces the others. `onChoose` hears what was chosen (undefined: nothing, or a
+ * folder without a file).
  */
 function FilesPicker({ id, onChoose }: { id: string; onChoose: (chosen: Chosen | undefined) => void }): VNode {
   const folderInput = useRef<HTMLInputElement>(null);
   const archiveInput = useRef<HTMLInputElement>(null);
+  const [git, setGit] = useState({ url: '', subfolder: '' });
+  const typeGit = (next: { url: string; subfolder: string }) => {
+    setGit(next);
+    if (folderInput.current) folderInput.current.value = '';
+    if (archiveInput.current) archiveInput.current.value = '';
+    onChoose(next.url.trim() ? { kind: 'git', url: next.url.trim(), subfolder: next.subfolder.trim() } : undefined);
+  };
   const pickFolder = (event: Event) => {
+    setGit({ url: '', subfolder: '' });
     if (archiveInput.current) archiveInput.current.value = '';
     const files = [...((event.target as HTMLInputElement).files ?? [])];
     const folder = files[0]?.webkitRelativePath.split('/')[0] ?? '';
@@ -90,6 +107,7 @@ function FilesPicker({ id, onChoose }: { id: string; onChoose: (chosen: Chosen |
     onChoose(files.length === 0 ? undefined : { kind: 'folder', folder, files });
   };
   const pickArchive = (event: Event) => {
+    setGit({ url: '', subfolder: '' });
     if (folderInput.current) folderInput.current.value = '';
     const file = (event.target as HTMLInputElement).files?.[0];
     onChoose(file ? { kind: 'archive', file } : undefined);
@@ -100,6 +118,26 @@ function FilesPicker({ id, onChoose }: { id: string; onChoose: (chosen: Chosen |
     <label
       >An archive (.tar, .tar.gz)
       <input id=${`${id}-archive`} type="file" accept=".tar,.gz,.tgz,application/gzip,application/x-tar" ref=${archiveInput} onChange=${pickArchive}
+    /></label>
+    <span class="or">or</span>
+    <label
+      >A git repository (https://)
+      <input
+        id=${`${id}-git`}
+        type="url"
+        placeholder="https://github.com/your-team/lessons"
+        autocomplete="off"
+        value=${git.url}
+        onInput=${(event: Event) => typeGit({ ...git, url: (event.target as HTMLInputElement).value })}
+    /></label>
+    <label
+      >Its folder (optional)
+      <input
+        id=${`${id}-git-folder`}
+        placeholder="the whole repository"
+        autocomplete="off"
+        value=${git.subfolder}
+        onInput=${(event: Event) => typeGit({ ...git, subfolder: (event.target as HTMLInputElement).value })}
     /></label>
   </div>`;
 }
@@ -132,10 +170,11 @@ function NewLesson(): VNode {
     if (!chosen) return;
     setSaid(undefined);
     try {
-      setBusy(chosen.kind === 'folder' ? 'Packing the folder…' : 'Uploading…');
-      const bytes = await bytesOf(chosen);
-      setBusy('Uploading…');
-      const { lesson } = await ok(client.POST('/admin/lessons', { params: { query: { name: name.trim() } }, ...archiveBody(bytes) }));
+      setBusy(busyText(chosen));
+      const { lesson } =
+        chosen.kind === 'git'
+          ? await ok(client.POST('/admin/lessons/git', { body: { name: name.trim(), ...gitBody(chosen) } }))
+          : await ok(client.POST('/admin/lessons', { params: { query: { name: name.trim() } }, ...archiveBody(await bytesOf(chosen)) }));
       navigate(`/panel/lessons/${lesson.id}`);
     } catch (failure) {
       setSaid({ kind: 'error', text: messageOf(failure) });
@@ -157,7 +196,9 @@ function NewLesson(): VNode {
     /></label>
     <p class="muted small" id="new-lesson-name-hint">The folder it lands in, under <code>lessons/</code> of each home.</p>
     <${FilesPicker} id="new-lesson" onChoose=${choose} />
-    <p class="muted small">${chosen ? chosenText(chosen) : 'Choose the folder of the lesson (as it should land in each home), or an archive of it.'}</p>
+    <p class="muted small">
+      ${chosen ? chosenText(chosen) : 'Choose the folder of the lesson (as it should land in each home), an archive of it, or a git repository.'}
+    </p>
     ${said ? html`<${Notice} kind=${said.kind}>${said.text}<//>` : null}
     <div><button type="submit" disabled=${busy !== undefined || !chosen}>${busy ?? 'Create the lesson'}</button></div>
   </form>`;
@@ -493,10 +534,11 @@ export function LessonPage({ lessonId }: { lessonId: string }): VNode {
     if (!chosen) return;
     setVersionSaid(undefined);
     try {
-      setUploading(chosen.kind === 'folder' ? 'Packing the folder…' : 'Uploading…');
-      const bytes = await bytesOf(chosen);
-      setUploading('Uploading…');
-      const answer = await ok(client.POST('/admin/lessons/{lessonId}/versions', { ...path, ...archiveBody(bytes) }));
+      setUploading(busyText(chosen));
+      const answer =
+        chosen.kind === 'git'
+          ? await ok(client.POST('/admin/lessons/{lessonId}/versions/git', { ...path, body: gitBody(chosen) }))
+          : await ok(client.POST('/admin/lessons/{lessonId}/versions', { ...path, ...archiveBody(await bytesOf(chosen)) }));
       (event.target as HTMLFormElement).reset();
       setChosen(undefined);
       setHandoutSaid({ kind: 'ok', text: `Version ${answer.lesson.latest.version} is made: hand it out to send it.` });

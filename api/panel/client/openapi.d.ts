@@ -807,6 +807,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/lessons/git": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Makes a lesson of a git repository's project (audit `lesson.create`): checked and cloned as a student's import is (https, the allowed hosts and addresses, IMPORT_MAX_SIZE, IMPORT_TIMEOUT_SECONDS), its `.git` left out. */
+        post: operations["postAdminLessonsGit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/lessons/{lessonId}/versions/git": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Gives a lesson a new version of its files from a git repository's project, as POST /admin/lessons/git makes one (audit `lesson.create`). */
+        post: operations["postAdminLessonsByLessonIdVersionsGit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/lessons/{lessonId}": {
         parameters: {
             query?: never;
@@ -8206,6 +8240,498 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "database_unavailable" | "deadline_passed";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLessonsGit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The lesson's name, which is its folder. */
+                    name: string;
+                    /** @description The repository, https:// only (https://github.com/<team>/<repository>). */
+                    url: string;
+                    /** @description A branch; empty or absent: the repository's default branch. */
+                    branch?: string | null;
+                    /** @description A folder of the repository to import alone; empty or absent: the whole repository. */
+                    subfolder?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The lesson, at version 1. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonAnswer"];
+                };
+            };
+            /**
+             * @description `bad_request`: The request could not be read (a body that ended early or was malformed).
+             *
+             *     `import_branch_invalid`: The branch to import is not a branch name.
+             *
+             *     `import_empty`: The repository has no commits yet.
+             *
+             *     `import_host_unknown`: The import's host could not be found (DNS).
+             *
+             *     `import_not_git`: The address serves a web page, not a git repository.
+             *
+             *     `import_not_https`: The import's address is not https://.
+             *
+             *     `import_redirect_invalid`: The repository's address redirects too often, or elsewhere than to a git repository.
+             *
+             *     `import_subfolder_invalid`: The subfolder to import is not a relative path inside the repository.
+             *
+             *     `import_subfolder_outside`: The subfolder is a symbolic link that leads outside it.
+             *
+             *     `import_url_invalid`: The import's address is not a repository's plain https:// address.
+             *
+             *     `invalid_json`: The request body is not valid JSON.
+             *
+             *     `invalid_lesson_name`: A lesson name is its folder: 1 to 60 letters, digits, spaces, dots, dashes or underscores, beginning with a letter or digit.
+             *
+             *     `lesson_archive_empty`: The archive holds no file.
+             *
+             *     `lesson_archive_unsafe`: The archive holds a path outside its folder, a link, a device or another entry that is neither file nor folder; the message names it.
+             *
+             *     `unsupported_content_type`: The request body was not sent as `Content-Type: application/json`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "bad_request" | "import_branch_invalid" | "import_empty" | "import_host_unknown" | "import_not_git" | "import_not_https" | "import_redirect_invalid" | "import_subfolder_invalid" | "import_subfolder_outside" | "import_url_invalid" | "invalid_json" | "invalid_lesson_name" | "lesson_archive_empty" | "lesson_archive_unsafe" | "unsupported_content_type" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             *
+             *     `import_address_refused`: The import's host resolves to an address that is not to be connected to.
+             *
+             *     `import_host_refused`: The import's host is not one IMPORT_ALLOWED_HOSTS allows.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden" | "import_address_refused" | "import_host_refused";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `import_branch_not_found`: The repository has no such branch.
+             *
+             *     `import_repository_not_found`: There is no public repository at the address.
+             *
+             *     `import_subfolder_not_found`: The repository has no such folder.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_branch_not_found" | "import_repository_not_found" | "import_subfolder_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `lesson_exists`: A lesson of this name exists (names are compared without case): give it a new version instead. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "lesson_exists";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `import_too_large`: The repository is larger than IMPORT_MAX_SIZE.
+             *
+             *     `lesson_too_large`: The lesson is larger than LESSON_MAX_SIZE (unpacked), or holds more than 20,000 entries.
+             *
+             *     `payload_too_large`: The request body is larger than the API takes (256 KB).
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_too_large" | "lesson_too_large" | "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `unsupported_content_encoding`: The request body is compressed: send it without Content-Encoding.
+             *
+             *     `unsupported_media_type`: The request body's charset or encoding is not supported.
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_content_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `imports_busy`: The server is importing as many projects as it does at once.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed" | "imports_busy";
+                        };
+                    };
+                };
+            };
+            /** @description `import_timeout`: The repository did not finish answering within IMPORT_TIMEOUT_SECONDS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_timeout";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    postAdminLessonsByLessonIdVersionsGit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lessonId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The repository, https:// only (https://github.com/<team>/<repository>). */
+                    url: string;
+                    /** @description A branch; empty or absent: the repository's default branch. */
+                    branch?: string | null;
+                    /** @description A folder of the repository to import alone; empty or absent: the whole repository. */
+                    subfolder?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The lesson, at its new version. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LessonAnswer"];
+                };
+            };
+            /**
+             * @description `bad_request`: The request could not be read (a body that ended early or was malformed).
+             *
+             *     `import_branch_invalid`: The branch to import is not a branch name.
+             *
+             *     `import_empty`: The repository has no commits yet.
+             *
+             *     `import_host_unknown`: The import's host could not be found (DNS).
+             *
+             *     `import_not_git`: The address serves a web page, not a git repository.
+             *
+             *     `import_not_https`: The import's address is not https://.
+             *
+             *     `import_redirect_invalid`: The repository's address redirects too often, or elsewhere than to a git repository.
+             *
+             *     `import_subfolder_invalid`: The subfolder to import is not a relative path inside the repository.
+             *
+             *     `import_subfolder_outside`: The subfolder is a symbolic link that leads outside it.
+             *
+             *     `import_url_invalid`: The import's address is not a repository's plain https:// address.
+             *
+             *     `invalid_json`: The request body is not valid JSON.
+             *
+             *     `lesson_archive_empty`: The archive holds no file.
+             *
+             *     `lesson_archive_unsafe`: The archive holds a path outside its folder, a link, a device or another entry that is neither file nor folder; the message names it.
+             *
+             *     `unsupported_content_type`: The request body was not sent as `Content-Type: application/json`.
+             *
+             *     `validation_error`: The body, the query string or a path parameter is not valid; the message names the field.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "bad_request" | "import_branch_invalid" | "import_empty" | "import_host_unknown" | "import_not_git" | "import_not_https" | "import_redirect_invalid" | "import_subfolder_invalid" | "import_subfolder_outside" | "import_url_invalid" | "invalid_json" | "lesson_archive_empty" | "lesson_archive_unsafe" | "unsupported_content_type" | "validation_error";
+                        };
+                    };
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `csrf_failed`: A request that changes state came from another site (or without a same-origin Origin).
+             *
+             *     `forbidden`: The credentials do not allow this: not an admin, or not this workspace.
+             *
+             *     `import_address_refused`: The import's host resolves to an address that is not to be connected to.
+             *
+             *     `import_host_refused`: The import's host is not one IMPORT_ALLOWED_HOSTS allows.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "csrf_failed" | "forbidden" | "import_address_refused" | "import_host_refused";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `import_branch_not_found`: The repository has no such branch.
+             *
+             *     `import_repository_not_found`: There is no public repository at the address.
+             *
+             *     `import_subfolder_not_found`: The repository has no such folder.
+             *
+             *     `lesson_not_found`: No lesson has this id.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_branch_not_found" | "import_repository_not_found" | "import_subfolder_not_found" | "lesson_not_found";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `import_too_large`: The repository is larger than IMPORT_MAX_SIZE.
+             *
+             *     `lesson_too_large`: The lesson is larger than LESSON_MAX_SIZE (unpacked), or holds more than 20,000 entries.
+             *
+             *     `payload_too_large`: The request body is larger than the API takes (256 KB).
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_too_large" | "lesson_too_large" | "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `unsupported_content_encoding`: The request body is compressed: send it without Content-Encoding.
+             *
+             *     `unsupported_media_type`: The request body's charset or encoding is not supported.
+             */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "unsupported_content_encoding" | "unsupported_media_type";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `database_unavailable`: The database cannot be reached right now.
+             *
+             *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `imports_busy`: The server is importing as many projects as it does at once.
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable" | "deadline_passed" | "imports_busy";
+                        };
+                    };
+                };
+            };
+            /** @description `import_timeout`: The repository did not finish answering within IMPORT_TIMEOUT_SECONDS. */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_timeout";
                         };
                     };
                 };
