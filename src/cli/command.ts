@@ -24,7 +24,7 @@ export const EXIT = {
   usage: 2,
   /** What the command names does not exist: a user, a workspace, an allowlist entry, a backup. */
   notFound: 3,
-  /** Refused by a rule: the last admin, a running workspace, a malformed allowlist file, a lesson past LESSON_MAX_SIZE. */
+  /** Refused by a rule: the last admin, a running workspace, a malformed allowlist file, a lesson past LESSON_MAX_SIZE, a repository's host not allowed. */
   refused: 4,
   /** The database or the Docker Engine cannot be reached, or the embedded database is busy. */
   unavailable: 5,
@@ -48,7 +48,7 @@ export function describeFailure(error: unknown, databaseUrl?: string): Failure {
         ? EXIT.usage
         : error.status === 404
           ? EXIT.notFound
-          : error.status === 409 || error.status === 413
+          : error.status === 403 || error.status === 409 || error.status === 413
             ? EXIT.refused
             : error.status === 503
               ? EXIT.unavailable

@@ -7,24 +7,45 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { NotFoundError } from '../errors.ts';
+import { NotFoundError, ValidationError } from '../errors.ts';
+import { Imports } from '../import/imports.ts';
 import { Lessons } from '../lessons/lessons.ts';
+import { createRootLogger } from '../log.ts';
+import { createMetrics } from '../metrics.ts';
 import { CLI_ACTOR } from '../store/audit.ts';
 import type { LessonRecord } from '../store/lessons.ts';
 import type { CliPlane } from './command.ts';
 
-/** The Lessons service of a CLI plane (loaded only by the lessons commands: tar and its checks are not every command's). */
+/** The Lessons service of a CLI plane (loaded only by the lessons commands: tar and its checks are not every command's), with the imports' clones for a lesson from git. */
 export function lessonsOf(plane: CliPlane): Lessons {
-  return new Lessons({ lessons: plane.store.lessons, dataDir: plane.config.dataDir, maxBytes: plane.config.lessonMaxBytes });
+  const { config, store, backups } = plane;
+  // A lesson's clone says nothing in the log (its failure is the command's error).
+  const log = createRootLogger({ level: 'fatal', format: 'json', colour: false });
+  const imports = new Imports({ store, backups, limits: config.imports, dataDir: config.dataDir, log, metrics: createMetrics() });
+  return new Lessons({ lessons: store.lessons, dataDir: config.dataDir, maxBytes: config.lessonMaxBytes, imports });
+}
+
+/** Where a lesson's files come from: a path on this machine, or a git repository's address with its branch and folder. */
+export interface LessonSource {
+  source: string;
+  branch?: string;
+  subfolder?: string;
 }
 
 /**
  * Makes a lesson (`{ name }`) or its next version (`{ lessonId }`) of `source`, as actor `cli`
- * (audit `lesson.create`): a folder is packed as it is (Lessons.fromFolder), a file is read as an
- * uploaded .tar or .tar.gz (Lessons.upload), each checked as the API checks an upload; 404
- * `lesson_source_not_found` when nothing is at the path.
+ * (audit `lesson.create`): an `https://` address is a git repository, cloned as the API's
+ * POST /admin/lessons/git clones it (its branch and folder); a folder is packed as it is
+ * (Lessons.fromFolder), a file is read as an uploaded .tar or .tar.gz (Lessons.upload), each
+ * checked as the API checks an upload; 404 `lesson_source_not_found` when nothing is at the path,
+ * 400 `invalid_flags` for a branch or folder of something that is no repository.
  */
-export async function lessonFrom(plane: CliPlane, target: { name: string } | { lessonId: string }, source: string): Promise<LessonRecord> {
+export async function lessonFrom(plane: CliPlane, target: { name: string } | { lessonId: string }, from: LessonSource): Promise<LessonRecord> {
+  const { source } = from;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source))
+    return lessonsOf(plane).fromGit(CLI_ACTOR, target, { url: source, branch: from.branch, subfolder: from.subfolder });
+  if (from.branch !== undefined || from.subfolder !== undefined)
+    throw ValidationError('invalid_flags', '--branch and --subfolder are for a git repository: give its https:// address instead of a path.');
   const where = path.resolve(source);
   const found = await stat(where).catch(() => undefined);
   if (!found || !(found.isDirectory() || found.isFile()))

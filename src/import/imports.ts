@@ -130,7 +130,6 @@ export class Imports {
    * as an import does, with the same codes.
    */
   async withProject<T>(request: ImportRequest, use: (root: string, commit: string) => Promise<T>): Promise<T> {
-    const { limits } = this.options;
     const url = checkUrl(request.url, this.rules);
     const branch = request.branch?.trim() || undefined;
     if (branch !== undefined && !BRANCH.test(branch)) throw ValidationError('import_branch_invalid', `${JSON.stringify(branch)} is not a branch name.`);
@@ -143,16 +142,7 @@ export class Imports {
     const abort = new AbortController();
     this.running.set(id, abort);
     const work = path.join(this.options.dataDir, 'imports', id);
-    const timer = setTimeout(
-      () =>
-        abort.abort(
-          new AppError(
-            'import_timeout',
-            `${checked.host} did not finish answering within ${Math.round(limits.timeoutMs / 1000)} s: the server is too slow or does not answer; nothing was changed.`,
-          ),
-        ),
-      limits.timeoutMs,
-    );
+    const timer = this.deadline(checked.host, abort);
     try {
       const { root, commit } = await this.fetch(checked, { branch: branch ?? null, subfolder }, work, abort.signal, () => undefined);
       clearTimeout(timer);
@@ -162,6 +152,21 @@ export class Imports {
       this.running.delete(id);
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  /** Aborts `abort` with 504 `import_timeout` once IMPORT_TIMEOUT_SECONDS have passed (the network's part: clear the timer once the clone is made). */
+  private deadline(host: string, abort: AbortController): NodeJS.Timeout {
+    const { timeoutMs } = this.options.limits;
+    return setTimeout(
+      () =>
+        abort.abort(
+          new AppError(
+            'import_timeout',
+            `${host} did not finish answering within ${Math.round(timeoutMs / 1000)} s: the server is too slow or does not answer; nothing was changed.`,
+          ),
+        ),
+      timeoutMs,
+    );
   }
 
   /** Discovery (the redirects, each checked), the clone of `branch` under `work`, and the folder that is the project (its subfolder). */
@@ -251,22 +256,13 @@ export class Imports {
     checked: Awaited<ReturnType<typeof resolveChecked>>,
     abort: AbortController,
   ) {
-    const { store, limits, log, metrics } = this.options;
+    const { store, log, metrics } = this.options;
     const started = Date.now();
     const where = { workspaceId: workspace.id, slug: workspace.slug, importId: record.id };
     const work = path.join(this.options.dataDir, 'imports', record.id);
     const progress = progressWriter(store, record.id, (error) => log.error({ ...where, error }, 'recording an import’s progress failed'));
     const heartbeat = setInterval(() => void store.imports.heartbeat(record.id).catch(() => undefined), HEARTBEAT_MS);
-    const timer = setTimeout(
-      () =>
-        abort.abort(
-          new AppError(
-            'import_timeout',
-            `${checked.host} did not finish answering within ${Math.round(limits.timeoutMs / 1000)} s: the server is too slow or does not answer; nothing was changed.`,
-          ),
-        ),
-      limits.timeoutMs,
-    );
+    const timer = this.deadline(checked.host, abort);
     try {
       const { found, commit, root } = await this.fetch(checked, record, work, abort.signal, (bytes) => progress.write('cloning', bytes));
       clearTimeout(timer);

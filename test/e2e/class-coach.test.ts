@@ -16,15 +16,13 @@
  * - Collecting it gives one archive with a folder per student.
  * - Closing the join code backs the guest's home up, then removes their workspace.
  */
-import { Readable } from 'node:stream';
-import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
-import tar from 'tar-stream';
 import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
 import { names } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, signIn, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, docker, eventually, execIn, inspectByName, newControlPlaneId, removeEverything, TEST_ENV } from '../helpers/controllers.ts';
+import { entriesOf, tarOf } from '../helpers/archives.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
 
@@ -86,29 +84,12 @@ async function openEditor(page: Page, student: Student): Promise<void> {
   await waitForWorkbench(page, { timeout: 180_000, more: () => codeServerLog(runtime, student.workspace.id) });
 }
 
-/** Names and texts of a .tar.gz. */
-async function entriesOf(gz: Buffer): Promise<Map<string, string>> {
-  const extract = tar.extract();
-  Readable.from([gunzipSync(gz)]).pipe(extract);
-  const found = new Map<string, string>();
-  for await (const entry of extract) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of entry) chunks.push(chunk as Buffer);
-    found.set(entry.header.name, Buffer.concat(chunks).toString('utf8'));
-  }
-  return found;
-}
-
 /** The lesson "Drive Intro" as a coach tars its folder. */
-async function lessonArchive(): Promise<Buffer> {
-  const pack = tar.pack();
-  pack.entry({ name: 'drive-intro/Drive.java', mode: 0o644 }, 'class Drive {}\n');
-  pack.entry({ name: 'drive-intro/README.md', mode: 0o644 }, '# Drive Intro\n');
-  pack.finalize();
-  const chunks: Buffer[] = [];
-  for await (const chunk of pack) chunks.push(chunk as Buffer);
-  return gzipSync(Buffer.concat(chunks));
-}
+const lessonArchive = () =>
+  tarOf([
+    { name: 'drive-intro/Drive.java', text: 'class Drive {}\n' },
+    { name: 'drive-intro/README.md', text: '# Drive Intro\n' },
+  ]);
 
 const statusItem = (page: Page, text: RegExp) => page.locator('.statusbar-item', { hasText: text }).first();
 const notification = (page: Page, text: string) => page.locator('.notification-list-item').getByText(text, { exact: true });

@@ -14,8 +14,7 @@
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
 import tar from 'tar-stream';
 import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
@@ -23,6 +22,7 @@ import { names } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { accessibilityProblems, gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
+import { entriesOf } from '../helpers/archives.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
@@ -95,19 +95,6 @@ async function lessonFiles(student: Student): Promise<Map<string, { text: string
     const name = entry.header.name.replace(/^student\//, '');
     if (name.startsWith('lessons/') && entry.header.type === 'file')
       found.set(name, { text: Buffer.concat(chunks).toString('utf8'), mode: entry.header.mode! & 0o777 });
-  }
-  return found;
-}
-
-/** The file entries of a .tar.gz: path → text. */
-async function entriesOf(gz: Buffer): Promise<Map<string, string>> {
-  const extract = tar.extract();
-  Readable.from([gunzipSync(gz)]).pipe(extract);
-  const found = new Map<string, string>();
-  for await (const entry of extract) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of entry) chunks.push(chunk as Buffer);
-    if (entry.header.type === 'file') found.set(entry.header.name, Buffer.concat(chunks).toString('utf8'));
   }
   return found;
 }

@@ -20,6 +20,7 @@ import type { Store } from '../../src/store/index.ts';
 import type { CollectionAnswer, HandoutAnswer, LessonAnswer, LessonDetail, LessonList, LessonResetAnswer } from '../../src/wire/schemas.ts';
 import { cli } from '../helpers/cli.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { testStore } from '../helpers/store.ts';
 
 const db = useTestDatabase();
@@ -461,5 +462,45 @@ describe('lessons collect and download', () => {
         "No collection of Drive Intro is done yet: the latest is due 2099-01-01 00:00 UTC, and the running server's lesson controller takes its snapshots then.",
       line: "Error: No collection of Drive Intro is done yet: the latest is due 2099-01-01 00:00 UTC, and the running server's lesson controller takes its snapshots then.\n",
     });
+  });
+});
+
+describe('lessons from a git repository', () => {
+  let git: GitServer;
+  beforeAll(async () => {
+    git = await startGitServer();
+    await git.repository('season', { 'README.md': '# Season\n', 'lessons/drive/Drive.java': 'class Drive {}\n', 'lessons/drive/notes.txt': 'drive\n' });
+  }, 60_000);
+  afterAll(async () => {
+    await git?.close();
+  });
+  const withGit = () =>
+    Object.assign(env, { IMPORT_CA_FILE: git.caFile, IMPORT_ALLOWED_HOSTS: '127.0.0.1', IMPORT_ALLOWED_ADDRESSES: '127.0.0.1', IMPORT_TIMEOUT_SECONDS: '20' });
+
+  it("makes a lesson of a repository's folder, and its next version, as the API does (audited lesson.create)", async () => {
+    withGit();
+    const url = `${git.origin('127.0.0.1')}/git/season.git`;
+    const { lesson } = await json<LessonAnswer>(['lessons', 'create', 'Drive', url, '--subfolder', 'lessons/drive']);
+    expect(lesson).toMatchObject({ name: 'Drive', latest: { version: 1, files: 2 } });
+    const next = await json<LessonAnswer>(['lessons', 'update', 'drive', url, '--subfolder', 'lessons/drive', '--branch', 'main']);
+    expect(next.lesson.latest.version).toBe(2);
+    expect((await audits('lesson.create')).map((row) => [row.actor_email, row.metadata.version])).toEqual([
+      ['cli', 1],
+      ['cli', 2],
+    ]);
+  });
+
+  it('refuses a host not allowed, a branch that is not there, and --branch with a path, each with its code and exit code', async () => {
+    withGit();
+    expect(await failure(['lessons', 'create', 'Drive', 'https://example.org/team/lessons.git'])).toMatchObject({
+      exit: EXIT.refused,
+      code: 'import_host_refused',
+    });
+    expect(await failure(['lessons', 'create', 'Drive', `${git.origin('127.0.0.1')}/git/season.git`, '--branch', 'nope'])).toMatchObject({
+      exit: EXIT.notFound,
+      code: 'import_branch_not_found',
+    });
+    expect(await failure(['lessons', 'create', 'Drive', await lessonFolder(), '--branch', 'main'])).toMatchObject({ exit: EXIT.usage, code: 'invalid_flags' });
+    expect(await lessonCount()).toBe(0);
   });
 });

@@ -68,6 +68,7 @@ const VALUES: Record<string, string> = {
   IMPORT_ALLOWED_HOSTS: 'github.com,git.school.test',
   IMPORT_ALLOWED_ADDRESSES: '10.20.0.0/16',
   IMPORT_MAX_SIZE: '200m',
+  LESSON_MAX_SIZE: '300m',
   IMPORT_CA_FILE: '/etc/ssl/certs/school-ca.pem',
   // RUNTIME's other value is swarm, which needs its engines.
   SWARM_ENGINES: 'unix:///var/run/docker.sock,tcp://10.20.0.12:2375',

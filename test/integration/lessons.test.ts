@@ -10,14 +10,13 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { gunzipSync, gzipSync } from 'node:zlib';
 import tar from 'tar-stream';
 import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
 import { names } from '../../src/docker/runtime.ts';
 import type { ErrorBody, StudentWorkspaceAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { eventually, execIn, inspectByName, newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
+import { entriesOf, tarOf } from '../helpers/archives.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
 
@@ -74,23 +73,9 @@ afterAll(async () => {
   await removeEverything(controlPlaneId);
 }, 60_000);
 
-/** A tar (gzipped unless `plain`) of these entries: a path and its text, or a header of another kind. */
-async function archive(entries: (Partial<tar.Header> & { name: string; text?: string })[], plain = false): Promise<Buffer> {
-  const pack = tar.pack();
-  for (const { text, ...header } of entries) {
-    if (text === undefined) pack.entry({ mode: 0o644, ...header });
-    else pack.entry({ mode: 0o644, ...header }, text);
-  }
-  pack.finalize();
-  const chunks: Buffer[] = [];
-  for await (const chunk of pack) chunks.push(chunk as Buffer);
-  const bytes = Buffer.concat(chunks);
-  return plain ? bytes : gzipSync(bytes);
-}
-
 /** The lesson "Drive Intro" as a coach would tar its folder: one top-level folder, a gradlew that runs. */
 const intro = (robot = 'class Robot {}\n') =>
-  archive([
+  tarOf([
     { name: 'drive-intro/', type: 'directory', mode: 0o755 },
     { name: 'drive-intro/src/Robot.java', text: robot },
     { name: 'drive-intro/gradlew', text: '#!/bin/sh\necho build\n', mode: 0o755 },
@@ -158,19 +143,6 @@ async function inEditor(student: Student, command: string, user = '1000:1000'): 
   const { code, output } = await execIn(container!.Id, ['sh', '-c', command], { user });
   if (code !== 0) throw new Error(`${command} exited with ${code}: ${output}`);
   return output;
-}
-
-/** Names and texts of a downloaded .tar.gz. */
-async function entriesOf(gz: Buffer): Promise<Map<string, string>> {
-  const extract = tar.extract();
-  Readable.from([gunzipSync(gz)]).pipe(extract);
-  const found = new Map<string, string>();
-  for await (const entry of extract) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of entry) chunks.push(chunk as Buffer);
-    found.set(entry.header.type === 'directory' ? `${entry.header.name.replace(/\/$/, '')}/` : entry.header.name, Buffer.concat(chunks).toString('utf8'));
-  }
-  return found;
 }
 
 const audits = async (action: string) =>
@@ -366,7 +338,7 @@ describe('bad uploads', () => {
     expect(
       await refused(
         'Climb',
-        await archive([
+        await tarOf([
           { name: 'ok.txt', text: 'x' },
           { name: '../../etc/cron.d/evil', text: 'x' },
         ]),
@@ -374,14 +346,14 @@ describe('bad uploads', () => {
         'lesson_archive_unsafe',
       ),
     ).toMatch(/climbs out/);
-    expect(await refused('Abs', await archive([{ name: '/etc/passwd', text: 'x' }]), 400, 'lesson_archive_unsafe')).toMatch(/absolute/);
-    expect(await refused('Link', await archive([{ name: 'secrets', type: 'symlink', linkname: '/etc/shadow' }]), 400, 'lesson_archive_unsafe')).toMatch(
+    expect(await refused('Abs', await tarOf([{ name: '/etc/passwd', text: 'x' }]), 400, 'lesson_archive_unsafe')).toMatch(/absolute/);
+    expect(await refused('Link', await tarOf([{ name: 'secrets', type: 'symlink', linkname: '/etc/shadow' }]), 400, 'lesson_archive_unsafe')).toMatch(
       /symlink/,
     );
     expect(
       await refused(
         'Hard',
-        await archive([
+        await tarOf([
           { name: 'a', text: 'x' },
           { name: 'b', type: 'link', linkname: 'a' },
         ]),
@@ -389,12 +361,12 @@ describe('bad uploads', () => {
         'lesson_archive_unsafe',
       ),
     ).toMatch(/link/);
-    expect(await refused('Dev', await archive([{ name: 'null', type: 'character-device', devmajor: 1, devminor: 3 }]), 400, 'lesson_archive_unsafe')).toMatch(
+    expect(await refused('Dev', await tarOf([{ name: 'null', type: 'character-device', devmajor: 1, devminor: 3 }]), 400, 'lesson_archive_unsafe')).toMatch(
       /character device/,
     );
-    expect(await refused('Empty', await archive([{ name: 'folder/', type: 'directory' }]), 400, 'lesson_archive_empty')).toMatch(/no file/);
+    expect(await refused('Empty', await tarOf([{ name: 'folder/', type: 'directory' }]), 400, 'lesson_archive_empty')).toMatch(/no file/);
     // LESSON_MAX_SIZE is 1m here: a file of 2 MB (that gzips small) is refused as it unpacks.
-    expect(await refused('Big', await archive([{ name: 'big.bin', text: 'x'.repeat(2 * 1024 * 1024) }]), 413, 'lesson_too_large')).toMatch(/at most 1 MB/);
+    expect(await refused('Big', await tarOf([{ name: 'big.bin', text: 'x'.repeat(2 * 1024 * 1024) }]), 413, 'lesson_too_large')).toMatch(/at most 1 MB/);
     expect(await refused('../up', await intro(), 400, 'invalid_lesson_name')).toMatch(/folder/);
     await createLesson('Same');
     expect(await refused('same', await intro(), 409, 'lesson_exists')).toMatch(/exists/);

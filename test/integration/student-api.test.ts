@@ -91,6 +91,7 @@ describe('GET /u/<slug>/api/workspace', () => {
       'disk',
       'id',
       'idle',
+      'lessons',
       'lookedAt',
       'observedState',
       'pageUrl',
@@ -117,6 +118,8 @@ describe('GET /u/<slug>/api/workspace', () => {
       stopped: null,
       // No coach is looking.
       lookedAt: null,
+      // No lesson has reached the home.
+      lessons: [],
     });
   });
 

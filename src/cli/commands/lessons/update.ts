@@ -1,4 +1,4 @@
-import { Args } from '@oclif/core';
+import { Args, Flags } from '@oclif/core';
 import { presentLesson } from '../../../wire/presenters.ts';
 import type { LessonAnswer } from '../../../wire/schemas.ts';
 import { CliCommand } from '../../command.ts';
@@ -14,14 +14,18 @@ export default class LessonsUpdate extends CliCommand {
   ];
   static override args = {
     lesson: Args.string({ description: "the lesson's name (any case) or id", required: true }),
-    source: Args.string({ description: 'a folder, or a .tar or .tar.gz archive of one', required: true }),
+    source: Args.string({ description: "a folder, a .tar or .tar.gz archive of one, or a git repository's https:// address", required: true }),
+  };
+  static override flags = {
+    branch: Flags.string({ description: "with a repository: its branch (default: the repository's own)" }),
+    subfolder: Flags.string({ description: 'with a repository: the folder of it that is the lesson (default: the whole repository)' }),
   };
 
   async run(): Promise<LessonAnswer> {
-    const { args } = await this.parse(LessonsUpdate);
+    const { args, flags } = await this.parse(LessonsUpdate);
     const plane = await this.controlPlane();
     const found = await plane.store.lessons.resolve(args.lesson);
-    const lesson = await lessonFrom(plane, { lessonId: found.id }, args.source);
+    const lesson = await lessonFrom(plane, { lessonId: found.id }, { source: args.source, branch: flags.branch, subfolder: flags.subfolder });
     this.say(
       `${lesson.name} is at version ${lesson.latest.version}: ${count(lesson.latest.files, 'file')}, ${size(lesson.latest.sizeBytes)}. Hand it out with "lessons handout '${lesson.name}' --all": it lands beside the earlier version.`,
     );
