@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rm, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform, type PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -123,6 +123,9 @@ export async function unpackUpload(body: Readable, into: string, maxBytes: numbe
     },
   });
   const extract = tar.extract();
+  // Times as the archive has them (a version is then the same bytes however it was sent): each file's at once, the folders' at the end.
+  const folders = new Map<string, Date | undefined>();
+  let newest = new Date(0);
   const source = kind === 'gzip' ? [stream, counted, createGunzip()] : [stream, counted];
   const feeding = pipeline([...source, extract] as unknown as [Readable, PassThrough]).catch((error: unknown) => error);
   try {
@@ -141,8 +144,12 @@ export async function unpackUpload(body: Readable, into: string, maxBytes: numbe
         );
       budget.entry();
       const target = path.join(into, relative);
+      const mtime = entry.header.mtime ?? new Date();
+      if (mtime > newest) newest = mtime;
+      for (let above = path.posix.dirname(relative); above !== '.'; above = path.posix.dirname(above)) if (!folders.has(above)) folders.set(above, undefined);
       if (type === 'directory') {
         await mkdir(target, { recursive: true });
+        folders.set(relative, mtime);
         entry.resume();
         continue;
       }
@@ -150,6 +157,7 @@ export async function unpackUpload(body: Readable, into: string, maxBytes: numbe
       budget.add(entry.header.size ?? 0);
       const executable = ((entry.header.mode ?? 0o644) & 0o111) !== 0;
       await pipeline(entry as unknown as Readable, createWriteStream(target, { mode: executable ? 0o755 : 0o644 }));
+      await utimes(target, mtime, mtime);
     }
   } catch (error) {
     extract.destroy();
@@ -159,6 +167,9 @@ export async function unpackUpload(body: Readable, into: string, maxBytes: numbe
   const failure = await feeding;
   if (failure) throw readable(failure);
   if (budget.entries === 0) throw ValidationError('lesson_archive_empty', 'The archive holds no file.');
+  // Deepest first: setting a folder's time after its contents are in place keeps it. One the archive does not list gets its newest entry's.
+  for (const [folder, mtime] of [...folders].toSorted(([a], [b]) => b.split('/').length - a.split('/').length))
+    await utimes(path.join(into, folder), mtime ?? newest, mtime ?? newest);
   const top = await readdir(into, { withFileTypes: true });
   return top.length === 1 && top[0]!.isDirectory() ? path.join(into, top[0]!.name) : into;
 }

@@ -137,15 +137,26 @@ describe('lessons create and update', () => {
   });
 
   it('makes a lesson of a .tar.gz and of a .tar of its folder, that folder being the lesson', async () => {
+    // Archives made a second apart differ by their entries' times unless these are given (the lesson keeps them).
+    const mtime = new Date('2026-09-01T12:00:00Z');
     const entries = [
-      { name: 'drive-intro/', type: 'directory' as const, mode: 0o755 },
-      { name: 'drive-intro/src/Robot.java', text: 'class Robot {}\n' },
-      { name: 'drive-intro/gradlew', text: '#!/bin/sh\n', mode: 0o755 },
+      { name: 'drive-intro/', type: 'directory' as const, mode: 0o755, mtime },
+      { name: 'drive-intro/src/Robot.java', text: 'class Robot {}\n', mtime },
+      { name: 'drive-intro/gradlew', text: '#!/bin/sh\n', mode: 0o755, mtime },
     ];
     const gz = await json<LessonAnswer>(['lessons', 'create', 'From Gzip', await archiveFile(entries)]);
     const plain = await json<LessonAnswer>(['lessons', 'create', 'From Tar', await archiveFile(entries, true)]);
     expect([gz.lesson.latest.files, plain.lesson.latest.files]).toEqual([2, 2]);
     expect(gz.lesson.latest.sha256).toBe(plain.lesson.latest.sha256);
+    // Every entry keeps the archive's time, the folder it does not list (src) its newest entry's.
+    const extract = tar.extract();
+    Readable.from([await readFile(new LessonFiles(dataDir).version(gz.lesson.id, 1))]).pipe(extract);
+    const times: string[] = [];
+    for await (const entry of extract) {
+      times.push(`${entry.header.name} ${entry.header.mtime?.toISOString()}`);
+      entry.resume();
+    }
+    expect(times).toEqual(['gradlew', 'src', 'src/Robot.java'].map((name) => `${name} ${mtime.toISOString()}`));
   });
 
   it('adds the next version to a lesson named in any case, or by its id (audited lesson.create naming it)', async () => {
