@@ -208,31 +208,45 @@ export function recordPage(page: Page): { logged: string[]; stop: () => void } {
 const NETWORK_CHANGED = 'net::ERR_NETWORK_CHANGED';
 
 /**
- * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say). When the host's
- * network changes while the page loads (another test makes a Docker network: Chromium then fails
- * what it is fetching with ERR_NETWORK_CHANGED, and a page whose module failed stays blank), it loads
- * the page once more, as a person would. When it does not show, the error says what the page showed
- * instead, what it logged meanwhile (recordPage), and where its screenshot `<tmpdir>/<name>.png` is: a
- * failure on a busy machine says why.
+ * Runs `wait` (a page's heading to show, say); when the host's network changes meanwhile (another
+ * test makes or removes a Docker network: Chromium then fails what it is fetching with
+ * ERR_NETWORK_CHANGED, and a page whose module failed stays blank), it reloads the page, as a person
+ * would, and runs `wait` again, at most twice.
+ */
+async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): Promise<void> {
+  for (let reloads = 0; ; reloads += 1) {
+    let onFailed: (request: Request) => void = () => undefined;
+    const changed = new Promise<'changed'>((resolve) => {
+      onFailed = (request) => {
+        if (request.failure()?.errorText.startsWith(NETWORK_CHANGED)) resolve('changed');
+      };
+    });
+    page.on('requestfailed', onFailed);
+    try {
+      const waiting = wait().then(() => 'shown' as const);
+      if (reloads === 2 || (await Promise.race([waiting, changed])) === 'shown') {
+        await waiting;
+        return;
+      }
+      waiting.catch(() => undefined);
+    } finally {
+      page.off('requestfailed', onFailed);
+    }
+    await page.reload({ waitUntil: 'commit' });
+  }
+}
+
+/**
+ * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say), loading it again when
+ * the host's network changes meanwhile (reloadingOnNetworkChange). When it does not show, the error
+ * says what the page showed instead, what it logged meanwhile (recordPage), and where its screenshot
+ * `<tmpdir>/<name>.png` is: a failure on a busy machine says why.
  */
 export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
   const record = recordPage(page);
-  let onFailed: (request: Request) => void = () => undefined;
-  const changed = new Promise<'changed'>((resolve) => {
-    onFailed = (request) => {
-      if (request.failure()?.errorText.startsWith(NETWORK_CHANGED)) resolve('changed');
-    };
-  });
-  page.on('requestfailed', onFailed);
   try {
     await page.goto(url);
-    const waiting = shown.waitFor({ timeout }).then(() => 'shown' as const);
-    if ((await Promise.race([waiting, changed])) === 'changed') {
-      waiting.catch(() => undefined);
-      page.off('requestfailed', onFailed);
-      await page.reload();
-      await shown.waitFor({ timeout });
-    }
+    await reloadingOnNetworkChange(page, () => shown.waitFor({ timeout }));
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);
     await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
@@ -245,21 +259,23 @@ export async function gotoAndWait(page: Page, url: string, shown: Locator, name:
       { cause: error },
     );
   } finally {
-    page.off('requestfailed', onFailed);
     record.stop();
   }
 }
 
 /**
  * Waits for the VS Code workbench to render and its explorer to list the starter project
- * (`build.gradle`, at the folder's top). When it does not, the error says what the window showed
+ * (`build.gradle`, at the folder's top), loading the page again when the host's network changes
+ * meanwhile (reloadingOnNetworkChange). When it does not, the error says what the window showed
  * (windowEvidence), what the page logged meanwhile (recordPage), and what `more` adds (the editor's own log).
  */
 export async function waitForWorkbench(page: Page, options: { timeout?: number; more?: () => Promise<string> } = {}): Promise<void> {
   const record = recordPage(page);
   try {
-    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: options.timeout ?? 90_000 });
-    await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+    await reloadingOnNetworkChange(page, async () => {
+      await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: options.timeout ?? 90_000 });
+      await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
+    });
   } catch (error) {
     const more = options.more ? await options.more().catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`) : '';
     throw new Error(
