@@ -34,6 +34,7 @@ import {
 } from './proxy/index.ts';
 import { HostModeProxy } from './proxy/host-mode.ts';
 import { pagePresence, type PresenceTracker } from './proxy/presence.ts';
+import { RobotFields } from './proxy/robot-fields.ts';
 import { Upstreams } from './proxy/upstreams.ts';
 import type { TunnelLimits } from './proxy/websocket.ts';
 import type { RuntimeVolumes, RuntimeWorkloads } from '../src/docker/runtime.ts';
@@ -239,6 +240,8 @@ export function createApp(deps: AppDeps): AppHandlers {
     log: categoryLogger(deps.log, 'imports'),
     metrics: deps.metrics,
   });
+  // The robot's field as coaches' looks read it, from the runs' simulators.
+  const robotFields = new RobotFields(upstreams);
   const apiDeps: ApiDeps = {
     store,
     metrics: deps.metrics,
@@ -264,6 +267,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     idleWarningMinutes: config.idleWarningMinutes,
     imports,
     lookConsent: config.lookConsent,
+    robotFields,
     lessons: new Lessons({ lessons: store.lessons, dataDir: config.dataDir, maxBytes: config.lessonMaxBytes, imports }),
     joinCodes: config.joinCodes,
     homeFiles: new HomeFiles(deps.runtime, config.workspaceImage, (error) =>
@@ -349,6 +353,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       live.close();
       outputHub.endStreams();
       imports.stop();
+      robotFields.close();
     },
     close: () => {
       stopFollowingAllowlist?.();
@@ -356,6 +361,7 @@ export function createApp(deps: AppDeps): AppHandlers {
       proxy.close();
       live.close();
       outputHub.close();
+      robotFields.close();
     },
   };
 }

@@ -28,6 +28,7 @@ import { adminGate, metricsGate, type AuthState, type GateOptions, type Throttle
 import { longRequest } from './middleware/deadline.ts';
 import { jsonBody, validateBody, validateQuery } from './middleware/validate.ts';
 import type { Upstreams } from './proxy/upstreams.ts';
+import type { RobotFields } from './proxy/robot-fields.ts';
 import type { LiveEvents } from './streams/live.ts';
 import type { RunOutputHub } from './streams/run-output.ts';
 
@@ -175,6 +176,8 @@ export interface ApiDeps {
   homeFiles: HomeFiles;
   /** Lessons made from uploads, and collections downloaded (what reaches homes is the lesson controller's). */
   lessons: Lessons;
+  /** The robot's field of a run in progress, read from its simulator for a coach's look. */
+  robotFields: RobotFields;
   /** LOOK_CONSENT: whether a coach's look begins at once or asks the student first. */
   lookConsent: 'always' | 'ask';
   /** JOIN_CODES=on: coaches may open join codes, and guests join with them. */

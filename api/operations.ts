@@ -72,6 +72,7 @@ export const OPERATIONS: AnyOperation[] = [
   looks.end,
   looks.files,
   looks.file,
+  looks.field,
   looks.accept,
   looks.decline,
   lessons.list,

@@ -47,6 +47,16 @@ const BUNDLED: Record<string, string> = {
   'modern-tar': 'modern-tar',
 };
 
+/**
+ * Modules of the project's own that the panel shares with the workspace's Driver Station, by the
+ * bare specifier the client imports them with (api/panel/client/tsconfig.json's `paths` says the
+ * same for tsc): served like the client's, with their types stripped. Each imports nothing.
+ */
+const SHARED: Record<string, string> = {
+  // The robot's field: its size, the drawing's scale, the robot's footprint (the coach's look draws it).
+  'robot-dashboard': fileURLToPath(new URL('../../images/workspace/extension/src/dashboard.ts', import.meta.url)),
+};
+
 /** Bundles a published package into one ES module for the browser (esbuild's service is let go once done). */
 async function bundle(module: string): Promise<Asset> {
   const bundled = await build({
@@ -73,7 +83,7 @@ const TYPES: Record<string, string> = { '.ts': 'text/javascript; charset=utf-8',
 
 /**
  * Loads the panel's files once: the client's TypeScript with its types stripped (Node's own
- * stripper: no build step, and the browser runs what tsc checked), its stylesheet, and the UI
+ * stripper: no build step, and the browser runs what tsc checked), the SHARED modules alike, its stylesheet, and the UI
  * libraries' published modules (BUNDLED ones at their first request), all under `/panel/assets/<version>/`, each also compressed with
  * brotli (quality 6: within 10% of the smallest, 20 times faster) and gzip (at the first request for the panel: api/panel/index.ts).
  */
@@ -87,6 +97,11 @@ export function loadAssets(prefix: string): Assets {
     files.set(name, asset(Buffer.from(body), TYPES[extension]!));
   }
   const vendorPaths: Record<string, string> = {};
+  for (const [specifier, file] of Object.entries(SHARED)) {
+    const name = `shared-${specifier}.ts`;
+    files.set(name, asset(Buffer.from(stripTypeScriptTypes(readFileSync(file, 'utf8'), { mode: 'strip' })), TYPES['.ts']!));
+    vendorPaths[specifier] = name;
+  }
   for (const [specifier, module] of Object.entries(VENDOR)) {
     const name = `vendor-${module.replaceAll('/', '-')}.mjs`;
     files.set(name, asset(readFileSync(fileURLToPath(import.meta.resolve(module))), TYPES['.mjs']!));

@@ -111,6 +111,27 @@ export const file = operation({
   },
 });
 
+export const field = operation({
+  method: 'get',
+  path: '/admin/workspaces/{workspaceId}/field',
+  summary:
+    "The robot's field in the run in progress, during a live look of this coach: the control plane reads the run's NetworkTables itself (the Field2d tables: the robot's pose and the field's objects), never through the student's editor. Read it every second; not counted against the look's reads.",
+  auth: 'admin',
+  tag: 'admin',
+  noStore: true,
+  errors: ['workspace_not_found', 'look_not_found', 'look_not_accepted'],
+  responses: { 200: json(Wire.LookField, 'The field, or why there is none.') },
+  handle: async ({ actor, params }, { store, robotFields }) => {
+    const workspace = await workspaceOf(store, params.workspaceId);
+    await store.looks.liveLook(actor, workspace.id, false);
+    const run = await store.runs.active(workspace.id);
+    if (!run) return { status: 200, body: { runId: null, state: 'no_run' as const, fields: [] } };
+    if (!run.simEndpoint || run.status !== 'running') return { status: 200, body: { runId: run.id, state: 'starting' as const, fields: [] } };
+    const reading = await robotFields.read({ workspaceId: workspace.id, runId: run.id, simEndpoint: run.simEndpoint });
+    return { status: 200, body: { runId: run.id, ...reading } };
+  },
+});
+
 /** The student's answer to a look asking them (LOOK_CONSENT=ask). */
 const answer = (accept: boolean) =>
   operation({

@@ -143,11 +143,12 @@ export class LookStore {
 
   /**
    * The coach's live look at a workspace, accepted, which reading its files requires: 404
-   * `look_not_found`, 409 `look_not_accepted`; each read counts against the coach's
-   * LOOK_READS_PER_MINUTE (429 `too_many_look_reads` past it).
+   * `look_not_found`, 409 `look_not_accepted`; each read of files (`counted`) counts against the
+   * coach's LOOK_READS_PER_MINUTE (429 `too_many_look_reads` past it); the robot's field, read from
+   * memory every second while a look is open, does not.
    */
-  async liveLook(actor: Actor, workspaceId: string): Promise<LookRecord> {
-    const seconds = await overLimit(this.reads, actor.email.toLowerCase());
+  async liveLook(actor: Actor, workspaceId: string, counted = true): Promise<LookRecord> {
+    const seconds = counted ? await overLimit(this.reads, actor.email.toLowerCase()) : undefined;
     if (seconds !== undefined)
       throw TooManyError('too_many_look_reads', `You read ${LOOK_READS_PER_MINUTE} folders and files in the last minute: try again in ${seconds} s.`, seconds);
     const look = await LOOK.first(this.db, `${SELECT_LOOK} WHERE l.workspace_id = $1 AND l.coach_email = $2 AND ${LIVE} ORDER BY l.seen_at DESC LIMIT 1`, [

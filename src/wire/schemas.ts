@@ -557,6 +557,30 @@ export const HomeFile = Strict({
 });
 export type HomeFile = Static<typeof HomeFile>;
 
+/** The robot's field during a look, as the control plane reads it from the run's NetworkTables (Field2d tables). */
+export const LookField = Strict({
+  runId: Nullable(Uuid),
+  state: Type.Enum(['no_run', 'starting', 'connecting', 'live', 'unreachable', 'too_much'], {
+    description:
+      '`no_run`: none in progress; `starting`: building, no simulator yet; `live`: read now; `unreachable`: its simulator could not be reached; `too_much`: it sent more than a look reads (over 2 MiB or 2,000 frames a second, or a frame over 1 MiB).',
+  }),
+  fields: Type.Array(
+    Strict({
+      table: Type.String({ description: "The Field2d's table, e.g. `/SmartDashboard/Field`." }),
+      name: Type.String(),
+      objects: Type.Array(
+        Strict({
+          name: Type.String(),
+          poses: Type.Array(Strict({ x: Type.Number({ description: 'Metres.' }), y: Type.Number({ description: 'Metres.' }), degrees: Type.Number() })),
+          drawn: Type.Enum(['robot', 'boxes', 'line']),
+        }),
+      ),
+    }),
+    { description: 'At most 4 tables, the robot first in each.' },
+  ),
+});
+export type LookField = Static<typeof LookField>;
+
 // --- Join codes -----------------------------------------------------------------------------------
 
 /** A guest of a join code: a user made by joining with it, and their workspace. */

@@ -14,12 +14,18 @@ import { client, messageOf, ok } from './api.ts';
 import { html } from './html.ts';
 import { RunOutput } from './runs.ts';
 import { kib, Link, Loading, Notice, useResource } from './ui.ts';
-import type { HomeFile, HomeListing, Look } from '../../../src/wire/schemas.ts';
+import type { HomeFile, HomeListing, Look, LookField } from '../../../src/wire/schemas.ts';
+import { FIELD, fieldTransform, footprint, poseText, type Pose } from 'robot-dashboard';
 
 /** How often the open page keeps its look (the server ends one not kept for a minute). */
 const LOOK_KEEP_MS = 20_000;
 /** How often a look asking the student reads their answer. */
 const ASKING_MS = 2000;
+/** How often the robot's field is read while a run is in progress. */
+const FIELD_MS = 1000;
+/** The field's drawing, in its own units (pixels at 1:1). */
+const FIELD_WIDTH = 640;
+const FIELD_HEIGHT = 310;
 
 const joined = (folder: string, name: string) => (folder === '' ? name : `${folder}/${name}`);
 
@@ -155,6 +161,93 @@ function FileView({ workspaceId, path }: { workspaceId: string; path: string }):
   </section>`;
 }
 
+/** What a field's state says when there is no field to draw. */
+const FIELD_STATES: Record<LookField['state'], string> = {
+  no_run: 'No run in progress: the field shows while one runs.',
+  starting: 'The run is building: the field shows once its robot runs.',
+  connecting: 'Reading the robot…',
+  live: '',
+  unreachable: "The robot's NetworkTables could not be reached (it may be starting or stopping).",
+  too_much: 'The robot sends more than a look reads (over 2 MiB or 2,000 messages a second): its field is not shown for half a minute.',
+};
+
+/**
+ * The robot's field in the run in progress, read every FIELD_MS by the control plane from the run's
+ * NetworkTables (never through the student's editor), drawn as the Driver Station draws it: the
+ * field, its objects (trajectories as lines, others as boxes) and the robot turned to its heading.
+ * What the robot names is shown as text only.
+ */
+function RobotField({ workspaceId }: { workspaceId: string }): VNode {
+  const [field, setField] = useState<LookField | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    let gone = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const read = async () => {
+      try {
+        const answer = await ok(client.GET('/admin/workspaces/{workspaceId}/field', { params: { path: { workspaceId } } }));
+        if (gone) return;
+        setField(answer);
+        setError(undefined);
+      } catch (failure) {
+        if (!gone) setError(messageOf(failure));
+      }
+      if (!gone) timer = setTimeout(() => void read(), FIELD_MS);
+    };
+    void read();
+    return () => {
+      gone = true;
+      clearTimeout(timer);
+    };
+  }, [workspaceId]);
+  const view = field?.fields[0];
+  const robot = view?.objects.find((object) => object.drawn === 'robot')?.poses[0];
+  const transform = fieldTransform(FIELD_WIDTH, FIELD_HEIGHT, 8);
+  const points = (corners: [number, number][]) => corners.map(([x, y]) => transform.toPixels(x, y).join(',')).join(' ');
+  const [left, top] = transform.toPixels(0, FIELD.widthMeters);
+  const [right, bottom] = transform.toPixels(FIELD.lengthMeters, 0);
+  const arrow = (pose: Pose) => {
+    const [fx, fy] = transform.toPixels(pose.x, pose.y);
+    const radians = (pose.degrees * Math.PI) / 180;
+    const [tx, ty] = transform.toPixels(pose.x + 0.6 * Math.cos(radians), pose.y + 0.6 * Math.sin(radians));
+    return html`<line x1=${fx} y1=${fy} x2=${tx} y2=${ty} class="heading" />`;
+  };
+  return html`<section aria-labelledby="look-field-title" class="look-field">
+    <h2 id="look-field-title">The robot's field</h2>
+    ${error ? html`<${Notice} kind="error">${error}<//>` : null}
+    <svg viewBox=${`0 0 ${FIELD_WIDTH} ${FIELD_HEIGHT}`} role="img" aria-label=${robot ? `The field, the robot at ${poseText(robot)}` : 'The field'}>
+      <rect x=${left} y=${top} width=${right - left} height=${bottom - top} class="carpet" />
+      <rect x=${left - 4} y=${top} width="4" height=${bottom - top} class="blue" />
+      <rect x=${right} y=${top} width="4" height=${bottom - top} class="red" />
+      <line x1=${(left + right) / 2} y1=${top} x2=${(left + right) / 2} y2=${bottom} class="centre" />
+      ${view?.objects.map((object) =>
+        object.drawn === 'line'
+          ? html`<polyline key=${object.name} points=${points(object.poses.map((pose) => [pose.x, pose.y]))} class="trajectory" />`
+          : object.drawn === 'boxes'
+            ? object.poses.map(
+                (pose, index) =>
+                  html`<polygon key=${`${object.name}-${index}`} points=${points(footprint(pose, { lengthMeters: 0.4, widthMeters: 0.4 }))} class="box" />`,
+              )
+            : null,
+      )}
+      ${robot ? html`<g class="robot"><polygon points=${points(footprint(robot))} />${arrow(robot)}</g>` : null}
+    </svg>
+    <p class="muted field-caption">
+      ${
+        !field
+          ? 'Reading the robot…'
+          : field.state !== 'live'
+            ? FIELD_STATES[field.state]
+            : !view
+              ? 'No field: the robot publishes none (a Field2d on SmartDashboard).'
+              : robot
+                ? `${view.name}: robot at ${poseText(robot)}.`
+                : `${view.name}: no robot pose.`
+      }
+    </p>
+  </section>`;
+}
+
 /** The look page (see the file comment). */
 export function LookPage({ workspaceId }: { workspaceId: string }): VNode {
   const { look, error } = useLook(workspaceId);
@@ -213,6 +306,7 @@ export function LookPage({ workspaceId }: { workspaceId: string }): VNode {
                   </section>
                   ${chosen ? html`<${FileView} workspaceId=${workspaceId} path=${chosen} />` : html`<p class="muted">Choose a file to read it.</p>`}
                 </div>
+                ${data?.run ? html`<${RobotField} key=${data.run.id} workspaceId=${workspaceId} />` : null}
                 ${
                   data?.run
                     ? html`<section aria-labelledby="look-output-title">

@@ -738,6 +738,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/workspaces/{workspaceId}/field": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The robot's field in the run in progress, during a live look of this coach: the control plane reads the run's NetworkTables itself (the Field2d tables: the robot's pose and the field's objects), never through the student's editor. Read it every second; not counted against the look's reads. */
+        get: operations["getAdminWorkspacesByWorkspaceIdField"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/u/{slug}/api/looks/{lookId}/accept": {
         parameters: {
             query?: never;
@@ -1490,6 +1507,32 @@ export interface components {
         };
         LookAnswer: {
             look: components["schemas"]["Look"];
+        };
+        LookField: {
+            runId: string | null;
+            /**
+             * @description `no_run`: none in progress; `starting`: building, no simulator yet; `live`: read now; `unreachable`: its simulator could not be reached; `too_much`: it sent more than a look reads (over 2 MiB or 2,000 frames a second, or a frame over 1 MiB).
+             * @enum {unknown}
+             */
+            state: "no_run" | "starting" | "connecting" | "live" | "unreachable" | "too_much";
+            /** @description At most 4 tables, the robot first in each. */
+            fields: {
+                /** @description The Field2d's table, e.g. `/SmartDashboard/Field`. */
+                table: string;
+                name: string;
+                objects: {
+                    name: string;
+                    poses: {
+                        /** @description Metres. */
+                        x: number;
+                        /** @description Metres. */
+                        y: number;
+                        degrees: number;
+                    }[];
+                    /** @enum {unknown} */
+                    drawn: "robot" | "boxes" | "line";
+                }[];
+            }[];
         };
         NodeList: {
             nodes: components["schemas"]["Node"][];
@@ -7546,6 +7589,134 @@ export interface operations {
                         error?: {
                             /** @enum {string} */
                             code?: "database_unavailable" | "home_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getAdminWorkspacesByWorkspaceIdField: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                workspaceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The field, or why there is none. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LookField"];
+                };
+            };
+            /** @description `authentication_required`: No valid credentials: sign in, or send a valid bearer token. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "authentication_required";
+                        };
+                    };
+                };
+            };
+            /** @description `forbidden`: The credentials do not allow this: not an admin, or not this workspace. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "forbidden";
+                        };
+                    };
+                };
+            };
+            /**
+             * @description `look_not_found`: This coach has no live look at the workspace: it ended, was not kept for a minute, or is another coach's.
+             *
+             *     `workspace_not_found`: No workspace has this id (or it is being deleted).
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_not_found" | "workspace_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description `look_not_accepted`: The student has not let this look happen yet (LOOK_CONSENT=ask), or said no. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "look_not_accepted";
+                        };
+                    };
+                };
+            };
+            /** @description `too_many_requests`: Too many failed attempts (or sign-in links) from this address; Retry-After says when to try again. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "too_many_requests";
+                        };
+                    };
+                };
+            };
+            /** @description `internal_error`: Something unexpected failed on the server; it has been logged. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description `database_unavailable`: The database cannot be reached right now. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "database_unavailable";
                         };
                     };
                 };
