@@ -36,7 +36,7 @@ export interface LessonSource {
  * Makes a lesson (`{ name }`) or its next version (`{ lessonId }`) of `source`, as actor `cli`
  * (audit `lesson.create`): an `https://` address is a git repository, cloned as the API's
  * POST /admin/lessons/git clones it (its branch and folder); a folder is packed as it is
- * (Lessons.fromFolder), a file is read as an uploaded .tar or .tar.gz (Lessons.upload), each
+ * (Lessons.fromFolder), a file is read as an uploaded .zip, .tar or .tar.gz (Lessons.upload), each
  * checked as the API checks an upload; 404 `lesson_source_not_found` when nothing is at the path,
  * 400 `invalid_flags` for a branch or folder of something that is no repository.
  */
@@ -49,7 +49,10 @@ export async function lessonFrom(plane: CliPlane, target: { name: string } | { l
   const where = path.resolve(source);
   const found = await stat(where).catch(() => undefined);
   if (!found || !(found.isDirectory() || found.isFile()))
-    throw NotFoundError('lesson_source_not_found', `No folder or file at ${JSON.stringify(source)}: give the lesson's folder, or a .tar or .tar.gz of it.`);
+    throw NotFoundError(
+      'lesson_source_not_found',
+      `No folder or file at ${JSON.stringify(source)}: give the lesson's folder, or a .zip, .tar or .tar.gz of it.`,
+    );
   const lessons = lessonsOf(plane);
   return found.isDirectory() ? lessons.fromFolder(CLI_ACTOR, target, where) : lessons.upload(CLI_ACTOR, target, createReadStream(where));
 }

@@ -1,5 +1,5 @@
 /**
- * A lesson's files on the control plane's disk: an upload (a .tar or .tar.gz archive) unpacked and
+ * A lesson's files on the control plane's disk: an upload (a .zip, .tar or .tar.gz archive) unpacked and
  * checked into a folder, and a folder packed into the one form a version is kept in, a plain tar
  * whose entries are the lesson's own paths (`src/Robot.java`), folders 0755, files 0644 or 0755
  * (executable when any execute bit was set: `gradlew`), owned by the student (uid 1000). Nothing in
@@ -18,6 +18,7 @@ import { Readable, Transform, type PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
+import yauzl from 'yauzl';
 import { AppError, ValidationError } from '../errors.ts';
 import { packEntry, type TarEntry } from '../backup/streams.ts';
 import type { LessonContent } from '../store/lessons.ts';
@@ -103,61 +104,115 @@ class Budget {
 const formatMb = (bytes: number) => `${Math.round(bytes / 1024 / 1024)} MB`;
 
 /**
- * Unpacks an uploaded archive (.tar or .tar.gz, told by its first bytes) into the empty folder
- * `into`, checking every entry (see the file comment), and answers the folder that is the lesson:
- * `into`, or the one folder everything is in. Reads at most `maxBytes` of the upload too.
+ * Writes an archive's entries into the empty folder `into`, each checked (see the file comment), and
+ * gives their times back as the archive has them (a version is then the same bytes however it was
+ * sent): each file's at once, the folders' at the end (`finish`).
  */
-export async function unpackUpload(body: Readable, into: string, maxBytes: number): Promise<string> {
-  const { head, stream } = await peek(body, 512);
-  const kind = kindOf(head);
-  if (head.length === 0) throw ValidationError('lesson_archive_invalid', 'The upload is empty: send a .tar or .tar.gz archive of the lesson.');
-  if (kind === 'zip') throw ValidationError('lesson_archive_invalid', 'Zip archives are not taken: send the lesson as a .tar or .tar.gz, or its folder.');
-  if (kind === 'unknown') throw ValidationError('lesson_archive_invalid', 'The upload is not a .tar or .tar.gz archive.');
-  const budget = new Budget(maxBytes);
+class Unpacking {
+  private readonly into: string;
+  private readonly budget: Budget;
+  private readonly folders = new Map<string, Date | undefined>();
+  private newest = new Date(0);
+
+  constructor(into: string, maxBytes: number) {
+    this.into = into;
+    this.budget = new Budget(maxBytes);
+  }
+
+  /**
+   * The entry `name` of `type` (a tar's types; a zip's as the same names): its lesson path, or
+   * undefined when it is left out (macOS's, a `.git`); throws for one that is not safe, or past the limits.
+   */
+  admit(name: string, type: string, size: number): string | undefined {
+    const relative = lessonPath(name);
+    if (relative === undefined) return undefined;
+    if (type !== 'file' && type !== 'contiguous-file' && type !== 'directory')
+      throw ValidationError(
+        'lesson_archive_unsafe',
+        `The archive's entry ${JSON.stringify(relative)} is a ${type.replace('-', ' ')}: a lesson holds files and folders only; nothing was kept.`,
+      );
+    this.budget.entry();
+    if (type !== 'directory') this.budget.add(size);
+    return relative;
+  }
+
+  /** A folder the archive lists (admitted). */
+  async folder(relative: string, mtime: Date): Promise<void> {
+    this.seen(relative, mtime);
+    await mkdir(path.join(this.into, relative), { recursive: true });
+    this.folders.set(relative, mtime);
+  }
+
+  /** A file (admitted) and its content. */
+  async file(relative: string, mtime: Date, executable: boolean, content: Readable): Promise<void> {
+    this.seen(relative, mtime);
+    const target = path.join(this.into, relative);
+    await mkdir(path.dirname(target), { recursive: true });
+    await pipeline(content, createWriteStream(target, { mode: executable ? 0o755 : 0o644 }));
+    await utimes(target, mtime, mtime);
+  }
+
+  /** Sets the folders' times and answers the lesson's folder: `into`, or the one folder everything is in. */
+  async finish(): Promise<string> {
+    if (this.budget.entries === 0) throw ValidationError('lesson_archive_empty', 'The archive holds no file.');
+    // Deepest first: setting a folder's time after its contents are in place keeps it. One the archive does not list gets its newest entry's.
+    for (const [folder, mtime] of [...this.folders].toSorted(([a], [b]) => b.split('/').length - a.split('/').length))
+      await utimes(path.join(this.into, folder), mtime ?? this.newest, mtime ?? this.newest);
+    const top = await readdir(this.into, { withFileTypes: true });
+    return top.length === 1 && top[0]!.isDirectory() ? path.join(this.into, top[0]!.name) : this.into;
+  }
+
+  private seen(relative: string, mtime: Date): void {
+    if (mtime > this.newest) this.newest = mtime;
+    for (let above = path.posix.dirname(relative); above !== '.'; above = path.posix.dirname(above))
+      if (!this.folders.has(above)) this.folders.set(above, undefined);
+  }
+}
+
+/** A transform that passes at most `maxBytes` of an upload (413 `lesson_too_large` past it). */
+function atMost(maxBytes: number): Transform {
   let received = 0;
-  const counted = new Transform({
+  return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       received += chunk.length;
       if (received > maxBytes) return done(tooLarge(`The upload is larger than ${formatMb(maxBytes)} (LESSON_MAX_SIZE).`));
       done(null, chunk);
     },
   });
+}
+
+/**
+ * Unpacks an uploaded archive (.tar, .tar.gz or .zip, told by its first bytes) into the empty folder
+ * `into`, checking every entry (see the file comment), and answers the folder that is the lesson:
+ * `into`, or the one folder everything is in. Reads at most `maxBytes` of the upload too. A zip is
+ * first written whole beside `into` (its index is at its end), then read from there.
+ */
+export async function unpackUpload(body: Readable, into: string, maxBytes: number): Promise<string> {
+  const { head, stream } = await peek(body, 512);
+  const kind = kindOf(head);
+  if (head.length === 0) throw ValidationError('lesson_archive_invalid', 'The upload is empty: send a .zip, .tar or .tar.gz archive of the lesson.');
+  if (kind === 'unknown') throw ValidationError('lesson_archive_invalid', 'The upload is not a .zip, .tar or .tar.gz archive.');
+  const unpacking = new Unpacking(into, maxBytes);
+  if (kind === 'zip') await unzip(stream, into, maxBytes, unpacking);
+  else await untar(kind === 'gzip' ? [stream, atMost(maxBytes), createGunzip()] : [stream, atMost(maxBytes)], unpacking);
+  return unpacking.finish();
+}
+
+/** A tar's entries, from `source` (the upload, counted, and gunzipped when it is gzip). */
+async function untar(source: Readable[], unpacking: Unpacking): Promise<void> {
   const extract = tar.extract();
-  // Times as the archive has them (a version is then the same bytes however it was sent): each file's at once, the folders' at the end.
-  const folders = new Map<string, Date | undefined>();
-  let newest = new Date(0);
-  const source = kind === 'gzip' ? [stream, counted, createGunzip()] : [stream, counted];
   const feeding = pipeline([...source, extract] as unknown as [Readable, PassThrough]).catch((error: unknown) => error);
   try {
-    for await (const raw of extract as AsyncIterable<TarEntry>) {
-      const entry = raw;
-      const relative = lessonPath(entry.header.name);
+    for await (const entry of extract as AsyncIterable<TarEntry>) {
       const type = entry.header.type ?? 'file';
-      if (relative === undefined) {
-        entry.resume();
-        continue;
-      }
-      if (type !== 'file' && type !== 'contiguous-file' && type !== 'directory')
-        throw ValidationError(
-          'lesson_archive_unsafe',
-          `The archive's entry ${JSON.stringify(relative)} is a ${type.replace('-', ' ')}: a lesson holds files and folders only; nothing was kept.`,
-        );
-      budget.entry();
-      const target = path.join(into, relative);
+      const relative = unpacking.admit(entry.header.name, type, entry.header.size ?? 0);
       const mtime = entry.header.mtime ?? new Date();
-      if (mtime > newest) newest = mtime;
-      for (let above = path.posix.dirname(relative); above !== '.'; above = path.posix.dirname(above)) if (!folders.has(above)) folders.set(above, undefined);
-      if (type === 'directory') {
-        await mkdir(target, { recursive: true });
-        folders.set(relative, mtime);
+      if (relative === undefined || type === 'directory') {
+        if (relative !== undefined) await unpacking.folder(relative, mtime);
         entry.resume();
         continue;
       }
-      await mkdir(path.dirname(target), { recursive: true });
-      budget.add(entry.header.size ?? 0);
-      const executable = ((entry.header.mode ?? 0o644) & 0o111) !== 0;
-      await pipeline(entry as unknown as Readable, createWriteStream(target, { mode: executable ? 0o755 : 0o644 }));
-      await utimes(target, mtime, mtime);
+      await unpacking.file(relative, mtime, ((entry.header.mode ?? 0o644) & 0o111) !== 0, entry as unknown as Readable);
     }
   } catch (error) {
     extract.destroy();
@@ -166,12 +221,56 @@ export async function unpackUpload(body: Readable, into: string, maxBytes: numbe
   }
   const failure = await feeding;
   if (failure) throw readable(failure);
-  if (budget.entries === 0) throw ValidationError('lesson_archive_empty', 'The archive holds no file.');
-  // Deepest first: setting a folder's time after its contents are in place keeps it. One the archive does not list gets its newest entry's.
-  for (const [folder, mtime] of [...folders].toSorted(([a], [b]) => b.split('/').length - a.split('/').length))
-    await utimes(path.join(into, folder), mtime ?? newest, mtime ?? newest);
-  const top = await readdir(into, { withFileTypes: true });
-  return top.length === 1 && top[0]!.isDirectory() ? path.join(into, top[0]!.name) : into;
+}
+
+/** What a zip entry's Unix mode (its external attributes' high half, when made on Unix) says it is, as a tar's type. */
+const ZIP_TYPES: Record<number, string> = {
+  0o040000: 'directory',
+  0o100000: 'file',
+  0o120000: 'symlink',
+  0o010000: 'fifo',
+  0o020000: 'character-device',
+  0o060000: 'block-device',
+  0o140000: 'socket',
+};
+
+/** A zip's entries: the upload written whole (counted) beside `into`, then read entry by entry (yauzl: each entry's size checked against what it holds). */
+async function unzip(stream: Readable, into: string, maxBytes: number, unpacking: Unpacking): Promise<void> {
+  const spooled = `${into}.zip`;
+  let zip: yauzl.ZipFile | undefined;
+  try {
+    await pipeline(stream, atMost(maxBytes), createWriteStream(spooled));
+    zip = await yauzl.openPromise(spooled, { lazyEntries: true });
+    for await (const entry of zip.eachEntry()) {
+      const unix = entry.versionMadeBy >> 8 === 3 ? entry.externalFileAttributes >>> 16 : 0;
+      const type = entry.fileName.endsWith('/') ? 'directory' : unix & 0o170000 ? (ZIP_TYPES[unix & 0o170000] ?? 'special file') : 'file';
+      const relative = unpacking.admit(entry.fileName, type, entry.uncompressedSize);
+      if (relative === undefined) continue;
+      if (type === 'directory') {
+        await unpacking.folder(relative, entry.getLastModDate());
+        continue;
+      }
+      if (entry.isEncrypted())
+        throw ValidationError('lesson_archive_invalid', `The archive's entry ${JSON.stringify(relative)} is encrypted: send it without a password.`);
+      const content = await zip.openReadStreamPromise(entry);
+      // An entry that unpacks to more than it declares errs again after the first error ended the
+      // copy (yauzl's size check, once per chunk): those later errors have no one else to hear them.
+      content.on('error', () => undefined);
+      await unpacking.file(relative, entry.getLastModDate(), (unix & 0o111) !== 0, content);
+    }
+  } catch (error) {
+    // yauzl refuses a path that is absolute or climbs out before we see it: as unsafe as ours.
+    const refused = /^(absolute path|invalid relative path): (.*)$/.exec((error as Error).message);
+    if (refused)
+      throw ValidationError(
+        'lesson_archive_unsafe',
+        `The archive's entry ${JSON.stringify(refused[2]!.slice(0, 200))} ${refused[1] === 'absolute path' ? 'is an absolute path' : 'climbs out of its folder (..)'}; nothing was kept.`,
+      );
+    throw readable(error);
+  } finally {
+    zip?.close();
+    await rm(spooled, { force: true });
+  }
 }
 
 /** An error of reading an archive, as the coach is told it: ours as they are, the rest as a damaged archive. */

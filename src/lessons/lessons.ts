@@ -67,7 +67,7 @@ export class Lessons {
     this.files = new LessonFiles(options.dataDir);
   }
 
-  /** Makes a lesson of an uploaded archive (.tar, .tar.gz), or (`lessonId`) its next version; audited `lesson.create`. */
+  /** Makes a lesson of an uploaded archive (.zip, .tar, .tar.gz), or (`lessonId`) its next version; audited `lesson.create`. */
   async upload(actor: Actor, target: { name: string } | { lessonId: string }, body: Readable): Promise<LessonRecord> {
     return this.fromScratch(actor, target, async (scratch) => unpackUpload(body, path.join(scratch, 'files'), this.options.maxBytes));
   }

@@ -22,7 +22,7 @@ import { names } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { accessibilityProblems, gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
-import { entriesOf } from '../helpers/archives.ts';
+import { entriesOf, zipOf } from '../helpers/archives.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
@@ -238,7 +238,7 @@ describe("the coach's side of lessons", () => {
       const form = page.getByRole('form', { name: 'New lesson' });
       await form.getByLabel(/^Name/).fill('Links');
       await form
-        .getByLabel('An archive (.tar, .tar.gz)')
+        .getByLabel('An archive (.zip, .tar, .tar.gz)')
         .setInputFiles({ name: 'links.tar.gz', mimeType: 'application/gzip', buffer: gzipSync(Buffer.concat(chunks)) });
       await form.getByRole('button', { name: 'Create the lesson' }).click();
       await form.getByRole('alert').getByText('The archive\'s entry "lesson/secrets"').waitFor();
@@ -246,6 +246,23 @@ describe("the coach's side of lessons", () => {
       expect(new URL(page.url()).pathname).toBe('/panel/lessons');
       expect(await app.store.lessons.list()).toEqual([]);
       await page.screenshot({ path: path.join(os.tmpdir(), 'panel-lessons-refused.png') });
+    });
+  });
+
+  it('makes a lesson from a .zip picked as the archive (as a computer compresses a folder)', async () => {
+    await withPage(browser, async (page) => {
+      await open(page, '/panel/lessons');
+      const form = page.getByRole('form', { name: 'New lesson' });
+      await form.getByLabel(/^Name/).fill('Zipped');
+      const zip = await zipOf([
+        { name: 'drive/src/Robot.java', text: 'class Robot {}\n' },
+        { name: 'drive/gradlew', text: '#!/bin/sh\n', mode: 0o100755 },
+      ]);
+      await form.getByLabel('An archive (.zip, .tar, .tar.gz)').setInputFiles({ name: 'drive.zip', mimeType: 'application/zip', buffer: zip });
+      await form.getByRole('button', { name: 'Create the lesson' }).click();
+      await page.waitForURL(/\/panel\/lessons\/[0-9a-f-]{36}$/);
+      const [lesson] = await app.store.lessons.list();
+      expect(lesson).toMatchObject({ name: 'Zipped', latest: { version: 1, files: 2 } });
     });
   });
 

@@ -12,12 +12,13 @@ import { mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/p
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gunzipSync } from 'node:zlib';
 import tar from 'tar-stream';
 import { EXIT } from '../../src/cli/command.ts';
 import { LessonFiles } from '../../src/lessons/lessons.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { CollectionAnswer, HandoutAnswer, LessonAnswer, LessonDetail, LessonList, LessonResetAnswer } from '../../src/wire/schemas.ts';
+import { tarOf, zipOf } from '../helpers/archives.ts';
 import { cli } from '../helpers/cli.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
@@ -53,16 +54,8 @@ async function lessonFolder(robot = 'class Robot {}\n'): Promise<string> {
 
 /** A .tar.gz (a .tar with `plain`) of these entries, written to a file; answers its path. */
 async function archiveFile(entries: (Partial<tar.Header> & { name: string; text?: string })[], plain = false): Promise<string> {
-  const pack = tar.pack();
-  for (const { text, ...header } of entries) {
-    if (text === undefined) pack.entry({ mode: 0o644, ...header });
-    else pack.entry({ mode: 0o644, ...header }, text);
-  }
-  pack.finalize();
-  const chunks: Buffer[] = [];
-  for await (const chunk of pack) chunks.push(chunk as Buffer);
   const file = path.join(await mkdtemp(path.join(os.tmpdir(), 'cp-cli-lesson-tar-')), plain ? 'lesson.tar' : 'lesson.tar.gz');
-  await writeFile(file, plain ? Buffer.concat(chunks) : gzipSync(Buffer.concat(chunks)));
+  await writeFile(file, await tarOf(entries, plain));
   return file;
 }
 
@@ -136,7 +129,7 @@ describe('lessons create and update', () => {
     ]);
   });
 
-  it('makes a lesson of a .tar.gz and of a .tar of its folder, that folder being the lesson', async () => {
+  it('makes a lesson of a .tar.gz, a .tar and a .zip of its folder, that folder being the lesson', async () => {
     // Archives made a second apart differ by their entries' times unless these are given (the lesson keeps them).
     const mtime = new Date('2026-09-01T12:00:00Z');
     const entries = [
@@ -148,6 +141,13 @@ describe('lessons create and update', () => {
     const plain = await json<LessonAnswer>(['lessons', 'create', 'From Tar', await archiveFile(entries, true)]);
     expect([gz.lesson.latest.files, plain.lesson.latest.files]).toEqual([2, 2]);
     expect(gz.lesson.latest.sha256).toBe(plain.lesson.latest.sha256);
+    const zipFile = path.join(await mkdtemp(path.join(os.tmpdir(), 'cp-cli-lesson-zip-')), 'lesson.zip');
+    await writeFile(
+      zipFile,
+      await zipOf(entries.map(({ name, text, mode }) => ({ name, text, mode: name.endsWith('/') ? undefined : 0o100000 | (mode ?? 0o644), mtime }))),
+    );
+    const zipped = await json<LessonAnswer>(['lessons', 'create', 'From Zip', zipFile]);
+    expect(zipped.lesson.latest.sha256).toBe(plain.lesson.latest.sha256);
     // Every entry keeps the archive's time, the folder it does not list (src) its newest entry's.
     const extract = tar.extract();
     Readable.from([await readFile(new LessonFiles(dataDir).version(gz.lesson.id, 1))]).pipe(extract);
@@ -205,7 +205,7 @@ describe('lessons create and update', () => {
     expect(await failure(['lessons', 'create', 'Text', notAnArchive])).toMatchObject({
       exit: EXIT.usage,
       code: 'lesson_archive_invalid',
-      message: 'The upload is not a .tar or .tar.gz archive.',
+      message: 'The upload is not a .zip, .tar or .tar.gz archive.',
     });
     expect(await failure(['lessons', 'create', 'Nowhere', path.join(dataDir, 'no-such-folder')])).toMatchObject({
       exit: EXIT.notFound,

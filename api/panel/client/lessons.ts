@@ -1,7 +1,7 @@
 /**
  * Lessons as the coach sees them (issue 43 item 4): the list (each lesson's latest version, its
  * files and how its handouts stand) with New lesson, made from a folder picked in the browser
- * (packed here into a .tar.gz with modern-tar, imported only then) or from a .tar/.tar.gz archive;
+ * (packed here into a .tar.gz with modern-tar, imported only then) or from a .zip/.tar/.tar.gz archive;
  * and a lesson's page: hand it out to everyone or to chosen students, each student's delivery (where
  * it landed, beside their own folder for a later version, why it failed), Reset of one student's
  * folder after a backup, Collect now or at a deadline, each collection's snapshots and its download,
@@ -116,8 +116,13 @@ function FilesPicker({ id, onChoose }: { id: string; onChoose: (chosen: Chosen |
     <label>A folder <input id=${`${id}-folder`} type="file" webkitdirectory ref=${folderInput} onChange=${pickFolder} /></label>
     <span class="or">or</span>
     <label
-      >An archive (.tar, .tar.gz)
-      <input id=${`${id}-archive`} type="file" accept=".tar,.gz,.tgz,application/gzip,application/x-tar" ref=${archiveInput} onChange=${pickArchive}
+      >An archive (.zip, .tar, .tar.gz)
+      <input
+        id=${`${id}-archive`}
+        type="file"
+        accept=".zip,.tar,.gz,.tgz,application/zip,application/gzip,application/x-tar"
+        ref=${archiveInput}
+        onChange=${pickArchive}
     /></label>
     <span class="or">or</span>
     <label

@@ -8104,7 +8104,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The lesson's files as a .tar or .tar.gz archive (told by its first bytes, whatever the media type says). An archive whose entries are all in one folder is that folder's contents. */
+        /** @description The lesson's files as a .zip, .tar or .tar.gz archive (told by its first bytes, whatever the media type says). An archive whose entries are all in one folder is that folder's contents. */
         requestBody: {
             content: {
                 "application/gzip": string;
@@ -8267,7 +8267,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description The lesson's files as a .tar or .tar.gz archive (told by its first bytes, whatever the media type says). An archive whose entries are all in one folder is that folder's contents. */
+        /** @description The lesson's files as a .zip, .tar or .tar.gz archive (told by its first bytes, whatever the media type says). An archive whose entries are all in one folder is that folder's contents. */
         requestBody: {
             content: {
                 "application/gzip": string;
