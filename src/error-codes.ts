@@ -181,7 +181,7 @@ export const ERROR_CODES = {
   internal_error: { status: 500, description: 'Something unexpected failed on the server; it has been logged.' },
   upstream_error: { status: 502, description: 'The editor, simulator or robot could not be reached.', outside: 'proxy' },
   editor_gone: { status: 502, description: 'The editor is not running where it was (restarting).', outside: 'proxy' },
-  import_unreachable: { status: 502, description: "The repository's server could not be reached, or the clone failed.", outside: 'import' },
+  import_unreachable: { status: 502, description: "The repository's server could not be reached, or the clone failed." },
   upstream_timeout: { status: 504, description: 'The editor, simulator or robot did not answer in time.', outside: 'proxy' },
   import_timeout: { status: 504, description: 'The repository did not finish answering within IMPORT_TIMEOUT_SECONDS.' },
   // 503: not now (Retry-After)
@@ -197,7 +197,7 @@ export const ERROR_CODES = {
     outside: 'pages',
   },
   import_interrupted: { status: 503, description: 'The server stopped during the import; nothing was changed.', outside: 'import' },
-  import_unavailable: { status: 503, description: 'The host lacks a program importing needs (git, prlimit).', outside: 'import' },
+  import_unavailable: { status: 503, description: 'The host lacks a program importing needs (git, prlimit).' },
   home_unavailable: { status: 503, description: "The workspace's home cannot be read right now: the Docker Engine (or its swarm node) does not answer." },
   restore_backup_failed: { status: 503, description: 'The backup a restore makes of the files it replaces failed; nothing was restored.' },
   unavailable: { status: 503, description: 'Who may pass could not be looked up right now (host mode).' },

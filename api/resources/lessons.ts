@@ -7,6 +7,7 @@
  * student. See src/store/lessons.ts and controllers/lessons.ts.
  */
 import Type from 'typebox';
+import { IMPORT_FETCH_ERRORS, IMPORT_REQUEST_ERRORS } from '../../src/import/imports.ts';
 import { presentCollection, presentDelivery, presentLesson, presentLessonDetail } from '../../src/wire/presenters.ts';
 import * as Wire from '../../src/wire/schemas.ts';
 import { json, operation } from '../operation.ts';
@@ -75,28 +76,7 @@ export const addVersion = operation({
 const gitRequest = Type.Object({ ...importRequest.properties }, { additionalProperties: false });
 
 /** What a lesson from git may be refused for: an import's refusals and failures, and the upload's own. */
-const GIT_ERRORS = [
-  'import_url_invalid',
-  'import_not_https',
-  'import_branch_invalid',
-  'import_subfolder_invalid',
-  'import_host_unknown',
-  'import_host_refused',
-  'import_address_refused',
-  'imports_busy',
-  'import_timeout',
-  'import_redirect_invalid',
-  'import_not_git',
-  'import_empty',
-  'import_repository_not_found',
-  'import_branch_not_found',
-  'import_subfolder_not_found',
-  'import_subfolder_outside',
-  'import_too_large',
-  'lesson_archive_unsafe',
-  'lesson_archive_empty',
-  'lesson_too_large',
-] as const;
+const GIT_ERRORS = [...IMPORT_REQUEST_ERRORS, ...IMPORT_FETCH_ERRORS, 'lesson_archive_unsafe', 'lesson_archive_empty', 'lesson_too_large'] as const;
 
 export const createFromGit = operation({
   method: 'post',

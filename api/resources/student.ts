@@ -14,6 +14,7 @@ import type { Middleware } from 'koa';
 import Type from 'typebox';
 import { AtCapacityError, AuthenticationError, AuthorizationError, ConflictError } from '../../src/errors.ts';
 import { homeDiskRefusal, homeDiskStatus } from '../../src/home-disk.ts';
+import { IMPORT_REQUEST_ERRORS } from '../../src/import/imports.ts';
 import { probeHttp } from '../../src/probe.ts';
 import type { SurfaceStore } from '../../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../../src/store/runs.ts';
@@ -294,20 +295,7 @@ export const startImport = operation({
   auth: 'student',
   tag: 'student',
   body: importRequest,
-  errors: [
-    'import_url_invalid',
-    'import_not_https',
-    'import_branch_invalid',
-    'import_subfolder_invalid',
-    'import_host_unknown',
-    'import_host_refused',
-    'import_address_refused',
-    'run_active',
-    'workspace_running',
-    'import_in_progress',
-    'too_many_replacements',
-    'imports_busy',
-  ],
+  errors: [...IMPORT_REQUEST_ERRORS, 'run_active', 'workspace_running', 'import_in_progress', 'too_many_replacements'],
   responses: { 202: json(Wire.ImportAnswer, 'Started (phase `checking`).') },
   // Checked and started here, followed through GET .../workspace/import.
   handle: async ({ workspace, user, body }, { imports }) => {

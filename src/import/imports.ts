@@ -29,6 +29,36 @@ import { packProject, type PackedProject } from './project-files.ts';
 export const REPLACEMENTS_PER_WINDOW = 5;
 export const REPLACEMENT_WINDOW_SECONDS = 600;
 
+/** What refuses an import, or a lesson from git, before anything is fetched: its address, branch and subfolder, its host, and how many run. */
+export const IMPORT_REQUEST_ERRORS = [
+  'import_url_invalid',
+  'import_not_https',
+  'import_branch_invalid',
+  'import_subfolder_invalid',
+  'import_host_unknown',
+  'import_host_refused',
+  'import_address_refused',
+  'imports_busy',
+] as const;
+
+/**
+ * How fetching a project can fail (`withProject`: discovery, the clone, its folder): a student's
+ * import says it in its status (GET .../workspace/import), a lesson from git answers it.
+ */
+export const IMPORT_FETCH_ERRORS = [
+  'import_timeout',
+  'import_redirect_invalid',
+  'import_not_git',
+  'import_empty',
+  'import_repository_not_found',
+  'import_branch_not_found',
+  'import_subfolder_not_found',
+  'import_subfolder_outside',
+  'import_too_large',
+  'import_unreachable',
+  'import_unavailable',
+] as const;
+
 /** How many imports one replica runs at once (each a git, up to IMPORT_MAX_SIZE on disk); past it a new one is refused for a while. */
 export const IMPORTS_AT_ONCE = 4;
 

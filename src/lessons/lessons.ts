@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -136,11 +136,21 @@ export class Lessons {
     for (const snapshot of collection.snapshots) {
       const folder = `${root}/${snapshot.slug}`;
       await packEntry(pack, { name: folder, type: 'directory', mode: 0o755, mtime: snapshot.takenAt ?? when }).end();
-      if (snapshot.state !== 'taken') {
+      const file = this.files.snapshot(lesson.id, collection.id, snapshot.workspaceId);
+      // A snapshot whose file is gone (removed by hand, or a replica whose DATA_DIR is not shared) gets a note, not a download cut short.
+      const kept =
+        snapshot.state === 'taken' &&
+        (await access(file).then(
+          () => true,
+          () => false,
+        ));
+      if (!kept) {
         const note = Buffer.from(
           snapshot.state === 'missing'
             ? `Nothing was collected from ${snapshot.slug}: no folder of ${lesson.name} was in their home (deleted or renamed).\n`
-            : `Nothing was collected from ${snapshot.slug}: ${snapshot.message || 'the snapshot failed'}.\n`,
+            : snapshot.state === 'taken'
+              ? `The snapshot of ${snapshot.slug} is not on this server any more (its file under DATA_DIR/lessons/ is gone).\n`
+              : `Nothing was collected from ${snapshot.slug}: ${snapshot.message || 'the snapshot failed'}.\n`,
         );
         const sink = packEntry(pack, { name: `${folder}/NOT-COLLECTED.txt`, type: 'file', mode: 0o644, size: note.length, mtime: when });
         await sink.write(note);
@@ -148,7 +158,7 @@ export class Lessons {
         continue;
       }
       const extract = tar.extract();
-      const reading = pipeline(createReadStream(this.files.snapshot(lesson.id, collection.id, snapshot.workspaceId)), extract);
+      const reading = pipeline(createReadStream(file), extract);
       reading.catch(() => undefined);
       for await (const entry of extract as AsyncIterable<TarEntry>) {
         const sink = packEntry(pack, { ...entry.header, name: `${folder}/${entry.header.name}` });

@@ -8,11 +8,12 @@
  * student, a home replaced by a restore getting its lesson back; and every bad upload refused with
  * its code, nothing kept. Every answer is checked against the OpenAPI document.
  */
-import { readdir } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import tar from 'tar-stream';
 import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
 import { names } from '../../src/docker/runtime.ts';
+import { LessonFiles } from '../../src/lessons/lessons.ts';
 import type { ErrorBody, StudentWorkspaceAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { eventually, execIn, inspectByName, newControlPlaneId, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
@@ -272,6 +273,11 @@ describe('a lesson', () => {
     expect(entries.has(`Drive Intro/${ada.workspace.slug}/Drive Intro/src/link`)).toBe(false);
     expect(entries.get(`Drive Intro/${bob.workspace.slug}/NOT-COLLECTED.txt`)).toMatch(/no folder of Drive Intro was in their home/);
     expect((await audits('lesson.collect'))[0]).toMatchObject({ metadata: { name: 'Drive Intro', collectionId: id } });
+    // A snapshot whose file is gone from the server: a note in its folder, the rest of the download whole.
+    await rm(new LessonFiles(app.dataDir).snapshot(lesson.id, id, ada.workspace.id));
+    const without = await entriesOf((await call('GET', `/admin/lessons/${lesson.id}/collections/${id}/archive`)).body as Buffer);
+    expect(without.get(`Drive Intro/${ada.workspace.slug}/NOT-COLLECTED.txt`)).toMatch(/is not on this server any more/);
+    expect(without.get(`Drive Intro/${bob.workspace.slug}/NOT-COLLECTED.txt`)).toMatch(/no folder of Drive Intro was in their home/);
 
     // At a deadline: nothing until it is due.
     const later = await call('POST', `/admin/lessons/${lesson.id}/collections`, { dueAt: new Date(Date.now() + 3_600_000).toISOString() });

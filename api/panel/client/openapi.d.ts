@@ -8632,10 +8632,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description `import_unreachable`: The repository's server could not be reached, or the clone failed. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_unreachable";
+                        };
+                    };
+                };
+            };
             /**
              * @description `database_unavailable`: The database cannot be reached right now.
              *
              *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `import_unavailable`: The host lacks a program importing needs (git, prlimit).
              *
              *     `imports_busy`: The server is importing as many projects as it does at once.
              */
@@ -8649,7 +8665,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"] & {
                         error?: {
                             /** @enum {string} */
-                            code?: "database_unavailable" | "deadline_passed" | "imports_busy";
+                            code?: "database_unavailable" | "deadline_passed" | "import_unavailable" | "imports_busy";
                         };
                     };
                 };
@@ -8871,10 +8887,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description `import_unreachable`: The repository's server could not be reached, or the clone failed. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"] & {
+                        error?: {
+                            /** @enum {string} */
+                            code?: "import_unreachable";
+                        };
+                    };
+                };
+            };
             /**
              * @description `database_unavailable`: The database cannot be reached right now.
              *
              *     `deadline_passed`: The request took longer than its deadline; nothing was changed.
+             *
+             *     `import_unavailable`: The host lacks a program importing needs (git, prlimit).
              *
              *     `imports_busy`: The server is importing as many projects as it does at once.
              */
@@ -8888,7 +8920,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"] & {
                         error?: {
                             /** @enum {string} */
-                            code?: "database_unavailable" | "deadline_passed" | "imports_busy";
+                            code?: "database_unavailable" | "deadline_passed" | "import_unavailable" | "imports_busy";
                         };
                     };
                 };
