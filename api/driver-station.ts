@@ -19,8 +19,8 @@ import { readFile } from 'node:fs/promises';
 import type http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { build, stop } from 'esbuild-wasm';
 import { DRIVER_STATION_STYLE, driverStationMarkup } from '../images/workspace/extension/src/ds-page.ts';
+import { bundleText } from './bundle.ts';
 import { RESERVED_PREFIX } from './proxy/host.ts';
 
 /** Where, under an editor's address, the Driver Station page is. */
@@ -58,8 +58,7 @@ const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).di
 
 /** Bundles the page's script and makes the page (once; a failure is tried again at the next request). */
 async function buildPage(): Promise<BuiltPage> {
-  // esbuild's service (its WebAssembly in a process of its own) is let go once done: nothing else here bundles.
-  const bundled = await build({
+  const script = await bundleText({
     entryPoints: [fileURLToPath(new URL('src/webview/standalone.ts', EXTENSION))],
     // The same bytes wherever the project is (the names of bundled modules are relative to it).
     absWorkingDir: fileURLToPath(new URL('..', import.meta.url)),
@@ -67,14 +66,12 @@ async function buildPage(): Promise<BuiltPage> {
     format: 'iife',
     platform: 'browser',
     target: 'es2022',
-    write: false,
     minify: true,
     legalComments: 'none',
     logLevel: 'silent',
     // ntcore-ts-client's WebSocket: the browser's, at the editor's address (nt4-socket.ts).
     alias: { 'isomorphic-ws': fileURLToPath(new URL('src/nt4-socket.ts', EXTENSION)) },
-  }).finally(() => void stop());
-  const script = bundled.outputFiles[0]!.text;
+  });
   if (/<\/script/i.test(script)) throw new Error('the Driver Station script contains "</script": it cannot be put inline');
   const uplot = await readFile(fileURLToPath(import.meta.resolve('uplot/dist/uPlot.min.css')), 'utf8');
   const style = `${uplot}${THEME}${DRIVER_STATION_STYLE}`;

@@ -4,7 +4,7 @@ import { stripTypeScriptTypes } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
-import { build, stop } from 'esbuild-wasm';
+import { bundleText } from '../bundle.ts';
 
 /** One file the panel's pages load. */
 export interface Asset {
@@ -57,20 +57,19 @@ const SHARED: Record<string, string> = {
   'robot-dashboard': fileURLToPath(new URL('../../images/workspace/extension/src/dashboard.ts', import.meta.url)),
 };
 
-/** Bundles a published package into one ES module for the browser (esbuild's service is let go once done). */
+/** Bundles a published package into one ES module for the browser. */
 async function bundle(module: string): Promise<Asset> {
-  const bundled = await build({
+  const text = await bundleText({
     entryPoints: [fileURLToPath(import.meta.resolve(module))],
     bundle: true,
     format: 'esm',
     platform: 'browser',
     target: 'es2022',
-    write: false,
     minify: true,
     legalComments: 'none',
     logLevel: 'silent',
-  }).finally(() => void stop());
-  return asset(Buffer.from(bundled.outputFiles[0]!.text), TYPES['.mjs']!);
+  });
+  return asset(Buffer.from(text), TYPES['.mjs']!);
 }
 
 /** An asset with its compressed forms. */
