@@ -84,6 +84,7 @@ export function workspacePage(workspace: WorkspaceRecord, options: WorkspacePage
 <p id="starting" role="status" hidden><progress></progress> Starting your editor… It opens here by itself when it is ready.</p>
 <p class="note" id="message">${escapeHtml(workspace.status.statusMessage)}</p>
 ${restoreNotice(workspace)}
+<p id="guest" class="note" hidden></p>
 <div id="look" hidden><p id="looked" role="status"></p><div class="row" id="look-ask" hidden><button id="look-accept" type="button">Let them look</button><button id="look-decline" type="button">Not now</button></div></div>
 <div class="row"><button id="open" type="button"${wanted ? ' disabled' : ''}>Open</button><a id="editor" class="button" href="${escapeHtml(options.editorUrl)}" hidden>Open the editor</a><button id="stop" type="button"${wanted ? '' : ' hidden'}>Stop my workspace</button><form method="post" action="/auth/sign-out"><button type="submit">Sign out</button></form></div>
 <div id="idle" role="status" hidden><p id="idle-text"></p><button id="keep" type="button">Keep working</button></div>
@@ -286,6 +287,11 @@ function render() {
   $('look').hidden = !look;
   $('look-ask').hidden = !(look && look.asking);
   $('looked').textContent = !look ? '' : 'Your coach ' + look.by + (look.asking ? ' asks to look' : ' is looking') + ' at your workspace (read only).';
+  // A guest's workspace ends with their join code.
+  $('guest').hidden = !workspace.guest;
+  $('guest').textContent = !workspace.guest ? '' : 'You joined as a guest with a join code. At ' +
+    new Date(workspace.guest.endsAt).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) +
+    ', when the code ends, this workspace is backed up for your coach and then removed.';
   // The lessons that reached the home, newest first, and where each landed (names are the coach's text: set as text).
   const lessons = workspace.lessons || [];
   $('lessons').hidden = lessons.length === 0;

@@ -55,11 +55,12 @@ const homeDisk = async (deps: ApiDeps, workspaceId: string) => homeDiskStatus(aw
 
 /** The workspace as its student sees it (with its newest run, its idle forecast, its home's fullness and its pages' addresses). */
 async function present(deps: ApiDeps, workspace: WorkspaceRecord): Promise<Wire.StudentWorkspace> {
-  const [[run], disk, look, lessons] = await Promise.all([
+  const [[run], disk, look, lessons, guestEnds] = await Promise.all([
     deps.store.runs.recent(workspace.id, 1),
     homeDisk(deps, workspace.id),
     deps.store.looks.activeOn(workspace.id),
     deps.store.lessons.delivered(workspace.id),
+    workspace.userId ? deps.store.joinCodes.guestEnds(workspace.userId) : undefined,
   ]);
   const body = {
     ...presentStudentWorkspace(workspace, { idle: idleForecast(workspace, run, deps), run: run ?? null, idleStopMinutes: deps.idleStopMinutes, disk }),
@@ -69,6 +70,8 @@ async function present(deps: ApiDeps, workspace: WorkspaceRecord): Promise<Wire.
     lookedAt: look ? { by: look.coach.name || look.coach.email, since: look.startedAt.toISOString(), lookId: look.id, asking: look.state === 'asking' } : null,
     // The lessons that reached the home: the page and the editor say where a new one landed.
     lessons: presentStudentLessons(lessons.slice(0, 20)),
+    // A guest of a join code: when it ends, which the page says.
+    guest: guestEnds ? { endsAt: guestEnds.toISOString() } : null,
   };
   return deps.editorUrl ? { ...body, editorUrl: deps.editorUrl(workspace.slug) } : body;
 }

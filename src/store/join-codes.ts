@@ -215,6 +215,19 @@ export class JoinCodeStore {
     return (await this.get(id))!;
   }
 
+  /**
+   * When a guest's code ends (closed early, or its expiry) for the user `userId`, whose workspace is
+   * then backed up and removed; undefined for anyone who is not a guest still here.
+   */
+  async guestEnds(userId: string): Promise<Date | undefined> {
+    const row = await NEXT.first(
+      this.db,
+      'SELECT COALESCE(c.closed_at, c.expires_at) AS at FROM users u JOIN join_codes c ON c.id = u.join_code_id WHERE u.id = $1 AND c.handled_at IS NULL',
+      [userId],
+    );
+    return row?.at ?? undefined;
+  }
+
   /** The codes, newest first (the 50 newest: open ones and the latest past ones), with their guests. */
   async list(): Promise<JoinCodeRecord[]> {
     const rows = await JOIN_CODES.all(this.db, `${SELECT_CODES} ORDER BY c.opened_at DESC LIMIT 50`);

@@ -206,6 +206,16 @@ export const StudentWorkspace = Strict({
   lessons: Type.Optional(
     Type.Array(StudentLesson, { description: 'The lessons handed out that reached the home (under `lessons/`), newest first, at most 20.' }),
   ),
+  guest: Type.Optional(
+    Nullable(
+      Strict(
+        { endsAt: Time },
+        {
+          description: 'A guest of a join code: when the code ends, and with it this workspace (backed up for the coach, then removed); null for anyone else.',
+        },
+      ),
+    ),
+  ),
 });
 export type StudentWorkspace = Static<typeof StudentWorkspace>;
 export const StudentWorkspaceAnswer = Strict({ workspace: StudentWorkspace });

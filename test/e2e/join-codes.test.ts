@@ -116,6 +116,11 @@ describe('a student on /join', () => {
       await page.waitForURL(/\/u\/guest-[0-9a-f]{8}\/$/);
       const slug = new URL(page.url()).pathname.split('/')[2]!;
       await page.getByRole('heading', { level: 1, name: `Workspace ${slug}` }).waitFor();
+      // The page says when their guest workspace ends: the code's expiry, in the browser's time.
+      const ends = await page.evaluate((at) => new Date(at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }), code.expiresAt.toISOString());
+      await page
+        .getByText(`You joined as a guest with a join code. At ${ends}, when the code ends, this workspace is backed up for your coach and then removed.`)
+        .waitFor();
       await page.screenshot({ path: path.join(os.tmpdir(), 'join-codes-workspace.png'), fullPage: true });
       const [guest] = (await app.store.joinCodes.get(code.id))!.guests;
       expect(guest).toMatchObject({ name: 'Grace Hopper', workspaceSlug: slug });

@@ -9,7 +9,7 @@
  * bounded overall. Every JSON answer is checked against the OpenAPI document (test/helpers/contract.ts).
  */
 import { JOIN_FAILURES_PER_ADDRESS, JOIN_LOCKOUT_SECONDS, JOIN_TRIES_PER_MINUTE } from '../../src/store/join-codes.ts';
-import type { ErrorBody, JoinCode, JoinCodeAnswer, JoinCodeList } from '../../src/wire/schemas.ts';
+import type { ErrorBody, JoinCode, JoinCodeAnswer, JoinCodeList, StudentWorkspaceAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
@@ -167,6 +167,8 @@ describe('a student on /join', () => {
     expect(await page.text()).toContain(`<h1>Workspace ${user.workspaceSlug}</h1>`);
     const status = await fetch(`${app.url}${where}api/workspace`, { headers: { cookie, accept: 'application/json' } });
     expect(status.status).toBe(200);
+    // Their workspace ends with the code: when, for their page to say.
+    expect(((await status.json()) as StudentWorkspaceAnswer).workspace.guest).toEqual({ endsAt: new Date(code.expiresAt).toISOString() });
 
     const listed = ((await admin('GET', '/admin/join-codes')).body as JoinCodeList).codes[0]!;
     expect(listed).toMatchObject({ joined: 1, guests: [{ name: 'Ada Lovelace', workspaceSlug: user.workspaceSlug }] });

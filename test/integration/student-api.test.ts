@@ -89,6 +89,7 @@ describe('GET /u/<slug>/api/workspace', () => {
     expect(Object.keys(body.workspace).toSorted()).toEqual([
       'desiredState',
       'disk',
+      'guest',
       'id',
       'idle',
       'lessons',
@@ -120,6 +121,8 @@ describe('GET /u/<slug>/api/workspace', () => {
       lookedAt: null,
       // No lesson has reached the home.
       lessons: [],
+      // Not a guest of a join code.
+      guest: null,
     });
   });
 

@@ -1740,6 +1740,13 @@ export interface components {
             } | null;
             /** @description The lessons handed out that reached the home (under `lessons/`), newest first, at most 20. */
             lessons?: components["schemas"]["StudentLesson"][];
+            guest?: {
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC
+                 */
+                endsAt: string;
+            } | null;
         };
         StudentWorkspaceAnswer: {
             workspace: components["schemas"]["StudentWorkspace"];
