@@ -241,7 +241,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     metrics: deps.metrics,
   });
   // The robot's field as coaches' looks read it, from the runs' simulators.
-  const robotFields = new RobotFields(upstreams);
+  const robotFields = new RobotFields(upstreams, { log: httpLog });
   const apiDeps: ApiDeps = {
     store,
     metrics: deps.metrics,

@@ -95,6 +95,7 @@ export class Upstreams {
       socket.destroy();
       throw this.unverified(key, target, upstream, endpoint);
     }
+    if (socket.destroyed) throw Object.assign(new Error(`the connection to ${endpoint} was closed while it was verified`), { code: 'ECONNRESET' });
     return socket;
   }
 
@@ -184,6 +185,9 @@ function tcpConnect(endpoint: string, timeoutMs: number): Promise<net.Socket> {
     socket.once('timeout', () => fail(Object.assign(new Error(`connecting to ${endpoint} timed out`), { code: 'ETIMEDOUT' })));
     socket.once('connect', () => {
       socket.off('error', fail);
+      // Until its user listens: an error (a reset while the connection is being verified) closes it
+      // rather than going unheard, which would end the process; connect() then refuses it.
+      socket.on('error', () => socket.destroy());
       socket.setTimeout(0);
       resolve(socket);
     });

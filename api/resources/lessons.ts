@@ -19,7 +19,7 @@ const UPLOAD_ERRORS = ['lesson_archive_invalid', 'lesson_archive_unsafe', 'lesso
 
 /** How a lesson's files are sent. */
 const UPLOAD = {
-  types: ['application/gzip', 'application/x-tar', 'application/octet-stream'],
+  types: ['application/gzip', 'application/x-tar', 'application/zip', 'application/octet-stream'],
   description:
     "The lesson's files as a .zip, .tar or .tar.gz archive (told by its first bytes, whatever the media type says). An archive whose entries are all in one folder is that folder's contents.",
 };

@@ -572,7 +572,7 @@ export const LookField = Strict({
   runId: Nullable(Uuid),
   state: Type.Enum(['no_run', 'starting', 'connecting', 'live', 'unreachable', 'too_much'], {
     description:
-      '`no_run`: none in progress; `starting`: building, no simulator yet; `live`: read now; `unreachable`: its simulator could not be reached; `too_much`: it sent more than a look reads (over 2 MiB or 2,000 frames a second, or a frame over 1 MiB).',
+      '`no_run`: none in progress; `starting`: building, no simulator yet; `live`: read now; `unreachable`: its simulator could not be reached; `too_much`: it sent more than a look reads (over 512 KiB of values or 1,000 frames a second, over 2 MiB of names in 10 s, or a frame over 1 MiB).',
   }),
   fields: Type.Array(
     Strict({

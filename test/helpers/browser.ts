@@ -245,7 +245,11 @@ async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): 
 export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
   const record = recordPage(page);
   try {
-    await page.goto(url);
+    // The page itself failed by a network change: loaded once more.
+    await page.goto(url).catch((error: unknown) => {
+      if (!(error as Error).message.includes(NETWORK_CHANGED)) throw error;
+      return page.goto(url);
+    });
     await reloadingOnNetworkChange(page, () => shown.waitFor({ timeout }));
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);

@@ -61,7 +61,7 @@ async function packFolder(files: File[]): Promise<Blob> {
 const archiveBody = (bytes: Blob) => ({
   body: bytes as unknown as string,
   bodySerializer: (body: string) => body,
-  headers: { 'content-type': bytes.type === 'application/x-tar' ? 'application/x-tar' : 'application/gzip' },
+  headers: { 'content-type': bytes.type === 'application/x-tar' || bytes.type === 'application/zip' ? bytes.type : 'application/gzip' },
 });
 
 /** The bytes to upload for files chosen (a folder is packed first). */

@@ -168,7 +168,7 @@ const FIELD_STATES: Record<LookField['state'], string> = {
   connecting: 'Reading the robot…',
   live: '',
   unreachable: "The robot's NetworkTables could not be reached (it may be starting or stopping).",
-  too_much: 'The robot sends more than a look reads (over 2 MiB or 2,000 messages a second): its field is not shown for half a minute.',
+  too_much: 'The robot sends more than a look reads (over 512 KiB or 1,000 messages a second): its field is not shown for half a minute.',
 };
 
 /**

@@ -1511,7 +1511,7 @@ export interface components {
         LookField: {
             runId: string | null;
             /**
-             * @description `no_run`: none in progress; `starting`: building, no simulator yet; `live`: read now; `unreachable`: its simulator could not be reached; `too_much`: it sent more than a look reads (over 2 MiB or 2,000 frames a second, or a frame over 1 MiB).
+             * @description `no_run`: none in progress; `starting`: building, no simulator yet; `live`: read now; `unreachable`: its simulator could not be reached; `too_much`: it sent more than a look reads (over 512 KiB of values or 1,000 frames a second, over 2 MiB of names in 10 s, or a frame over 1 MiB).
              * @enum {unknown}
              */
             state: "no_run" | "starting" | "connecting" | "live" | "unreachable" | "too_much";
@@ -8116,6 +8116,7 @@ export interface operations {
             content: {
                 "application/gzip": string;
                 "application/x-tar": string;
+                "application/zip": string;
                 "application/octet-stream": string;
             };
         };
@@ -8279,6 +8280,7 @@ export interface operations {
             content: {
                 "application/gzip": string;
                 "application/x-tar": string;
+                "application/zip": string;
                 "application/octet-stream": string;
             };
         };
