@@ -155,10 +155,13 @@ it('teaches a class: a compile error on the Class page, a raised hand on any pag
         // A lesson for everyone: in both running editors' explorers (each tells it once), and in Cy's and the guest's homes.
         const { lesson } = await call<{ lesson: { id: string } }>(coach, 'POST', '/admin/lessons?name=Drive%20Intro', await lessonArchive());
         expect(await call(coach, 'POST', `/admin/lessons/${lesson.id}/handout`, { all: true })).toEqual({ version: 1, students: 4 });
-        for (const page of [adaPage, bobPage]) {
-          await notification(page, 'Your coach handed out Drive Intro: it is in lessons/Drive Intro.').waitFor({ timeout: 60_000 });
-          await page.getByRole('treeitem', { name: 'lessons' }).waitFor({ timeout: 30_000 });
-        }
+        // Both at once: a toast waited for after the other editor's could be gone by then.
+        await Promise.all(
+          [adaPage, bobPage].map(async (page) => {
+            await notification(page, 'Your coach handed out Drive Intro: it is in lessons/Drive Intro.').waitFor({ timeout: 60_000 });
+            await page.getByRole('treeitem', { name: 'lessons' }).waitFor({ timeout: 30_000 });
+          }),
+        );
         const delivered = await eventually(
           'every delivery',
           async () => {

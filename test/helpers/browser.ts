@@ -207,11 +207,15 @@ export function recordPage(page: Page): { logged: string[]; stop: () => void } {
 /** How Chromium fails the requests in flight when the host's network changes (a Docker network made or removed beside the test). */
 const NETWORK_CHANGED = 'net::ERR_NETWORK_CHANGED';
 
+/** How many times a page is loaded again after the host's network changed while it loaded. */
+const RELOADS = 6;
+
 /**
  * Runs `wait` (a page's heading to show, say); when the host's network changes meanwhile (another
  * test makes or removes a Docker network: Chromium then fails what it is fetching with
  * ERR_NETWORK_CHANGED, and a page whose module failed stays blank), it reloads the page, as a person
- * would, and runs `wait` again, at most twice.
+ * would, and runs `wait` again, up to RELOADS times (a suite starting containers beside it changes the
+ * host's addresses often: each container's interface gets one).
  */
 async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): Promise<void> {
   for (let reloads = 0; ; reloads += 1) {
@@ -224,7 +228,7 @@ async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): 
     page.on('requestfailed', onFailed);
     try {
       const waiting = wait().then(() => 'shown' as const);
-      if (reloads === 2 || (await Promise.race([waiting, changed])) === 'shown') {
+      if (reloads === RELOADS || (await Promise.race([waiting, changed])) === 'shown') {
         await waiting;
         return;
       }
@@ -232,7 +236,19 @@ async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): 
     } finally {
       page.off('requestfailed', onFailed);
     }
-    await page.reload({ waitUntil: 'commit' });
+    await loadAgain(() => page.reload({ waitUntil: 'commit' }));
+  }
+}
+
+/** Runs `load` (a page's navigation), once more when the host's network changed under it, up to RELOADS times. */
+async function loadAgain(load: () => Promise<unknown>): Promise<void> {
+  for (let tries = 0; ; tries += 1) {
+    try {
+      await load();
+      return;
+    } catch (error) {
+      if (tries === RELOADS || !(error as Error).message.includes(NETWORK_CHANGED)) throw error;
+    }
   }
 }
 
@@ -245,11 +261,7 @@ async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): 
 export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
   const record = recordPage(page);
   try {
-    // The page itself failed by a network change: loaded once more.
-    await page.goto(url).catch((error: unknown) => {
-      if (!(error as Error).message.includes(NETWORK_CHANGED)) throw error;
-      return page.goto(url);
-    });
+    await loadAgain(() => page.goto(url));
     await reloadingOnNetworkChange(page, () => shown.waitFor({ timeout }));
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);
