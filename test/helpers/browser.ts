@@ -95,6 +95,7 @@ export async function withPage<T>(
     await context.route('**/*', (route: Route) => (isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient')));
     await context.routeWebSocket(notLoopbackWebSocket, (ws: WebSocketRoute) => void ws.close({ code: 1008, reason: 'blocked by the test browser' }));
     const page = await context.newPage();
+    trackNetworkChanges(page);
     return await fn(page);
   } finally {
     await context.close();
@@ -207,28 +208,47 @@ export function recordPage(page: Page): { logged: string[]; stop: () => void } {
 /** How Chromium fails the requests in flight when the host's network changes (a Docker network made or removed beside the test). */
 const NETWORK_CHANGED = 'net::ERR_NETWORK_CHANGED';
 
-/** How many times a page is loaded again after the host's network changed while it loaded. */
-const RELOADS = 6;
+/** Pages whose current document lost a request to a network change (trackNetworkChanges). */
+const changedSinceLoad = new WeakMap<Page, boolean>();
 
 /**
- * Runs `wait` (a page's heading to show, say); when the host's network changes meanwhile (another
- * test makes or removes a Docker network: Chromium then fails what it is fetching with
- * ERR_NETWORK_CHANGED, and a page whose module failed stays blank), it reloads the page, as a person
- * would, and runs `wait` again, up to RELOADS times (a suite starting containers beside it changes the
- * host's addresses often: each container's interface gets one).
+ * Notes, from now on, whether the page's current document lost a request to a network change: a
+ * wait begun after the loss (the page's modules failed while it was navigated to) knows to reload.
  */
-async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): Promise<void> {
-  for (let reloads = 0; ; reloads += 1) {
+function trackNetworkChanges(page: Page): void {
+  if (changedSinceLoad.has(page)) return;
+  changedSinceLoad.set(page, false);
+  page.on('framenavigated', (frame) => {
+    if (frame === page.mainFrame()) changedSinceLoad.set(page, false);
+  });
+  page.on('requestfailed', (request) => {
+    if (request.failure()?.errorText.startsWith(NETWORK_CHANGED)) changedSinceLoad.set(page, true);
+  });
+}
+
+/**
+ * Runs `wait` (a page's heading to show, say) within `timeout`; whenever the host's network changes
+ * meanwhile (another test starts a container or makes a Docker network: each gives the host an
+ * address, and Chromium then fails what it is fetching with ERR_NETWORK_CHANGED, so a page whose
+ * module failed stays blank), it reloads the page, as a person would, and runs `wait` again with
+ * the time left. A burst of changes (a suite starting many containers) is outlasted, not counted.
+ */
+async function reloadingOnNetworkChange(page: Page, wait: (timeout: number) => Promise<void>, timeout: number): Promise<void> {
+  const deadline = Date.now() + timeout;
+  const left = () => Math.max(1, deadline - Date.now());
+  for (;;) {
     let onFailed: (request: Request) => void = () => undefined;
     const changed = new Promise<'changed'>((resolve) => {
       onFailed = (request) => {
         if (request.failure()?.errorText.startsWith(NETWORK_CHANGED)) resolve('changed');
       };
+      // Lost before this wait began (while the page was navigated to).
+      if (changedSinceLoad.get(page)) resolve('changed');
     });
     page.on('requestfailed', onFailed);
     try {
-      const waiting = wait().then(() => 'shown' as const);
-      if (reloads === RELOADS || (await Promise.race([waiting, changed])) === 'shown') {
+      const waiting = wait(left()).then(() => 'shown' as const);
+      if ((await Promise.race([waiting, changed])) === 'shown' || Date.now() >= deadline) {
         await waiting;
         return;
       }
@@ -236,18 +256,18 @@ async function reloadingOnNetworkChange(page: Page, wait: () => Promise<void>): 
     } finally {
       page.off('requestfailed', onFailed);
     }
-    await loadAgain(() => page.reload({ waitUntil: 'commit' }));
+    await loadAgain(() => page.reload({ waitUntil: 'commit', timeout: left() }), deadline);
   }
 }
 
-/** Runs `load` (a page's navigation), once more when the host's network changed under it, up to RELOADS times. */
-async function loadAgain(load: () => Promise<unknown>): Promise<void> {
-  for (let tries = 0; ; tries += 1) {
+/** Runs `load` (a page's navigation), again while the host's network changes under it, until `deadline`. */
+async function loadAgain(load: () => Promise<unknown>, deadline: number): Promise<void> {
+  for (;;) {
     try {
       await load();
       return;
     } catch (error) {
-      if (tries === RELOADS || !(error as Error).message.includes(NETWORK_CHANGED)) throw error;
+      if (Date.now() >= deadline || !(error as Error).message.includes(NETWORK_CHANGED)) throw error;
     }
   }
 }
@@ -260,9 +280,10 @@ async function loadAgain(load: () => Promise<unknown>): Promise<void> {
  */
 export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
   const record = recordPage(page);
+  trackNetworkChanges(page);
   try {
-    await loadAgain(() => page.goto(url));
-    await reloadingOnNetworkChange(page, () => shown.waitFor({ timeout }));
+    await loadAgain(() => page.goto(url), Date.now() + timeout);
+    await reloadingOnNetworkChange(page, (left) => shown.waitFor({ timeout: left }), timeout);
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);
     await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
@@ -288,10 +309,15 @@ export async function gotoAndWait(page: Page, url: string, shown: Locator, name:
 export async function waitForWorkbench(page: Page, options: { timeout?: number; more?: () => Promise<string> } = {}): Promise<void> {
   const record = recordPage(page);
   try {
-    await reloadingOnNetworkChange(page, async () => {
-      await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: options.timeout ?? 90_000 });
-      await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: 60_000 });
-    });
+    await reloadingOnNetworkChange(
+      page,
+      async (left) => {
+        const started = Date.now();
+        await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: left });
+        await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: Math.max(1, left - (Date.now() - started)) });
+      },
+      (options.timeout ?? 90_000) + 60_000,
+    );
   } catch (error) {
     const more = options.more ? await options.more().catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`) : '';
     throw new Error(
