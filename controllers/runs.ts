@@ -53,6 +53,12 @@ export interface RunControllerOptions {
   resyncIntervalMs?: number;
   /** How many lines of the simulator's output a finished run keeps. */
   outputLines?: number;
+  /**
+   * How long an exit by SIGKILL (137) not marked out of memory is looked at again before it is
+   * called a crash: the engine marks an out-of-memory kill when the kernel's event reaches it, which
+   * can be a moment after the exit.
+   */
+  oomGraceMs?: number;
   /** Asks a simulator's nt4 port whether it answers (an HTTP GET with the 500 ms probe timeout). */
   probe?: (endpoint: string) => Promise<Probe>;
   concurrency?: number;
@@ -68,6 +74,8 @@ export class RunController extends Controller {
   private readonly options: Required<Omit<RunControllerOptions, 'concurrency' | 'fence' | 'template'>> & { template: Required<SimTemplate> };
   /** Keeps each run's whole output as it is written. */
   private readonly output: RunOutputCollector;
+  /** Runs whose container was seen exited by SIGKILL, not (yet) marked out of memory: since when (oomGraceMs). */
+  private readonly killedAt = new Map<string, number>();
 
   constructor(options: RunControllerOptions) {
     super(
@@ -85,6 +93,7 @@ export class RunController extends Controller {
       runningCheckMs: 5000,
       resyncIntervalMs: 30_000,
       outputLines: 50,
+      oomGraceMs: 2000,
       probe: probeHttp,
       maxRunMs: 60 * 60_000,
       ...options,
@@ -163,6 +172,13 @@ export class RunController extends Controller {
     if (!exit) return { requeueAfterMs: 100 };
     if (!exit.running) {
       const code = exit.exitCode;
+      // Killed, and not marked out of memory yet: the engine may mark it in a moment (oomGraceMs).
+      if (code === 137 && !exit.oomKilled) {
+        const since = this.killedAt.get(run.id) ?? Date.now();
+        this.killedAt.set(run.id, since);
+        if (Date.now() - since < this.options.oomGraceMs) return { requeueAfterMs: 200 };
+      }
+      this.killedAt.delete(run.id);
       if (!wasReady) {
         const reason = exit.oomKilled
           ? 'compile or boot ran out of memory'

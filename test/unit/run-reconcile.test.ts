@@ -214,6 +214,27 @@ describe('RunController.reconcile', () => {
     );
   });
 
+  it('looks again at an exit by SIGKILL not marked out of memory, and names the memory once the engine marks it', async () => {
+    const { workspace, run } = await queuedRun();
+    const container = simContainer(workspace, run);
+    runtime.exit(container.id, 137, { output: 'last words' });
+    const subject = controller({ oomGraceMs: 60_000 });
+    expect(await subject.reconcile(run.id)).toEqual({ requeueAfterMs: 200 });
+    expect(await current(run.id)).toMatchObject({ status: { phase: 'queued' } });
+    expect(runtime.actions).toEqual([]);
+    runtime.exit(container.id, 137, { oomKilled: true, output: 'last words' });
+    await subject.reconcile(run.id);
+    expect(await current(run.id)).toMatchObject({ status: { phase: 'failed', reason: 'compile or boot ran out of memory', exitCode: 137 } });
+  });
+
+  it('calls an exit by SIGKILL never marked out of memory a failure with its exit code, once the grace is past', async () => {
+    const { workspace, run } = await queuedRun();
+    const container = simContainer(workspace, run);
+    runtime.exit(container.id, 137, { output: 'last words' });
+    await controller({ oomGraceMs: 0 }).reconcile(run.id);
+    expect(await current(run.id)).toMatchObject({ status: { phase: 'failed', reason: 'compile or boot failed (exit code 137)', exitCode: 137 } });
+  });
+
   it('records the active time of a run that ran, by its terminal status', async () => {
     const { workspace, run } = await queuedRun(true);
     const container = simContainer(workspace, run);
