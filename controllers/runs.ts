@@ -178,7 +178,6 @@ export class RunController extends Controller {
         this.killedAt.set(run.id, since);
         if (Date.now() - since < this.options.oomGraceMs) return { requeueAfterMs: 200 };
       }
-      this.killedAt.delete(run.id);
       if (!wasReady) {
         const reason = exit.oomKilled
           ? 'compile or boot ran out of memory'
@@ -239,6 +238,8 @@ export class RunController extends Controller {
     exitCode: number | null = null,
   ): Promise<void> {
     const { runtime, metrics, store } = this.options;
+    // However it ends (an exit, a stop while a kill awaited its out-of-memory mark), nothing is kept of it.
+    this.killedAt.delete(run.id);
     let output = '';
     if (container) {
       await runtime.stop(container.id, 5);

@@ -101,8 +101,6 @@ class Reader {
   endedAt: number | undefined;
   /** Topic ids to names, as announced. */
   private readonly topics = new Map<number, string>();
-  /** Names announced, for finding a table's objects. */
-  private readonly names = new Set<string>();
   /** `.type` values by table, and the Field2d objects' numbers by topic name. */
   private readonly types = new Map<string, string>();
   private readonly objects = new Map<string, number[]>();
@@ -218,11 +216,9 @@ class Reader {
       if (typeof id !== 'number') continue;
       if (message!.method === 'announce' && typeof name === 'string' && name.length <= 1024 && !this.topics.has(id) && this.topics.size < MAX_TOPICS) {
         this.topics.set(id, name);
-        this.names.add(name);
       } else if (message!.method === 'unannounce' && this.topics.has(id)) {
         const known = this.topics.get(id)!;
         this.topics.delete(id);
-        this.names.delete(known);
         this.forget(known);
       }
     }
@@ -265,7 +261,7 @@ class Reader {
     this.subscribeTimer = setTimeout(() => {
       this.subscribeTimer = undefined;
       const wanted: string[] = [];
-      for (const name of this.names) {
+      for (const name of this.topics.values()) {
         if (name.endsWith(TYPE) || this.types.get(parentOf(name)) === 'Field2d') wanted.push(name);
       }
       const list = wanted.toSorted();
