@@ -20,7 +20,7 @@ import type { Browser, Page } from 'playwright-core';
 import { DockerRuntime } from '../../src/docker/docker-runtime.ts';
 import { names } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, signIn, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, signIn, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, docker, eventually, execIn, inspectByName, newControlPlaneId, removeEverything, TEST_ENV } from '../helpers/controllers.ts';
 import { entriesOf, tarOf } from '../helpers/archives.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -110,8 +110,8 @@ it('teaches a class: a compile error on the Class page, a raised hand on any pag
         // The coach's Class page.
         await panel.setViewportSize({ width: 1280, height: 800 });
         await signIn(panel, coach);
-        await panel.goto(`${app.url}/panel/class`);
-        await rowOf(panel, ada).waitFor({ timeout: 30_000 });
+        // Loaded again if the host's network changes meanwhile (a blank panel otherwise).
+        await gotoAndWait(panel, `${app.url}/panel/class`, rowOf(panel, ada), 'class-coach-panel-failure');
 
         // Ada's code does not compile; she runs it: her row says so.
         const ada1000 = async (command: string) => {
@@ -144,7 +144,7 @@ it('teaches a class: a compile error on the Class page, a raised hand on any pag
         // A guest joins with a code, in a browser of their own.
         const { code: joinCode } = await call<{ code: { id: string; code: string } }>(coach, 'POST', '/admin/join-codes', { hours: 1, label: 'Outreach' });
         const guestSlug = await withPage(browser, async (guest) => {
-          await guest.goto(`${app.url}/join`);
+          await gotoAndWait(guest, `${app.url}/join`, guest.getByLabel('Join code'), 'class-coach-join-failure');
           await guest.getByLabel('Join code').fill(joinCode.code);
           await guest.getByLabel('Your name').fill('Visiting Grace');
           await guest.getByRole('button', { name: 'Join' }).click();
