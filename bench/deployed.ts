@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser as Chromium, Page } from 'playwright-core';
-import { benchDatabase, benchDatabaseUrl, browserCookies, CONTROL_PLANE_LABEL, docker, freePort, startRun, stopRun } from './lib.ts';
+import { benchDatabase, benchDatabaseUrl, browserCookies, CONTROL_PLANE_LABEL, docker, freePort, startRun, stopRun, type SignedIn } from './lib.ts';
 import { HALSIM_URI, LABELS } from '../src/docker/runtime.ts';
 import { DEFAULT_KEYS, keyboardState, NEUTRAL } from '../images/workspace/extension/src/ds-input.ts';
 import { driverStationMessage, enable, INITIAL, joystickMessage, setLink, setRun } from '../images/workspace/extension/src/ds-state.ts';
@@ -45,14 +45,28 @@ export interface DeployedOptions {
   env?: Record<string, string>;
 }
 
+/** The server under test, before anyone opened anything: how to sign students in through its provider, and ask it about itself. */
+export interface Server {
+  child: ChildProcess;
+  origin: string;
+  port: number;
+  /** Signs `email` (on the allowlist given to startServer) in through the provider as a browser does: their workspace's slug and session cookie. */
+  signIn: (email: string, name: string) => Promise<SignedIn>;
+  /** Asks the server's probe (bench/proxy-probe.ts, when `--import`ed) a question and waits for the answer of the same type. */
+  ask: <T>(type: 'memory' | 'loop' | 'loop-reset') => Promise<T>;
+  /** How the server was started (a follower replica is started the same way, on another port). */
+  start: { execArgv: string[]; env: NodeJS.ProcessEnv };
+  /** Resolves with the first answer to `url` (asked again every 100 ms); rejects once the server exited or after 120 s. */
+  answer: (url: string, init?: RequestInit) => Promise<Response>;
+}
+
 /**
  * Starts the server as a deployment runs it (bin/server.ts, every part: controllers, stats
  * sampler, activity writer, session cache, change feed; LOG_LEVEL info) on PostgreSQL or the
- * embedded database, with an OpenID Connect provider on loopback; signs a student in through it as
- * a browser does, opens their workspace through the student API and waits until its editor runs.
- * Everything it made is undone by `cleanups` (run last to first).
+ * embedded database, with an OpenID Connect provider on loopback and `emails` on the allowlist, and
+ * waits until `/healthz` answers. Everything it made is undone by `cleanups` (run last to first).
  */
-export async function startDeployed(options: DeployedOptions, cleanups: (() => Promise<unknown>)[]): Promise<Deployed> {
+export async function startServer(options: DeployedOptions & { emails: string[] }, cleanups: (() => Promise<unknown>)[]): Promise<Server> {
   const { controlPlaneId } = options;
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -62,8 +76,7 @@ export async function startDeployed(options: DeployedOptions, cleanups: (() => P
   cleanups.push(() => provider.close());
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cp-bench-deployed-'));
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-  const email = `student-${randomBytes(3).toString('hex')}@school.test`;
-  writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: [email] }));
+  writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: options.emails }));
   let database = {};
   if (options.database.kind === 'postgres') {
     const { drop } = await benchDatabase(options.database.name);
@@ -90,46 +103,26 @@ export async function startDeployed(options: DeployedOptions, cleanups: (() => P
   };
   const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], { ...start, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   cleanups.push(() => stopChild(child, false));
-  const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code) => reject(new Error(`the control plane exited (${code}) before its workspace ran`))),
-  );
-  const until = Date.now() + 120_000;
-  const answer = async (url: string, init: RequestInit = {}) => {
-    for (;;) {
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the control plane exited (${code})`))));
+  exited.catch(() => undefined);
+  const answer = async (url: string, init: RequestInit = {}, browser = new Browser()) => {
+    for (const until = Date.now() + 120_000; ; await sleep(100)) {
       const response = await Promise.race([browser.fetch(url, init).catch(() => undefined), exited]);
       if (response) return response;
       if (Date.now() > until) throw new Error(`${url}: no answer from the control plane`);
-      await sleep(100);
     }
   };
-  const browser = new Browser();
   await answer(`${origin}/healthz`);
-  provider.nextLogin({ id: email, email, email_verified: true, name: 'Ada Bench' });
-  const signedIn = await browser.follow(`${origin}/auth/start/oidc`);
-  await signedIn.response.arrayBuffer();
-  const me = (await (await answer(`${origin}/auth/me`)).json()) as { user?: { workspaceSlug: string | null } };
-  const slug = me.user?.workspaceSlug;
-  if (!slug) throw new Error(`the sign-in did not make a workspace: ${JSON.stringify(me)} (${signedIn.chain.join(' -> ')})`);
-  const opened = await answer(`${origin}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { origin } });
-  if (opened.status >= 300) throw new Error(`opening the workspace answered ${opened.status} ${await opened.text()}`);
-  for (;;) {
-    const { workspace } = (await (await answer(`${origin}/u/${slug}/api/workspace`)).json()) as {
-      workspace: { observedState: string; statusMessage?: string };
-    };
-    if (workspace.observedState === 'running') break;
-    if (Date.now() > until) throw new Error(`workspace not running after 120 s: ${JSON.stringify(workspace)}`);
-    await sleep(100);
-  }
-  // Where the editor listens on the workspace network: what the control plane proxies to.
-  const ours = { label: [`${CONTROL_PLANE_LABEL}=${controlPlaneId}`] };
-  const [container] = await docker.listContainers({ filters: ours });
-  if (!container) {
-    const all = await docker.listContainers({ all: true, filters: ours });
-    throw new Error(`the workspace is running, but no container of it runs: ${JSON.stringify(all.map((each) => [each.Names, each.State, each.Status]))}`);
-  }
-  const networks = (await docker.getContainer(container.Id).inspect()).NetworkSettings.Networks;
-  const editorEndpoint = `${networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress}:${TEST_ENV.EDITOR_PORT}`;
-  const cookie = `cp_session=${browser.cookie(origin, 'cp_session')}; cp_session.sig=${browser.cookie(origin, 'cp_session.sig')}`;
+  const signIn = async (email: string, name: string): Promise<SignedIn> => {
+    const browser = new Browser();
+    provider.nextLogin({ id: email, email, email_verified: true, name });
+    const signedIn = await browser.follow(`${origin}/auth/start/oidc`);
+    await signedIn.response.arrayBuffer();
+    const me = (await (await answer(`${origin}/auth/me`, {}, browser)).json()) as { user?: { workspaceSlug: string | null } };
+    const slug = me.user?.workspaceSlug;
+    if (!slug) throw new Error(`the sign-in did not make a workspace: ${JSON.stringify(me)} (${signedIn.chain.join(' -> ')})`);
+    return { slug, cookie: `cp_session=${browser.cookie(origin, 'cp_session')}; cp_session.sig=${browser.cookie(origin, 'cp_session.sig')}` };
+  };
   const ask = <T>(type: 'memory' | 'loop' | 'loop-reset') =>
     new Promise<T>((resolve) => {
       const listener = (message: { type: string }) => {
@@ -140,7 +133,39 @@ export async function startDeployed(options: DeployedOptions, cleanups: (() => P
       child.on('message', listener);
       child.send({ type });
     });
-  return { child, origin, port, slug, cookie, editorEndpoint, ask, start };
+  return { child, origin, port, signIn, ask, start, answer: (url, init) => answer(url, init) };
+}
+
+/**
+ * Starts the server as startServer does, signs a student in through its provider as a browser
+ * does, opens their workspace through the student API and waits until its editor runs.
+ */
+export async function startDeployed(options: DeployedOptions, cleanups: (() => Promise<unknown>)[]): Promise<Deployed> {
+  const email = `student-${randomBytes(3).toString('hex')}@school.test`;
+  const server = await startServer({ ...options, emails: [email] }, cleanups);
+  const { origin, answer } = server;
+  const { slug, cookie } = await server.signIn(email, 'Ada Bench');
+  const until = Date.now() + 120_000;
+  const opened = await answer(`${origin}/u/${slug}/api/workspace/open`, { method: 'POST', headers: { origin, cookie } });
+  if (opened.status >= 300) throw new Error(`opening the workspace answered ${opened.status} ${await opened.text()}`);
+  for (;;) {
+    const { workspace } = (await (await answer(`${origin}/u/${slug}/api/workspace`, { headers: { cookie } })).json()) as {
+      workspace: { observedState: string; statusMessage?: string };
+    };
+    if (workspace.observedState === 'running') break;
+    if (Date.now() > until) throw new Error(`workspace not running after 120 s: ${JSON.stringify(workspace)}`);
+    await sleep(100);
+  }
+  // Where the editor listens on the workspace network: what the control plane proxies to.
+  const ours = { label: [`${CONTROL_PLANE_LABEL}=${options.controlPlaneId}`] };
+  const [container] = await docker.listContainers({ filters: ours });
+  if (!container) {
+    const all = await docker.listContainers({ all: true, filters: ours });
+    throw new Error(`the workspace is running, but no container of it runs: ${JSON.stringify(all.map((each) => [each.Names, each.State, each.Status]))}`);
+  }
+  const networks = (await docker.getContainer(container.Id).inspect()).NetworkSettings.Networks;
+  const editorEndpoint = `${networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress}:${TEST_ENV.EDITOR_PORT}`;
+  return { child: server.child, origin, port: server.port, slug, cookie, editorEndpoint, ask: server.ask, start: server.start };
 }
 
 /** Asks a child to stop (IPC `stop`, else SIGTERM), then SIGKILL by pid after 10 s. */

@@ -313,6 +313,32 @@ export async function stopRun(origin: string, student: SignedIn, runId: string):
   }
 }
 
+/** Follows a run's live output; calls `onLine` with each whole line as it arrives. Resolves once the stream is open. */
+export async function followRunOutput(origin: string, student: SignedIn, runId: string, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
+  const answer = await fetch(`${origin}/u/${student.slug}/api/runs/${runId}/output`, { headers: { cookie: student.cookie }, signal });
+  if (answer.status !== 200) throw new Error(`output stream answered ${answer.status}`);
+  void (async () => {
+    let buffered = '';
+    let partial = '';
+    try {
+      for await (const chunk of answer.body!.pipeThrough(new TextDecoderStream())) {
+        buffered += chunk;
+        for (let end = buffered.indexOf('\n\n'); end !== -1; end = buffered.indexOf('\n\n')) {
+          const block = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          if (!block.startsWith('id: ') || !block.includes('event: output')) continue;
+          const data = JSON.parse(block.slice(block.indexOf('data: ') + 6)) as { text: string };
+          const lines = (partial + data.text).split('\n');
+          partial = lines.pop()!;
+          for (const line of lines) onLine(line);
+        }
+      }
+    } catch {
+      // Aborted.
+    }
+  })();
+}
+
 /** A Cookie header (`a=1; b=2`) as Playwright's cookies for `origin`. */
 export function browserCookies(cookie: string, origin: string): { name: string; value: string; url: string }[] {
   return cookie.split(';').map((pair) => {

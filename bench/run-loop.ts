@@ -25,6 +25,7 @@ import {
   CONTROL_PLANE_LABEL,
   deadline,
   docker,
+  followRunOutput,
   dropBenchDatabase,
   IMAGE,
   median,
@@ -82,39 +83,13 @@ async function serve(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The benchmark.
 
-/** Follows a run's live output; calls `onLine` with each whole line as it arrives. Resolves once the stream is open. */
-async function follow(origin: string, student: SignedIn, runId: string, onLine: (line: string) => void, signal: AbortSignal): Promise<void> {
-  const answer = await fetch(`${origin}/u/${student.slug}/api/runs/${runId}/output`, { headers: { cookie: student.cookie }, signal });
-  if (answer.status !== 200) throw new Error(`output stream answered ${answer.status}`);
-  void (async () => {
-    let buffered = '';
-    let partial = '';
-    try {
-      for await (const chunk of answer.body!.pipeThrough(new TextDecoderStream())) {
-        buffered += chunk;
-        for (let end = buffered.indexOf('\n\n'); end !== -1; end = buffered.indexOf('\n\n')) {
-          const block = buffered.slice(0, end);
-          buffered = buffered.slice(end + 2);
-          if (!block.startsWith('id: ') || !block.includes('event: output')) continue;
-          const data = JSON.parse(block.slice(block.indexOf('data: ') + 6)) as { text: string };
-          const lines = (partial + data.text).split('\n');
-          partial = lines.pop()!;
-          for (const line of lines) onLine(line);
-        }
-      }
-    } catch {
-      // Aborted.
-    }
-  })();
-}
-
 /** Run request to the first output line in the live stream (ms). */
 async function managedFirstLine(origin: string, student: SignedIn): Promise<number> {
   const abort = new AbortController();
   const started = performance.now();
   const runId = await startRun(origin, student);
   const first = new Promise<number>(
-    (resolve) => void follow(origin, student, runId, (line) => line === FIRST_LINE && resolve(performance.now()), abort.signal),
+    (resolve) => void followRunOutput(origin, student, runId, (line) => line === FIRST_LINE && resolve(performance.now()), abort.signal),
   );
   const elapsed = (await first) - started;
   abort.abort();
@@ -192,7 +167,7 @@ async function main(): Promise<void> {
     const runIds = await Promise.all(students.map((student) => startRun(origin, student)));
     await Promise.all(
       students.map((student, i) =>
-        follow(
+        followRunOutput(
           origin,
           student,
           runIds[i]!,
