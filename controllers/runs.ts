@@ -61,6 +61,7 @@ export interface RunControllerOptions {
   oomGraceMs?: number;
   /** Asks a simulator's nt4 port whether it answers (an HTTP GET with the 500 ms probe timeout). */
   probe?: (endpoint: string) => Promise<Probe>;
+  /** Reconciles at once (default 32): a class pressing Run within seconds does not wait for each other's simulator starts. */
   concurrency?: number;
 }
 
@@ -83,7 +84,7 @@ export class RunController extends Controller {
         name: 'runs',
         metrics: options.metrics,
         log: options.log,
-        concurrency: options.concurrency ?? 8,
+        concurrency: options.concurrency ?? 32,
         saidElsewhere: (error) => engineAway(options.runtime, error),
       },
       options.fence,

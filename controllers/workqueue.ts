@@ -20,6 +20,9 @@ export class TerminalError extends Error {
   }
 }
 
+/** Where a waiting key is: `now` (added) or `later` (a requeue or retry come due). */
+type Lane = 'now' | 'later';
+
 export interface WorkQueueOptions {
   /** The controller's name, the `controller` label of the metrics. */
   name: string;
@@ -47,7 +50,9 @@ export interface WorkQueueOptions {
 
 /**
  * A controller work queue in the manner of client-go: keys are deduplicated while waiting; one
- * reconcile per key runs at a time (a key added while it runs is run again afterwards); a failed
+ * reconcile per key runs at a time (a key added while it runs is run again afterwards); a key
+ * added (a change) is taken before keys whose requeue or retry came due (controller-runtime's
+ * priority queue does the same for the keys it lists at start); a failed
  * key is retried with per-key exponential backoff (about 100 ms up to 5 min) under a global rate
  * cap; success forgets the key's backoff; a TerminalError is not retried. Shutting down aborts the
  * signal every reconcile was given, so that what they wait on (the engine) ends at once, and no
@@ -55,8 +60,10 @@ export interface WorkQueueOptions {
  */
 export class WorkQueue {
   private readonly options: Required<WorkQueueOptions>;
-  private readonly queue: string[] = [];
-  private readonly queued = new Set<string>();
+  /** Keys waiting, in two lanes: `now` (added: something changed) is taken before `later` (a requeue or a retry come due). */
+  private readonly lanes = { now: [] as string[], later: [] as string[] };
+  /** Each waiting key's lane (an entry left in the other lane by a promotion is skipped). */
+  private readonly queued = new Map<string, Lane>();
   private readonly processing = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
@@ -78,16 +85,27 @@ export class WorkQueue {
     return this.options.name;
   }
 
-  /** Adds a key now (deduplicated). */
+  /** Adds a key now (deduplicated): something about it changed, so it goes before the keys that are only due a look. */
   add(key: string): void {
+    this.enqueue(key, 'now');
+  }
+
+  /**
+   * A key into `lane`, unless it waits already (a key waiting `later` that is added `now` moves
+   * up) or runs (then it runs again afterwards). A requeue or retry that comes due goes `later`:
+   * a class's 30 runs probed every 100 ms while they compile do not hold back the 31st Run
+   * pressed, nor 30 editors checked while they start a 31st Open.
+   */
+  private enqueue(key: string, lane: Lane): void {
     if (this.stopped) return;
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
     }
-    if (this.queued.has(key)) return;
-    this.queued.add(key);
-    this.queue.push(key);
+    const waiting = this.queued.get(key);
+    if (waiting === 'now' || waiting === lane) return;
+    this.queued.set(key, lane);
+    this.lanes[lane].push(key);
     this.updateDepth();
     this.pump();
   }
@@ -102,7 +120,7 @@ export class WorkQueue {
     if (pending) clearTimeout(pending.timer);
     const timer = setTimeout(() => {
       this.timers.delete(key);
-      this.add(key);
+      this.enqueue(key, 'later');
     }, delayMs);
     timer.unref();
     this.timers.set(key, { timer, due });
@@ -130,7 +148,7 @@ export class WorkQueue {
 
   /** Resolves when nothing is queued or running (delayed adds not counted). */
   async idle(): Promise<void> {
-    if (this.queue.length === 0 && this.active === 0) return;
+    if (this.queued.size === 0 && this.active === 0) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -140,25 +158,33 @@ export class WorkQueue {
     this.stopping.abort(new Error(`the ${this.options.name} controller is stopping`));
     for (const { timer } of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
-    this.queue.length = 0;
+    this.lanes.now.length = 0;
+    this.lanes.later.length = 0;
     this.queued.clear();
     await this.idle();
   }
 
   private updateDepth(): void {
-    this.options.metrics.workqueueDepth.set({ controller: this.options.name }, this.queue.length);
+    this.options.metrics.workqueueDepth.set({ controller: this.options.name }, this.queued.size);
   }
 
   private pump(): void {
-    while (!this.stopped && this.active < this.options.concurrency && this.queue.length > 0) {
-      const key = this.queue.shift()!;
+    while (!this.stopped && this.active < this.options.concurrency && this.queued.size > 0) {
+      const key = this.next();
       this.queued.delete(key);
       this.processing.add(key);
       this.active++;
       this.updateDepth();
       void this.process(key);
     }
-    if (this.queue.length === 0 && this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    if (this.queued.size === 0 && this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /** The first waiting key of the `now` lane, else of `later` (skipping entries a key left behind when it moved up). */
+  private next(): string {
+    for (const lane of ['now', 'later'] as const)
+      for (let key = this.lanes[lane].shift(); key !== undefined; key = this.lanes[lane].shift()) if (this.queued.get(key) === lane) return key;
+    throw new Error('a key is queued in no lane');
   }
 
   private async process(key: string): Promise<void> {

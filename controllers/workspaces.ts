@@ -58,6 +58,11 @@ export interface WorkspaceControllerOptions {
   editorProbeMs?: number;
   /** Asks an editor whether it answers (an HTTP GET with the probe timeout). */
   probe?: (endpoint: string) => Promise<Probe>;
+  /**
+   * Reconciles at once (default 64): more than a class, so that when a whole class presses Open no
+   * one's container start waits for another's (the engine starts 30 at once in about 5 s on 2 cores,
+   * and a reconcile holds its worker through the start and the first probe).
+   */
   concurrency?: number;
   /** Moves homes off drained and lost nodes (a swarm); none: homes stay where they are. */
   homes?: HomeMover;
@@ -130,7 +135,7 @@ export class WorkspaceController extends Controller {
         name: 'workspaces',
         metrics: options.metrics,
         log: options.log,
-        concurrency: options.concurrency ?? 16,
+        concurrency: options.concurrency ?? 64,
         saidElsewhere: (error) => engineAway(options.runtime, error),
       },
       options.fence,

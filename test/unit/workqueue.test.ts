@@ -143,6 +143,44 @@ describe('WorkQueue', () => {
     expect(await counter(metrics, 'requeue')).toBe(2);
   });
 
+  it('takes a key added (a change) before keys whose requeue came due', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { work, calls } = queue(
+      async (key) => {
+        if (key === 'busy') await gate;
+      },
+      { concurrency: 1 },
+    );
+    work.add('busy');
+    work.addAfter('due-1', 1);
+    work.addAfter('due-2', 2);
+    while (work.isDelayed('due-1') || work.isDelayed('due-2')) await sleep(5);
+    work.add('changed');
+    release();
+    await work.idle();
+    expect(calls).toEqual(['busy', 'changed', 'due-1', 'due-2']);
+  });
+
+  it('moves a key whose requeue came due up when it is added, and runs it once', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { work, calls } = queue(
+      async (key) => {
+        if (key === 'busy') await gate;
+      },
+      { concurrency: 1 },
+    );
+    work.add('busy');
+    work.addAfter('a', 1);
+    work.addAfter('b', 2);
+    while (work.isDelayed('a') || work.isDelayed('b')) await sleep(5);
+    work.add('b');
+    release();
+    await work.idle();
+    expect(calls).toEqual(['busy', 'b', 'a']);
+  });
+
   it('spaces retries of many failing keys by the global rate cap', async () => {
     const times: number[] = [];
     const { work } = queue(
