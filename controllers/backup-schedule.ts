@@ -10,8 +10,11 @@ import { passFailed, Periodic } from './periodic.ts';
 /** After a backup failed (a file changed as it was read), the same home is not tried again before this. */
 export const RETRY_AFTER_FAILURE_MS = 15 * 60_000;
 
+/** The longest passes wait for workspaces that are starting (a class opening): past it, homes are backed up all the same. */
+export const OPENING_WAIT_MS = 10 * 60_000;
+
 export interface BackupScheduleOptions {
-  store: Pick<Store, 'workspaces' | 'scheduledBackups'>;
+  store: { workspaces: Pick<Store['workspaces'], 'list'>; scheduledBackups: Store['scheduledBackups'] };
   backups: Pick<Backups, 'create' | 'remove'>;
   runtime: Pick<RuntimeVolumes, 'listVolumes'> & Pick<RuntimeEnvironment, 'reachability'>;
   metrics: Metrics;
@@ -34,7 +37,10 @@ export interface BackupScheduleOptions {
  * operator made, or a restore kept, are never removed. One home at a time; a backup that fails (a
  * file changing while it is read: the workspace runs) is logged and that home tried again
  * RETRY_AFTER_FAILURE_MS later. A backup counts from when it began: activity while it was being
- * read makes the next one due. Stopping gives up the backup under way. Counts `scheduled_backups_total{outcome}` and
+ * read makes the next one due. A pass backs up nothing while a workspace is starting (wanted running,
+ * its editor not up yet): a class opening at once has the machine's CPU and engine to itself, for up
+ * to OPENING_WAIT_MS (homes made at a class's first start are all due a minute later, and a home is
+ * due again one interval after, which is the next class's start). Stopping gives up the backup under way. Counts `scheduled_backups_total{outcome}` and
  * `scheduled_backups_pruned_total`.
  */
 export class BackupSchedule {
@@ -42,6 +48,8 @@ export class BackupSchedule {
   private readonly periodic: Periodic;
   /** When a home's last attempt failed, by workspace id (this leader's term only). */
   private readonly failedAt = new Map<string, number>();
+  /** Since when passes have waited for workspaces that are starting (undefined: none are). */
+  private waitingSince: number | undefined;
   /** Ends the backup under way when the schedule stops (the leader stepping down, a shutdown): a home can take minutes. */
   private abort = new AbortController();
 
@@ -73,7 +81,17 @@ export class BackupSchedule {
     const latest = await store.scheduledBackups.latest();
     const done: string[] = [];
     const { signal } = this.abort;
-    for (const workspace of await store.workspaces.list()) {
+    const workspaces = await store.workspaces.list();
+    const starting = workspaces.filter(
+      (workspace) =>
+        workspace.spec.desiredState === 'running' && (workspace.status.observedState === 'starting' || workspace.status.observedState === 'stopped'),
+    ).length;
+    if (starting === 0) this.waitingSince = undefined;
+    else if (now - (this.waitingSince ??= now) < OPENING_WAIT_MS) {
+      log.debug({ starting }, 'scheduled backups wait: workspaces are starting');
+      return done;
+    }
+    for (const workspace of workspaces) {
       if (signal.aborted) break;
       if (!volumes.has(names.home(workspace))) continue;
       const last = latest.get(workspace.id);

@@ -4,15 +4,17 @@
  * interval nor while nobody used it since, again after it was used; keep the newest BACKUP_KEEP of
  * the schedule's own and remove older ones (file and manifest), never an operator's backup; a
  * failed backup is tried again after RETRY_AFTER_FAILURE_MS, not at every pass; a workspace that
- * never had a home is not backed up.
+ * never had a home is not backed up; nothing is backed up while a workspace is starting, for up to
+ * OPENING_WAIT_MS.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BackupSchedule, RETRY_AFTER_FAILURE_MS } from '../../controllers/backup-schedule.ts';
+import { BackupSchedule, OPENING_WAIT_MS, RETRY_AFTER_FAILURE_MS } from '../../controllers/backup-schedule.ts';
 import { Backups } from '../../src/backup/backups.ts';
 import { categoryLogger } from '../../src/log.ts';
 import type { Actor } from '../../src/store/audit.ts';
+import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
 import { captureLogger, createHarness, removeEverything, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -119,6 +121,34 @@ it('tries a home whose backup failed again after RETRY_AFTER_FAILURE_MS, not at 
   });
   await failing.pass(at + RETRY_AFTER_FAILURE_MS);
   expect(attempts).toBe(2);
+}, 60_000);
+
+it('backs up nothing while a workspace is starting (a class opening), for up to OPENING_WAIT_MS', async () => {
+  // Bob's workspace seen starting: wanted running, its editor not up yet.
+  const bobStarting = (workspace: WorkspaceRecord): WorkspaceRecord =>
+    workspace.id === bob.workspace.id
+      ? { ...workspace, spec: { ...workspace.spec, desiredState: 'running' }, status: { ...workspace.status, observedState: 'starting' } }
+      : workspace;
+  const opening = new BackupSchedule({
+    store: {
+      workspaces: { list: async () => (await harness.store.workspaces.list()).map(bobStarting) },
+      scheduledBackups: harness.store.scheduledBackups,
+    },
+    backups,
+    runtime: harness.runtime,
+    metrics: harness.metrics,
+    log: categoryLogger(log.root, 'backups'),
+    intervalMs: HOUR,
+    keep: 2,
+  });
+  await adaWorked();
+  const at = Date.now() + 20 * HOUR;
+  expect(await opening.pass(at)).toEqual([]);
+  expect(await opening.pass(at + OPENING_WAIT_MS - 1)).toEqual([]);
+  expect(await opening.pass(at + OPENING_WAIT_MS)).toEqual([ada.workspace.slug]);
+  // Nobody starting: due homes are backed up at the next pass.
+  await adaWorked();
+  expect(await schedule().pass(Date.now() + 40 * HOUR)).toEqual([ada.workspace.slug]);
 }, 60_000);
 
 async function scheduledOf(student: Student): Promise<{ name: string }[]> {
