@@ -26,6 +26,11 @@ function restoreNotice(workspace: WorkspaceRecord): string {
   return `<div id="restored" role="status"><p><strong>Your files were brought back from a backup.</strong> On <time datetime="${restore.at.toISOString()}">${utc(restore.at)}</time>, ${escapeHtml(restore.reason)}, so your workspace now runs on another one, with your files as they were at <time id="restored-from" datetime="${restore.from.toISOString()}">${utc(restore.from)}</time>. Anything saved after that time is not there.</p></div>`;
 }
 
+/** How often the page asks for its workspace (its state, its run, the help queue). */
+export const REFRESH_MS = 2000;
+/** How often it asks while the editor starts and the page is to take the student into it (Open pressed, or this is the editor's address). */
+export const STARTING_REFRESH_MS = 500;
+
 /** Where the page was asked for, which decides what it does once the editor runs. */
 export interface WorkspacePageOptions {
   /**
@@ -547,7 +552,9 @@ refreshRuns();
 refreshHelp();
 // An import in progress (the page reloaded meanwhile) is followed again.
 call('GET', '/workspace/import').then(({ import: record }) => { if (record && record.phase !== 'done' && record.phase !== 'failed') followImport(); }, () => undefined);
-setInterval(() => { if (!document.hidden) { refresh(); refreshHelp(); } }, 2000);
+setInterval(() => { if (!document.hidden) { refresh(); refreshHelp(); } }, ${REFRESH_MS});
+// While the editor starts and this page takes the student into it once it is ready: asked more often.
+setInterval(() => { if (!document.hidden && workspace && workspace.desiredState === 'running' && !workspace.ready && (opening || config.atEditorAddress)) refresh(); }, ${STARTING_REFRESH_MS});
 </script>`,
   );
 }
