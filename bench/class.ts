@@ -14,15 +14,18 @@
  * one (`classroom-bench-class`, removed at the end). One server has one image; a whole class of real
  * editors is heavier than the issue's sample of three real among stand-ins, and is what a class runs.
  *
- * Per side (`managed`: through the control plane; `docker`: the baseline), one after the other, each
- * with the machine to itself (the other side's containers removed first):
+ * ROUNDS (2) rounds of both sides (`managed`: through the control plane; `docker`: the baseline),
+ * Docker first in the first round and the control plane first in the next, a new class of students
+ * each round (every open a first start), each side with the machine to itself (the other side's
+ * containers removed, or its workspaces stopped, first); the figures are both rounds' together:
  * 1. Open. Managed: each student presses Open. SAMPLE (3) of them in Chromium, on their workspace
  *    page: the click to VS Code's workbench shown (the page takes the student into the editor once
  *    it is ready). The others as that page does: POST .../api/workspace/open, the workspace asked
- *    for at once and then every 2 s (the page's refresh, at a random phase) until it is ready, then
- *    the editor's page through the proxy. Docker: a volume and `docker run` of the same image (the
- *    same limits, network, mount), the editor asked every 100 ms until its page answers; the sample's
- *    Chromium then loads it (through a TCP relay on 127.0.0.1) to the workbench shown.
+ *    for at once and then every 500 ms as the page asks while the editor starts (STARTING_REFRESH_MS,
+ *    at a random phase) until it is ready, then the editor's page through the proxy. Docker: a
+ *    volume and `docker run` of the same image (the same limits, network, mount), the editor asked
+ *    every 100 ms until its page answers; the sample's Chromium then loads it (through a TCP relay
+ *    on 127.0.0.1) to the workbench shown.
  * 2. Run: each student presses Run at their own moment within the spread (the same moments on both
  *    sides); the click to the run's first output line (managed: the student's live output stream;
  *    Docker: `docker run` of the same command on the student's home, its log followed).
@@ -31,19 +34,21 @@
  *    synchronisation, one ping in flight per student every 250 ms; managed: `.cp/nt4` with the
  *    student's cookie; Docker: the container's port).
  *
- * Reported: per phase p50/p95/max (p99 for the stream), failures, and the control plane's CPU, RSS
- * and event-loop delay (p99, max) in each phase. Targets: p95 open-to-usable and click-to-first-line
+ * Reported: per phase p50/p95/max (p99 for the stream), failures, and the control plane's CPU, RSS,
+ * event-loop delay (p99, max) and reconciles (from its /metrics) in each phase, beside the event-loop
+ * delay of an idle Node process with the same probe (the floor: what the machine alone does to an
+ * event loop, under the same load). Targets: p95 open-to-usable and click-to-first-line
  * ≤ 1.3× Docker's, nothing failing, event-loop delay p99 < 50 ms.
  *
  * Needs the provisioned PostgreSQL and Docker Engine, the test and workspace images and Chromium
  * (`npm test` once). Memory: about 250 MB per student (30: about 8 GB). Traffic goes only to
  * 127.0.0.1 and the project's own containers. Everything it makes is removed at the end; it aborts
- * (cleaning up) after 30 minutes. Takes about 8 minutes on 2 cores.
+ * (cleaning up) after 45 minutes. Takes about 17 minutes on 2 cores.
  *
  * Run: PATH=$PWD/node_modules/.bin:$PATH node bench/class.ts
- *      (STUDENTS=30 SAMPLE=3 RUN_SPREAD_SECONDS=10 STREAM_SECONDS=60 ORDER=docker,managed to change)
+ *      (STUDENTS=30 SAMPLE=3 RUN_SPREAD_SECONDS=10 STREAM_SECONDS=60 ROUNDS=2 to change)
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import path from 'node:path';
@@ -51,11 +56,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeMulti, encode } from '@msgpack/msgpack';
 import type { Browser, Page } from 'playwright-core';
 import WebSocket from 'ws';
+import { STARTING_REFRESH_MS } from '../api/pages/workspace-page.ts';
 import { simEnvironment } from '../src/docker/runtime.ts';
 import { launchBrowser, withPage } from '../test/helpers/browser.ts';
 import { TEST_ENV } from '../test/helpers/controllers.ts';
 import { TcpProxy } from '../test/helpers/tcp-proxy.ts';
-import { startServer, type Server } from './deployed.ts';
+import { asker, startServer, stopChild, type Server } from './deployed.ts';
 import {
   benchScope,
   browserCookies,
@@ -77,13 +83,13 @@ const STUDENTS = Number(process.env.STUDENTS ?? 30);
 const SAMPLE = Math.min(STUDENTS, Number(process.env.SAMPLE ?? 3));
 const RUN_SPREAD_MS = Number(process.env.RUN_SPREAD_SECONDS ?? 10) * 1000;
 const STREAM_SECONDS = Number(process.env.STREAM_SECONDS ?? 60);
-const ORDER = (process.env.ORDER ?? 'docker,managed').split(',') as Side[];
+/** Rounds of both sides: Docker then the control plane in the first, the other way round in the next (a new class each round). */
+const ROUNDS = Number(process.env.ROUNDS ?? 2);
 const IMAGE = 'classroom-bench-class:latest';
 const CODE_MEMORY = '1g';
 const RUN_MEMORY = '256m';
 const SIM = 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100 SIM_PRINT_EVERY_MS=100 node /app/sim.mjs';
-/** The workspace page's refresh (api/pages/workspace-page.ts). */
-const PAGE_REFRESH_MS = 2000;
+
 const OPEN_TIMEOUT_MS = 300_000;
 const FIRST_LINE_TIMEOUT_MS = 120_000;
 const PING_EVERY_MS = 250;
@@ -94,8 +100,11 @@ const NT4_PORT = 5810;
 const HALSIM_PORT = 3300;
 const TARGET_RATIO = 1.3;
 const TARGET_LOOP_P99_MS = 50;
+const PROBE = path.join(import.meta.dirname, 'proxy-probe.ts');
+const METRICS_TOKEN = randomBytes(24).toString('hex');
 
 type Side = 'managed' | 'docker';
+type Asker = ReturnType<typeof asker>;
 
 interface Student extends SignedIn {
   index: number;
@@ -114,14 +123,38 @@ interface Figures {
   output: number[];
   nt4: number[];
   failures: string[];
-  /** The control plane's, per phase (managed only). */
-  phases: { name: string; seconds: number; cpuPercent: number; rssMaxMb: number; loop: Loop }[];
+  /** Per phase: the control plane's (managed only; else NaN), and the event-loop delay of an idle Node process beside it (the floor). */
+  phases: { name: string; seconds: number; cpuPercent: number; rssMaxMb: number; loop?: Loop; floor: Loop; reconciles?: Reconciles }[];
 }
+
+/** Per controller: reconciles and their seconds in all, from the control plane's /metrics. */
+type Reconciles = Record<string, { count: number; seconds: number }>;
+
+async function reconciles(server: Server): Promise<Reconciles> {
+  const text = await (await fetch(`${server.origin}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  const result: Reconciles = {};
+  for (const match of text.matchAll(/^reconcile_duration_seconds_(sum|count)\{controller="([^"]+)"\} (\S+)$/gm)) {
+    const entry = (result[match[2]!] ??= { count: 0, seconds: 0 });
+    if (match[1] === 'sum') entry.seconds = Number(match[3]);
+    else entry.count = Number(match[3]);
+  }
+  return result;
+}
+
+const minus = (after: Reconciles, before: Reconciles): Reconciles =>
+  Object.fromEntries(
+    Object.entries(after).map(([name, each]) => [
+      name,
+      { count: each.count - (before[name]?.count ?? 0), seconds: each.seconds - (before[name]?.seconds ?? 0) },
+    ]),
+  );
 
 interface Loop {
   p50: number;
   p99: number;
   max: number;
+  /** Garbage collections meanwhile: how many, and their pauses in all and the longest (ms). */
+  gc: { count: number; total: number; max: number };
 }
 
 const at = () => performance.now();
@@ -156,9 +189,9 @@ async function managedOpen(server: Server, student: Student): Promise<number> {
   const started = at();
   const opened = await fetch(`${origin}/u/${student.slug}/api/workspace/open`, { method: 'POST', headers: { ...headers, origin } });
   if (opened.status >= 300) throw new Error(`Open answered ${opened.status}: ${await opened.text()}`);
-  // The page asks at once after Open, then on its own 2 s timer, whose phase is the page's.
-  let wait = Math.random() * PAGE_REFRESH_MS;
-  for (const until = started + OPEN_TIMEOUT_MS; ; await sleep(wait), wait = PAGE_REFRESH_MS) {
+  // The page asks at once after Open, then on its own timer while the editor starts, whose phase is the page's.
+  let wait = Math.random() * STARTING_REFRESH_MS;
+  for (const until = started + OPEN_TIMEOUT_MS; ; await sleep(wait), wait = STARTING_REFRESH_MS) {
     const answer = await fetch(`${origin}/u/${student.slug}/api/workspace`, { headers });
     if (answer.status === 200 && ((await answer.json()) as JsonWorkspace).workspace.ready) break;
     if (at() > until) throw new Error('not ready within the open timeout');
@@ -221,7 +254,11 @@ async function dockerOpen(tag: string, student: Student): Promise<{ ms: number; 
   const address = (await container.inspect()).NetworkSettings.Networks[NETWORK]!.IPAddress;
   const endpoint = `${address}:${EDITOR_PORT}`;
   for (const until = started + OPEN_TIMEOUT_MS; !(await editorAnswers(`http://${endpoint}/`)); await sleep(100))
-    if (at() > until) throw new Error('the editor did not answer within the open timeout');
+    if (at() > until) {
+      const { State } = await container.inspect();
+      const logs = (await container.logs({ stdout: true, stderr: true, tail: 5 })).toString('latin1').replaceAll(/[^\x20-\x7e\n]/g, '');
+      throw new Error(`${endpoint}: the editor did not answer within the open timeout (${State.Status}, exit ${State.ExitCode}): ${logs}`);
+    }
   return { ms: at() - started, endpoint };
 }
 
@@ -332,25 +369,44 @@ async function pingNt4(url: string, headers: Record<string, string>, until: numb
 // ---------------------------------------------------------------------------------------------
 // A side, start to end.
 
-async function runSide(side: Side, server: Server, class_: Student[], browser: Browser, tag: string): Promise<Figures> {
-  const figures: Figures = { open: [], openBrowser: [], firstLine: [], output: [], nt4: [], failures: [], phases: [] };
+const noFigures = (): Figures => ({ open: [], openBrowser: [], firstLine: [], output: [], nt4: [], failures: [], phases: [] });
+
+/** Each student presses Stop my workspace; resolves once every workspace is stopped (3 minutes at most). */
+async function stopClass(server: Server, class_: Student[]): Promise<void> {
+  await Promise.all(
+    class_.map(async (student) => {
+      const headers = { cookie: student.cookie };
+      await fetch(`${server.origin}/u/${student.slug}/api/workspace/stop`, { method: 'POST', headers: { ...headers, origin: server.origin } });
+      for (const until = at() + 180_000; at() < until; await sleep(500)) {
+        const answer = await fetch(`${server.origin}/u/${student.slug}/api/workspace`, { headers });
+        if (answer.status === 200 && ((await answer.json()) as JsonWorkspace).workspace.observedState === 'stopped') return;
+      }
+      throw new Error(`student ${student.index}'s workspace did not stop within 3 minutes`);
+    }),
+  );
+}
+
+async function runSide(side: Side, server: Server, floor: Asker, class_: Student[], browser: Browser, tag: string): Promise<Figures> {
+  const figures = noFigures();
   const pid = server.child.pid!;
-  let phase = { name: '', started: 0, cpu: 0, rss: [] as number[] };
+  let phase = { name: '', started: 0, cpu: 0, rss: [] as number[], reconciles: {} as Reconciles };
   const rssTimer = setInterval(() => phase.rss.push(processRssBytes(pid)), 1000);
   const begin = async (name: string) => {
-    if (side === 'managed') await server.ask('loop-reset');
-    phase = { name, started: at(), cpu: processCpuSeconds(pid), rss: [processRssBytes(pid)] };
+    await Promise.all([floor('loop-reset'), side === 'managed' && server.ask('loop-reset')]);
+    const before = side === 'managed' ? await reconciles(server) : {};
+    phase = { name, started: at(), cpu: processCpuSeconds(pid), rss: [processRssBytes(pid)], reconciles: before };
   };
   const end = async () => {
-    if (side !== 'managed') return;
-    const loop = await server.ask<Loop>('loop');
+    const [floorLoop, loop] = await Promise.all([floor<Loop>('loop'), side === 'managed' ? server.ask<Loop>('loop') : undefined]);
     const seconds = (at() - phase.started) / 1000;
+    const managed = side === 'managed';
     figures.phases.push({
       name: phase.name,
       seconds,
-      cpuPercent: ((processCpuSeconds(pid) - phase.cpu) / seconds) * 100,
-      rssMaxMb: Math.max(...phase.rss) / 1e6,
-      loop,
+      cpuPercent: managed ? ((processCpuSeconds(pid) - phase.cpu) / seconds) * 100 : NaN,
+      rssMaxMb: managed ? Math.max(...phase.rss) / 1e6 : NaN,
+      ...(loop && { loop, reconciles: minus(await reconciles(server), phase.reconciles) }),
+      floor: floorLoop,
     });
   };
   const fail = (what: string, student: Student) => (error: unknown) => {
@@ -478,29 +534,45 @@ function report(figures: Record<Side, Figures>): void {
     console.log(`  failures: ${each.failures.length === 0 ? 'none' : `${each.failures.length}\n    ${each.failures.join('\n    ')}`}`);
   }
   console.log('');
-  console.log('the control plane (its own process), by phase:');
+  const loopText = (loop: Loop) =>
+    `p50 ${loop.p50.toFixed(1)} ms, p99 ${loop.p99.toFixed(1)} ms, max ${loop.max.toFixed(1)} ms (GC: ${loop.gc.count}, ${loop.gc.total.toFixed(0)} ms in all, longest ${loop.gc.max.toFixed(1)} ms)`;
+  console.log('the control plane (its own process) by phase, and the event-loop delay of an idle Node process beside it (the floor):');
   for (const phase of figures.managed.phases)
     console.log(
-      `  ${phase.name.padEnd(6)} ${phase.seconds.toFixed(1).padStart(6)} s: CPU ${phase.cpuPercent.toFixed(0).padStart(3)} % of a core, RSS max ${phase.rssMaxMb.toFixed(0)} MB, event-loop delay p50 ${phase.loop.p50.toFixed(1)} ms, p99 ${phase.loop.p99.toFixed(1)} ms, max ${phase.loop.max.toFixed(1)} ms`,
+      `  ${phase.name.padEnd(6)} ${phase.seconds.toFixed(1).padStart(6)} s: CPU ${phase.cpuPercent.toFixed(0).padStart(3)} % of a core, RSS max ${phase.rssMaxMb.toFixed(0)} MB, event-loop delay ${loopText(phase.loop!)}; the floor's ${loopText(phase.floor)}`,
+    );
+  for (const phase of figures.managed.phases)
+    console.log(
+      `  ${phase.name.padEnd(6)} reconciles: ${Object.entries(phase.reconciles!)
+        .filter(([, each]) => each.count > 0)
+        .map(([name, each]) => `${name} ${each.count} (mean ${((each.seconds / each.count) * 1000).toFixed(0)} ms)`)
+        .join(', ')}`,
+    );
+  for (const phase of figures.docker.phases)
+    console.log(
+      `  straight at Docker, ${phase.name.padEnd(6)} ${phase.seconds.toFixed(1).padStart(6)} s: the floor's event-loop delay ${loopText(phase.floor)}`,
     );
   const ratio = (of: (each: Figures) => number[]) => percentile(of(figures.managed), 95) / percentile(of(figures.docker), 95);
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
   const open = ratio((each) => each.open);
   const browserOpen = ratio((each) => each.openBrowser);
   const firstLine = ratio((each) => each.firstLine);
-  const loopP99 = Math.max(...figures.managed.phases.map((phase) => phase.loop.p99));
+  const loopP99 = Math.max(...figures.managed.phases.map((phase) => phase.loop!.p99));
+  const floorP99 = Math.max(...figures.managed.phases.map((phase) => phase.floor.p99));
   const failures = figures.managed.failures.length + figures.docker.failures.length;
   console.log('');
   console.log(`p95 open → editor usable: ${open.toFixed(2)}× Docker's (target ≤ ${TARGET_RATIO}×: ${verdict(open <= TARGET_RATIO)})`);
   console.log(`p95 open → workbench in Chromium: ${browserOpen.toFixed(2)}× (target ≤ ${TARGET_RATIO}×: ${verdict(browserOpen <= TARGET_RATIO)})`);
   console.log(`p95 Run → first output line: ${firstLine.toFixed(2)}× (target ≤ ${TARGET_RATIO}×: ${verdict(firstLine <= TARGET_RATIO)})`);
   console.log(`nothing failing: ${verdict(failures === 0)} (${failures})`);
-  console.log(`event-loop delay p99, worst phase: ${loopP99.toFixed(1)} ms (target < ${TARGET_LOOP_P99_MS} ms: ${verdict(loopP99 < TARGET_LOOP_P99_MS)})`);
+  console.log(
+    `event-loop delay p99, worst phase: ${loopP99.toFixed(1)} ms (target < ${TARGET_LOOP_P99_MS} ms: ${verdict(loopP99 < TARGET_LOOP_P99_MS)}); the floor's in the same phases ${floorP99.toFixed(1)} ms`,
+  );
   console.log(`load average at the end: ${loadAverage()}`);
 }
 
 async function main(): Promise<void> {
-  const { cleanups, cleanup, controlPlaneId } = benchScope(30);
+  const { cleanups, cleanup, controlPlaneId } = benchScope(45);
   const tag = randomBytes(4).toString('hex');
   try {
     console.log(`a class of ${STUDENTS} (${SAMPLE} in Chromium); load average at the start: ${loadAverage()}`);
@@ -514,34 +586,44 @@ async function main(): Promise<void> {
         .remove()
         .catch(() => undefined),
     );
-    cleanups.push(() => removeLabelled(baselineLabel, tag));
     await dropBenchDatabase(DATABASE);
-    const emails = Array.from({ length: STUDENTS }, (_, i) => `class-${tag}-${i}@school.test`);
+    const emails = Array.from({ length: STUDENTS * ROUNDS }, (_, i) => `class-${tag}-${i}@school.test`);
     const server = await startServer(
       {
         database: { kind: 'postgres', name: DATABASE },
         controlPlaneId,
-        execArgv: ['--import', path.join(import.meta.dirname, 'proxy-probe.ts')],
+        // BENCH_CP_NODE_ARGS: extra Node flags for the control plane, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+        execArgv: ['--import', PROBE, ...(process.env.BENCH_CP_NODE_ARGS ?? '').split(' ').filter(Boolean)],
         env: {
           WORKSPACE_IMAGE: IMAGE,
           CODE_MEMORY_LIMIT: CODE_MEMORY,
           RUN_MEMORY_LIMIT: RUN_MEMORY,
           SIM_COMMAND: SIM,
           MAX_ACTIVE_CONTAINERS: String(STUDENTS),
+          METRICS_TOKEN,
         },
         emails,
       },
       cleanups,
     );
-    const class_: Student[] = [];
+    // A class of its own for each round: every round's opens are a first start, as at the control plane's first class.
+    const classes: Student[][] = Array.from({ length: ROUNDS }, () => []);
     for (const [index, email] of emails.entries())
-      class_.push({ ...(await server.signIn(email, `Student ${index}`)), index, runAt: Math.random() * RUN_SPREAD_MS });
-    console.log(`${STUDENTS} students signed in through OpenID Connect; control plane pid ${server.child.pid}`);
+      classes[Math.floor(index / STUDENTS)]!.push({
+        ...(await server.signIn(email, `Student ${index}`)),
+        index: index % STUDENTS,
+        runAt: Math.random() * RUN_SPREAD_MS,
+      });
+    console.log(`${emails.length} students signed in through OpenID Connect; control plane pid ${server.child.pid}`);
+    // The floor: an idle Node process with the same probe, for what the machine alone does to an event loop.
+    const floorChild = fork(PROBE, [], { execArgv: ['--no-warnings=ExperimentalWarning'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    cleanups.push(() => stopChild(floorChild, false));
+    const floor = asker(floorChild);
     const browser = await launchBrowser();
     cleanups.push(() => browser.close());
 
     // Warm-up (not counted): the image's files read once, an editor to its workbench and a run to its first line.
-    const warm: Student = { ...class_[0]!, index: -1, runAt: 0 };
+    const warm: Student = { ...classes[0]![0]!, index: -1, runAt: 0 };
     const started = at();
     const opened = await dockerOpen(`${tag}w`, warm);
     await dockerBrowserLoad(browser, opened.endpoint, started);
@@ -551,12 +633,21 @@ async function main(): Promise<void> {
     await removeLabelled(baselineLabel, `${tag}w`);
     console.log(`warm-up: an editor to its workbench in ${ms(at() - started)}`);
 
-    const figures = {} as Record<Side, Figures>;
-    for (const side of ORDER) {
-      console.log(
-        `${side}: ${STUDENTS} open, then Run within ${RUN_SPREAD_MS / 1000} s, then ${STREAM_SECONDS} s of output and NetworkTables (load average ${loadAverage()})`,
-      );
-      figures[side] = await runSide(side, server, class_, browser, tag);
+    const figures = { managed: noFigures(), docker: noFigures() };
+    for (let round = 0; round < ROUNDS; round++) {
+      const class_ = classes[round]!;
+      for (const side of round % 2 === 0 ? (['docker', 'managed'] as const) : (['managed', 'docker'] as const)) {
+        console.log(
+          `round ${round + 1}, ${side}: ${STUDENTS} open, then Run within ${RUN_SPREAD_MS / 1000} s, then ${STREAM_SECONDS} s of output and NetworkTables (load average ${loadAverage()})`,
+        );
+        const roundTag = `${tag}r${round}`;
+        cleanups.push(() => removeLabelled(baselineLabel, roundTag));
+        const each = await runSide(side, server, floor, class_, browser, roundTag);
+        for (const key of ['open', 'openBrowser', 'firstLine', 'output', 'nt4', 'failures', 'phases'] as const)
+          (figures[side][key] as unknown[]).push(...each[key]);
+        // The class's workspaces stopped (its editors' CPU and memory given back) before the next side.
+        if (side === 'managed') await stopClass(server, class_);
+      }
     }
     report(figures);
   } finally {

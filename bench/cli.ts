@@ -4,7 +4,8 @@
  * (`cap set`), each as the program runs it (`bin/cli`, a process of its own), on the embedded
  * database alone, on the embedded database while a server holds it (the CLI joins it), and on
  * PostgreSQL; against the floor of any Node program here (`node -e 0` on the pinned Node) in the
- * same run. Medians of REPS runs (default 7) after one warm-up run of each.
+ * same run; then `npx cli users list` as an operator types it in the project's folder. Medians of
+ * REPS runs (default 7) after one warm-up run of each.
  *
  *   PATH=$PWD/node_modules/.bin:$PATH node bench/cli.ts
  *
@@ -23,7 +24,7 @@ const CLI = path.join(PROJECT_ROOT, 'bin/cli');
 /** Seconds a command takes, as a process of its own (it must succeed). */
 function seconds(command: string, args: string[], env: Record<string, string>): number {
   const started = performance.now();
-  const result = spawnSync(command, args, { env: { ...process.env, ...env }, encoding: 'utf8' });
+  const result = spawnSync(command, args, { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
   const elapsed = (performance.now() - started) / 1000;
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.status}: ${result.stderr}`);
   return elapsed;
@@ -60,6 +61,15 @@ try {
   };
   report('embedded database, no server', embedded);
   report('PostgreSQL', postgres);
+  // As an operator types it in the project's folder: npx finds bin/cli, npm's own start included.
+  console.log('npx cli users list (a read), as typed in the project');
+  for (const [where, env] of [
+    ['embedded database, no server', embedded],
+    ['PostgreSQL', postgres],
+  ] as const) {
+    const took = timed('npx', ['cli', 'users', 'list'], env);
+    console.log(`  ${where.padEnd(38)} ${took.toFixed(2).padStart(5)} s  (${(took / floor).toFixed(1).padStart(5)}× the floor)`);
+  }
   // A server holding the embedded database: the CLI joins it through its port.
   const port = await freePort();
   server = spawn(path.join(PROJECT_ROOT, 'bin/server'), [], {

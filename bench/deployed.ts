@@ -7,7 +7,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -101,7 +101,9 @@ export async function startServer(options: DeployedOptions & { emails: string[] 
       ...options.env,
     },
   };
-  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], { ...start, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  // BENCH_CP_LOG: a file for the control plane's log (standard output), e.g. to follow a run's steps by their times.
+  const logFile = process.env.BENCH_CP_LOG ? openSync(process.env.BENCH_CP_LOG, 'w') : 'ignore';
+  const child = fork(path.join(import.meta.dirname, '../bin/server.ts'), [], { ...start, stdio: ['ignore', logFile, 'inherit', 'ipc'] });
   cleanups.push(() => stopChild(child, false));
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the control plane exited (${code})`))));
   exited.catch(() => undefined);
@@ -123,17 +125,7 @@ export async function startServer(options: DeployedOptions & { emails: string[] 
     if (!slug) throw new Error(`the sign-in did not make a workspace: ${JSON.stringify(me)} (${signedIn.chain.join(' -> ')})`);
     return { slug, cookie: `cp_session=${browser.cookie(origin, 'cp_session')}; cp_session.sig=${browser.cookie(origin, 'cp_session.sig')}` };
   };
-  const ask = <T>(type: 'memory' | 'loop' | 'loop-reset') =>
-    new Promise<T>((resolve) => {
-      const listener = (message: { type: string }) => {
-        if (message.type !== type) return;
-        child.off('message', listener);
-        resolve(message as T);
-      };
-      child.on('message', listener);
-      child.send({ type });
-    });
-  return { child, origin, port, signIn, ask, start, answer: (url, init) => answer(url, init) };
+  return { child, origin, port, signIn, ask: asker(child), start, answer: (url, init) => answer(url, init) };
 }
 
 /**
@@ -166,6 +158,20 @@ export async function startDeployed(options: DeployedOptions, cleanups: (() => P
   const networks = (await docker.getContainer(container.Id).inspect()).NetworkSettings.Networks;
   const editorEndpoint = `${networks[TEST_ENV.WORKSPACE_NETWORK]!.IPAddress}:${TEST_ENV.EDITOR_PORT}`;
   return { child: server.child, origin, port: server.port, slug, cookie, editorEndpoint, ask: server.ask, start: server.start };
+}
+
+/** How to ask a process that preloads bench/proxy-probe.ts a question (IPC), and wait for the answer of the same type. */
+export function asker(child: ChildProcess): <T>(type: 'memory' | 'loop' | 'loop-reset') => Promise<T> {
+  return <T>(type: string) =>
+    new Promise<T>((resolve) => {
+      const listener = (message: { type: string }) => {
+        if (message.type !== type) return;
+        child.off('message', listener);
+        resolve(message as T);
+      };
+      child.on('message', listener);
+      child.send({ type });
+    });
 }
 
 /** Asks a child to stop (IPC `stop`, else SIGTERM), then SIGKILL by pid after 10 s. */

@@ -2,7 +2,10 @@
  * How long the server takes from its start (`bin/server`, a process of its own, as `npm start`
  * runs it) to its first healthy `/healthz`: on a new embedded database, on an existing one and on
  * PostgreSQL, against the floor of a Node HTTP server (`node:http` answering 200, started the
- * same way) in the same run. The cases take turns, round after round, so that a drift of the
+ * same way) in the same run. Then as a user starts it: `npm start` (npm's own start included) on
+ * an existing embedded database and on PostgreSQL, and the compose service (compose.yaml with the
+ * control image provisioning builds, its PostgreSQL service already up): `docker compose up -d
+ * control` making a new container, and `docker compose start control` of the kept one. The cases take turns, round after round, so that a drift of the
  * machine falls on all of them; medians of N rounds (default 7), after one warm-up round.
  *
  *   PATH=$PWD/node_modules/.bin:$PATH node bench/startup.ts
@@ -20,6 +23,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/config.ts';
 import { benchDatabaseUrl, median, scratchBench } from './lib.ts';
+import { buildImages, deployment, type Deployment } from '../test/helpers/compose.ts';
 import { freePort } from '../test/helpers/server.ts';
 
 const N = Math.max(3, Number(process.env.N ?? 7));
@@ -37,28 +41,66 @@ function probe(port: number): Promise<number> {
   });
 }
 
-/** Milliseconds from spawning `command` to its first 200 from /healthz; then stops it (SIGTERM) and waits for its exit. */
+/** Asks /healthz on `port` every 5 ms until it answers 200; throws once `gone()` says the server is gone. */
+async function untilHealthy(port: number, gone: () => boolean, what: string): Promise<void> {
+  for (;;) {
+    if ((await probe(port)) === 200) return;
+    if (gone()) throw new Error(`${what} ended before /healthz answered`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
+ * Milliseconds from spawning `command` (in the project's folder, a process group of its own, as a
+ * shell starts it) to its first 200 from /healthz; then stops the group (SIGTERM: npm and the
+ * server it started) and waits for its exit.
+ */
 async function startToHealthy(command: string, args: string[], env: Record<string, string>): Promise<number> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(command, args, { env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warning' }, stdio: 'ignore' });
+  const child = spawn(command, args, {
+    cwd: PROJECT_ROOT,
+    detached: true,
+    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warning' },
+    stdio: 'ignore',
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   let gone = false;
   void exited.then(() => (gone = true));
   try {
-    for (;;) {
-      if ((await probe(port)) === 200) return performance.now() - started;
-      if (gone) throw new Error(`${command} exited before it answered /healthz`);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await untilHealthy(port, () => gone, command);
+    return performance.now() - started;
   } finally {
-    child.kill('SIGTERM');
+    process.kill(-child.pid!, 'SIGTERM');
     await exited;
   }
 }
 
+/**
+ * The compose service as an operator starts it (compose.yaml, the control image provisioning
+ * builds, its PostgreSQL service already up): milliseconds from `docker compose <args>` to the
+ * first 200 from /healthz; `before` (not timed) puts the service in the state the command starts from.
+ */
+async function composeToHealthy(deployed: Deployment, port: number, before: string[], args: string[]): Promise<number> {
+  await ok(deployed, before);
+  const started = performance.now();
+  await ok(deployed, args);
+  await untilHealthy(port, () => performance.now() - started > 120_000, 'the compose service (120 s)');
+  return performance.now() - started;
+}
+
+async function ok(deployed: Deployment, args: string[]): Promise<void> {
+  const result = await deployed.compose(args, 120_000);
+  if (result.code !== 0) throw new Error(`docker compose ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+}
+
 const { scratch, cleanup } = await scratchBench('cp_bench_startup');
+const composePort = await freePort();
+const deployed = await deployment(['compose.yaml'], { PORT: String(composePort), DB_PORT: String(await freePort()), LOG_LEVEL: 'warning' });
 try {
+  await buildImages();
+  await ok(deployed, ['up', '-d', '--wait', 'db']);
+  const postgres = { DATA_DIR: path.join(scratch, 'pg'), DATABASE_URL: benchDatabaseUrl('cp_bench_startup') };
   const fresh = path.join(scratch, 'fresh');
   const existing = path.join(scratch, 'existing');
   const cases: [string, () => Promise<number>][] = [
@@ -71,7 +113,11 @@ try {
       },
     ],
     ['embedded database, existing', () => startToHealthy(SERVER, [], { DATA_DIR: existing })],
-    ['PostgreSQL (migrated)', () => startToHealthy(SERVER, [], { DATA_DIR: path.join(scratch, 'pg'), DATABASE_URL: benchDatabaseUrl('cp_bench_startup') })],
+    ['PostgreSQL (migrated)', () => startToHealthy(SERVER, [], postgres)],
+    ['npm start, embedded, existing', () => startToHealthy('npm', ['start'], { DATA_DIR: existing })],
+    ['npm start, PostgreSQL', () => startToHealthy('npm', ['start'], postgres)],
+    ['compose: up -d (a new container)', () => composeToHealthy(deployed, composePort, ['rm', '-sf', 'control'], ['up', '-d', 'control'])],
+    ['compose: start (the container kept)', () => composeToHealthy(deployed, composePort, ['stop', 'control'], ['start', 'control'])],
   ];
   const times = cases.map((): number[] => []);
   for (let round = 0; round <= N; round++)
@@ -87,5 +133,6 @@ try {
     console.log(`  ${name.padEnd(30)} ${median(each).toFixed(0).padStart(5)}  (${Math.min(...each).toFixed(0)}–${Math.max(...each).toFixed(0)})${ratio}`);
   }
 } finally {
+  await deployed.cleanup();
   await cleanup();
 }
