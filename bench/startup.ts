@@ -17,13 +17,13 @@
  * Makes a scratch DATA_DIR and its own database `cp_bench_startup` on the provisioned PostgreSQL,
  * removes both at the end; aborts after 10 minutes.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/config.ts';
 import { benchDatabaseUrl, median, scratchBench } from './lib.ts';
-import { buildImages, deployment, type Deployment } from '../test/helpers/compose.ts';
+import { buildImages, CONTROL_IMAGE, deployment, type Deployment } from '../test/helpers/compose.ts';
 import { freePort } from '../test/helpers/server.ts';
 
 const N = Math.max(3, Number(process.env.N ?? 7));
@@ -89,6 +89,22 @@ async function composeToHealthy(deployed: Deployment, port: number, before: stri
   return performance.now() - started;
 }
 
+/**
+ * The same floor in a container of the control image, started as compose starts the service (host
+ * network, an init): milliseconds from `docker run -d` to its first 200; what the engine and the
+ * container add before any of the server's own start.
+ */
+async function floorContainer(name: string): Promise<number> {
+  const port = await freePort();
+  const started = performance.now();
+  const run = spawnSync('docker', ['run', '-d', '--name', name, '--init', '--network', 'host', '-e', `PORT=${port}`, CONTROL_IMAGE, 'node', '-e', FLOOR], {
+    encoding: 'utf8',
+  });
+  if (run.status !== 0) throw new Error(`docker run exited ${run.status}: ${run.stderr}`);
+  await untilHealthy(port, () => performance.now() - started > 60_000, 'the floor container (60 s)');
+  return performance.now() - started;
+}
+
 async function ok(deployed: Deployment, args: string[]): Promise<void> {
   const result = await deployed.compose(args, 120_000);
   if (result.code !== 0) throw new Error(`docker compose ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
@@ -116,6 +132,13 @@ try {
     ['PostgreSQL (migrated)', () => startToHealthy(SERVER, [], postgres)],
     ['npm start, embedded, existing', () => startToHealthy('npm', ['start'], { DATA_DIR: existing })],
     ['npm start, PostgreSQL', () => startToHealthy('npm', ['start'], postgres)],
+    [
+      'floor in a container: docker run -d',
+      () => {
+        const name = `bench-startup-floor-${process.pid}`;
+        return floorContainer(name).finally(() => spawnSync('docker', ['rm', '-f', name], { stdio: 'ignore' }));
+      },
+    ],
     ['compose: up -d (a new container)', () => composeToHealthy(deployed, composePort, ['rm', '-sf', 'control'], ['up', '-d', 'control'])],
     ['compose: start (the container kept)', () => composeToHealthy(deployed, composePort, ['stop', 'control'], ['start', 'control'])],
   ];
