@@ -12,7 +12,7 @@ import {
 } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
-import { EDITOR_PROBE_PATH, probeHttp, PROBE_TIMEOUT_MS, type Probe } from '../src/probe.ts';
+import { probeHttp, type Probe } from '../src/probe.ts';
 import type { Store } from '../src/store/index.ts';
 import type { Fence } from '../src/store/leases.ts';
 import type { ObservedState, WorkspaceRecord } from '../src/store/workspaces.ts';
@@ -56,7 +56,7 @@ export interface WorkspaceControllerOptions {
   capacityRetryMs?: number;
   /** How often a started container's editor is probed until it answers. */
   editorProbeMs?: number;
-  /** Asks an editor whether it answers (an HTTP GET of EDITOR_PROBE_PATH with the probe timeout). */
+  /** Asks an editor whether it answers (an HTTP GET with the probe timeout). */
   probe?: (endpoint: string) => Promise<Probe>;
   /**
    * Reconciles at once (default 64): more than a class, so that when a whole class presses Open no
@@ -146,7 +146,7 @@ export class WorkspaceController extends Controller {
       orphanGraceMs: 2 * 60_000,
       capacityRetryMs: 5000,
       editorProbeMs: 250,
-      probe: (endpoint) => probeHttp(endpoint, PROBE_TIMEOUT_MS, undefined, EDITOR_PROBE_PATH),
+      probe: probeHttp,
       nodeLostMs: 60_000,
       nodeCheckMs: 5000,
       ...options,

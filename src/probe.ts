@@ -13,21 +13,12 @@ export interface Probe {
 }
 
 /**
- * What the editor's readiness probe asks for: code-server's health check answers without rendering
- * the workbench's page (0.4 ms of its CPU a request, against 2.6–5.4 ms for `/`, measured on the
- * real image), and a workspace controller probes every starting editor every 250 ms: a class's 30
- * editors starting at once were asked for their page about 2,000 times while they started, on the
- * machine they start on. Any HTTP answer counts, so an image without it (a 404) is found ready too.
- */
-export const EDITOR_PROBE_PATH = '/healthz';
-
-/**
- * Probes a server at `host:port` with an HTTP GET of `path` (default `/`) and a 500 ms timeout: the
- * simulator's nt4 port, or the editor (EDITOR_PROBE_PATH). Any HTTP answer means the server is up (a NetworkTables server answers
+ * Probes a server at `host:port` with an HTTP GET of `/` and a 500 ms timeout: the simulator's nt4
+ * port, or the editor. Any HTTP answer means the server is up (a NetworkTables server answers
  * plain GETs too, with an error status); a hang is `timeout`, a refused or broken connection `error`
  * (as is one `connect` refuses to make).
  */
-export function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS, connect?: () => Promise<net.Socket>, path = '/'): Promise<Probe> {
+export function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS, connect?: () => Promise<net.Socket>): Promise<Probe> {
   const started = performance.now();
   const at = endpoint.lastIndexOf(':');
   const seconds = () => (performance.now() - started) / 1000;
@@ -50,7 +41,7 @@ export function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS, connec
         return undefined;
       });
     const request = http.get(
-      { host: endpoint.slice(0, at), port: Number(endpoint.slice(at + 1)), path, agent: connect ? undefined : false, createConnection },
+      { host: endpoint.slice(0, at), port: Number(endpoint.slice(at + 1)), path: '/', agent: connect ? undefined : false, createConnection },
       (answer) => {
         clearTimeout(timer);
         answer.resume();
