@@ -143,19 +143,24 @@ describe('WorkQueue', () => {
     expect(await counter(metrics, 'requeue')).toBe(2);
   });
 
-  it('takes a key added (a change) before keys whose requeue came due', async () => {
+  /** A queue of one worker held by key `busy` until `release()`; `due` keys' requeues have come due (they wait `later`). */
+  async function heldWith(...due: string[]) {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const { work, calls } = queue(
+    const held = queue(
       async (key) => {
         if (key === 'busy') await gate;
       },
       { concurrency: 1 },
     );
-    work.add('busy');
-    work.addAfter('due-1', 1);
-    work.addAfter('due-2', 2);
-    while (work.isDelayed('due-1') || work.isDelayed('due-2')) await sleep(5);
+    held.work.add('busy');
+    for (const [i, key] of due.entries()) held.work.addAfter(key, i + 1);
+    while (due.some((key) => held.work.isDelayed(key))) await sleep(5);
+    return { ...held, release };
+  }
+
+  it('takes a key added (a change) before keys whose requeue came due', async () => {
+    const { work, calls, release } = await heldWith('due-1', 'due-2');
     work.add('changed');
     release();
     await work.idle();
@@ -163,18 +168,7 @@ describe('WorkQueue', () => {
   });
 
   it('moves a key whose requeue came due up when it is added, and runs it once', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const { work, calls } = queue(
-      async (key) => {
-        if (key === 'busy') await gate;
-      },
-      { concurrency: 1 },
-    );
-    work.add('busy');
-    work.addAfter('a', 1);
-    work.addAfter('b', 2);
-    while (work.isDelayed('a') || work.isDelayed('b')) await sleep(5);
+    const { work, calls, release } = await heldWith('a', 'b');
     work.add('b');
     release();
     await work.idle();
