@@ -1012,11 +1012,18 @@ class BoundedText extends Writable {
  * A home's usage from what `timeout … du -sk <home>` said: its total (KiB), and why part of the
  * home was not counted: a folder it could not read (made unreadable by its student; named, under
  * the home), or the measure cut short or killed (no total). Files that vanish while it walks (a
- * build cleaning up) are no problem. An image without `du` or `timeout` (exit 126 or 127) is the
- * operator's problem, not the student's: it throws.
+ * build cleaning up) are no problem. An image without `du` or `timeout` (exit 126 or 127, "not
+ * found") is the operator's problem, not the student's: it throws, saying so; so does a start that
+ * failed otherwise (126 or 127 with nothing of the kind said: seen on a machine busy with a class's
+ * 30 editors starting), without blaming the image.
  */
 export function duUsage(stdout: string, stderr: string, exitCode: number | null): HomeUsage {
-  if (exitCode === 126 || exitCode === 127) throw new Error(`cannot measure homes: the workspace image has no du or timeout (${stderr.trim().slice(0, 200)})`);
+  if (exitCode === 126 || exitCode === 127) {
+    const said = stderr.trim().slice(0, 200);
+    // Only a program that is not there is the image's fault; a start that failed on a busy machine (126 with nothing said) is tried again.
+    if (/not found|no such file/i.test(stderr)) throw new Error(`cannot measure homes: the workspace image has no du or timeout (${said})`);
+    throw new Error(`du could not be started in the helper container (exit code ${exitCode}${said ? `: ${said}` : ''}); the next measure tries again`);
+  }
   const total = /^(\d+)\s/m.exec(stdout);
   if (!total)
     return {

@@ -77,4 +77,11 @@ describe("reading du's answer", () => {
     });
     expect(() => duUsage('', 'exec: "timeout": executable file not found in $PATH', 127)).toThrow(/the workspace image has no du or timeout/);
   });
+
+  it('does not blame the image for a du that could not be started for another reason (a busy machine)', () => {
+    expect(() => duUsage('', '', 126)).toThrow('du could not be started in the helper container (exit code 126); the next measure tries again');
+    expect(() => duUsage('', 'timeout: failed to run command ‘du’: Resource temporarily unavailable\n', 126)).toThrow(
+      /^du could not be started in the helper container \(exit code 126: timeout: failed to run command/,
+    );
+  });
 });
