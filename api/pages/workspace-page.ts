@@ -307,12 +307,16 @@ function render() {
     return item;
   }));
 }
+// Set once the page goes into the editor: a second navigation (two reads that both saw it ready) would abort the first.
+let leaving = false;
 async function refresh() {
+  if (leaving) return;
   let answer;
   try { answer = await call('GET', '/workspace'); } catch { return; }
+  if (leaving) return;
   workspace = answer.workspace;
   // Into the editor: a navigation, not a reload (VS Code takes a reloaded page for a window reloaded, and skips its start, the README included).
-  if (workspace.ready && (config.atEditorAddress || opening)) { if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.replace(location.href); return; }
+  if (workspace.ready && (config.atEditorAddress || opening)) { leaving = true; if (workspace.editorUrl) location.assign(workspace.editorUrl); else location.replace(location.href); return; }
   if (workspace.run && followed !== workspace.run.id) { follow(workspace.run); refreshRuns(); }
   else if (workspace.run && workspace.run.status !== shownStatus) refreshRuns();
   shownStatus = workspace.run && workspace.run.status;
