@@ -160,11 +160,12 @@ it('asks for its workspace every 500 ms while the editor starts after Open (ever
     );
     await page.goto(`${app.url}/u/${ty.workspace.slug}/`);
     await page.locator('#state').getByText('Stopped').waitFor();
+    // From here the page's time moves only when the test moves it: no read of the page's own timers
+    // comes between `starting` and the click (one would disable Open).
+    await page.clock.pauseAt(Date.now() + 1000);
     starting = true;
     await page.getByRole('button', { name: 'Open', exact: true }).click();
     await page.locator('#starting').waitFor();
-    // From here the page's time moves only when the test moves it.
-    await page.clock.pauseAt(Date.now() + 1000);
     // Every 500 ms of the page's clock, one more read (at 2 s, three of these four steps would have none).
     for (let step = 0; step < 4; step++) {
       const before = asked;
