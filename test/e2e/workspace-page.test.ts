@@ -1,17 +1,19 @@
 /**
  * The workspace page in a real browser (Debian Chromium): at the cap, Open shows the spec's toast,
  * which stays until dismissed; once a slot is free, Open starts the workspace, the page polls, and
- * reloads into the editor. The student stops their own workspace and signs out from the page.
+ * reloads into the editor. The student stops their own workspace and signs out from the page. While
+ * the editor starts, the page asks for its workspace every 500 ms.
  */
 import { rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
+import { STARTING_REFRESH_MS } from '../../api/pages/workspace-page.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { AT_CAPACITY_MESSAGE } from '../../src/errors.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { launchBrowser, withPage } from '../helpers/browser.ts';
-import { createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
 
@@ -134,3 +136,52 @@ it('lets a student stop their own workspace and sign out from its page, and offe
     expect(after.status()).toBe(401);
   });
 }, 35_000);
+
+it('asks for its workspace every 500 ms while the editor starts after Open (every 2 s otherwise)', async () => {
+  const ty = await newStudent(harness.store, 'ty', tag);
+  await waitForState(harness.store, ty.workspace.id, 'stopped');
+  await withPage(browser, async (page) => {
+    await page.context().addCookies(cookiesOf(ty));
+    // The page's timers on a clock the test can stop and move.
+    await page.clock.install();
+    let asked = 0;
+    let inFlight = 0;
+    let starting = false;
+    // The page's reads of its workspace, counted; once Open is pressed they say the editor is starting, however fast it really starts.
+    await page.route(
+      (url) => url.pathname === `/u/${ty.workspace.slug}/api/workspace`,
+      async (route) => {
+        if (route.request().method() !== 'GET') return route.fallback();
+        asked++;
+        inFlight++;
+        const masked = starting;
+        const answer = await route.fetch();
+        const body = (await answer.json()) as { workspace: Record<string, unknown> };
+        if (masked) body.workspace = { ...body.workspace, desiredState: 'running', observedState: 'starting', ready: false };
+        await route.fulfill({ response: answer, json: body }).finally(() => inFlight--);
+      },
+    );
+    await page.goto(`${app.url}/u/${ty.workspace.slug}/`);
+    await page.locator('#state').getByText('Stopped').waitFor();
+    // From here the page's time moves only when the test moves it: no read of the page's own timers
+    // comes between `starting` and the click (one would disable Open).
+    await page.clock.pauseAt(Date.now() + 1000);
+    await eventually('no read of the workspace in flight', async () => inFlight === 0);
+    starting = true;
+    await page.getByRole('button', { name: 'Open', exact: true }).click();
+    await page.locator('#starting').waitFor();
+    // The read that follows Open has reached the page: until it has, the page still holds the
+    // stopped workspace it read before, and its timers rightly ask for nothing.
+    await eventually('the page to hold its starting workspace', () => page.evaluate("typeof workspace === 'object' && workspace.observedState === 'starting'"));
+    // Every 500 ms of the page's clock, one more read (at 2 s, three of these four steps would have none).
+    for (let step = 0; step < 4; step++) {
+      const before = asked;
+      await page.clock.runFor(STARTING_REFRESH_MS);
+      // The page's clock stands still between steps: however long a busy machine takes, a read comes only from a timer the step fired.
+      await eventually(`a read of the workspace in step ${step + 1}`, async () => asked > before, 20_000);
+    }
+    expect(await page.locator('#starting').isVisible()).toBe(true);
+    // The page keeps asking: its reads in flight end with the page, not in a later test.
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+  });
+}, 150_000);
