@@ -49,6 +49,7 @@
  *      (STUDENTS=30 SAMPLE=3 RUN_SPREAD_SECONDS=10 STREAM_SECONDS=60 ROUNDS=2 to change)
  */
 import { execFileSync, fork } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import path from 'node:path';
@@ -70,6 +71,8 @@ import {
   followRunOutput,
   loadAverage,
   percentile,
+  cpuSplit,
+  type CpuSplit,
   processCpuSeconds,
   processRssBytes,
   removeLabelled,
@@ -124,7 +127,16 @@ interface Figures {
   nt4: number[];
   failures: string[];
   /** Per phase: the control plane's (managed only; else NaN), and the event-loop delay of an idle Node process beside it (the floor). */
-  phases: { name: string; seconds: number; cpuPercent: number; rssMaxMb: number; loop?: Loop; floor: Loop; reconciles?: Reconciles }[];
+  phases: {
+    name: string;
+    seconds: number;
+    cpuPercent: number;
+    rssMaxMb: number;
+    loop?: Loop;
+    floor: Loop;
+    reconciles?: Reconciles;
+    split: CpuSplit & { controlPlane: number };
+  }[];
 }
 
 /** Per controller: reconciles and their seconds in all, from the control plane's /metrics. */
@@ -212,7 +224,9 @@ async function managedBrowserOpen(page: Page): Promise<number> {
 async function managedRun(server: Server, student: Student, abort: AbortSignal, onTick: (age: number) => void): Promise<{ runId: string; firstLine: number }> {
   await sleep(student.runAt);
   const started = at();
+  const clicked = Date.now();
   const runId = await startRun(server.origin, student);
+  const answered = Date.now();
   const first = new Promise<number>((resolve) => {
     let seen = false;
     void followRunOutput(
@@ -223,6 +237,9 @@ async function managedRun(server: Server, student: Student, abort: AbortSignal, 
         if (!seen) {
           seen = true;
           resolve(at());
+          // BENCH_RUN_TIMES: a file of each run's click, answer and first line (epoch ms), to line up with BENCH_CP_LOG's times.
+          if (process.env.BENCH_RUN_TIMES)
+            appendFileSync(process.env.BENCH_RUN_TIMES, `${JSON.stringify({ runId, clicked, answered, firstLine: Date.now() })}\n`);
         }
         const tick = /^tick \d+ (\d+)$/.exec(line);
         if (tick) onTick(Date.now() - Number(tick[1]));
@@ -299,6 +316,7 @@ async function dockerRun(tag: string, student: Student, abort: AbortSignal, onTi
   const labels = { [baselineLabel]: tag };
   const name = `bench-class-${tag}-${student.index}`;
   const started = at();
+  const clicked = Date.now();
   const container = await docker.createContainer({
     name: `${name}-run`,
     Image: IMAGE,
@@ -308,8 +326,11 @@ async function dockerRun(tag: string, student: Student, abort: AbortSignal, onTi
     Labels: labels,
     HostConfig: hostConfig(`${name}-home`, RUN_MEMORY),
   });
+  const created = Date.now();
   await container.start();
+  const startedAt = Date.now();
   const stream = (await container.logs({ follow: true, stdout: true, stderr: true })) as NodeJS.ReadableStream & { destroy(): void };
+  const followed = Date.now();
   abort.addEventListener('abort', () => stream.destroy());
   const text = new PassThrough();
   docker.modem.demuxStream(stream, text, text);
@@ -320,6 +341,11 @@ async function dockerRun(tag: string, student: Student, abort: AbortSignal, onTi
       if (!seen) {
         seen = true;
         resolve(at());
+        if (process.env.BENCH_RUN_TIMES)
+          appendFileSync(
+            process.env.BENCH_RUN_TIMES,
+            `${JSON.stringify({ docker: true, clicked, created, started: startedAt, followed, firstLine: Date.now() })}\n`,
+          );
       }
       const lines = (partial + chunk.toString('latin1')).split('\n');
       partial = lines.pop()!;
@@ -389,17 +415,27 @@ async function stopClass(server: Server, class_: Student[]): Promise<void> {
 async function runSide(side: Side, server: Server, floor: Asker, class_: Student[], browser: Browser, tag: string): Promise<Figures> {
   const figures = noFigures();
   const pid = server.child.pid!;
-  let phase = { name: '', started: 0, cpu: 0, rss: [] as number[], reconciles: {} as Reconciles };
+  let phase = { name: '', started: 0, cpu: 0, rss: [] as number[], reconciles: {} as Reconciles, split: cpuSplit() };
   const rssTimer = setInterval(() => phase.rss.push(processRssBytes(pid)), 1000);
+  let phaseBegan = 0n;
   const begin = async (name: string) => {
     await Promise.all([floor('loop-reset'), side === 'managed' && server.ask('loop-reset')]);
     const before = side === 'managed' ? await reconciles(server) : {};
-    phase = { name, started: at(), cpu: processCpuSeconds(pid), rss: [processRssBytes(pid)], reconciles: before };
+    phase = { name, started: at(), cpu: processCpuSeconds(pid), rss: [processRssBytes(pid)], reconciles: before, split: cpuSplit() };
+    phaseBegan = process.hrtime.bigint();
   };
   const end = async () => {
     const [floorLoop, loop] = await Promise.all([floor<Loop>('loop'), side === 'managed' ? server.ask<Loop>('loop') : undefined]);
     const seconds = (at() - phase.started) / 1000;
     const managed = side === 'managed';
+    const split = cpuSplit();
+    // The phase on the monotonic clock (microseconds), as a --cpu-prof profile of the control plane times its samples.
+    if (process.env.BENCH_RUN_TIMES)
+      appendFileSync(
+        process.env.BENCH_RUN_TIMES,
+        `${JSON.stringify({ phase: phase.name, side, fromUs: Number(phaseBegan / 1000n), toUs: Number(process.hrtime.bigint() / 1000n) })}\n`,
+      );
+    const cores = (key: keyof CpuSplit) => (split[key] - phase.split[key]) / seconds;
     figures.phases.push({
       name: phase.name,
       seconds,
@@ -407,6 +443,13 @@ async function runSide(side: Side, server: Server, floor: Asker, class_: Student
       rssMaxMb: managed ? Math.max(...phase.rss) / 1e6 : NaN,
       ...(loop && { loop, reconciles: minus(await reconciles(server), phase.reconciles) }),
       floor: floorLoop,
+      split: {
+        machine: cores('machine'),
+        containers: cores('containers'),
+        engine: cores('engine'),
+        postgres: cores('postgres'),
+        controlPlane: (processCpuSeconds(pid) - phase.cpu) / seconds,
+      },
     });
   };
   const fail = (what: string, student: Student) => (error: unknown) => {
@@ -552,6 +595,14 @@ function report(figures: Record<Side, Figures>): void {
     console.log(
       `  straight at Docker, ${phase.name.padEnd(6)} ${phase.seconds.toFixed(1).padStart(6)} s: the floor's event-loop delay ${loopText(phase.floor)}`,
     );
+  console.log("where the machine's CPU went, in cores (the rest: the bench, Chromium, a finished runc's):");
+  for (const side of ['docker', 'managed'] as const)
+    for (const { name, split } of figures[side].phases) {
+      const rest = split.machine - split.containers - split.engine - split.postgres - split.controlPlane;
+      console.log(
+        `  ${side.padEnd(7)} ${name.padEnd(6)} busy ${split.machine.toFixed(2)}: containers ${split.containers.toFixed(2)}, dockerd and containerd ${split.engine.toFixed(2)}, PostgreSQL ${split.postgres.toFixed(2)}, control plane ${split.controlPlane.toFixed(2)}, the rest ${rest.toFixed(2)}`,
+      );
+    }
   const ratio = (of: (each: Figures) => number[]) => percentile(of(figures.managed), 95) / percentile(of(figures.docker), 95);
   const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
   const open = ratio((each) => each.open);

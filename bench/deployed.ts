@@ -99,6 +99,13 @@ export async function startServer(options: DeployedOptions & { emails: string[] 
       OIDC_CLIENT_SECRET: 'control-plane-secret',
       ...TEST_ENV,
       ...options.env,
+      // BENCH_CP_ENV: settings for the control plane besides the bench's, e.g. "HOME_DISK_LIMIT=0 HOME_DISK_CHECK_SECONDS=5".
+      ...Object.fromEntries(
+        (process.env.BENCH_CP_ENV ?? '')
+          .split(' ')
+          .filter(Boolean)
+          .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+      ),
     },
   };
   // BENCH_CP_LOG: a file for the control plane's log (standard output), e.g. to follow a run's steps by their times.

@@ -373,6 +373,45 @@ export function cgroupCpuSeconds(pid: number): number {
   return Number(/^usage_usec (\d+)$/m.exec(stat)?.[1]) / 1e6;
 }
 
+/** Where the machine's CPU time went so far (seconds): all of it, and by who. */
+export interface CpuSplit {
+  /** Every CPU's busy time (/proc/stat). */
+  machine: number;
+  /** The Docker Engine's containers (their cgroups; cgroup v1's `docker` cpuacct group, else NaN). */
+  containers: number;
+  /** dockerd, containerd and the containers' shims (processes alive now: a finished `runc` is in `machine` only). */
+  engine: number;
+  /** PostgreSQL's processes alive now. */
+  postgres: number;
+}
+
+/** A snapshot of where the machine's CPU time went (subtract two for a phase's). */
+export function cpuSplit(): CpuSplit {
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const machine = (fields.reduce((sum, value) => sum + value, 0) - fields[3]! - (fields[4] ?? 0)) / clockTicks;
+  let containers = Number.NaN;
+  try {
+    containers = Number(readFileSync('/sys/fs/cgroup/cpuacct/docker/cpuacct.usage', 'utf8')) / 1e9;
+  } catch {
+    // Not cgroup v1 with Docker's group: unknown.
+  }
+  let engine = 0;
+  let postgres = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let comm: string;
+    try {
+      comm = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      if (comm === 'dockerd' || comm.startsWith('containerd')) engine += processCpuSeconds(Number(entry));
+      else if (comm === 'postgres') postgres += processCpuSeconds(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return { machine, containers, engine, postgres };
+}
+
 /** How busy the whole machine is over `ms` (0–100 % of all CPUs), from /proc/stat. */
 export async function machineBusyPercent(ms = 1000): Promise<number> {
   const sample = () => {
