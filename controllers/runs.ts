@@ -1,7 +1,7 @@
 import { DEFAULT_HALSIM_PORT, DEFAULT_PIDS_LIMIT, endpointOf, engineAway, names, type ManagedContainer, type WorkspaceRuntime } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
-import { probeHttp, type Probe } from '../src/probe.ts';
+import { probeHttp, ProbeWaits, type Probe } from '../src/probe.ts';
 import type { Store } from '../src/store/index.ts';
 import { isTerminal, type RunRecord } from '../src/store/runs.ts';
 import type { TerminalRunStatus } from '../src/wire/vocabulary.ts';
@@ -11,6 +11,8 @@ import { RunOutputCollector } from './run-output.ts';
 import type { ReconcileResult } from './workqueue.ts';
 import type { Fence } from '../src/store/leases.ts';
 
+/** The longest wait between two probes of a compiling run (probeInterval). */
+export const RUN_PROBE_MAX_MS = 500;
 /** How long a run's end waits for the rest of its output to be kept. */
 const OUTPUT_DRAIN_MS = 10_000;
 /** How long a run's end waits before following its output again after a follower failed. */
@@ -46,7 +48,7 @@ export interface RunControllerOptions {
   buildTimeoutMs: number;
   /** RUN_MAX_MINUTES: how long a run may be running (after its build) before it is stopped. */
   maxRunMs?: number;
-  /** How often a compiling run's nt4 port is probed. */
+  /** How often a compiling run's nt4 port is probed, at first (then less often: probeInterval). */
   probeIntervalMs?: number;
   /** How often a running run is looked at besides its container's events. */
   runningCheckMs?: number;
@@ -77,6 +79,8 @@ export class RunController extends Controller {
   private readonly output: RunOutputCollector;
   /** Runs whose container was seen exited by SIGKILL, not (yet) marked out of memory: since when (oomGraceMs). */
   private readonly killedAt = new Map<string, number>();
+  /** Since when each compiling run's simulator has not answered its probe. */
+  private readonly probeWaits = new ProbeWaits();
 
   constructor(options: RunControllerOptions) {
     super(
@@ -143,6 +147,7 @@ export class RunController extends Controller {
     const containers = await this.simContainers(runId, run?.workspaceId);
     // Record gone or finished: its containers go.
     if (!run || isTerminal(run.status.phase)) {
+      this.probeWaits.forget(runId);
       for (const container of containers) await runtime.remove(container.id);
       if (!run && containers.length > 0)
         this.options.log.warning({ runId, containers: containers.map((container) => container.name) }, 'removed simulator containers of an unknown run');
@@ -206,7 +211,9 @@ export class RunController extends Controller {
     if (!endpoint) return { requeueAfterMs: this.options.probeIntervalMs };
     if (run.status.simEndpoint !== endpoint) await this.options.store.runs.recordSimEndpoint(run.id, endpoint);
     const probe = await this.options.probe(endpoint);
-    if (probe.outcome !== 'ok') return { requeueAfterMs: this.options.probeIntervalMs };
+    // Asked less often the longer it has not answered (a robot program's build takes half a minute).
+    if (probe.outcome !== 'ok') return { requeueAfterMs: this.probeWaits.next(run.id, this.options.probeIntervalMs, RUN_PROBE_MAX_MS) };
+    this.probeWaits.forget(run.id);
     const ready = await this.options.store.runs.markReady(run.id);
     if (ready?.status.readyAt) {
       const seconds = (ready.status.readyAt.getTime() - ready.status.queuedAt.getTime()) / 1000;
@@ -241,6 +248,7 @@ export class RunController extends Controller {
     const { runtime, metrics, store } = this.options;
     // However it ends (an exit, a stop while a kill awaited its out-of-memory mark), nothing is kept of it.
     this.killedAt.delete(run.id);
+    this.probeWaits.forget(run.id);
     let output = '';
     if (container) {
       await runtime.stop(container.id, 5);

@@ -12,7 +12,7 @@ import {
 } from '../src/docker/runtime.ts';
 import type { Logger } from '../src/log.ts';
 import type { Metrics } from '../src/metrics.ts';
-import { probeHttp, type Probe } from '../src/probe.ts';
+import { probeHttp, ProbeWaits, type Probe } from '../src/probe.ts';
 import type { Store } from '../src/store/index.ts';
 import type { Fence } from '../src/store/leases.ts';
 import type { ObservedState, WorkspaceRecord } from '../src/store/workspaces.ts';
@@ -24,6 +24,9 @@ import { TaskFailures } from './task-failures.ts';
 import { WorkspaceEnvironment } from './workspace-environment.ts';
 import { LIVE, writeStatus } from './workspace-status.ts';
 import { TerminalError, type ReconcileResult } from './workqueue.ts';
+
+/** The longest wait between two probes of a starting editor (probeInterval). */
+export const EDITOR_PROBE_MAX_MS = 1000;
 
 /** The parts of a code container that come from configuration. */
 export interface CodeTemplate {
@@ -54,7 +57,7 @@ export interface WorkspaceControllerOptions {
   orphanGraceMs?: number;
   /** How long a workspace waiting for capacity waits before it is looked at again. */
   capacityRetryMs?: number;
-  /** How often a started container's editor is probed until it answers. */
+  /** How often a started container's editor is probed until it answers, at first (then less often: probeInterval). */
   editorProbeMs?: number;
   /** Asks an editor whether it answers (an HTTP GET with the probe timeout). */
   probe?: (endpoint: string) => Promise<Probe>;
@@ -111,6 +114,8 @@ export class WorkspaceController extends Controller {
   /** Workspaces whose code container runs, as this controller last saw them: the cap's count. */
   private readonly runningCode = new Set<string>();
   private readonly starting = new Set<string>();
+  /** Since when each starting workspace's editor has not answered its probe. */
+  private readonly probeWaits = new ProbeWaits();
   /**
    * The code container each workspace's start was last logged for: a swarm service's task runs a
    * while after its start, and each look meanwhile starts it again, but it started once.
@@ -209,6 +214,7 @@ export class WorkspaceController extends Controller {
     const { store, runtime } = this.options;
     const workspace = await store.workspaces.get(id);
     const containers = await runtime.listContainers({ workspaceId: id });
+    if (!workspace || workspace.spec.desiredState !== 'running') this.probeWaits.forget(id);
     // Row gone: its containers are orphans (removed after the grace periods, the home volume kept).
     if (!workspace) {
       this.runningCode.delete(id);
@@ -358,10 +364,14 @@ export class WorkspaceController extends Controller {
       workspace.status.observedState === 'running' &&
       workspace.status.editorEndpoint === endpoint &&
       workspace.status.observedGeneration === workspace.spec.generation;
-    if (endpoint && confirmed && workspace.status.node === (container.node ?? null)) return;
-    if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') return this.status(workspace, 'running', '', endpoint, container.node);
+    if (endpoint && confirmed && workspace.status.node === (container.node ?? null)) return this.probeWaits.forget(workspace.id);
+    if (endpoint && (await this.options.probe(endpoint)).outcome === 'ok') {
+      this.probeWaits.forget(workspace.id);
+      return this.status(workspace, 'running', '', endpoint, container.node);
+    }
     await this.status(workspace, 'starting', this.failures.text(workspace.id) ?? 'waiting for the editor to answer');
-    return { requeueAfterMs: this.options.editorProbeMs };
+    // Asked less often the longer it has not answered.
+    return { requeueAfterMs: this.probeWaits.next(workspace.id, this.options.editorProbeMs, EDITOR_PROBE_MAX_MS) };
   }
 
   /** `host:port` of a running code container's editor, or null while it has none. */

@@ -59,3 +59,35 @@ export function probeHttp(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS, connec
     });
   });
 }
+
+/**
+ * How long to wait before probing again something that has not answered for `waitedMs`: a tenth of
+ * that wait, no less than `baseMs` and no more than `maxMs`. What answers within a second or two is
+ * seen as soon as before; what takes half a minute (a class of editors starting on a busy server, a
+ * robot program's build) is asked a few dozen times instead of a hundred or more, and seen at most a
+ * tenth of its wait later.
+ */
+export function probeInterval(waitedMs: number, baseMs: number, maxMs: number): number {
+  return Math.round(Math.min(maxMs, Math.max(baseMs, waitedMs / 10)));
+}
+
+/**
+ * When each thing probed (a workspace's editor, a run's simulator, by key) was first found not
+ * answering, for probeInterval: in memory, as the probes are (a new leader starts afresh).
+ */
+export class ProbeWaits {
+  private readonly since = new Map<string, number>();
+
+  /** The wait before probing `key` again, which has just not answered. */
+  next(key: string, baseMs: number, maxMs: number): number {
+    const now = Date.now();
+    let since = this.since.get(key);
+    if (since === undefined) this.since.set(key, (since = now));
+    return probeInterval(now - since, baseMs, maxMs);
+  }
+
+  /** `key` answered, or is probed no more. */
+  forget(key: string): void {
+    this.since.delete(key);
+  }
+}

@@ -5,6 +5,7 @@
  * recorded status with what it expects. The same controller against the real engine and the stand-in
  * simulator is in test/integration/runs.test.ts.
  */
+import { jest } from '@jest/globals';
 import { RunController, type RunControllerOptions } from '../../controllers/runs.ts';
 import { names } from '../../src/docker/runtime.ts';
 import { categoryLogger } from '../../src/log.ts';
@@ -111,6 +112,23 @@ describe('RunController.reconcile', () => {
     const container = simContainer(workspace, run);
     await expect(controller().reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 100 });
     expect(await current(run.id)).toMatchObject({ status: { phase: 'queued', simEndpoint: `${container.address}:5810` } });
+  });
+
+  it('probes a simulator less often the longer it has not answered: a tenth of the wait, 500 ms at most', async () => {
+    const { workspace, run } = await queuedRun();
+    simContainer(workspace, run);
+    const runs = controller();
+    const started = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(started);
+    try {
+      await expect(runs.reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 100 });
+      now.mockReturnValue(started + 3000);
+      await expect(runs.reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 300 });
+      now.mockReturnValue(started + 20_000);
+      await expect(runs.reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 500 });
+    } finally {
+      now.mockRestore();
+    }
   });
 
   it('marks a compiling run running when the nt4 probe answers, observing the build duration', async () => {

@@ -7,6 +7,7 @@
  * jobs' branches: workspace-garbage, workspace-environment, workspace-home-moves, node-lifecycle
  * and workspace-node-away (test/unit/).
  */
+import { jest } from '@jest/globals';
 import { names, NoRoomError, taskFailureReason } from '../../src/docker/runtime.ts';
 import type { Probe } from '../../src/probe.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
@@ -131,6 +132,66 @@ describe('WorkspaceController.reconcile', () => {
     await expect(controller({ editorProbeMs: 250 }).reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
     expect(runtime.actions).toEqual([]);
     expect(await status(wanted.id)).toMatchObject({ observedState: 'starting', editorEndpoint: null });
+  });
+
+  it('writes no status while its editor is still starting as recorded, and writes running once it answers', async () => {
+    const wanted = await workspace('running');
+    codeContainer(wanted);
+    editorsAnswer(false);
+    await controller({ editorProbeMs: 250 }).reconcile(wanted.id);
+    const writes = jest.spyOn(store.workspaces, 'writeStatus');
+    // Probed again: the record says starting, with the same message, already.
+    await expect(controller({ editorProbeMs: 250 }).reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+    expect(writes).not.toHaveBeenCalled();
+    editorsAnswer(true);
+    await controller().reconcile(wanted.id);
+    expect(writes).toHaveBeenCalledTimes(1);
+    expect(await status(wanted.id)).toMatchObject({ observedState: 'running' });
+    writes.mockRestore();
+  });
+
+  it('probes an editor less often the longer it has not answered: a tenth of the wait, a second at most; afresh after a stop', async () => {
+    const wanted = await workspace('running');
+    codeContainer(wanted);
+    editorsAnswer(false);
+    const workspaces = controller({ editorProbeMs: 250 });
+    const started = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(started);
+    try {
+      await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+      now.mockReturnValue(started + 6000);
+      await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 600 });
+      now.mockReturnValue(started + 30_000);
+      await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 1000 });
+      // Stopped before it ever answered, then opened again: asked often at first again.
+      await store.workspaces.stop(SYSTEM_ACTOR, wanted.id, 'student');
+      await workspaces.reconcile(wanted.id);
+      await store.workspaces.open(wanted.id);
+      await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+    } finally {
+      now.mockRestore();
+    }
+  });
+
+  it('probes an editor restarted after it answered as often as a new one at first', async () => {
+    const wanted = await workspace('running');
+    codeContainer(wanted);
+    editorsAnswer(false);
+    const workspaces = controller({ editorProbeMs: 250 });
+    const started = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(started);
+    try {
+      await workspaces.reconcile(wanted.id);
+      now.mockReturnValue(started + 30_000);
+      editorsAnswer(true);
+      await workspaces.reconcile(wanted.id);
+      expect(await status(wanted.id)).toMatchObject({ observedState: 'running' });
+      await store.workspaces.restartCode(SYSTEM_ACTOR, wanted.id);
+      editorsAnswer(false);
+      await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
+    } finally {
+      now.mockRestore();
+    }
   });
 
   it('does nothing (no probe either) for a workspace already confirmed running as specified', async () => {
