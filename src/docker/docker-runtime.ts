@@ -456,10 +456,22 @@ export class DockerRuntime implements WorkspaceRuntime {
     };
   }
 
-  /** Creates a container by name; a name conflict means it is already there, and it is returned. */
+  /**
+   * Creates a container by name and returns it as a listing would (made as asked: no second call to
+   * the engine on a class's Open or Run); a name conflict means it is already there, and it is
+   * returned as the engine lists it.
+   */
   private async createContainer(name: string, options: Docker.ContainerCreateOptions): Promise<ManagedContainer> {
     try {
-      await this.docker.createContainer({ name, ...options });
+      const { id } = await this.docker.createContainer({ name, ...options });
+      // Created, not started: no address yet.
+      return toManaged({
+        Id: id,
+        Names: [`/${name}`],
+        Labels: options.Labels ?? {},
+        State: 'created',
+        Created: Math.floor(Date.now() / 1000),
+      } as Docker.ContainerInfo);
     } catch (error) {
       if (statusOf(error) === 404 && /no such image/i.test((error as Error).message)) throw new ImageMissingError(options.Image!);
       if (statusOf(error) !== 409) throw error;

@@ -4,7 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { DockerRuntime, engineClient } from '../../src/docker/docker-runtime.ts';
-import { eventually } from '../helpers/controllers.ts';
+import { names } from '../../src/docker/runtime.ts';
+import { eventually, removeEverything, TEST_ENV, TEST_IMAGE } from '../helpers/controllers.ts';
 
 describe('the Docker Engine', () => {
   it('answers through dockerode on the local socket with an API that has one-shot stats (1.41+)', async () => {
@@ -42,6 +43,32 @@ describe('the Docker Engine', () => {
       for (const socket of open) socket.destroy();
       relay.close();
       rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('returns a container it creates as the engine then lists it, without asking; a second create of the name returns the first', async () => {
+    const controlPlaneId = `create-${process.pid}`;
+    const runtime = new DockerRuntime({ controlPlaneId });
+    const workspace = { workspaceId: '00000000-0000-4000-8000-00000000c0de', slug: 'create-check' };
+    const homeVolume = names.volume(workspace.slug);
+    const common = { ...workspace, image: TEST_IMAGE, memoryBytes: 64 * 2 ** 20, network: TEST_ENV.WORKSPACE_NETWORK, nanoCpus: 0, pidsLimit: 256, homeVolume };
+    try {
+      await runtime.ensureVolume(workspace, homeVolume);
+      const made = [
+        await runtime.createCodeContainer({ ...common, editorPort: 8080, restartGeneration: 3, specHash: 'abc123' }),
+        await runtime.createSimContainer({ ...common, runId: '00000000-0000-4000-8000-0000000051a0', command: 'true', nt4Port: 5810, halsimPort: 3300 }),
+      ];
+      const listed = await runtime.listContainers({ workspaceId: workspace.workspaceId });
+      for (const container of made) {
+        const engine = listed.find((candidate) => candidate.id === container.id)!;
+        expect({ ...container, createdAt: 0 }).toEqual({ ...engine, createdAt: 0 });
+        expect(Math.abs(container.createdAt - engine.createdAt)).toBeLessThanOrEqual(2000);
+      }
+      expect(made.map((container) => container.role)).toEqual(['code', 'sim']);
+      const again = await runtime.createCodeContainer({ ...common, editorPort: 8080, restartGeneration: 3, specHash: 'abc123' });
+      expect(again).toEqual(listed.find((candidate) => candidate.id === made[0]!.id));
+    } finally {
+      await removeEverything(controlPlaneId);
     }
   });
 
