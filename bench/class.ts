@@ -71,7 +71,8 @@ import {
   followRunOutput,
   loadAverage,
   percentile,
-  cpuSplit,
+  cpuSnapshot,
+  cpuSplitSince,
   type CpuSplit,
   processCpuSeconds,
   processRssBytes,
@@ -415,27 +416,27 @@ async function stopClass(server: Server, class_: Student[]): Promise<void> {
 async function runSide(side: Side, server: Server, floor: Asker, class_: Student[], browser: Browser, tag: string): Promise<Figures> {
   const figures = noFigures();
   const pid = server.child.pid!;
-  let phase = { name: '', started: 0, cpu: 0, rss: [] as number[], reconciles: {} as Reconciles, split: cpuSplit() };
+  let phase = { name: '', started: 0, cpu: 0, rss: [] as number[], reconciles: {} as Reconciles, split: cpuSnapshot() };
   const rssTimer = setInterval(() => phase.rss.push(processRssBytes(pid)), 1000);
   let phaseBegan = 0n;
   const begin = async (name: string) => {
     await Promise.all([floor('loop-reset'), side === 'managed' && server.ask('loop-reset')]);
     const before = side === 'managed' ? await reconciles(server) : {};
-    phase = { name, started: at(), cpu: processCpuSeconds(pid), rss: [processRssBytes(pid)], reconciles: before, split: cpuSplit() };
+    phase = { name, started: at(), cpu: processCpuSeconds(pid), rss: [processRssBytes(pid)], reconciles: before, split: cpuSnapshot() };
     phaseBegan = process.hrtime.bigint();
   };
   const end = async () => {
     const [floorLoop, loop] = await Promise.all([floor<Loop>('loop'), side === 'managed' ? server.ask<Loop>('loop') : undefined]);
     const seconds = (at() - phase.started) / 1000;
     const managed = side === 'managed';
-    const split = cpuSplit();
+    const split = cpuSplitSince(phase.split, cpuSnapshot());
     // The phase on the monotonic clock (microseconds), as a --cpu-prof profile of the control plane times its samples.
     if (process.env.BENCH_RUN_TIMES)
       appendFileSync(
         process.env.BENCH_RUN_TIMES,
         `${JSON.stringify({ phase: phase.name, side, fromUs: Number(phaseBegan / 1000n), toUs: Number(process.hrtime.bigint() / 1000n) })}\n`,
       );
-    const cores = (key: keyof CpuSplit) => (split[key] - phase.split[key]) / seconds;
+    const cores = (key: keyof CpuSplit) => split[key] / seconds;
     figures.phases.push({
       name: phase.name,
       seconds,

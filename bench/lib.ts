@@ -379,14 +379,21 @@ export interface CpuSplit {
   machine: number;
   /** The Docker Engine's containers (their cgroups; cgroup v1's `docker` cpuacct group, else NaN). */
   containers: number;
-  /** dockerd, containerd and the containers' shims (processes alive now: a finished `runc` is in `machine` only). */
+  /** dockerd, containerd and the containers' shims. */
   engine: number;
-  /** PostgreSQL's processes alive now. */
+  /** PostgreSQL's processes. */
   postgres: number;
 }
 
-/** A snapshot of where the machine's CPU time went (subtract two for a phase's). */
-export function cpuSplit(): CpuSplit {
+/** A snapshot of where the machine's CPU time went (cpuSplitSince takes a phase's from it). */
+export interface CpuSnapshot {
+  machine: number;
+  containers: number;
+  /** The engine's and PostgreSQL's processes alive at the snapshot, by pid: what each had used. */
+  processes: Map<number, { of: 'engine' | 'postgres'; seconds: number }>;
+}
+
+export function cpuSnapshot(): CpuSnapshot {
   clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   const machine = (fields.reduce((sum, value) => sum + value, 0) - fields[3]! - (fields[4] ?? 0)) / clockTicks;
@@ -396,20 +403,29 @@ export function cpuSplit(): CpuSplit {
   } catch {
     // Not cgroup v1 with Docker's group: unknown.
   }
-  let engine = 0;
-  let postgres = 0;
+  const processes: CpuSnapshot['processes'] = new Map();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    let comm: string;
     try {
-      comm = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
-      if (comm === 'dockerd' || comm.startsWith('containerd')) engine += processCpuSeconds(Number(entry));
-      else if (comm === 'postgres') postgres += processCpuSeconds(Number(entry));
+      const comm = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      const of = comm === 'dockerd' || comm.startsWith('containerd') ? 'engine' : comm === 'postgres' ? 'postgres' : undefined;
+      if (of) processes.set(Number(entry), { of, seconds: processCpuSeconds(Number(entry)) });
     } catch {
       // Gone meanwhile.
     }
   }
-  return { machine, containers, engine, postgres };
+  return { machine, containers, processes };
+}
+
+/**
+ * The CPU seconds used between two snapshots, by who: a process's from its first snapshot (or its
+ * start, when it started since); one that ended between them is counted in `machine` only (a
+ * PostgreSQL connection's backend, a `runc`).
+ */
+export function cpuSplitSince(before: CpuSnapshot, after: CpuSnapshot): CpuSplit {
+  const used = { engine: 0, postgres: 0 };
+  for (const [pid, { of, seconds }] of after.processes) used[of] += seconds - (before.processes.get(pid)?.seconds ?? 0);
+  return { machine: after.machine - before.machine, containers: after.containers - before.containers, ...used };
 }
 
 /** How busy the whole machine is over `ms` (0–100 % of all CPUs), from /proc/stat. */
