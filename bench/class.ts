@@ -37,7 +37,11 @@
  * Reported: per phase p50/p95/max (p99 for the stream), failures, and the control plane's CPU, RSS,
  * event-loop delay (p99, max) and reconciles (from its /metrics) in each phase, beside the event-loop
  * delay of an idle Node process with the same probe (the floor: what the machine alone does to an
- * event loop, under the same load). Targets: p95 open-to-usable and click-to-first-line
+ * event loop, under the same load), and where the machine's CPU went in each phase on both sides
+ * (the containers, dockerd and containerd, PostgreSQL, the control plane, the rest).
+ * BENCH_RUN_TIMES=<file> writes each run's steps (click, answer, first line; Docker's create, start
+ * and log follow) and each phase on the monotonic clock (a --cpu-prof profile's, to cut one by
+ * phase); BENCH_CP_LOG, BENCH_CP_ENV and BENCH_CP_NODE_ARGS: bench/deployed.ts. Targets: p95 open-to-usable and click-to-first-line
  * ≤ 1.3× Docker's, nothing failing, event-loop delay p99 < 50 ms.
  *
  * Needs the provisioned PostgreSQL and Docker Engine, the test and workspace images and Chromium
