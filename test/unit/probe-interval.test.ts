@@ -1,8 +1,6 @@
 /** How often something that does not answer yet is probed again (src/probe.ts): a tenth of its wait, between a floor and a ceiling. */
-import { jest } from '@jest/globals';
 import { probeInterval, ProbeWaits } from '../../src/probe.ts';
-
-afterEach(() => jest.restoreAllMocks());
+import { onHeldClock } from '../helpers/clock.ts';
 
 it.each([
   [0, 250],
@@ -15,15 +13,16 @@ it.each([
   expect(probeInterval(waited, 250, 1000)).toBe(next);
 });
 
-it('counts each key from its first probe that did not answer, and afresh once forgotten', () => {
-  const now = jest.spyOn(Date, 'now').mockReturnValue(1_000_000);
+it('counts each key from its first probe that did not answer, and afresh once forgotten', async () => {
   const waits = new ProbeWaits();
-  expect(waits.next('a', 100, 500)).toBe(100);
-  now.mockReturnValue(1_003_000);
-  expect(waits.next('a', 100, 500)).toBe(300);
-  expect(waits.next('b', 100, 500)).toBe(100);
-  now.mockReturnValue(1_030_000);
-  expect(waits.next('a', 100, 500)).toBe(500);
-  waits.forget('a');
-  expect(waits.next('a', 100, 500)).toBe(100);
+  await onHeldClock(async (at) => {
+    expect(waits.next('a', 100, 500)).toBe(100);
+    at(3000);
+    expect(waits.next('a', 100, 500)).toBe(300);
+    expect(waits.next('b', 100, 500)).toBe(100);
+    at(30_000);
+    expect(waits.next('a', 100, 500)).toBe(500);
+    waits.forget('a');
+    expect(waits.next('a', 100, 500)).toBe(100);
+  });
 });

@@ -5,7 +5,6 @@
  * recorded status with what it expects. The same controller against the real engine and the stand-in
  * simulator is in test/integration/runs.test.ts.
  */
-import { jest } from '@jest/globals';
 import { RunController, type RunControllerOptions } from '../../controllers/runs.ts';
 import { names } from '../../src/docker/runtime.ts';
 import { categoryLogger } from '../../src/log.ts';
@@ -15,6 +14,7 @@ import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import type { Store } from '../../src/store/index.ts';
 import type { RunRecord } from '../../src/store/runs.ts';
 import type { WorkspaceRecord } from '../../src/store/workspaces.ts';
+import { onHeldClock } from '../helpers/clock.ts';
 import { captureLogger } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { MemoryRuntime } from '../helpers/memory-runtime.ts';
@@ -118,17 +118,13 @@ describe('RunController.reconcile', () => {
     const { workspace, run } = await queuedRun();
     simContainer(workspace, run);
     const runs = controller();
-    const started = Date.now();
-    const now = jest.spyOn(Date, 'now').mockReturnValue(started);
-    try {
+    await onHeldClock(async (at) => {
       await expect(runs.reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 100 });
-      now.mockReturnValue(started + 3000);
+      at(3000);
       await expect(runs.reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 300 });
-      now.mockReturnValue(started + 20_000);
+      at(20_000);
       await expect(runs.reconcile(run.id)).resolves.toEqual({ requeueAfterMs: 500 });
-    } finally {
-      now.mockRestore();
-    }
+    });
   });
 
   it('marks a compiling run running when the nt4 probe answers, observing the build duration', async () => {

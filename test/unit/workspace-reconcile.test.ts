@@ -11,6 +11,7 @@ import { jest } from '@jest/globals';
 import { names, NoRoomError, taskFailureReason } from '../../src/docker/runtime.ts';
 import type { Probe } from '../../src/probe.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
+import { onHeldClock } from '../helpers/clock.ts';
 import { eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import {
@@ -150,48 +151,42 @@ describe('WorkspaceController.reconcile', () => {
     writes.mockRestore();
   });
 
-  it('probes an editor less often the longer it has not answered: a tenth of the wait, a second at most; afresh after a stop', async () => {
+  /** A workspace wanted running whose editor does not answer yet, and a controller for it. */
+  async function notAnswering() {
     const wanted = await workspace('running');
     codeContainer(wanted);
     editorsAnswer(false);
-    const workspaces = controller({ editorProbeMs: 250 });
-    const started = Date.now();
-    const now = jest.spyOn(Date, 'now').mockReturnValue(started);
-    try {
+    return { wanted, workspaces: controller({ editorProbeMs: 250 }) };
+  }
+
+  it('probes an editor less often the longer it has not answered: a tenth of the wait, a second at most; afresh after a stop', async () => {
+    const { wanted, workspaces } = await notAnswering();
+    await onHeldClock(async (at) => {
       await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
-      now.mockReturnValue(started + 6000);
+      at(6000);
       await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 600 });
-      now.mockReturnValue(started + 30_000);
+      at(30_000);
       await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 1000 });
       // Stopped before it ever answered, then opened again: asked often at first again.
       await store.workspaces.stop(SYSTEM_ACTOR, wanted.id, 'student');
       await workspaces.reconcile(wanted.id);
       await store.workspaces.open(wanted.id);
       await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
-    } finally {
-      now.mockRestore();
-    }
+    });
   });
 
   it('probes an editor restarted after it answered as often as a new one at first', async () => {
-    const wanted = await workspace('running');
-    codeContainer(wanted);
-    editorsAnswer(false);
-    const workspaces = controller({ editorProbeMs: 250 });
-    const started = Date.now();
-    const now = jest.spyOn(Date, 'now').mockReturnValue(started);
-    try {
+    const { wanted, workspaces } = await notAnswering();
+    await onHeldClock(async (at) => {
       await workspaces.reconcile(wanted.id);
-      now.mockReturnValue(started + 30_000);
+      at(30_000);
       editorsAnswer(true);
       await workspaces.reconcile(wanted.id);
       expect(await status(wanted.id)).toMatchObject({ observedState: 'running' });
       await store.workspaces.restartCode(SYSTEM_ACTOR, wanted.id);
       editorsAnswer(false);
       await expect(workspaces.reconcile(wanted.id)).resolves.toEqual({ requeueAfterMs: 250 });
-    } finally {
-      now.mockRestore();
-    }
+    });
   });
 
   it('does nothing (no probe either) for a workspace already confirmed running as specified', async () => {
