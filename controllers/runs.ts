@@ -57,8 +57,8 @@ export interface RunControllerOptions {
   outputLines?: number;
   /**
    * How long an exit by SIGKILL (137) not marked out of memory is looked at again before it is
-   * called a crash: the engine marks an out-of-memory kill when the kernel's event reaches it, which
-   * can be a moment after the exit.
+   * called a crash (default 5 s): the engine marks an out-of-memory kill when the kernel's event
+   * reaches it, which can be a moment after the exit, and on a busy machine was more than 2 s after.
    */
   oomGraceMs?: number;
   /** Asks a simulator's nt4 port whether it answers (an HTTP GET with the 500 ms probe timeout). */
@@ -98,7 +98,7 @@ export class RunController extends Controller {
       runningCheckMs: 5000,
       resyncIntervalMs: 30_000,
       outputLines: 50,
-      oomGraceMs: 2000,
+      oomGraceMs: 5000,
       probe: probeHttp,
       maxRunMs: 60 * 60_000,
       ...options,
