@@ -260,6 +260,12 @@ async function reloadingOnNetworkChange(page: Page, wait: (timeout: number) => P
   }
 }
 
+/**
+ * Chromium's answer to a reload asked for while it swaps the page for its network-change error page
+ * (the page's frame is being replaced): a moment later the page is there to reload.
+ */
+const SWAPPING_PAGE = 'Not attached to an active page';
+
 /** Runs `load` (a page's navigation), again while the host's network changes under it, until `deadline`. */
 async function loadAgain(load: () => Promise<unknown>, deadline: number): Promise<void> {
   for (;;) {
@@ -267,7 +273,10 @@ async function loadAgain(load: () => Promise<unknown>, deadline: number): Promis
       await load();
       return;
     } catch (error) {
-      if (Date.now() >= deadline || !(error as Error).message.includes(NETWORK_CHANGED)) throw error;
+      const { message } = error as Error;
+      if (Date.now() >= deadline || !(message.includes(NETWORK_CHANGED) || message.includes(SWAPPING_PAGE))) throw error;
+      // The page being swapped: asked again shortly, not in a tight loop.
+      if (message.includes(SWAPPING_PAGE)) await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 }
