@@ -1034,7 +1034,7 @@ export function duUsage(stdout: string, stderr: string, exitCode: number | null)
     const said = stderr.trim().slice(0, 200);
     // Only a program that is not there is the image's fault; a start that failed on a busy machine (126 with nothing said) is tried again.
     if (/not found|no such file/i.test(stderr)) throw new Error(`cannot measure homes: the workspace image has no du or timeout (${said})`);
-    throw new Error(`du could not be started in the helper container (exit code ${exitCode}${said ? `: ${said}` : ''}); the next measure tries again`);
+    throw new Error(`du could not be started in the editor's container (exit code ${exitCode}${said ? `: ${said}` : ''}); the next measure tries again`);
   }
   const total = /^(\d+)\s/m.exec(stdout);
   if (!total)

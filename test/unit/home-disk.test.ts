@@ -79,9 +79,9 @@ describe("reading du's answer", () => {
   });
 
   it('does not blame the image for a du that could not be started for another reason (a busy machine)', () => {
-    expect(() => duUsage('', '', 126)).toThrow('du could not be started in the helper container (exit code 126); the next measure tries again');
+    expect(() => duUsage('', '', 126)).toThrow("du could not be started in the editor's container (exit code 126); the next measure tries again");
     expect(() => duUsage('', 'timeout: failed to run command ‘du’: Resource temporarily unavailable\n', 126)).toThrow(
-      /^du could not be started in the helper container \(exit code 126: timeout: failed to run command/,
+      /^du could not be started in the editor's container \(exit code 126: timeout: failed to run command/,
     );
   });
 });
