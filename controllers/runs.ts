@@ -12,7 +12,7 @@ import type { ReconcileResult } from './workqueue.ts';
 import type { Fence } from '../src/store/leases.ts';
 
 /** The longest wait between two probes of a compiling run (probeInterval). */
-export const RUN_PROBE_MAX_MS = 500;
+const RUN_PROBE_MAX_MS = 500;
 /** How long a run's end waits for the rest of its output to be kept. */
 const OUTPUT_DRAIN_MS = 10_000;
 /** How long a run's end waits before following its output again after a follower failed. */

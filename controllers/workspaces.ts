@@ -26,7 +26,7 @@ import { LIVE, writeStatus } from './workspace-status.ts';
 import { TerminalError, type ReconcileResult } from './workqueue.ts';
 
 /** The longest wait between two probes of a starting editor (probeInterval). */
-export const EDITOR_PROBE_MAX_MS = 1000;
+const EDITOR_PROBE_MAX_MS = 1000;
 
 /** The parts of a code container that come from configuration. */
 export interface CodeTemplate {

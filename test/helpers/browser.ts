@@ -256,18 +256,18 @@ async function reloadingOnNetworkChange(page: Page, wait: (timeout: number) => P
     } finally {
       page.off('requestfailed', onFailed);
     }
-    await loadAgain(() => page.reload({ waitUntil: 'commit', timeout: left() }), deadline);
+    await loadAgain(page, () => page.reload({ waitUntil: 'commit', timeout: left() }), deadline);
   }
 }
 
 /**
  * Chromium's answer to a reload asked for while it swaps the page for its network-change error page
- * (the page's frame is being replaced): a moment later the page is there to reload.
+ * (the page's frame is being replaced): once that page has loaded, it is there to reload.
  */
 const SWAPPING_PAGE = 'Not attached to an active page';
 
-/** Runs `load` (a page's navigation), again while the host's network changes under it, until `deadline`. */
-async function loadAgain(load: () => Promise<unknown>, deadline: number): Promise<void> {
+/** Runs `load` (a navigation of `page`), again while the host's network changes under it, until `deadline`. */
+async function loadAgain(page: Page, load: () => Promise<unknown>, deadline: number): Promise<void> {
   for (;;) {
     try {
       await load();
@@ -275,8 +275,9 @@ async function loadAgain(load: () => Promise<unknown>, deadline: number): Promis
     } catch (error) {
       const { message } = error as Error;
       if (Date.now() >= deadline || !(message.includes(NETWORK_CHANGED) || message.includes(SWAPPING_PAGE))) throw error;
-      // The page being swapped: asked again shortly, not in a tight loop.
-      if (message.includes(SWAPPING_PAGE)) await new Promise((resolve) => setTimeout(resolve, 50));
+      // The page being swapped: asked again once the page in its place has loaded.
+      if (message.includes(SWAPPING_PAGE))
+        await page.waitForLoadState('domcontentloaded', { timeout: Math.max(1, deadline - Date.now()) }).catch(() => undefined);
     }
   }
 }
@@ -291,7 +292,7 @@ export async function gotoAndWait(page: Page, url: string, shown: Locator, name:
   const record = recordPage(page);
   trackNetworkChanges(page);
   try {
-    await loadAgain(() => page.goto(url), Date.now() + timeout);
+    await loadAgain(page, () => page.goto(url), Date.now() + timeout);
     await reloadingOnNetworkChange(page, (left) => shown.waitFor({ timeout: left }), timeout);
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);
