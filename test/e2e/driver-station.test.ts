@@ -33,7 +33,7 @@ import path from 'node:path';
 import type { Browser, Frame, Page } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openFromExplorer, openPalette, recordPage, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, openFromExplorer, openPalette, recordPage, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { Nt4Client } from '../helpers/robot-protocols.ts';
@@ -398,10 +398,9 @@ it("drives the robot from the workspace page's own Driver Station: opened by the
       await page
         .context()
         .addCookies(ada.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: app.url })));
-      await page.goto(`${app.url}/u/${ada.workspace.slug}/.cp/`);
       // Nothing drives until the student opens it (it takes the wheel from any other Driver Station).
       const open = page.getByRole('button', { name: 'Open the Driver Station' });
-      await page.locator('#ds-open:enabled').waitFor();
+      await gotoAndWait(page, `${app.url}/u/${ada.workspace.slug}/.cp/`, page.locator('#ds-open:enabled'), 'driver-station-page');
       expect(await page.locator('#ds-frame').count()).toBe(0);
       await open.click();
       const ds = page.locator('#ds-frame').contentFrame();

@@ -24,7 +24,7 @@ import path from 'node:path';
 import type { Browser, Page, Request, Route } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, recordPage, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, recordPage, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
@@ -141,8 +141,7 @@ async function openEditor(page: Page): Promise<void> {
 
 it('opens a new home with progress from the first second, Run and the Driver Station as the workbench paints, the README, no chat and no empty sidebar; marks the last run’s values', async () => {
   await withAdasPage('first-open', async (page) => {
-    await page.goto(`${app.url}/u/${ada.workspace.slug}/`);
-    await page.locator('#state').getByText('Stopped').waitFor();
+    await gotoAndWait(page, `${app.url}/u/${ada.workspace.slug}/`, page.locator('#state').getByText('Stopped'), 'editor-class-day-first-open');
     // VS Code's workbench script and the classroom extension's bundle, held back as a busy machine holds them.
     const workbenchScript = await holdBack(page, '**/out/vs/code/browser/workbench/workbench.js');
     const extensionBundle = await holdBack(page, /classroom-runs(%2F|\/)dist(%2F|\/)extension\.js/);

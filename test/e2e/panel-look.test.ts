@@ -134,8 +134,7 @@ describe('a look that asks the student first (LOOK_CONSENT=ask)', () => {
 
       await page.goto(`${asking.url}/panel/class`);
       await eventually('the first look ended', async () => (await app.store.looks.activeOn(ada.workspace.id)) === undefined || undefined);
-      await page.goto(`${asking.url}/panel/look/${ada.workspace.id}`);
-      await page.getByText('is asked to let you look').waitFor();
+      await gotoAndWait(page, `${asking.url}/panel/look/${ada.workspace.id}`, page.getByText('is asked to let you look'), 'panel-look-ask-again');
       await answer('decline');
       await page.getByText('said no to this look').waitFor();
       expect(await page.getByRole('region', { name: 'Files' }).count()).toBe(0);

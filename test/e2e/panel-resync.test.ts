@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { ChangeFeed } from '../../src/db/changes.ts';
 import { categoryLogger } from '../../src/log.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, signIn, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, signIn, withPage } from '../helpers/browser.ts';
 import { captureLogger, eventually } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, type Student } from '../helpers/workspaces.ts';
@@ -42,9 +42,8 @@ it('reads the page again when the change listener comes back, showing what chang
   await withPage(browser, async (page) => {
     await signIn(page, coach);
     const events = page.waitForResponse((response) => response.url().endsWith('/admin/events'), { timeout: 30_000 });
-    await page.goto(`${app.url}/panel/users`);
     const row = page.getByRole('row', { name: new RegExp(bob.email) });
-    await row.getByRole('button', { name: 'Make admin' }).waitFor({ timeout: 30_000 });
+    await gotoAndWait(page, `${app.url}/panel/users`, row.getByRole('button', { name: 'Make admin' }), 'panel-resync-users');
     await events;
     // Promoted with no announcement at all: the page cannot know.
     await db.dataSource.query("UPDATE users SET role = 'admin' WHERE id = $1", [bob.userId]);

@@ -13,7 +13,7 @@
  */
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import type { DataSource } from 'typeorm';
-import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 import { createBalancer, replicaEnv, type Balancer } from '../helpers/replicas.ts';
@@ -94,8 +94,9 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
       .addCookies(ada.cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: balancer.url })));
 
     // The workspace page through the balancer; Open; the editor.
-    await page.goto(`${balancer.url}/u/${ada.workspace.slug}/`);
-    await page.getByRole('button', { name: 'Open', exact: true }).click();
+    const openButton = page.getByRole('button', { name: 'Open', exact: true });
+    await gotoAndWait(page, `${balancer.url}/u/${ada.workspace.slug}/`, openButton, 'rolling-upgrade-page');
+    await openButton.click();
     await waitForWorkbench(page, { timeout: 120_000 });
     const editorBefore = await started(await editorContainer());
 

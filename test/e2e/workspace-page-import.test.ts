@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { names } from '../../src/docker/runtime.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
 import { createHarness, eventually, removeEverything, testRunController, TEST_IMAGE, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startGitServer, type GitServer } from '../helpers/git-server.ts';
@@ -73,8 +73,7 @@ async function onPage(page: Page, local: string): Promise<Student> {
   const student = await newStudent(harness.store, local, tag);
   await openAndWait(harness.store, student.workspace);
   await page.context().addCookies(cookiesOf(student));
-  await page.goto(`${app.url}/u/${student.workspace.slug}/.cp/`);
-  await page.locator('#state').getByText('Running').waitFor();
+  await gotoAndWait(page, `${app.url}/u/${student.workspace.slug}/.cp/`, page.locator('#state').getByText('Running'), `workspace-page-import-${local}`);
   return student;
 }
 

@@ -12,7 +12,7 @@ import { STARTING_REFRESH_MS } from '../../api/pages/workspace-page.ts';
 import { SYSTEM_ACTOR } from '../../src/store/audit.ts';
 import { AT_CAPACITY_MESSAGE } from '../../src/errors.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
 import { createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { newStudent, waitForState, type Student } from '../helpers/workspaces.ts';
@@ -103,8 +103,9 @@ it('lets a student stop their own workspace and sign out from its page, and offe
     await harness.store.workspaces.open(sam.workspace.id);
     await waitForState(harness.store, sam.workspace.id, 'running');
     // The workspace page stays reachable while the editor runs.
-    await page.goto(`${app.url}/u/${sam.workspace.slug}/.cp/`);
-    await page.getByRole('button', { name: 'Stop my workspace' }).click();
+    const stop = page.getByRole('button', { name: 'Stop my workspace' });
+    await gotoAndWait(page, `${app.url}/u/${sam.workspace.slug}/.cp/`, stop, 'workspace-page-stop');
+    await stop.click();
     await page.locator('#toast-text').getByText('Your workspace is stopping. Your files are kept; Open starts it again.').waitFor();
     await page
       .locator('#state')
@@ -161,8 +162,7 @@ it('asks for its workspace every 500 ms while the editor starts after Open (ever
         await route.fulfill({ response: answer, json: body }).finally(() => inFlight--);
       },
     );
-    await page.goto(`${app.url}/u/${ty.workspace.slug}/`);
-    await page.locator('#state').getByText('Stopped').waitFor();
+    await gotoAndWait(page, `${app.url}/u/${ty.workspace.slug}/`, page.locator('#state').getByText('Stopped'), 'workspace-page-read');
     // From here the page's time moves only when the test moves it: no read of the page's own timers
     // comes between `starting` and the click (one would disable Open).
     await page.clock.pauseAt(Date.now() + 1000);
