@@ -7,7 +7,7 @@ import { ConflictError, NotFoundError } from '../errors.ts';
 import { isUuid } from './ids.ts';
 import type { Actor } from './audit.ts';
 import type { Mutate } from './mutation.ts';
-import { fencedWrite, type Fence } from './leases.ts';
+import { fencedStatement, fencedWrite, type Fence } from './leases.ts';
 import { WORKSPACES } from './workspaces.ts';
 import { col, rowCodec, type RowOf } from './row-codec.ts';
 import {
@@ -407,39 +407,40 @@ export class RunStore {
    * must be where that run's output ends now (a second writer, or a retry of a write that landed,
    * changes nothing for it), recording how many bytes of the container's output it came from and
    * whether the output is now cut off. Each text is kept as storableText makes it (its length
-   * unchanged), so that no run's output can fail the statement for the others. Returns the ids of
-   * the runs appended to.
+   * unchanged), so that no run's output can fail the statement for the others. A leader's fence is
+   * checked in the same statement (fencedStatement): the collector writes every 50 ms while runs
+   * print. Returns the ids of the runs appended to.
    */
   async appendOutput(pieces: OutputPiece[]): Promise<Set<string>> {
     if (pieces.length === 0) return new Set();
     // Lengths as JavaScript counts them (UTF-16 code units: an emoji is 2), which every offset is in;
     // PostgreSQL's length() counts code points. Each piece kept is signalled (`output`) to every replica.
-    const rows = await fencedWrite(this.db, this.fence, (db) =>
-      IDS.all(
-        db,
-        `WITH piece AS (
+    const ids = await fencedStatement(
+      this.db,
+      this.fence,
+      ({ fence, held }) =>
+        `WITH ${fence} piece AS (
          SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::bigint[], $5::boolean[], $6::int[]) AS p (id, start_offset, text, source_bytes, truncated, units)
        ), grown AS (
          UPDATE runs SET output_length = piece.start_offset + piece.units, output_source_bytes = piece.source_bytes, output_truncated = piece.truncated
-         FROM piece WHERE runs.id = piece.id AND runs.output_length = piece.start_offset
+         FROM piece WHERE runs.id = piece.id AND runs.output_length = piece.start_offset AND ${held}
          RETURNING runs.id, piece.start_offset, piece.text,
            CASE WHEN piece.units > 0 THEN pg_notify($7, runs.id::text || ' ' || (piece.start_offset + piece.units)::text) END
        ), kept AS (
          INSERT INTO run_output (run_id, start_offset, text) SELECT id, start_offset, text FROM grown WHERE text <> ''
        )
-       SELECT id FROM grown`,
-        [
-          pieces.map((piece) => piece.runId),
-          pieces.map((piece) => piece.offset),
-          pieces.map((piece) => storableText(piece.text)),
-          pieces.map((piece) => piece.sourceBytes),
-          pieces.map((piece) => piece.truncated),
-          pieces.map((piece) => piece.text.length),
-          signalChannel('output'),
-        ],
-      ),
+       SELECT ${held} AS held, ARRAY(SELECT id::text FROM grown) AS ids`,
+      [
+        pieces.map((piece) => piece.runId),
+        pieces.map((piece) => piece.offset),
+        pieces.map((piece) => storableText(piece.text)),
+        pieces.map((piece) => piece.sourceBytes),
+        pieces.map((piece) => piece.truncated),
+        pieces.map((piece) => piece.text.length),
+        signalChannel('output'),
+      ],
     );
-    return new Set(rows.map((row) => row.id));
+    return new Set(ids);
   }
 
   /** A run's whole kept output (at most OUTPUT_LIMIT and the mark). */

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { Change, ChangeFeed } from '../db/changes.ts';
+import { channelOf, type Change, type ChangeFeed } from '../db/changes.ts';
 import type { Queryable } from '../db/sql.ts';
 import { storableText } from '../db/text.ts';
 import { AtCapacityError, ConflictError, NotFoundError } from '../errors.ts';
@@ -8,7 +8,7 @@ import type { Actor } from './audit.ts';
 import { isUuid } from './ids.ts';
 import type { Mutate, Tx } from './mutation.ts';
 import { readCap, type EffectiveCap } from './settings.ts';
-import { fencedWrite, type Fence } from './leases.ts';
+import { fencedStatement, fencedWrite, type Fence } from './leases.ts';
 import {
   ACTIVE_RUN_STATUSES,
   DESIRED_STATES,
@@ -482,31 +482,39 @@ export class WorkspaceStore {
    * is seen running and none is open, and closes the open one when it is seen in any other state. A
    * status that changed is announced (kind `status`): NOTIFYed to every replica (their proxies'
    * caches and panels) and published in this process. The message (often the engine's own words) is
-   * kept as storableText makes it.
+   * kept as storableText makes it. A leader's fence is checked in the same statement
+   * (fencedStatement): one round trip instead of a transaction's four.
    */
   async writeStatus(id: string, status: WorkspaceStatus): Promise<void> {
-    const rows = await fencedWrite(this.db, this.fence, async (db) => {
-      const updated = await IDS.all(
-        db,
-        `WITH updated AS (
+    const changed = await fencedStatement(
+      this.db,
+      this.fence,
+      ({ fence, held }) =>
+        `WITH ${fence} updated AS (
          UPDATE workspaces SET
            last_transition_at = CASE WHEN observed_state IS DISTINCT FROM $2 THEN now() ELSE last_transition_at END,
            observed_state = $2, observed_generation = $3, status_message = $4, editor_endpoint = $5, node = coalesce($6, node)
          WHERE id = $1 AND (observed_state, observed_generation, status_message, editor_endpoint, node) IS DISTINCT FROM ($2, $3::bigint, $4, $5, coalesce($6, node))
-         RETURNING id, observed_state
+           AND ${held}
+         RETURNING id, observed_state, pg_notify($7, id::text)
        ), opened AS (
          INSERT INTO workspace_uptime (workspace_id) SELECT id FROM updated WHERE observed_state = 'running'
          ON CONFLICT (workspace_id) WHERE ended_at IS NULL DO NOTHING
        ), closed AS (
          UPDATE workspace_uptime SET ended_at = now() WHERE ended_at IS NULL AND workspace_id IN (SELECT id FROM updated WHERE observed_state <> 'running')
        )
-       SELECT id FROM updated`,
-        [id, status.observedState, status.observedGeneration, storableText(status.statusMessage), status.editorEndpoint ?? null, status.node ?? null],
-      );
-      if (updated.length > 0) await this.changes.notify(db, { kind: 'status', id });
-      return updated;
-    });
-    if (rows.length > 0) this.changes.publish({ kind: 'status', id });
+       SELECT ${held} AS held, ARRAY(SELECT id::text FROM updated) AS ids`,
+      [
+        id,
+        status.observedState,
+        status.observedGeneration,
+        storableText(status.statusMessage),
+        status.editorEndpoint ?? null,
+        status.node ?? null,
+        channelOf('status'),
+      ],
+    );
+    if (changed.length > 0) this.changes.publish({ kind: 'status', id });
   }
 
   /** Takes volumes the controller removed off a workspace's retired list (the workspace controller's write). */

@@ -97,6 +97,90 @@ describe('the fence', () => {
     expect([after.status.observedState, after.spec.desiredState]).toEqual(['running', 'running']);
   });
 
+  /** A store writing under `fence`, and a workspace of it with a run (as the store writes one; nothing converges on it here). */
+  async function fencedStore(fence: Fence) {
+    const store = createStore({
+      db: db.dataSource,
+      changes: new ChangeFeed(),
+      environmentCap: 10,
+      allowlistFile: AllowlistFile.in(mkdtempSync(path.join(os.tmpdir(), 'cp-lease-'))),
+      fence,
+    });
+    const { workspace } = await store.users.create({ email: `fenced-${Math.random().toString(36).slice(2)}@school.test` });
+    const [run] = (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'running', 'running') RETURNING id", [
+      workspace.id,
+    ])) as { id: string }[];
+    return { store, workspaceId: workspace.id, runId: run!.id };
+  }
+  const status = (observedState: 'running' | 'stopped') => ({ observedState, observedGeneration: 1, statusMessage: '', editorEndpoint: null });
+  const piece = (runId: string, offset: number, text: string) => ({ runId, offset, text, sourceBytes: offset + text.length, truncated: false });
+  /** The backends waiting on a lock that backend `pid` holds. */
+  const waitingOn = async (pid: number) =>
+    ((await db.dataSource.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])) as unknown[]).length;
+
+  it("writes a run's output under the fence in its one statement, and refuses it once another leads, keeping nothing", async () => {
+    await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
+    const fence = fenceOf('a', 1);
+    const { store, runId } = await fencedStore(fence);
+    expect(await store.runs.appendOutput([piece(runId, 0, 'tick 1\n')])).toEqual(new Set([runId]));
+    await expire();
+    await leases.acquire(RECONCILER_LEASE, 'b', MINUTE);
+    await expect(store.runs.appendOutput([piece(runId, 7, 'tick 2\n')])).rejects.toBeInstanceOf(FencedOutError);
+    expect(fence.wasRefused).toBe(true);
+    expect(await store.runs.outputText(runId)).toBe('tick 1\n');
+  });
+
+  it('refuses a one-statement write that waited on the lease row for a takeover, once the takeover commits', async () => {
+    await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
+    const fence = fenceOf('a', 1);
+    const { store, workspaceId } = await fencedStore(fence);
+    const runner = db.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      // Another takes the lease and has not committed yet: the write's check waits for it.
+      await runner.startTransaction();
+      await runner.query("UPDATE leader_lease SET holder = 'b', term = term + 1 WHERE name = $1", [RECONCILER_LEASE]);
+      const pid = ((await runner.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[])[0]!.pid;
+      const write = store.workspaces.writeStatus(workspaceId, status('running')).then(
+        () => 'made',
+        (error: unknown) => (error instanceof FencedOutError ? 'refused' : error),
+      );
+      await eventually('the write to wait on the takeover', async () => (await waitingOn(pid)) > 0);
+      await runner.commitTransaction();
+      expect(await write).toBe('refused');
+    } finally {
+      await runner.release();
+    }
+    expect((await store.workspaces.get(workspaceId))?.status.observedState).not.toBe('running');
+  });
+
+  it('holds the lease row while a one-statement write commits: a takeover waits for it, and the write is made', async () => {
+    await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
+    await expire();
+    const { store, workspaceId } = await fencedStore(fenceOf('a', 1));
+    const runner = db.dataSource.createQueryRunner();
+    await runner.connect();
+    let takeover: Promise<unknown> | undefined;
+    try {
+      // The workspace's row locked elsewhere: the write checks its fence, then waits for the row.
+      await runner.startTransaction();
+      await runner.query('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [workspaceId]);
+      const locker = ((await runner.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[])[0]!.pid;
+      const write = store.workspaces.writeStatus(workspaceId, status('running'));
+      await eventually('the write to wait on the row', async () => (await waitingOn(locker)) > 0);
+      const writer = ((await db.dataSource.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [locker])) as { pid: number }[])[0]!
+        .pid;
+      takeover = leases.acquire(RECONCILER_LEASE, 'b', MINUTE);
+      await eventually('the takeover to wait on the write', async () => (await waitingOn(writer)) > 0);
+      await runner.commitTransaction();
+      await write;
+    } finally {
+      await runner.release();
+    }
+    expect((await store.workspaces.get(workspaceId))?.status.observedState).toBe('running');
+    expect(await takeover).toEqual(expect.objectContaining({ holder: 'b', term: 2 }));
+  });
+
   it("counts the leader's finds per term: a new leader starts from zero, and an old one's late count is refused", async () => {
     await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
     const first = new LeaderCounterStore(db.dataSource, fenceOf('a', 1));
