@@ -14,7 +14,7 @@ export const RETRY_AFTER_FAILURE_MS = 15 * 60_000;
 export const OPENING_WAIT_MS = 10 * 60_000;
 
 export interface BackupScheduleOptions {
-  store: { workspaces: Pick<Store['workspaces'], 'list'>; scheduledBackups: Store['scheduledBackups'] };
+  store: { workspaces: Pick<Store['workspaces'], 'list'>; runs: Pick<Store['runs'], 'startingCount'>; scheduledBackups: Store['scheduledBackups'] };
   backups: Pick<Backups, 'create' | 'remove'>;
   runtime: Pick<RuntimeVolumes, 'listVolumes'> & Pick<RuntimeEnvironment, 'reachability'>;
   metrics: Metrics;
@@ -38,8 +38,9 @@ export interface BackupScheduleOptions {
  * file changing while it is read: the workspace runs) is logged and that home tried again
  * RETRY_AFTER_FAILURE_MS later. A backup counts from when it began: activity while it was being
  * read makes the next one due. A pass backs up nothing while a workspace is starting (wanted running,
- * its editor not up yet): a class opening at once has the machine's CPU and engine to itself, for up
- * to OPENING_WAIT_MS (homes made at a class's first start are all due a minute later, and a home is
+ * its editor not up yet) or a run is (compiling and booting: queued): a class opening at once, then
+ * pressing Run within the minute, has the machine's CPU and engine to itself, for up to
+ * OPENING_WAIT_MS (homes made at a class's first start are all due a minute later, and a home is
  * due again one interval after, which is the next class's start). Stopping gives up the backup under way. Counts `scheduled_backups_total{outcome}` and
  * `scheduled_backups_pruned_total`.
  */
@@ -82,13 +83,14 @@ export class BackupSchedule {
     const done: string[] = [];
     const { signal } = this.abort;
     const workspaces = await store.workspaces.list();
-    const starting = workspaces.filter(
-      (workspace) =>
-        workspace.spec.desiredState === 'running' && (workspace.status.observedState === 'starting' || workspace.status.observedState === 'stopped'),
-    ).length;
+    const starting =
+      workspaces.filter(
+        (workspace) =>
+          workspace.spec.desiredState === 'running' && (workspace.status.observedState === 'starting' || workspace.status.observedState === 'stopped'),
+      ).length + (await store.runs.startingCount());
     if (starting === 0) this.waitingSince = undefined;
     else if (now - (this.waitingSince ??= now) < OPENING_WAIT_MS) {
-      log.debug({ starting }, 'scheduled backups wait: workspaces are starting');
+      log.debug({ starting }, 'scheduled backups wait: workspaces or runs are starting');
       return done;
     }
     for (const workspace of workspaces) {

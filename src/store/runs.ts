@@ -167,6 +167,7 @@ const toRun = (row: RowOf<typeof RUN_SCHEMA>): RunRecord => ({
 const RUNS = rowCodec('runs', RUN_SCHEMA, toRun);
 const COLUMNS = RUNS.columns;
 const IDS = RUNS.pick('id');
+const COUNT = rowCodec('runs', { n: col.bigint });
 
 /** A workspace's active run (queued or running: the query's condition, which its codec holds it to). */
 const ACTIVE_RUNS = rowCodec('runs', { id: col.text, status: col.oneOf(ACTIVE_RUN_STATUSES), sim_endpoint: col.nullable(col.text) }, (row): ActiveRun => ({
@@ -265,6 +266,11 @@ export class RunStore {
         ? await IDS.all(this.db, `SELECT id FROM runs WHERE ${ACTIVE}`)
         : await IDS.all(this.db, `SELECT id FROM runs WHERE workspace_id = $1 AND ${ACTIVE}`, [workspaceId]);
     return rows.map((row) => row.id);
+  }
+
+  /** How many runs are compiling and booting (queued: not ready yet), every workspace's. */
+  async startingCount(): Promise<number> {
+    return (await COUNT.one(this.db, "SELECT count(*) AS n FROM runs WHERE status = 'queued'")).n;
   }
 
   /**

@@ -4,8 +4,8 @@
  * interval nor while nobody used it since, again after it was used; keep the newest BACKUP_KEEP of
  * the schedule's own and remove older ones (file and manifest), never an operator's backup; a
  * failed backup is tried again after RETRY_AFTER_FAILURE_MS, not at every pass; a workspace that
- * never had a home is not backed up; nothing is backed up while a workspace is starting, for up to
- * OPENING_WAIT_MS.
+ * never had a home is not backed up; nothing is backed up while a workspace or a run is starting,
+ * for up to OPENING_WAIT_MS.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -132,6 +132,7 @@ it('backs up nothing while a workspace is starting (a class opening), for up to 
   const opening = new BackupSchedule({
     store: {
       workspaces: { list: async () => (await harness.store.workspaces.list()).map(bobStarting) },
+      runs: harness.store.runs,
       scheduledBackups: harness.store.scheduledBackups,
     },
     backups,
@@ -149,6 +150,20 @@ it('backs up nothing while a workspace is starting (a class opening), for up to 
   // Nobody starting: due homes are backed up at the next pass.
   await adaWorked();
   expect(await schedule().pass(Date.now() + 40 * HOUR)).toEqual([ada.workspace.slug]);
+}, 60_000);
+
+it('backs up nothing while a run is compiling and booting (a class pressing Run), and the due homes once it is ready', async () => {
+  // Ada pressed Run: her run is queued (as the store writes one; nothing converges on it here).
+  const [run] = (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'queued', 'running') RETURNING id", [
+    ada.workspace.id,
+  ])) as { id: string }[];
+  await adaWorked();
+  const passes = schedule();
+  const at = Date.now() + 60 * HOUR;
+  expect(await passes.pass(at)).toEqual([]);
+  await db.dataSource.query("UPDATE runs SET status = 'running', ready_at = now() WHERE id = $1", [run!.id]);
+  expect(await passes.pass(at + 60_000)).toEqual([ada.workspace.slug]);
+  await db.dataSource.query("UPDATE runs SET status = 'stopped', desired_state = 'stopped', ended_at = now() WHERE id = $1", [run!.id]);
 }, 60_000);
 
 async function scheduledOf(student: Student): Promise<{ name: string }[]> {
