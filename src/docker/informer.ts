@@ -18,7 +18,7 @@
  * Every refresh takes a ticket when it begins; an entry is replaced only by a refresh that began
  * after the one it holds, so a slow answer never overwrites a newer one.
  */
-import type { EngineReachability } from './reachability.ts';
+import type { Reachability } from './reachability.ts';
 import {
   ROLE_METHODS,
   type CodeContainerSpec,
@@ -108,7 +108,7 @@ export class InformedRuntime extends passing(PASSED) implements WorkspaceRuntime
   }
 
   /** The inner engine's (calls are made through it). */
-  get reachability(): EngineReachability | undefined {
+  get reachability(): Reachability | undefined {
     return this.inner.reachability;
   }
 

@@ -28,12 +28,12 @@ export class EngineUnreachableError extends Error {
   /** What to do about it, for the line that says it (the server's log line, the CLI's failure line): see whatToDo. */
   readonly remedy: string;
 
-  constructor(address: string, cause: Error & { code: string }) {
+  constructor(address: string, cause: Error & { code: string }, remedy = whatToDo(cause.code)) {
     super(`Docker Engine cannot be reached at ${address} (${cause.message})`, { cause });
     this.name = 'EngineUnreachableError';
     this.address = address;
     this.code = cause.code;
-    this.remedy = whatToDo(cause.code);
+    this.remedy = remedy;
   }
 }
 
@@ -59,7 +59,7 @@ export function isConnectionFailure(error: unknown): error is Error & { code: st
  * it covers (debug at most) and retry with their own backoff. Nothing is said while nothing is
  * attached: a down engine is said once something that needs it runs.
  */
-export class EngineReachability {
+export class EngineReachability implements Reachability {
   /** Where the engine is looked for (DOCKER_HOST's spelling), as the client knows it when a call failed (`failure`). */
   readonly address: (failure?: Error) => string;
   /** The outage now: since when, its first error, its failed calls, whether it was said. */
@@ -68,8 +68,17 @@ export class EngineReachability {
   /** The errors this reachability made (see covers). */
   private readonly made = new WeakSet<EngineUnreachableError>();
 
-  constructor(address: (failure?: Error) => string) {
+  /** What to do, when it is not the one engine's usual (whatToDo): a swarm's. */
+  private readonly remedy: string | undefined;
+
+  constructor(address: (failure?: Error) => string, remedy?: string) {
     this.address = address;
+    this.remedy = remedy;
+  }
+
+  /** Whether calls are failing to reach it now (an outage under way). */
+  get away(): boolean {
+    return this.outage !== undefined;
   }
 
   /** Records a call that got an answer (whatever its status): after an outage that was said, says the engine is back. */
@@ -87,7 +96,7 @@ export class EngineReachability {
 
   /** Records a call that could not reach the engine and answers the error to throw in its place; the first of an outage is said. */
   failed(cause: Error & { code: string }): EngineUnreachableError {
-    const error = new EngineUnreachableError(this.address(cause), cause);
+    const error = new EngineUnreachableError(this.address(cause), cause, this.remedy);
     this.made.add(error);
     this.outage ??= { since: Date.now(), error, failedCalls: 0, said: false };
     this.outage.failedCalls++;
@@ -125,10 +134,48 @@ export class EngineReachability {
   }
 }
 
+/** What the loops ask of a runtime's reachability: to say its outages through a logger, and whether an error is one it said. */
+export interface Reachability {
+  /** Says the transitions through `log` from now on; answers the detach. */
+  attach(log: Logger): () => void;
+  /** Whether `error` is an EngineUnreachableError said here, so the loop that met it stays quiet. */
+  covers(error: unknown): error is EngineUnreachableError;
+}
+
+/**
+ * A swarm's: whether any of its engines answers as a manager (`swarm`, fed by the swarm runtime's
+ * calls to a manager), said once through the logger attached, with the engines' addresses. While
+ * none does, what failed on a node's own engine is covered too (every node is away, not one): the
+ * loops stay quiet and give up their pass, as on one engine. One node away while a manager answers
+ * is not an outage of the swarm: the node check says what it means for its workspaces, and a loop
+ * that meets it says so as before (and goes on with the other nodes' workspaces).
+ */
+export class SwarmReachability implements Reachability {
+  /** The swarm's managers, as one engine: failed when no engine answers, answered when a manager does. */
+  readonly swarm: EngineReachability;
+  private readonly nodes: readonly EngineReachability[];
+
+  constructor(addresses: readonly string[], nodes: readonly EngineReachability[]) {
+    this.swarm = new EngineReachability(() => `SWARM_ENGINES (${addresses.join(', ')})`, SWARM_REMEDY);
+    this.nodes = nodes;
+  }
+
+  attach(log: Logger): () => void {
+    return this.swarm.attach(log);
+  }
+
+  covers(error: unknown): error is EngineUnreachableError {
+    return this.swarm.covers(error) || (this.swarm.away && this.nodes.some((node) => node.covers(error)));
+  }
+}
+
+/** What to do when no engine of a swarm answers. */
+const SWARM_REMEDY = "start the swarm's engines, or set SWARM_ENGINES to where they listen";
+
 /**
  * Whether `error` is the engine of `runtime` found unreachable, which its EngineReachability says
  * once: the loop that met it stays quiet (a debug line at most) and retries as it would anyway.
  */
-export function engineAway(runtime: { readonly reachability?: EngineReachability }, error: unknown): boolean {
+export function engineAway(runtime: { readonly reachability?: Reachability }, error: unknown): boolean {
   return runtime.reachability?.covers(error) === true;
 }

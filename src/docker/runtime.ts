@@ -5,10 +5,10 @@
 
 import type { Readable } from 'node:stream';
 import type { FirewallOutcome } from './firewall.ts';
-import type { EngineReachability } from './reachability.ts';
+import type { Reachability } from './reachability.ts';
 
 // What the loops ask of an engine's reachability, from the runtime's own module (the one outside src/docker may import).
-export { engineAway, EngineUnreachableError, type EngineReachability } from './reachability.ts';
+export { engineAway, EngineUnreachableError, type Reachability } from './reachability.ts';
 
 /** The marker label on every object the control plane manages. */
 export const MANAGED_LABEL = 'service.managed';
@@ -491,11 +491,11 @@ export interface RuntimeStats {
 /** What workspaces need around them on the engine: that it answers, the workspace network, the image. A role of WorkspaceRuntime. */
 export interface RuntimeEnvironment {
   /**
-   * One engine's: whether it answers, which says when it cannot be reached and when it is back
-   * (its calls then fail with an EngineUnreachableError it covers, and the loops stay quiet). None
-   * on a swarm, whose engines are its nodes (the node check's).
+   * Whether its engines answer, which says when one cannot be reached and when it is back (its
+   * calls then fail with an EngineUnreachableError it covers, and the loops stay quiet): one engine's
+   * (EngineReachability), or a swarm's, said when no engine of it answers (SwarmReachability).
    */
-  readonly reachability?: EngineReachability;
+  readonly reachability?: Reachability;
   /**
    * Makes sure the workspace network exists: created as a bridge on which containers cannot reach
    * each other (inter-container traffic off) when missing. Answers whether containers on it are

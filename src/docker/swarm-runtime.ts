@@ -29,6 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { NotFoundError } from '../errors.ts';
 import { CALL_TIMEOUT_MS, CONTROL_PLANE_LABEL, DockerRuntime, bothScopes, engineClient, scopedClient, statusOf, tolerate } from './docker-runtime.ts';
+import { isConnectionFailure, SwarmReachability } from './reachability.ts';
 import * as placement from './placement.ts';
 import type { Claim, PlacedService, PlacementNode } from './placement.ts';
 import {
@@ -127,6 +128,8 @@ export class SwarmRuntime implements WorkspaceRuntime {
   private readonly reservation: { memoryBytes: number; nanoCpus: number };
   /** Set on a copy made by scoped: what bounds every engine call of that copy. */
   private scope: EngineScope | undefined;
+  /** Whether a manager answers: said once when no engine does, and again when one is back (see SwarmReachability). */
+  readonly reachability: SwarmReachability;
   /** Each engine's swarm node id, once it has said. */
   private readonly nodeOfEngine = new Map<Engine, string>();
   /** The engine of a manager, once found (forgotten when it stops answering). */
@@ -146,11 +149,19 @@ export class SwarmRuntime implements WorkspaceRuntime {
     if (options.engines.length === 0) throw new Error('a swarm runtime needs at least one engine (SWARM_ENGINES)');
     this.controlPlaneId = options.controlPlaneId;
     this.reservation = options.reservation;
-    this.engines = options.engines.map((engine) => ({
-      name: 'socketPath' in engine && engine.socketPath ? `unix://${engine.socketPath}` : `tcp://${engine.host}:${engine.port}`,
-      docker: engineClient({ ...engine, timeout: CALL_TIMEOUT_MS }),
-      runtime: new DockerRuntime({ controlPlaneId: options.controlPlaneId, docker: engine }),
-    }));
+    this.engines = options.engines.map((engine) => {
+      const runtime = new DockerRuntime({ controlPlaneId: options.controlPlaneId, docker: engine });
+      return {
+        name: 'socketPath' in engine && engine.socketPath ? `unix://${engine.socketPath}` : `tcp://${engine.host}:${engine.port}`,
+        // Its calls report to the node's own reachability, as the node's runtime's do.
+        docker: engineClient({ ...engine, timeout: CALL_TIMEOUT_MS }, runtime.reachability),
+        runtime,
+      };
+    });
+    this.reachability = new SwarmReachability(
+      this.engines.map((engine) => engine.name),
+      this.engines.map((engine) => engine.runtime.reachability),
+    );
   }
 
   scoped(scope: EngineScope): WorkspaceRuntime {
@@ -172,22 +183,29 @@ export class SwarmRuntime implements WorkspaceRuntime {
   /** Runs a call on a manager's engine; a manager that does not answer is forgotten (the next call looks for another). */
   private async manager<T>(call: (docker: Docker) => Promise<T>): Promise<T> {
     if (!this.managerEngine) {
+      const away: unknown[] = [];
       for (const engine of this.engines) {
         const info = (await this.client(engine)
           .info()
-          .catch(() => undefined)) as { Swarm?: { NodeID?: string; ControlAvailable?: boolean } } | undefined;
+          .catch((error: unknown) => void away.push(error))) as { Swarm?: { NodeID?: string; ControlAvailable?: boolean } } | undefined;
         if (info?.Swarm?.NodeID) this.nodeOfEngine.set(engine, info.Swarm.NodeID);
         if (info?.Swarm?.ControlAvailable) {
           this.managerEngine = engine;
           break;
         }
       }
+      // No engine reached at all: the swarm's outage, which its reachability says once.
+      const cause = (away[0] as Error | undefined)?.cause ?? away[0];
+      if (!this.managerEngine && away.length === this.engines.length && isConnectionFailure(cause)) throw this.reachability.swarm.failed(cause);
       if (!this.managerEngine) throw new Error(`no swarm manager answers among SWARM_ENGINES (${this.engines.map((engine) => engine.name).join(', ')})`);
     }
     const engine = this.managerEngine;
     try {
-      return await call(this.client(engine));
+      const answer = await call(this.client(engine));
+      this.reachability.swarm.answered();
+      return answer;
     } catch (error) {
+      if (statusOf(error) !== undefined) this.reachability.swarm.answered();
       // Not an answer of the engine (connection refused, reset, timed out): look for another manager next time.
       if (statusOf(error) === undefined) this.managerEngine = undefined;
       // A node that is no longer a manager answers 503.

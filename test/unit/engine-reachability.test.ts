@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DockerRuntime, engineAddress, engineClient } from '../../src/docker/docker-runtime.ts';
 import { engineAway, EngineReachability, EngineUnreachableError, isConnectionFailure } from '../../src/docker/reachability.ts';
+import { SwarmRuntime } from '../../src/docker/swarm-runtime.ts';
 import { categoryLogger, createRootLogger, type Logger } from '../../src/log.ts';
 
 /** A logger of `control.<subsystem>` and the records it wrote. */
@@ -194,6 +195,69 @@ describe("the engine's client reports every call", () => {
       .catch((error: unknown) => error);
     expect(failure).not.toBeInstanceOf(EngineUnreachableError);
     expect(failure).toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe("a swarm's engines (SwarmReachability)", () => {
+  const servers: http.Server[] = [];
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+
+  /** The first engine found away by a node's events stream (each node's engine is watched). */
+  const streamError = (runtime: SwarmRuntime) =>
+    new Promise<Error>((resolve) => {
+      const watch = runtime.watch({
+        onEvent: () => undefined,
+        onConnect: () => undefined,
+        onDisconnect: (error) => {
+          if (!(error instanceof EngineUnreachableError)) return;
+          watch.close();
+          resolve(error);
+        },
+      });
+    });
+
+  it('says once that no engine of the swarm answers, covering what failed on its nodes meanwhile; says it back once a manager answers; one node away is not covered', async () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'cp-reach-'));
+    const sockets = ['one', 'two'].map((name) => path.join(folder, `${name}.sock`));
+    const runtime = new SwarmRuntime({
+      controlPlaneId: 'reach',
+      engines: sockets.map((socketPath) => ({ socketPath })),
+      reservation: { memoryBytes: 1, nanoCpus: 0 },
+    });
+    const { log, records } = capture();
+    runtime.reachability.attach(log);
+    for (let call = 0; call < 3; call++) expect(engineAway(runtime, await runtime.nodes().catch((error: unknown) => error))).toBe(true);
+    const scoped = runtime.scoped({ signal: new AbortController().signal });
+    expect(engineAway(scoped, await scoped.listVolumes().catch((error: unknown) => error))).toBe(true);
+    // Every node away: a node's lost stream is the same outage.
+    expect(engineAway(runtime, await streamError(runtime))).toBe(true);
+    // Another engine's outage is not the swarm's.
+    const other = new DockerRuntime({ controlPlaneId: 'reach', docker: { socketPath: path.join(folder, 'other.sock') } });
+    expect(engineAway(runtime, await other.listContainers().catch((error: unknown) => error))).toBe(false);
+    expect(records.map((record) => [record.level, record.message])).toEqual([
+      [
+        'error',
+        expect.stringMatching(
+          /^Docker Engine cannot be reached at SWARM_ENGINES \(unix:\/\/.*one\.sock, unix:\/\/.*two\.sock\) .*: start the swarm's engines, or set SWARM_ENGINES/,
+        ),
+      ],
+    ]);
+
+    // The first engine answers as a manager (of a swarm with nothing on it yet); the second is still away.
+    const server = http.createServer((request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(request.url?.endsWith('/info') ? JSON.stringify({ Swarm: { NodeID: 'n1', ControlAvailable: true } }) : '[]');
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(sockets[0], resolve));
+    expect(await runtime.nodes()).toEqual([]);
+    expect(records.at(-1)).toMatchObject({ level: 'info', message: expect.stringContaining('reachable again at SWARM_ENGINES') });
+    // One node away while a manager answers: not the swarm's outage (the node check's, and said where it is met).
+    const nodeAway = await streamError(runtime);
+    expect(nodeAway).toMatchObject({ address: `unix://${sockets[1]}` });
+    expect(engineAway(runtime, nodeAway)).toBe(false);
   });
 });
 
