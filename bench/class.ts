@@ -618,7 +618,11 @@ function report(figures: Record<Side, Figures>): void {
   const failures = figures.managed.failures.length + figures.docker.failures.length;
   console.log('');
   console.log(`p95 open → editor usable: ${open.toFixed(2)}× Docker's (target ≤ ${TARGET_RATIO}×: ${verdict(open <= TARGET_RATIO)})`);
-  console.log(`p95 open → workbench in Chromium: ${browserOpen.toFixed(2)}× (target ≤ ${TARGET_RATIO}×: ${verdict(browserOpen <= TARGET_RATIO)})`);
+  console.log(
+    Number.isNaN(browserOpen)
+      ? 'p95 open → workbench in Chromium: not measured (SAMPLE=0: no student in Chromium)'
+      : `p95 open → workbench in Chromium: ${browserOpen.toFixed(2)}× (target ≤ ${TARGET_RATIO}×: ${verdict(browserOpen <= TARGET_RATIO)})`,
+  );
   console.log(`p95 Run → first output line: ${firstLine.toFixed(2)}× (target ≤ ${TARGET_RATIO}×: ${verdict(firstLine <= TARGET_RATIO)})`);
   console.log(`nothing failing: ${verdict(failures === 0)} (${failures})`);
   console.log(
