@@ -70,9 +70,8 @@ describe('the lease', () => {
 });
 
 describe('the fence', () => {
-  it("lets the leader's writes through, and refuses them once another leads under a later term, changing nothing", async () => {
-    await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
-    const fence = fenceOf('a', 1);
+  /** A store writing under `fence`, and a workspace of it. */
+  async function fencedStore(fence: Fence) {
     const store = createStore({
       db: db.dataSource,
       changes: new ChangeFeed(),
@@ -80,7 +79,22 @@ describe('the fence', () => {
       allowlistFile: AllowlistFile.in(mkdtempSync(path.join(os.tmpdir(), 'cp-lease-'))),
       fence,
     });
-    const { workspace } = await store.users.create({ email: 'fenced@school.test' });
+    const { workspace } = await store.users.create({ email: `fenced-${Math.random().toString(36).slice(2)}@school.test` });
+    return { store, workspaceId: workspace.id };
+  }
+  /** A running run of the workspace, as the store writes one (nothing converges on it here). */
+  const runOf = async (workspaceId: string) =>
+    (
+      (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'running', 'running') RETURNING id", [workspaceId])) as {
+        id: string;
+      }[]
+    )[0]!.id;
+
+  it("lets the leader's writes through, and refuses them once another leads under a later term, changing nothing", async () => {
+    await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
+    const fence = fenceOf('a', 1);
+    const { store, workspaceId } = await fencedStore(fence);
+    const workspace = { id: workspaceId };
     await store.workspaces.writeStatus(workspace.id, { observedState: 'running', observedGeneration: 1, statusMessage: '', editorEndpoint: null });
     expect((await store.workspaces.get(workspace.id))?.status.observedState).toBe('running');
 
@@ -97,21 +111,6 @@ describe('the fence', () => {
     expect([after.status.observedState, after.spec.desiredState]).toEqual(['running', 'running']);
   });
 
-  /** A store writing under `fence`, and a workspace of it with a run (as the store writes one; nothing converges on it here). */
-  async function fencedStore(fence: Fence) {
-    const store = createStore({
-      db: db.dataSource,
-      changes: new ChangeFeed(),
-      environmentCap: 10,
-      allowlistFile: AllowlistFile.in(mkdtempSync(path.join(os.tmpdir(), 'cp-lease-'))),
-      fence,
-    });
-    const { workspace } = await store.users.create({ email: `fenced-${Math.random().toString(36).slice(2)}@school.test` });
-    const [run] = (await db.dataSource.query("INSERT INTO runs (workspace_id, status, desired_state) VALUES ($1, 'running', 'running') RETURNING id", [
-      workspace.id,
-    ])) as { id: string }[];
-    return { store, workspaceId: workspace.id, runId: run!.id };
-  }
   const status = (observedState: 'running' | 'stopped') => ({ observedState, observedGeneration: 1, statusMessage: '', editorEndpoint: null });
   const piece = (runId: string, offset: number, text: string) => ({ runId, offset, text, sourceBytes: offset + text.length, truncated: false });
   /** The backends waiting on a lock that backend `pid` holds. */
@@ -121,7 +120,8 @@ describe('the fence', () => {
   it("writes a run's output under the fence in its one statement, and refuses it once another leads, keeping nothing", async () => {
     await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
     const fence = fenceOf('a', 1);
-    const { store, runId } = await fencedStore(fence);
+    const { store, workspaceId } = await fencedStore(fence);
+    const runId = await runOf(workspaceId);
     expect(await store.runs.appendOutput([piece(runId, 0, 'tick 1\n')])).toEqual(new Set([runId]));
     await expire();
     await leases.acquire(RECONCILER_LEASE, 'b', MINUTE);
