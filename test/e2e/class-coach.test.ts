@@ -155,10 +155,16 @@ it('teaches a class: a compile error on the Class page, a raised hand on any pag
         // A lesson for everyone: in both running editors' explorers (each tells it once), and in Cy's and the guest's homes.
         const { lesson } = await call<{ lesson: { id: string } }>(coach, 'POST', '/admin/lessons?name=Drive%20Intro', await lessonArchive());
         expect(await call(coach, 'POST', `/admin/lessons/${lesson.id}/handout`, { all: true })).toEqual({ version: 1, students: 4 });
-        // Both at once: a toast waited for after the other editor's could be gone by then.
+        // Both at once: a toast waited for after the other editor's could be gone by then. Each
+        // delivery is a helper container on the engine: on a busy machine it can take a minute or more.
         await Promise.all(
           [adaPage, bobPage].map(async (page) => {
-            await notification(page, 'Your coach handed out Drive Intro: it is in lessons/Drive Intro.').waitFor({ timeout: 60_000 });
+            await notification(page, 'Your coach handed out Drive Intro: it is in lessons/Drive Intro.')
+              .waitFor({ timeout: 120_000 })
+              .catch(async (error: unknown) => {
+                const detail = await call<{ students: unknown[] }>(coach, 'GET', `/admin/lessons/${lesson.id}`).catch((failure: unknown) => failure);
+                throw new Error(`${(error as Error).message}\n--- the lesson's deliveries then: ${JSON.stringify(detail)}`, { cause: error });
+              });
             await page.getByRole('treeitem', { name: 'lessons' }).waitFor({ timeout: 30_000 });
           }),
         );
