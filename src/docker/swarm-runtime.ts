@@ -205,9 +205,9 @@ export class SwarmRuntime implements WorkspaceRuntime {
       this.reachability.swarm.answered();
       return answer;
     } catch (error) {
-      if (statusOf(error) !== undefined) this.reachability.swarm.answered();
       // Not an answer of the engine (connection refused, reset, timed out): look for another manager next time.
       if (statusOf(error) === undefined) this.managerEngine = undefined;
+      else this.reachability.swarm.answered();
       // A node that is no longer a manager answers 503.
       if (statusOf(error) === 503) this.managerEngine = undefined;
       throw error;

@@ -85,6 +85,10 @@ export function assertLeads(fence: Fence): void {
   }
 }
 
+/** The lease row's condition of being `fence`'s (fenceValues, its parameters from `$at` on). */
+const leaseHeld = (at: number) => `name = $${at} AND holder = $${at + 1} AND term = $${at + 2}`;
+const fenceValues = (fence: Fence) => [RECONCILER_LEASE, fence.holder, fence.term];
+
 /**
  * Checks the fence inside a write's transaction: the lease row must still name this holder and
  * term. `FOR SHARE` keeps the row as it is until the transaction ends, so another process cannot
@@ -98,8 +102,8 @@ export async function checkFence(tx: Queryable, fence: Fence): Promise<void> {
   const rows = await (bound.length ? TERMS_BOUNDED : TERMS).all(
     tx,
     `SELECT term${bound.length ? ", set_config('idle_in_transaction_session_timeout', $4, true)" : ''}
-       FROM leader_lease WHERE name = $1 AND holder = $2 AND term = $3 FOR SHARE`,
-    [RECONCILER_LEASE, fence.holder, fence.term, ...bound],
+       FROM leader_lease WHERE ${leaseHeld(1)} FOR SHARE`,
+    [...fenceValues(fence), ...bound],
   );
   if (rows.length === 0) refusedByDatabase(fence);
 }
@@ -147,12 +151,11 @@ export interface FenceParts {
 export async function fencedStatement(db: Queryable, fence: Fence | undefined, write: (parts: FenceParts) => string, values: unknown[]): Promise<string[]> {
   if (!fence) return (await FENCED_IDS.one(db, write({ fence: '', held: 'true' }), values)).ids;
   assertLeads(fence);
-  const at = values.length;
   const parts = {
-    fence: `fence AS MATERIALIZED (SELECT term FROM leader_lease WHERE name = $${at + 1} AND holder = $${at + 2} AND term = $${at + 3} FOR SHARE),`,
+    fence: `fence AS MATERIALIZED (SELECT term FROM leader_lease WHERE ${leaseHeld(values.length + 1)} FOR SHARE),`,
     held: 'EXISTS (SELECT 1 FROM fence)',
   };
-  const row = await FENCED_IDS.one(db, write(parts), [...values, RECONCILER_LEASE, fence.holder, fence.term]);
+  const row = await FENCED_IDS.one(db, write(parts), [...values, ...fenceValues(fence)]);
   if (!row.held) refusedByDatabase(fence);
   return row.ids;
 }

@@ -94,20 +94,19 @@ describe('the fence', () => {
     await leases.acquire(RECONCILER_LEASE, 'a', MINUTE);
     const fence = fenceOf('a', 1);
     const { store, workspaceId } = await fencedStore(fence);
-    const workspace = { id: workspaceId };
-    await store.workspaces.writeStatus(workspace.id, { observedState: 'running', observedGeneration: 1, statusMessage: '', editorEndpoint: null });
-    expect((await store.workspaces.get(workspace.id))?.status.observedState).toBe('running');
+    await store.workspaces.writeStatus(workspaceId, { observedState: 'running', observedGeneration: 1, statusMessage: '', editorEndpoint: null });
+    expect((await store.workspaces.get(workspaceId))?.status.observedState).toBe('running');
 
     await expire();
     await leases.acquire(RECONCILER_LEASE, 'b', MINUTE);
     // An observed-state write and a desired-state mutation (the idle sweep's) are both refused.
     await expect(
-      store.workspaces.writeStatus(workspace.id, { observedState: 'stopped', observedGeneration: 1, statusMessage: '', editorEndpoint: null }),
+      store.workspaces.writeStatus(workspaceId, { observedState: 'stopped', observedGeneration: 1, statusMessage: '', editorEndpoint: null }),
     ).rejects.toBeInstanceOf(FencedOutError);
     await db.dataSource.query("UPDATE workspaces SET last_activity_at = now() - interval '1 day', desired_state = 'running'");
     await expect(store.workspaces.stopIdle(1)).rejects.toThrow(/not the leader any more \(term 1\)/);
     expect(fence.wasRefused).toBe(true);
-    const after = (await store.workspaces.get(workspace.id))!;
+    const after = (await store.workspaces.get(workspaceId))!;
     expect([after.status.observedState, after.spec.desiredState]).toEqual(['running', 'running']);
   });
 
