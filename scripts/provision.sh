@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings up what the test suite needs on this machine, installing from Debian's packages when
 # missing: a PostgreSQL server on 127.0.0.1:${TEST_PG_PORT:-54329} (trust auth, loopback only,
-# durability off: it only holds throwaway test databases), a Docker Engine, Chromium, Docker
+# durability off: it only holds throwaway test databases), a Docker Engine, Chromium (and the shim
+# that keeps it off the host's network changes), Docker
 # Compose, Prometheus and PgBouncer, and openapi-typescript (tools/openapi-typescript); then builds every image the tests use (the test image, the
 # workspace image, the production images of the compose tests), so that no image is built while
 # tests run. Idempotent
@@ -77,6 +78,22 @@ provision_chromium() {
   apt_install chromium
 }
 
+# The library that keeps the tests' Chromium from watching the host's network
+# (test/helpers/no-netlink.c says why), built into TEST_BROWSER_CACHE under the source's hash:
+# test/helpers/browser.ts finds it by the same name.
+provision_browser_shim() {
+  local src="$ROOT/test/helpers/no-netlink.c" dir="${TEST_BROWSER_CACHE:-/var/cache/classroom-test}" out
+  out="$dir/no-netlink-$(hash16 <"$src").so"
+  if [ -f "$out" ]; then return; fi
+  if ! command -v cc >/dev/null 2>&1; then
+    need_root "a C compiler" "Debian packages gcc and libc6-dev"
+    say "installing a C compiler (for the browser tests' shim)"
+    apt_install --no-install-recommends gcc libc6-dev
+  fi
+  mkdir -p "$dir"
+  cc -shared -fPIC -O2 -Wall -Werror -o "$out.tmp.$$" "$src" -ldl && mv "$out.tmp.$$" "$out"
+}
+
 # Docker Compose (test/integration/compose.test.ts: compose.yaml brought up and torn down): the
 # `docker compose` plugin where Docker's own packages are installed, else Debian's docker-compose
 # (1.29, Python): both read compose.yaml.
@@ -140,6 +157,7 @@ start_ms=$(now_ms)
 phase postgres provision_postgres
 phase docker provision_docker
 phase chromium provision_chromium
+phase browser-shim provision_browser_shim
 phase compose provision_compose
 phase prometheus provision_prometheus
 phase pgbouncer provision_pgbouncer

@@ -81,7 +81,7 @@ async function openEditor(page: Page, student: Student): Promise<void> {
   await page.setViewportSize({ width: 1280, height: 800 });
   await signIn(page, student);
   await page.goto(`${app.url}/u/${student.workspace.slug}/?folder=/home/student`, { waitUntil: 'commit' });
-  await waitForWorkbench(page, { timeout: 180_000, more: () => codeServerLog(runtime, student.workspace.id) });
+  await waitForWorkbench(page, { timeout: 240_000, more: () => codeServerLog(runtime, student.workspace.id) });
 }
 
 /** The lesson "Drive Intro" as a coach tars its folder. */
@@ -110,7 +110,6 @@ it('teaches a class: a compile error on the Class page, a raised hand on any pag
         // The coach's Class page.
         await panel.setViewportSize({ width: 1280, height: 800 });
         await signIn(panel, coach);
-        // Loaded again if the host's network changes meanwhile (a blank panel otherwise).
         await gotoAndWait(panel, `${app.url}/panel/class`, rowOf(panel, ada), 'class-coach-panel-failure');
 
         // Ada's code does not compile; she runs it: her row says so.

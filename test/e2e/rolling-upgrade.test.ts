@@ -97,7 +97,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     const openButton = page.getByRole('button', { name: 'Open', exact: true });
     await gotoAndWait(page, `${balancer.url}/u/${ada.workspace.slug}/`, openButton, 'rolling-upgrade-page');
     await openButton.click();
-    await waitForWorkbench(page, { timeout: 120_000 });
+    await waitForWorkbench(page, { timeout: 180_000 });
     const editorBefore = await started(await editorContainer());
 
     // Typed, not saved. (A new window opens the project's README first, the image's editor defaults;

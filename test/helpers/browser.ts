@@ -7,6 +7,8 @@
  * request (HTTP or WebSocket) is aborted in the browser before it is sent, so a test can never send
  * traffic elsewhere.
  */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,12 +40,34 @@ const chromiumArgs = [
 ];
 
 /**
- * Starts headless Chromium. Each launch gets a fresh, empty profile: playwright-core makes a new
- * temporary --user-data-dir (`<tmpdir>/playwright_chromiumdev_profile-*`) and removes it on close
- * (passing --user-data-dir in args is refused by playwright).
+ * The library that keeps Chromium off the host's network changes (test/helpers/no-netlink.c says
+ * why), as scripts/provision.sh builds it: named by its source's hash, in TEST_BROWSER_CACHE.
+ */
+export function noNetlinkLibrary(): string {
+  const hash = createHash('sha256')
+    .update(readFileSync(path.join(PROJECT_ROOT, 'test/helpers/no-netlink.c')))
+    .digest('hex')
+    .slice(0, 16);
+  return path.join(process.env.TEST_BROWSER_CACHE ?? '/var/cache/classroom-test', `no-netlink-${hash}.so`);
+}
+
+/**
+ * Starts headless Chromium, with noNetlinkLibrary preloaded: a Docker network or container made by
+ * another test beside it does not fail what its pages are loading. Each launch gets a fresh, empty
+ * profile: playwright-core makes a new temporary --user-data-dir
+ * (`<tmpdir>/playwright_chromiumdev_profile-*`) and removes it on close (passing --user-data-dir in
+ * args is refused by playwright).
  */
 export async function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, headless: true, timeout: 30_000 });
+  const library = noNetlinkLibrary();
+  if (!existsSync(library)) throw new Error(`${library} is missing: run bash scripts/provision.sh, which builds it`);
+  return chromium.launch({
+    executablePath: chromiumPath,
+    args: chromiumArgs,
+    headless: true,
+    timeout: 30_000,
+    env: { ...process.env, LD_PRELOAD: library },
+  });
 }
 
 /**
@@ -94,9 +118,7 @@ export async function withPage<T>(
     context.setDefaultTimeout(10_000);
     await context.route('**/*', (route: Route) => (isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient')));
     await context.routeWebSocket(notLoopbackWebSocket, (ws: WebSocketRoute) => void ws.close({ code: 1008, reason: 'blocked by the test browser' }));
-    const page = await context.newPage();
-    trackNetworkChanges(page);
-    return await fn(page);
+    return await fn(await context.newPage());
   } finally {
     await context.close();
   }
@@ -205,95 +227,17 @@ export function recordPage(page: Page): { logged: string[]; stop: () => void } {
   return { logged, stop };
 }
 
-/** How Chromium fails the requests in flight when the host's network changes (a Docker network made or removed beside the test). */
-const NETWORK_CHANGED = 'net::ERR_NETWORK_CHANGED';
-
-/** Pages whose current document lost a request to a network change (trackNetworkChanges). */
-const changedSinceLoad = new WeakMap<Page, boolean>();
-
 /**
- * Notes, from now on, whether the page's current document lost a request to a network change: a
- * wait begun after the loss (the page's modules failed while it was navigated to) knows to reload.
- */
-function trackNetworkChanges(page: Page): void {
-  if (changedSinceLoad.has(page)) return;
-  changedSinceLoad.set(page, false);
-  page.on('framenavigated', (frame) => {
-    if (frame === page.mainFrame()) changedSinceLoad.set(page, false);
-  });
-  page.on('requestfailed', (request) => {
-    if (request.failure()?.errorText.startsWith(NETWORK_CHANGED)) changedSinceLoad.set(page, true);
-  });
-}
-
-/**
- * Runs `wait` (a page's heading to show, say) within `timeout`; whenever the host's network changes
- * meanwhile (another test starts a container or makes a Docker network: each gives the host an
- * address, and Chromium then fails what it is fetching with ERR_NETWORK_CHANGED, so a page whose
- * module failed stays blank), it reloads the page, as a person would, and runs `wait` again with
- * the time left. A burst of changes (a suite starting many containers) is outlasted, not counted.
- */
-async function reloadingOnNetworkChange(page: Page, wait: (timeout: number) => Promise<void>, timeout: number): Promise<void> {
-  const deadline = Date.now() + timeout;
-  const left = () => Math.max(1, deadline - Date.now());
-  for (;;) {
-    let onFailed: (request: Request) => void = () => undefined;
-    const changed = new Promise<'changed'>((resolve) => {
-      onFailed = (request) => {
-        if (request.failure()?.errorText.startsWith(NETWORK_CHANGED)) resolve('changed');
-      };
-      // Lost before this wait began (while the page was navigated to).
-      if (changedSinceLoad.get(page)) resolve('changed');
-    });
-    page.on('requestfailed', onFailed);
-    try {
-      const waiting = wait(left()).then(() => 'shown' as const);
-      if ((await Promise.race([waiting, changed])) === 'shown' || Date.now() >= deadline) {
-        await waiting;
-        return;
-      }
-      waiting.catch(() => undefined);
-    } finally {
-      page.off('requestfailed', onFailed);
-    }
-    await loadAgain(page, () => page.reload({ waitUntil: 'commit', timeout: left() }), deadline);
-  }
-}
-
-/**
- * Chromium's answer to a reload asked for while it swaps the page for its network-change error page
- * (the page's frame is being replaced): once that page has loaded, it is there to reload.
- */
-const SWAPPING_PAGE = 'Not attached to an active page';
-
-/** Runs `load` (a navigation of `page`), again while the host's network changes under it, until `deadline`. */
-async function loadAgain(page: Page, load: () => Promise<unknown>, deadline: number): Promise<void> {
-  for (;;) {
-    try {
-      await load();
-      return;
-    } catch (error) {
-      const { message } = error as Error;
-      if (Date.now() >= deadline || !(message.includes(NETWORK_CHANGED) || message.includes(SWAPPING_PAGE))) throw error;
-      // The page being swapped: asked again once the page in its place has loaded.
-      if (message.includes(SWAPPING_PAGE))
-        await page.waitForLoadState('domcontentloaded', { timeout: Math.max(1, deadline - Date.now()) }).catch(() => undefined);
-    }
-  }
-}
-
-/**
- * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say), loading it again when
- * the host's network changes meanwhile (reloadingOnNetworkChange). When it does not show, the error
- * says what the page showed instead, what it logged meanwhile (recordPage), and where its screenshot
- * `<tmpdir>/<name>.png` is: a failure on a busy machine says why.
+ * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say). When it does not
+ * show, the error says what the page showed instead, what it logged meanwhile (recordPage), and
+ * where its screenshot `<tmpdir>/<name>.png` is: a failure on a busy machine says why.
  */
 export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
   const record = recordPage(page);
-  trackNetworkChanges(page);
   try {
-    await loadAgain(page, () => page.goto(url), Date.now() + timeout);
-    await reloadingOnNetworkChange(page, (left) => shown.waitFor({ timeout: left }), timeout);
+    const deadline = Date.now() + timeout;
+    await page.goto(url, { timeout });
+    await shown.waitFor({ timeout: Math.max(1, deadline - Date.now()) });
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);
     await page.screenshot({ path: shot, fullPage: true }).catch(() => undefined);
@@ -311,23 +255,17 @@ export async function gotoAndWait(page: Page, url: string, shown: Locator, name:
 }
 
 /**
- * Waits for the VS Code workbench to render and its explorer to list the starter project
- * (`build.gradle`, at the folder's top), loading the page again when the host's network changes
- * meanwhile (reloadingOnNetworkChange). When it does not, the error says what the window showed
- * (windowEvidence), what the page logged meanwhile (recordPage), and what `more` adds (the editor's own log).
+ * Waits up to `timeout` (150 s unless said) for the VS Code workbench to render and its explorer to
+ * list the starter project (`build.gradle`, at the folder's top). When it does not, the error says
+ * what the window showed (windowEvidence), what the page logged meanwhile (recordPage), and what
+ * `more` adds (the editor's own log).
  */
 export async function waitForWorkbench(page: Page, options: { timeout?: number; more?: () => Promise<string> } = {}): Promise<void> {
   const record = recordPage(page);
   try {
-    await reloadingOnNetworkChange(
-      page,
-      async (left) => {
-        const started = Date.now();
-        await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: left });
-        await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: Math.max(1, left - (Date.now() - started)) });
-      },
-      (options.timeout ?? 90_000) + 60_000,
-    );
+    const deadline = Date.now() + (options.timeout ?? 150_000);
+    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: deadline - Date.now() });
+    await page.getByRole('treeitem', { name: 'build.gradle' }).waitFor({ timeout: Math.max(1, deadline - Date.now()) });
   } catch (error) {
     const more = options.more ? await options.more().catch((failure: unknown) => `(unreadable: ${(failure as Error).message})`) : '';
     throw new Error(

@@ -1,6 +1,7 @@
 /**
  * The headless browser harness (test/helpers/browser.ts) against a tiny loopback page: script,
- * fetch, click, toast, screenshot, and the block on every address but 127.0.0.1.
+ * fetch, click, toast, screenshot, the block on every address but 127.0.0.1, and pages that keep
+ * loading while the Docker Engine makes networks beside them.
  */
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { WebSocketServer } from 'ws';
+import { engineClient } from '../../src/docker/docker-runtime.ts';
 import { blockedErrorText, launchBrowser, withPage } from '../helpers/browser.ts';
 
 const html = `<!doctype html>
@@ -44,6 +46,8 @@ beforeAll(async () => {
     served.push(`${req.method} ${req.url}`);
     if (req.url === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+    } else if (req.url?.startsWith('/slow?')) {
+      setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'), 200);
     } else if (req.url === '/api') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'hello' }));
     } else {
@@ -163,6 +167,49 @@ test("delivers a loopback WebSocket's binary messages in the order they were sen
     wss.close();
   }
 });
+
+// Chromium fails what is waiting for a connection with ERR_NETWORK_CHANGED when the host gains an
+// address, as it does with each Docker network: a page loaded while another test started a
+// workspace stayed blank in CI. launchBrowser preloads test/helpers/no-netlink.c, which keeps
+// Chromium from watching (without it, this failed 73 of the fetches).
+test('loses no request while the Docker Engine makes and removes networks beside the page', async () => {
+  const docker = engineClient();
+  const names = Array.from({ length: 10 }, (_, i) => `harness-netchange-${randomBytes(4).toString('hex')}-${i}`);
+  await withPage(browser, async (page) => {
+    const failed: string[] = [];
+    page.on('requestfailed', (request) => failed.push(`${request.url()} ${request.failure()?.errorText}`));
+    await page.goto(`${baseURL}/`);
+    // 20 fetches at once, more than Chromium's 6 connections to a host: most wait for one.
+    const fetching = page.evaluate(async () => {
+      const outcomes: string[] = [];
+      const global = globalThis as unknown as { stopFetching?: boolean };
+      for (let round = 0; round < 200 && !global.stopFetching; round++) {
+        const batch = Array.from({ length: 20 }, (_, i) =>
+          fetch(`/slow?${round}-${i}`).then(
+            (response) => response.text(),
+            (error: unknown) => `rejected: ${String(error)}`,
+          ),
+        );
+        outcomes.push(...(await Promise.all(batch)));
+      }
+      return outcomes;
+    });
+    try {
+      for (const name of names) {
+        await docker.createNetwork({ Name: name, Driver: 'bridge', Labels: { 'service.test': 'browser-harness' } });
+        await docker.getNetwork(name).remove();
+      }
+    } finally {
+      await page.evaluate(() => {
+        (globalThis as unknown as { stopFetching?: boolean }).stopFetching = true;
+      });
+    }
+    const outcomes = await fetching;
+    expect(outcomes.length).toBeGreaterThan(0);
+    expect(outcomes.filter((outcome) => outcome !== 'ok')).toEqual([]);
+    expect(failed).toEqual([]);
+  });
+}, 60_000);
 
 test('takes a PNG screenshot', async () => {
   const file = path.join(os.tmpdir(), `browser-harness-${randomBytes(6).toString('hex')}.png`);
