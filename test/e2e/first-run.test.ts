@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, withPage } from '../helpers/browser.ts';
+import { doAndWait, launchBrowser, withPage } from '../helpers/browser.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
 const db = useTestDatabase({ truncate: false });
@@ -37,9 +37,15 @@ it('turns whoever completes the printed setup link into the first admin, on the 
     await page.getByLabel('Your name').fill('Grace Hopper');
     await page.getByLabel('Your email').fill('grace@school.test');
     await page.screenshot({ path: path.join(SHOTS, 'setup.png'), fullPage: true });
-    await page.getByRole('button', { name: 'Become the first admin' }).click();
-    await page.waitForURL(`${app.url}/panel/`);
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await doAndWait(
+      page,
+      async () => {
+        await page.getByRole('button', { name: 'Become the first admin' }).click();
+        await page.waitForURL(`${app.url}/panel/`, { timeout: 30_000 });
+      },
+      page.getByRole('heading', { name: 'Overview' }),
+      'first-run-panel-failure',
+    );
     expect(await page.getByText('grace@school.test').first().isVisible()).toBe(true);
     // Back to the link: it is spent.
     await page.goto(url!);

@@ -227,16 +227,22 @@ export function recordPage(page: Page): { logged: string[]; stop: () => void } {
   return { logged, stop };
 }
 
-/**
- * Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say). When it does not
- * show, the error says what the page showed instead, what it logged meanwhile (recordPage), and
- * where its screenshot `<tmpdir>/<name>.png` is: a failure on a busy machine says why.
- */
+/** Goes to `url` and waits up to `timeout` for `shown` (a page's heading, say), as doAndWait does. */
 export async function gotoAndWait(page: Page, url: string, shown: Locator, name: string, timeout = 30_000): Promise<void> {
+  await doAndWait(page, () => page.goto(url, { timeout }), shown, name, timeout);
+}
+
+/**
+ * Does `act` (a navigation: a goto, a click that submits a form) and waits for `shown`, both within
+ * `timeout`. When it does not show, the error says what the page showed instead, what it logged
+ * meanwhile (recordPage), and where its screenshot `<tmpdir>/<name>.png` is: a failure on a busy
+ * machine says why.
+ */
+export async function doAndWait(page: Page, act: () => Promise<unknown>, shown: Locator, name: string, timeout = 30_000): Promise<void> {
   const record = recordPage(page);
   try {
     const deadline = Date.now() + timeout;
-    await page.goto(url, { timeout });
+    await act();
     await shown.waitFor({ timeout: Math.max(1, deadline - Date.now()) });
   } catch (error) {
     const shot = path.join(os.tmpdir(), `${name}.png`);
