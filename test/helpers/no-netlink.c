@@ -5,9 +5,9 @@
  * Why: Chromium watches the host's addresses on a netlink socket (net/base/address_tracker_linux.cc)
  * and, when one is added or removed, fails every request still waiting for a connection with
  * ERR_NETWORK_CHANGED. On a test machine the Docker Engine beside the browser adds a bridge
- * address with every network it makes and a veth with every container, so a page loaded while
- * another test starts a workspace lost its modules and stayed blank (seen in CI; reproduced with
- * 10 networks made beside 20 fetches a step: 73 requests failed). Without the socket, Chromium logs
+ * address with every network it makes, so a page loaded while another test made one lost its
+ * modules and stayed blank (seen in CI; reproduced with 10 networks made beside 20 fetches a step:
+ * 73 requests failed). Without the socket, Chromium logs
  * "Could not create NETLINK socket", takes the network as online and never flushes its
  * connections. A student's browser is on another machine: this is the test rig's, not the product's.
  *
