@@ -14,6 +14,7 @@ import type { Browser } from 'playwright-core';
 import { WebSocketServer } from 'ws';
 import { engineClient } from '../../src/docker/docker-runtime.ts';
 import { blockedErrorText, launchBrowser, withPage } from '../helpers/browser.ts';
+import { eventually } from '../helpers/controllers.ts';
 
 const html = `<!doctype html>
 <html>
@@ -40,14 +41,23 @@ let browser: Browser;
 let server: http.Server;
 let baseURL: string;
 const served: string[] = [];
+/** `/held?…` requests answered only when the test lets them go, while `holding`; at once otherwise. */
+const held: http.ServerResponse[] = [];
+let holding = false;
+const answerOk = (res: http.ServerResponse) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+const letGo = () => {
+  holding = false;
+  for (const res of held.splice(0)) answerOk(res);
+};
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     served.push(`${req.method} ${req.url}`);
     if (req.url === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
-    } else if (req.url?.startsWith('/slow?')) {
-      setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'), 200);
+    } else if (req.url?.startsWith('/held?')) {
+      if (holding) held.push(res);
+      else answerOk(res);
     } else if (req.url === '/api') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'hello' }));
     } else {
@@ -169,9 +179,9 @@ test("delivers a loopback WebSocket's binary messages in the order they were sen
 });
 
 // Chromium fails what is waiting for a connection with ERR_NETWORK_CHANGED when the host gains an
-// address, as it does with each Docker network: a page loaded while another test started a
-// workspace stayed blank in CI. launchBrowser preloads test/helpers/no-netlink.c, which keeps
-// Chromium from watching (without it, this failed 73 of the fetches).
+// address, as it does with each Docker network: a page loaded while another test made one stayed
+// blank in CI. launchBrowser preloads test/helpers/no-netlink.c, which keeps Chromium from watching
+// (without it, about 280 requests failed here).
 test('loses no request while the Docker Engine makes and removes networks beside the page', async () => {
   const docker = engineClient();
   const names = Array.from({ length: 10 }, (_, i) => `harness-netchange-${randomBytes(4).toString('hex')}-${i}`);
@@ -179,30 +189,39 @@ test('loses no request while the Docker Engine makes and removes networks beside
     const failed: string[] = [];
     page.on('requestfailed', (request) => failed.push(`${request.url()} ${request.failure()?.errorText}`));
     await page.goto(`${baseURL}/`);
-    // 20 fetches at once, more than Chromium's 6 connections to a host: most wait for one.
+    // 20 fetches kept outstanding (at most 5,000 in all), more than Chromium's 6 connections to a
+    // host: while the server holds the 6 it has, the other 14 wait in the browser for a connection.
     const fetching = page.evaluate(async () => {
       const outcomes: string[] = [];
       const global = globalThis as unknown as { stopFetching?: boolean };
-      for (let round = 0; round < 200 && !global.stopFetching; round++) {
-        const batch = Array.from({ length: 20 }, (_, i) =>
-          fetch(`/slow?${round}-${i}`).then(
-            (response) => response.text(),
-            (error: unknown) => `rejected: ${String(error)}`,
-          ),
-        );
-        outcomes.push(...(await Promise.all(batch)));
-      }
+      let sent = 0;
+      const lane = async () => {
+        while (!global.stopFetching && sent < 5000) {
+          sent += 1;
+          outcomes.push(
+            await fetch(`/held?${sent}`).then(
+              (response) => response.text(),
+              (error: unknown) => `rejected: ${String(error)}`,
+            ),
+          );
+        }
+      };
+      await Promise.all(Array.from({ length: 20 }, lane));
       return outcomes;
     });
     try {
       for (const name of names) {
+        holding = true;
+        await eventually('the page to have six requests held by the server (and the rest waiting in the browser)', async () => held.length >= 6, 20_000);
         await docker.createNetwork({ Name: name, Driver: 'bridge', Labels: { 'service.test': 'browser-harness' } });
         await docker.getNetwork(name).remove();
+        letGo();
       }
     } finally {
       await page.evaluate(() => {
         (globalThis as unknown as { stopFetching?: boolean }).stopFetching = true;
       });
+      letGo();
     }
     const outcomes = await fetching;
     expect(outcomes.length).toBeGreaterThan(0);
