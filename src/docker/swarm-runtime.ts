@@ -205,11 +205,12 @@ export class SwarmRuntime implements WorkspaceRuntime {
       this.reachability.swarm.answered();
       return answer;
     } catch (error) {
+      const status = statusOf(error);
       // Not an answer of the engine (connection refused, reset, timed out): look for another manager next time.
-      if (statusOf(error) === undefined) this.managerEngine = undefined;
+      if (status === undefined) this.managerEngine = undefined;
       else this.reachability.swarm.answered();
       // A node that is no longer a manager answers 503.
-      if (statusOf(error) === 503) this.managerEngine = undefined;
+      if (status === 503) this.managerEngine = undefined;
       throw error;
     }
   }
