@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole suite as a new machine meets it: removes the project's images and build caches
 # (the test image, the workspace image and its stages, the base and control images, the swarm
-# node and registry images, their cache
-# directories under /var/cache, the test PostgreSQL cluster), clones the committed HEAD into a
-# fresh directory (no node_modules) and runs `bash .ci/run` there, each line stamped with the
+# node and registry images, their cache directories under /var/cache, the test browser's library,
+# the test PostgreSQL cluster), clones the committed HEAD into a fresh directory (no node_modules) and runs `bash .ci/run` there, each line stamped with the
 # seconds since the start. What stays: the machine's Debian packages (PostgreSQL, Docker Engine,
 # Chromium, build tools: a new machine spends about 3 minutes installing them) and npm's download
 # cache (~/.npm). Uncommitted changes are not part of the run. Needs root, as provisioning does.
@@ -32,7 +31,7 @@ if docker info >/dev/null 2>&1; then
     xargs -r docker rmi -f >/dev/null 2>&1 || true
   docker image prune -f >/dev/null
 fi
-rm -rf /var/cache/classroom-workspace /var/cache/classroom-base
+rm -rf /var/cache/classroom-workspace /var/cache/classroom-base "${TEST_BROWSER_CACHE:-/var/cache/classroom-test}"
 if [ -s "$PG_DIR/PG_VERSION" ]; then
   bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
   runuser -u postgres -- "$bin/pg_ctl" -D "$PG_DIR" -m fast -w stop >/dev/null 2>&1 || true
