@@ -164,6 +164,36 @@ fail() {
   die "$* (log: $CACHE/last-failure.log)"
 }
 
+# need_root WHAT HOW: exits saying to run as root, or to install WHAT (HOW) by hand, unless root.
+need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    say "$1 is missing and installing it needs root: run as root, or install it ($2) and start it yourself"
+    exit 1
+  fi
+}
+
+# provision_docker: a Docker Engine that answers: installs it (Debian's docker.io) and starts dockerd
+# (log: DOCKERD_LOG, default /var/log/dockerd.log) when needed.
+provision_docker() {
+  if docker info >/dev/null 2>&1; then return; fi
+  if ! command -v dockerd >/dev/null 2>&1; then
+    need_root "Docker Engine" "Debian package docker.io"
+    say "installing Docker Engine"
+    apt_install docker.io
+  fi
+  if ! pgrep -x dockerd >/dev/null; then
+    need_root "a running Docker Engine" "start dockerd"
+    say "starting dockerd (log: ${DOCKERD_LOG:-/var/log/dockerd.log})"
+    nohup dockerd >"${DOCKERD_LOG:-/var/log/dockerd.log}" 2>&1 &
+  fi
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && return
+    sleep 0.5
+  done
+  say "dockerd did not answer within 30 s; see ${DOCKERD_LOG:-/var/log/dockerd.log}"
+  exit 1
+}
+
 # apt_install PACKAGE...: installs from Debian's packages, quietly (apt's lists updated once).
 APT_UPDATED=0
 apt_install() {

@@ -17,14 +17,6 @@ SCRIPT=provision
 
 PG_PORT="${TEST_PG_PORT:-54329}"
 PG_DIR="${TEST_PG_DIR:-/var/tmp/workspace-control-plane-test-pg}"
-DOCKERD_LOG="${DOCKERD_LOG:-/var/log/dockerd.log}"
-
-need_root() {
-  if [ "$(id -u)" != 0 ]; then
-    say "$1 is missing and installing it needs root: run as root, or install it ($2) and start it yourself"
-    exit 1
-  fi
-}
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
@@ -49,26 +41,6 @@ provision_postgres() {
   # From /: postgres may not enter the caller's directory (a checkout under /root, say).
   (cd / && runuser -u postgres -- "$bin/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w -t 60 start -o \
     "-c listen_addresses=127.0.0.1 -p $PG_PORT -k /tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null)
-}
-
-provision_docker() {
-  if docker info >/dev/null 2>&1; then return; fi
-  if ! command -v dockerd >/dev/null 2>&1; then
-    need_root "Docker Engine" "Debian package docker.io"
-    say "installing Docker Engine"
-    apt_install docker.io
-  fi
-  if ! pgrep -x dockerd >/dev/null; then
-    need_root "a running Docker Engine" "start dockerd"
-    say "starting dockerd (log: $DOCKERD_LOG)"
-    nohup dockerd >"$DOCKERD_LOG" 2>&1 &
-  fi
-  for _ in $(seq 1 60); do
-    docker info >/dev/null 2>&1 && return
-    sleep 0.5
-  done
-  say "dockerd did not answer within 30 s; see $DOCKERD_LOG"
-  exit 1
 }
 
 provision_chromium() {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole suite as a new machine meets it: removes the project's images and build caches
+# Runs the whole suite as a new machine meets it: removes the project's images (starting the Docker
+# Engine first when it is stopped, as its images are still there) and build caches
 # (the test image, the workspace image and its stages, the base and control images, the swarm
 # node and registry images, their cache directories under /var/cache, the test browser's library,
 # the test PostgreSQL cluster), clones the committed HEAD into a fresh directory (no node_modules) and runs `bash .ci/run` there, each line stamped with the
@@ -21,16 +22,16 @@ PG_DIR="${TEST_PG_DIR:-/var/tmp/workspace-control-plane-test-pg}"
 [ "$(id -u)" = 0 ] || die "run as root: the caches are under /var/cache and provisioning installs packages"
 [ -z "$(git -C "$ROOT" status --porcelain)" ] || say "uncommitted changes are left out: the run is of HEAD ($(git -C "$ROOT" rev-parse --short HEAD))"
 
+# A stopped engine still holds its images: start it, so that they are removed too.
+provision_docker
 say "removing the project's images and build caches"
-if docker info >/dev/null 2>&1; then
-  for label in service.test-image-hash service.workspace-image-hash service.control-image-hash service.base-image-hash service.swarm-node-image-hash service.registry-image-hash; do
-    docker images -q --filter "label=$label" | sort -u | xargs -r docker rmi -f >/dev/null 2>&1 || true
-  done
-  docker images --format '{{.Repository}}:{{.Tag}}' |
-    grep -E '^(classroom-workspace-stage|classroom-base/stage|classroom-base/node|classroom-base/postgres|classroom-base/haproxy|classroom-control):' |
-    xargs -r docker rmi -f >/dev/null 2>&1 || true
-  docker image prune -f >/dev/null
-fi
+for label in service.test-image-hash service.workspace-image-hash service.control-image-hash service.base-image-hash service.swarm-node-image-hash service.registry-image-hash; do
+  docker images -q --filter "label=$label" | sort -u | xargs -r docker rmi -f >/dev/null 2>&1 || true
+done
+docker images --format '{{.Repository}}:{{.Tag}}' |
+  grep -E '^(classroom-workspace-stage|classroom-base/stage|classroom-base/node|classroom-base/postgres|classroom-base/haproxy|classroom-control):' |
+  xargs -r docker rmi -f >/dev/null 2>&1 || true
+docker image prune -f >/dev/null
 rm -rf /var/cache/classroom-workspace /var/cache/classroom-base "${TEST_BROWSER_CACHE:-/var/cache/classroom-test}"
 if [ -s "$PG_DIR/PG_VERSION" ]; then
   bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
