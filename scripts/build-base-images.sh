@@ -268,7 +268,8 @@ NODE_DOCKERFILE="${NODE_DOCKERFILE/debian-KEY/debian-$ROOTS_KEY}"
 PG_DOCKERFILE="${PG_DOCKERFILE/postgres-KEY/postgres-$ROOTS_KEY}"
 HAPROXY_DOCKERFILE="${HAPROXY_DOCKERFILE/haproxy-KEY/haproxy-$ROOTS_KEY}"
 NODE_HASH="$({
-  echo "node $ROOTS_KEY $NODE_VERSION npm $NPM_VERSION $NODE_BIN"
+  # The binary by its content (CRC and size), not its path: every clone of the project has its own path.
+  echo "node $ROOTS_KEY $NODE_VERSION npm $NPM_VERSION $(cksum <"$NODE_BIN")"
   printf '%s\n' "$NODE_DOCKERFILE" "$NODE_ENTRYPOINT"
 } | hash16)"
 PG_HASH="$({

@@ -39,7 +39,8 @@ mapfile -t LIBS < <(ldd "$NODE_BIN" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ 
 
 input_hash() {
   {
-    echo "node $("$NODE_BIN" --version) $NODE_BIN"
+    # The binary by its content (CRC and size), not its path: every clone of the project has its own path.
+    echo "node $("$NODE_BIN" --version) $(cksum <"$NODE_BIN")"
     for lib in "${LIBS[@]}"; do echo "lib $lib $(readlink -f "$lib")"; done
     (cd "$FIXTURE" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
     cat "$0" "$ROOT/scripts/lib.sh" | sha256sum | cut -d' ' -f1
