@@ -152,7 +152,7 @@ async function main(): Promise<void> {
     // A raise is limited to 5 per 10 minutes per workspace: the churn's hands come from the first 120 s of each student's cycle only.
     const raises = new Map<number, number>();
 
-    const browser = await launchBrowser();
+    const browser = await launchBrowser({ full: true });
     cleanups.push(() => browser.close());
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     await context.addCookies(browserCookies(cookie, origin));

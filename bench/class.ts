@@ -679,7 +679,7 @@ async function main(): Promise<void> {
     const floorChild = fork(PROBE, [], { execArgv: ['--no-warnings=ExperimentalWarning'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     cleanups.push(() => stopChild(floorChild, false));
     const floor = asker(floorChild);
-    const browser = await launchBrowser();
+    const browser = await launchBrowser({ full: true });
     cleanups.push(() => browser.close());
 
     // Warm-up (not counted): the image's files read once, an editor to its workbench and a run to its first line.

@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     console.log(`load average at the start: ${loadAverage()} (${os.cpus().length} CPUs)`);
     const deployed = await startDeployed({ database: { kind: 'postgres', name: DATABASE }, controlPlaneId, env: ROBOT_WORKSPACE_ENV }, cleanups);
     const run = await startRobotRun(deployed, cleanups);
-    const browser = await launchBrowser();
+    const browser = await launchBrowser({ full: true });
     cleanups.push(() => browser.close());
     const page = await editorOriginPage(browser, deployed, cleanups);
     await page.evaluate(installDriver, driverSetup(run.runId, KEY));

@@ -215,7 +215,7 @@ async function main(): Promise<void> {
       cleanups,
     );
     const run = await startRobotRun(deployed, cleanups);
-    const browser = await launchBrowser();
+    const browser = await launchBrowser({ full: true });
     cleanups.push(() => browser.close());
     const observer = await Nt4Client.connect(`${run.nt4.direct}/nt/bench-ds-disable`);
     cleanups.push(async () => observer.close());

@@ -129,7 +129,7 @@ try {
     const at = pair.indexOf('=');
     return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: '127.0.0.1', path: '/', httpOnly: true, sameSite: 'Lax' as const };
   });
-  browser = await launchBrowser();
+  browser = await launchBrowser({ full: true });
   const signedInPage = async (target = 0) => {
     const context = await browser!.newContext({ viewport: { width: 1280, height: 800 }, serviceWorkers: 'block' });
     await context.addCookies(cookie);

@@ -671,7 +671,7 @@ async function main(): Promise<void> {
     );
 
     // 1. The recording.
-    const browser = await launchBrowser();
+    const browser = await launchBrowser({ full: true });
     cleanups.push(() => browser.close());
     console.log(`\n1. Recording one workbench load through the proxy (Chromium ${browser.version()})`);
     const recording = await recordLoad(browser, origin, students[0]!);

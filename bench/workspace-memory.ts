@@ -184,7 +184,7 @@ async function main(): Promise<void> {
     const sampler = new Sampler(controlPlaneId, deployed.child.pid!);
     cleanups.push(() => sampler.stop());
     await sampler.record('idle');
-    const browser = await launchBrowser();
+    const browser = await launchBrowser({ full: true });
     cleanups.push(() => browser.close());
     let simId = '';
     await withPage(

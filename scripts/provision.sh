@@ -43,11 +43,13 @@ provision_postgres() {
     "-c listen_addresses=127.0.0.1 -p $PG_PORT -k /tmp -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null)
 }
 
+# Chromium's old headless shell for the page tests (half the CPU of the full browser's headless
+# mode: test/helpers/browser.ts), and the full browser for the benchmarks that time what a student sees.
 provision_chromium() {
-  if [ -x /usr/bin/chromium ]; then return; fi
-  need_root Chromium "Debian package chromium"
-  say "installing Chromium (for the browser tests)"
-  apt_install chromium
+  if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromium-headless-shell ]; then return; fi
+  need_root Chromium "Debian packages chromium and chromium-headless-shell"
+  say "installing Chromium and its headless shell (for the browser tests and benchmarks)"
+  apt_install chromium chromium-headless-shell
 }
 
 # The library that keeps the tests' Chromium from watching the host's network

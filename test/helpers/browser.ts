@@ -1,6 +1,7 @@
 /**
  * A real headless browser for the tests: Debian's Chromium (installed by scripts/provision.sh)
- * driven by playwright-core. Playwright's own browser download is never used.
+ * driven by playwright-core. Playwright's own browser download is never used. The tests run its old
+ * headless shell, the benchmarks the full browser (launchBrowser says why).
  *
  * Pages may only reach 127.0.0.1 and `*.localhost` names (host mode's workspaces in tests, e.g.
  * `sam.ws.localhost`), which Chromium itself resolves to loopback without asking DNS: every other
@@ -17,8 +18,18 @@ import type { Browser, BrowserContext, ConsoleMessage, Locator, Page, Request, R
 import { PROJECT_ROOT } from '../../src/config.ts';
 import { eventually } from './controllers.ts';
 
-/** Debian's Chromium (package `chromium`). */
+/** Debian's Chromium (package `chromium`): the browser a student has. */
 export const chromiumPath = '/usr/bin/chromium';
+
+/**
+ * Debian's build of Chromium's old headless shell (package `chromium-headless-shell`, the one
+ * Playwright itself runs headless): the same Blink, V8 and network stack without the browser's own
+ * window and UI. It draws the same pages for about half the CPU: measured on 2026-11-30, one file
+ * at a time, the processes of `test/e2e/panel.test.ts` (jest, the control plane, the browser) used
+ * 43.9 and 46.6 CPU-seconds with `chromium --headless` and 22.8 and 23.0 with the shell;
+ * `test/e2e/editor.test.ts` (a VS Code workbench) 29.9 and 27.7 against 25.4 and 25.2.
+ */
+export const headlessShellPath = '/usr/bin/chromium-headless-shell';
 
 /**
  * How `request.failure()?.errorText` begins for a request the helper blocked
@@ -56,13 +67,15 @@ export function noNetlinkLibrary(): string {
  * another test beside it does not fail what its pages are loading. Each launch gets a fresh, empty
  * profile: playwright-core makes a new temporary --user-data-dir
  * (`<tmpdir>/playwright_chromiumdev_profile-*`) and removes it on close (passing --user-data-dir in
- * args is refused by playwright).
+ * args is refused by playwright). The tests' browser is the headless shell (headlessShellPath: a
+ * test checks what a page does, at half the CPU); `full` starts the browser a student has, for a
+ * benchmark that times what they see.
  */
-export async function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(options: { full?: boolean } = {}): Promise<Browser> {
   const library = noNetlinkLibrary();
   if (!existsSync(library)) throw new Error(`${library} is missing: run bash scripts/provision.sh, which builds it`);
   return chromium.launch({
-    executablePath: chromiumPath,
+    executablePath: options.full ? chromiumPath : headlessShellPath,
     args: chromiumArgs,
     headless: true,
     timeout: 30_000,
