@@ -1,6 +1,6 @@
+import { watch, type FSWatcher } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
 import { AllowlistFormatError, maySignIn, serviceAdmins } from '../src/allowlist/allowlist.ts';
 import type { AllowlistFile } from '../src/allowlist/allowlist-file.ts';
 import type { ChangeFeed } from '../src/db/changes.ts';
@@ -26,8 +26,12 @@ export interface AllowlistWatcherOptions {
 
 /**
  * Keeps the allowlist of the running control plane in step with its file: loads it at start, then
- * reloads it on every change of the file (chokidar on the file's directory, because an atomic
- * rename replaces the file's inode). A malformed file keeps the last good list and logs an error
+ * reloads it after every event of the file's name in its directory (Node's own `fs.watch` on the
+ * directory, inotify on Linux: an atomic rename replaces the file's inode, and a watch of the file
+ * would stay on the old one). Every event counts, whatever the file's times say: chokidar, used
+ * before, compared modification times and dropped an event that came within 5 ms of another, so a
+ * replacement written within the same tick of the clock as the file before it was never loaded (a
+ * script adding a class's students one by one lost its last edit). A malformed file keeps the last good list and logs an error
  * naming the problem; a missing file is an empty list (everyone blocked but SERVICE_ADMIN_EMAIL)
  * with a warning. Edits apply well within a second, and every reload is announced to the listeners
  * of `onChange` (the proxy ends the open WebSockets of those the new list no longer admits). An edit
@@ -70,22 +74,14 @@ export class AllowlistWatcher {
     const directory = path.dirname(this.target);
     await mkdir(directory, { recursive: true });
     this.stopped = false;
-    const watcher = watch(directory, {
-      depth: 0,
-      ignoreInitial: true,
-      awaitWriteFinish: false,
-      // Only the directory itself and the file: temp files and the `.lock` directory beside it are noise.
-      ignored: (entry: string) => {
-        const resolved = path.resolve(entry);
-        return resolved !== directory && resolved !== this.target;
-      },
+    const name = path.basename(this.target);
+    // Only the file's own name: temp files and the `.lock` directory beside it are noise. (A
+    // platform that names no file in its events gets a reload for each.)
+    const watcher = watch(directory, { persistent: false }, (_event, entry) => {
+      if (entry === null || entry === name) this.schedule();
     });
     this.watcher = watcher;
-    watcher.on('all', (_event, entry) => {
-      if (path.resolve(entry) === this.target) this.schedule();
-    });
     watcher.on('error', (error) => this.log.error({ error, path: this.file.path }, 'allowlist watcher failed'));
-    await new Promise<void>((resolve) => watcher.once('ready', resolve));
     if (this.changes) {
       this.unsubscribe = [this.changes.subscribe((change) => change.kind === 'allowlist' && this.schedule()), this.changes.onReconnect(() => this.schedule())];
     }
@@ -98,7 +94,7 @@ export class AllowlistWatcher {
     this.stopped = true;
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     clearTimeout(this.timer);
-    await this.watcher?.close();
+    this.watcher?.close();
     this.watcher = undefined;
     await this.reloading;
   }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -280,6 +280,21 @@ describe('AllowlistWatcher', () => {
     // The watched inode changed with the first rename; the second must be seen all the same.
     await replaceAtomically('{"entries": ["other.org"]}');
     await soon('the second replacement', () => started.isAllowed('ana@other.org') && !started.isAllowed('ana@robotics.club'));
+  });
+
+  it('should follow a replacement that keeps the modification time of the file before it (two edits within one tick of the clock), read before the watcher looked', async () => {
+    await file.add('school.org');
+    // A whole second, which the replacement can be given exactly.
+    const tick = Math.floor(Date.now() / 1000) - 60;
+    await utimes(filePath, tick, tick);
+    const started = await startWatcher();
+    const temp = path.join(path.dirname(filePath), '.allowlist.json.swp');
+    await writeFile(temp, '{"entries": ["robotics.club"]}');
+    // The same mtime as the file it replaces, and read since (atime after mtime), as a fast second edit read at once.
+    await utimes(temp, tick + 10, tick);
+    expect((await stat(temp)).mtimeMs).toBe((await stat(filePath)).mtimeMs);
+    await rename(temp, filePath);
+    await soon('the replacement', () => started.isAllowed('ana@robotics.club') && !started.isAllowed('ana@school.org'));
   });
 
   it('should stop following the file once stopped', async () => {
