@@ -31,12 +31,12 @@ export interface AllowlistWatcherOptions {
  * would stay on the old one). Every event counts, whatever the file's times say: chokidar, used
  * before, compared modification times and dropped an event that came within 5 ms of another, so a
  * replacement written within the same tick of the clock as the file before it was never loaded (a
- * script adding a class's students one by one lost its last edit). A malformed file keeps the last good list and logs an error
- * naming the problem; a missing file is an empty list (everyone blocked but SERVICE_ADMIN_EMAIL)
- * with a warning. Edits apply well within a second, and every reload is announced to the listeners
- * of `onChange` (the proxy ends the open WebSockets of those the new list no longer admits). An edit
- * through the store on another replica is announced by the change feed as well: a file on a
- * network filesystem (replicas on several hosts) reports no event for it.
+ * script adding a class's students one by one lost its last edit). A malformed file keeps the last
+ * good list and logs an error naming the problem; a missing file is an empty list (everyone blocked
+ * but SERVICE_ADMIN_EMAIL) with a warning. Edits apply well within a second, and every reload is
+ * announced to the listeners of `onChange` (the proxy ends the open WebSockets of those the new list
+ * no longer admits). An edit through the store on another replica is announced by the change feed
+ * as well: a file on a network filesystem (replicas on several hosts) reports no event for it.
  */
 export class AllowlistWatcher {
   private readonly file: AllowlistFile;
