@@ -24,10 +24,8 @@ export const chromiumPath = '/usr/bin/chromium';
 /**
  * Debian's build of Chromium's old headless shell (package `chromium-headless-shell`, the one
  * Playwright itself runs headless): the same Blink, V8 and network stack without the browser's own
- * window and UI. It draws the same pages for about half the CPU: measured on 2026-11-30, one file
- * at a time, the processes of `test/e2e/panel.test.ts` (jest, the control plane, the browser) used
- * 43.9 and 46.6 CPU-seconds with `chromium --headless` and 22.8 and 23.0 with the shell;
- * `test/e2e/editor.test.ts` (a VS Code workbench) 29.9 and 27.7 against 25.4 and 25.2.
+ * window and UI, drawing the same pages for a quarter to a half less CPU than `chromium --headless`
+ * (docs/testing.md, "Where the time goes", has the figures).
  */
 export const headlessShellPath = '/usr/bin/chromium-headless-shell';
 

@@ -304,15 +304,14 @@ describe('a run that is cut short', () => {
     // at once, when containerd tells it. Once in a CI run that notice never came (the exit won a
     // race in containerd, 30 s of grace and no mark): the run can then know only the exit code.
     const ooms = new Set<string>();
-    let connected!: () => void;
-    const watching = new Promise<void>((resolve) => (connected = resolve));
+    const connected = Promise.withResolvers<void>();
     const watch = harness.runtime.watch({
       onEvent: (event) => void (event.action === 'oom' && event.runId && ooms.add(event.runId)),
-      onConnect: () => connected(),
+      onConnect: () => connected.resolve(),
       onDisconnect: () => undefined,
     });
     try {
-      await watching;
+      await connected.promise;
       const ada = await runningStudent();
       const runId = await startRun(ada);
       const ended = await eventually(
