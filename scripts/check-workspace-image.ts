@@ -187,10 +187,21 @@ class RunOutput {
     return this.text.split('\n').filter((line) => line.trim() !== '');
   }
 
-  /** Its last `count` lines, indented under a step's line. */
+  /**
+   * Its last `count` lines, indented under a step's line. A run of lines that differ only in their
+   * numbers (a robot's print every second, however padded) is one line, its last, with how many it stands for, so
+   * that a rare line (an exception, a connection) is not pushed out by them.
+   */
   tail(count = 20): string[] {
-    const lines = this.lines().slice(-count);
-    return lines.length === 0 ? ['  (the run printed nothing)'] : ['  its last lines:', ...lines.map((line) => `  | ${line}`)];
+    const runs: { line: string; shape: string; times: number }[] = [];
+    for (const line of this.lines()) {
+      const shape = line.replace(/\d+(\.\d+)?/g, '#').replace(/\s+/g, ' ');
+      const last = runs.at(-1);
+      if (last?.shape === shape) Object.assign(last, { line, times: last.times + 1 });
+      else runs.push({ line, shape, times: 1 });
+    }
+    const shown = runs.slice(-count).map(({ line, times }) => `  | ${line}${times > 1 ? `  (the last of ${times} such lines)` : ''}`);
+    return shown.length === 0 ? ['  (the run printed nothing)'] : ['  its last lines:', ...shown];
   }
 }
 
@@ -488,6 +499,7 @@ class ImageCheck {
       const pose = field === undefined ? 'NetworkTables 4 has no Field2d robot pose' : `the Field2d pose ${field} did not move (from ${before})`;
       throw new StepFailure(
         `${driving}, for ${seconds(ROBOT_MS)} no PWM <speed other than 0 came over HALSim and ${pose}; the robot's DriverStation state: ${JSON.stringify(halsim.state('DriverStation', ''))}`,
+        this.sim!.output.tail(),
       );
     } finally {
       clearInterval(heartbeat);
@@ -501,7 +513,7 @@ class ImageCheck {
     const disabled = (message: HalSimMessage) => message.type === 'DriverStation' && message.data['>enabled'] === false;
     halsim.driverStation({ '>enabled': false, '>new_data': true });
     await interruptible(halsim.until('>enabled false', (robot) => robot.received.slice(since).some(disabled), ROBOT_MS)).catch((error: unknown) => {
-      throw new StepFailure(`sent >enabled false with >new_data, and the robot did not tell it is disabled: ${messageOf(error)}`);
+      throw new StepFailure(`sent >enabled false with >new_data, and the robot did not tell it is disabled: ${messageOf(error)}`, this.sim!.output.tail());
     });
     await bounded(halsim.close(), ROBOT_MS, 'closing the HALSim WebSocket');
     return `the robot told >enabled false after the Driver Station disabled it`;

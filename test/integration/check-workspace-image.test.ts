@@ -4,8 +4,9 @@
  * offline image that provisioning built (classroom-workspace:latest) every step passes; it fails,
  * naming each step, on an image that breaks the contract twice: an image derived from it in the test
  * (metadata only, no layer) whose entrypoint copies the starter over a used home, run with a
- * SIM_COMMAND whose robot serves NetworkTables 4 but no HALSim where the contract says. Either way
- * nothing it made is left on the engine. The script runs with the control plane's defaults (no
+ * SIM_COMMAND whose robot serves NetworkTables 4 but no HALSim where the contract says; and on a run
+ * that ends before it answers, shown by its last lines. Either way nothing it made is left on the
+ * engine. The script runs with the control plane's defaults (no
  * setting in its environment), as on an operator's machine.
  */
 import { spawn } from 'node:child_process';
@@ -110,6 +111,15 @@ test('fails at each step whose part of the contract an image breaks, saying why:
   expect(run.stdout).toContain(`\nFAILED: ${RESEEDING} does not meet the workspace image contract: halsim, reopen failed; drive, disable skipped\n`);
   expect(await leftovers(run.owner!)).toEqual([]);
 }, 360_000);
+
+test('fails at the run step when the run ends first, with its last lines: a print repeated with other numbers is one line, so the rarer line after it shows', async () => {
+  const run = await check(['--sim-command', 'for i in $(seq 1 30); do echo "tick $i of 30"; done; echo "the robot gave up"; exit 3', IMAGE]);
+  expect({ code: run.code, stdout: run.stdout }).toMatchObject({ code: 1 });
+  expect(run.steps.get('run')).toEqual({ status: 'FAILED', says: 'the run failed (exit code 3) before NT4_PORT answered HTTP' });
+  const lines = /^FAILED run: .*\n((?: {2}.*\n)*)/m.exec(run.stdout)?.[1];
+  expect(lines).toBe('  its last lines:\n  | tick 30 of 30  (the last of 30 such lines)\n  | the robot gave up\n');
+  expect(await leftovers(run.owner!)).toEqual([]);
+});
 
 test('fails at the image step when the image is not on the engine, and runs nothing', async () => {
   const run = await check(['classroom-workspace:no-such-tag']);

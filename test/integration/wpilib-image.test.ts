@@ -111,9 +111,10 @@ test('builds the image offline from the archive, and does nothing when built aga
 
 test('passes the workspace image contract check end to end (a run on the fixture Gradle, NT4, HALSim driving)', async () => {
   const check = await runToEnd('bash', [path.join(projectRoot, 'scripts/check-workspace-image.sh'), '--build-timeout', '3m', TAG]);
-  // The lines of the steps that did not pass, and why, on a failure.
-  const notPassed = check.stdout.split('\n').filter((line) => /^(FAILED|skip) /.test(line));
-  expect({ code: check.code, stderr: check.stderr, notPassed }).toEqual({ code: 0, stderr: '', notPassed: [] });
+  // The steps that did not pass, each with its lines (why, the run's last output); on a failure the whole report too.
+  const notPassed = check.stdout.split(/\n(?=\S)/).filter((step) => /^(FAILED|skip) /.test(step));
+  const report = check.code === 0 ? undefined : check.stdout;
+  expect({ code: check.code, stderr: check.stderr, notPassed, report }).toEqual({ code: 0, stderr: '', notPassed: [], report: undefined });
   expect(check.stdout).toContain(`\nPASSED: ${TAG} meets the workspace image contract (14 steps)\n`);
 }, 360_000);
 

@@ -107,8 +107,9 @@ public final class HalSimServer {
           }
         }
       } finally {
-        ACTIVE.compareAndSet(client, null);
+        // Disabled before the place is given up: a Driver Station that connects next keeps what it sends.
         HalData.driverGone();
+        ACTIVE.compareAndSet(client, null);
         System.out.println("[stand-in] Driver Station disconnected: robot disabled");
         int code = client.socket.peerCloseCode();
         client.socket.close(code == 0 ? WebSocket.NORMAL : code, "");
