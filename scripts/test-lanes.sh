@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs the jest suite in two lanes:
 #   shared  every file not marked `// @lane alone`, in one jest run of TEST_LANES_WORKERS workers
-#           (default 2), longest first (test/sequencer.mjs orders them by test/durations.json), so
-#           that both cores stay busy to the end; files that use the Docker Engine run beside each
-#           other, each on containers, volumes and networks labelled with its own control-plane id;
+#           (default: one more than the cores, as the files wait on containers, browsers and
+#           swarms a good part of their time), longest first (test/sequencer.mjs orders them by
+#           test/durations.json), so that the cores stay busy to the end; files that use the Docker
+#           Engine run beside each other, each on containers, volumes and networks labelled with its
+#           own control-plane id;
 #   alone   files whose first line is `// @lane alone` (they stop the engine), after it, by themselves.
 # Each lane is one jest run (its own template database). Exits 1 when any lane failed.
 # With arguments, jest runs them as given, in one run: `npm test -- test/unit`.
@@ -40,7 +42,7 @@ while IFS= read -r file; do
     *) shared+=("$file") ;;
   esac
 done < <(find test -name '*.test.ts' | sort)
-workers="${TEST_LANES_WORKERS:-2}"
+workers="${TEST_LANES_WORKERS:-$(($(nproc) + 1))}"
 say "${#shared[@]} files in $workers workers, ${#alone[@]} alone after"
 
 started=$(now_ms)

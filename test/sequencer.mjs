@@ -1,6 +1,6 @@
 /**
  * Orders the test files longest first, by the seconds test/durations.json records for each (a file
- * it does not name counts as DEFAULT_SECONDS), so that two workers finish close together: each takes
+ * it does not name counts as DEFAULT_SECONDS), so that the workers finish close together: each takes
  * the longest file left whenever it is free. The figures come from a whole run
  * (`bash scripts/test-durations.sh`); they only order the files, so a stale one costs time, never a
  * result. Loaded by jest as it is (a sequencer is not transformed), hence plain JavaScript.
