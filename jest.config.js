@@ -18,7 +18,7 @@ export default {
   // A bound for a test that hangs, not a measure of speed: two lanes on 2 cores make every step slower.
   testTimeout: 60000,
   // One file at a time unless told: `npm test -- <file>...` runs them in turn. scripts/test-lanes.sh
-  // runs its shared lane with one worker more than the cores (TEST_LANES_WORKERS), each file on containers labelled
+  // runs its shared lane with two workers per core (TEST_LANES_WORKERS), each file on containers labelled
   // with its own control-plane id, then the `// @lane alone` files by themselves.
   maxWorkers: 1,
   // A new worker process for every file (a limit every worker is over after a file): a file's

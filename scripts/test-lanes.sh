@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the jest suite in two lanes:
 #   shared  every file not marked `// @lane alone`, in one jest run of TEST_LANES_WORKERS workers
-#           (default: one more than the cores, as the files wait on containers, browsers and
+#           (default: two per core, as the files wait on containers, browsers and
 #           swarms a good part of their time), longest first (test/sequencer.mjs orders them by
 #           test/durations.json), so that the cores stay busy to the end; files that use the Docker
 #           Engine run beside each other, each on containers, volumes and networks labelled with its
@@ -42,7 +42,7 @@ while IFS= read -r file; do
     *) shared+=("$file") ;;
   esac
 done < <(find test -name '*.test.ts' | sort)
-workers="${TEST_LANES_WORKERS:-$(($(nproc) + 1))}"
+workers="${TEST_LANES_WORKERS:-$((2 * $(nproc)))}"
 say "${#shared[@]} files in $workers workers, ${#alone[@]} alone after"
 
 started=$(now_ms)
