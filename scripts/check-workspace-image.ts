@@ -79,6 +79,8 @@ const CONNECT_RETRY_MS = 250;
 const PROGRESS_MS = 15_000;
 /** The bound on a one-shot command container (the user and home steps). */
 const COMMAND_MS = 120_000;
+/** How long the rest of an ended run's output may take to arrive. */
+const OUTPUT_END_MS = 10_000;
 /** The bound on each protocol step once the run is ready: an answer, a topic, the robot's reaction. */
 const ROBOT_MS = 30_000;
 /** The Driver Station's heartbeat while driving (it sends at least every 100 ms). */
@@ -506,9 +508,17 @@ class ImageCheck {
     }
   }
 
-  /** Disabled by the Driver Station: the robot tells it sees `>enabled` false. */
+  /**
+   * Disabled by the Driver Station: the robot tells it sees `>enabled` false. First it must have told
+   * `>enabled` true: the robot tells only what changed, and the drive step can end on the Field2d
+   * pose before the robot's next report, so a disable sent at once could come before the robot ever
+   * said it was enabled, and it would then never say false.
+   */
   private async checkDisable(): Promise<string> {
     const halsim = this.halsim!;
+    await interruptible(halsim.until('>enabled true', (robot) => robot.state('DriverStation', '')['>enabled'] === true, ROBOT_MS)).catch((error: unknown) => {
+      throw new StepFailure(`the robot was enabled and driven, but did not tell >enabled true: ${messageOf(error)}`, this.sim!.output.tail());
+    });
     const since = halsim.received.length;
     const disabled = (message: HalSimMessage) => message.type === 'DriverStation' && message.data['>enabled'] === false;
     halsim.driverStation({ '>enabled': false, '>new_data': true });
@@ -633,14 +643,18 @@ class ImageCheck {
     return { container, ports: await this.published(container.id, ports) };
   }
 
-  /** The host ports on 127.0.0.1 of a started container's `ports` (a new one at each start). */
+  /**
+   * The host ports on 127.0.0.1 of a started container's `ports` (a new one at each start). A
+   * container that has already ended has none, and gets 0 for each: the step that waits on it then
+   * reports its end.
+   */
   private async published(id: string, ports: number[]): Promise<Map<number, number>> {
-    const { Name, NetworkSettings } = await this.docker.getContainer(id).inspect();
+    const { Name, NetworkSettings, State } = await this.docker.getContainer(id).inspect();
     const hostPorts = new Map<number, number>();
     for (const port of ports) {
       const hostPort = NetworkSettings.Ports?.[`${port}/tcp`]?.[0]?.HostPort;
-      if (!hostPort) throw new Error(`the engine published no host port for ${port}/tcp of ${Name}`);
-      hostPorts.set(port, Number(hostPort));
+      if (!hostPort && State.Running) throw new Error(`the engine published no host port for ${port}/tcp of ${Name}`);
+      hostPorts.set(port, Number(hostPort ?? 0));
     }
     return hostPorts;
   }
@@ -676,6 +690,8 @@ class ImageCheck {
     for (;;) {
       const exit = await this.runtime.exitOf(id);
       if (!exit?.running) {
+        // Its output to the end: the lines that say why come last.
+        if (this.sim?.id === id) await bounded(this.sim.output.ended, OUTPUT_END_MS, `the end of ${what}'s output`).catch(() => undefined);
         const code = exit?.exitCode;
         const why = !exit ? 'is gone' : exit.oomKilled ? 'ran out of memory' : code === 0 ? 'exited (code 0)' : `failed (exit code ${code})`;
         throw new StepFailure(
