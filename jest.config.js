@@ -15,7 +15,7 @@ export default {
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   // Every JSON answer of a control plane a test receives is checked against the OpenAPI document.
   setupFilesAfterEnv: ['<rootDir>/test/helpers/contract-setup.ts'],
-  // A bound for a test that hangs, not a measure of speed: two lanes on 2 cores make every step slower.
+  // A bound for a test that hangs, not a measure of speed: four workers on 2 cores make every step slower.
   testTimeout: 60000,
   // One file at a time unless told: `npm test -- <file>...` runs them in turn. scripts/test-lanes.sh
   // runs its shared lane with two workers per core (TEST_LANES_WORKERS), each file on containers labelled
