@@ -6,8 +6,8 @@
  * (metadata only, no layer) whose entrypoint copies the starter over a used home, run with a
  * SIM_COMMAND whose robot serves NetworkTables 4 but no HALSim where the contract says; and on a run
  * that ends before it answers, shown by its last lines. Either way nothing it made is left on the
- * engine. The script runs with the control plane's defaults (no
- * setting in its environment), as on an operator's machine.
+ * engine. The script runs with the control plane's defaults (no setting in its environment), as on
+ * an operator's machine.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
