@@ -191,8 +191,8 @@ class RunOutput {
 
   /**
    * Its last `count` lines, indented under a step's line. A run of lines that differ only in their
-   * numbers (a robot's print every second, however padded) is one line, its last, with how many it stands for, so
-   * that a rare line (an exception, a connection) is not pushed out by them.
+   * numbers (a robot's print every second, however padded) is one line, its last, with how many it
+   * stands for, so that a rare line (an exception, a connection) is not pushed out by them.
    */
   tail(count = 20): string[] {
     const runs: { line: string; shape: string; times: number }[] = [];
