@@ -68,8 +68,13 @@ interface TriggerSpec {
   runtime: RuntimeEvents & Pick<RuntimeEnvironment, 'reachability'>;
   /** The key an engine event asks to look at, if any. */
   keyOfEvent(event: RuntimeEvent): string | undefined;
-  /** Every key a full resync looks at: from the database and from the engine. */
-  allKeys(): Promise<string[]>;
+  /** Every key of the database a full resync looks at. */
+  storedKeys(): Promise<string[]>;
+  /**
+   * Every key of the engine a full resync looks at (adoption, orphans), if the controller has any.
+   * A resync enqueues the lists that came: an engine away leaves the database's keys looked at.
+   */
+  engineKeys?(): Promise<string[]>;
   /** Full resync period (±10 % jitter). */
   resyncIntervalMs: number;
   /** Where lost streams and failed resyncs are reported, and the engine's reachability said (EngineReachability.attach). */
@@ -78,11 +83,12 @@ interface TriggerSpec {
 
 /**
  * Wires a controller's triggers to its queue, the way controller-runtime's sources and handlers
- * do: committed changes (the change feed); a resync whenever the change listener reconnects (it may
- * have missed some); engine events, and a resync on every (re)connect of the events stream; and a
- * full resync every period with jitter. Notifications are hints; the resync is the guarantee. A
- * failed resync is logged and the next trigger retries. Returns how to stop them all, and a resync
- * to run now.
+ * do: committed changes (the change feed); a resync whenever the change listener starts listening
+ * (it may have missed some); engine events, and a resync on every (re)connect of the events stream;
+ * and a full resync every period with jitter. Notifications are hints; the resync is the guarantee.
+ * A resync enqueues the lists that came (the database's keys while the engine is away); a list that
+ * failed is logged and the next trigger retries. Returns how to stop them all, and a resync to run
+ * now.
  */
 function wireTriggers(spec: TriggerSpec): Triggers {
   const { queue, log } = spec;
@@ -90,15 +96,16 @@ function wireTriggers(spec: TriggerSpec): Triggers {
   const detach = spec.runtime.reachability?.attach(log);
   const enqueue = (keys: string[]) => keys.forEach((key) => queue.add(key));
   const resync = async () => {
-    try {
-      enqueue(await spec.allKeys());
-    } catch (error) {
+    const lists = await Promise.allSettled([spec.storedKeys(), spec.engineKeys?.() ?? []]);
+    enqueue([...new Set(lists.flatMap((list) => (list.status === 'fulfilled' ? list.value : [])))]);
+    for (const list of lists) {
       // Stopping aborts the resync under way: nothing to say.
-      if (!queue.signal.aborted)
-        log[engineAway(spec.runtime, error) ? 'debug' : 'warning'](
-          { controller: queue.name, error: (error as Error).message },
-          `${queue.name} resync failed; the next one will retry`,
-        );
+      if (list.status === 'fulfilled' || queue.signal.aborted) continue;
+      const error = list.reason as Error;
+      log[engineAway(spec.runtime, error) ? 'debug' : 'warning'](
+        { controller: queue.name, error: error.message },
+        `${queue.name} resync failed; the next one will retry`,
+      );
     }
   };
   const unsubscribe = spec.changes.subscribe((change) => {

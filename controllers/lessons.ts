@@ -102,7 +102,7 @@ export class LessonController extends Controller {
               : [change.id],
       runtime,
       keyOfEvent: () => undefined,
-      allKeys: () => store.lessons.workspacesWithWork(),
+      storedKeys: () => store.lessons.workspacesWithWork(),
       resyncIntervalMs: this.options.resyncIntervalMs ?? 15_000,
       log,
     });

@@ -124,11 +124,9 @@ export class RunController extends Controller {
       keysOfChange: (change) => (change.kind === 'runs' ? [change.id] : change.kind === 'workspaces' ? store.runs.activeIds(change.id) : []),
       runtime,
       keyOfEvent: (event) => event.runId,
-      allKeys: async () => {
-        const [ids, containers] = await Promise.all([store.runs.activeIds(), runtime.listContainers()]);
-        const fromContainers = containers.filter((container) => container.role === 'sim' && container.runId).map((container) => container.runId!);
-        return [...new Set([...ids, ...fromContainers])];
-      },
+      storedKeys: () => store.runs.activeIds(),
+      engineKeys: async () =>
+        (await runtime.listContainers()).filter((container) => container.role === 'sim' && container.runId).map((container) => container.runId!),
       resyncIntervalMs: this.options.resyncIntervalMs,
       log: this.options.log,
     });

@@ -189,10 +189,10 @@ export class WorkspaceController extends Controller {
         change.kind === 'workspaces' ? [change.id] : change.kind === 'settings' ? store.workspaces.ids() : this.nodes.keysOfChange(change),
       runtime,
       keyOfEvent: (event) => event.workspaceId,
-      allKeys: async () => {
+      storedKeys: () => store.workspaces.ids(),
+      engineKeys: async () => {
         this.garbage.onResync();
-        const [ids, containers] = await Promise.all([store.workspaces.ids(), runtime.listContainers()]);
-        return [...new Set([...ids, ...containers.map((container) => container.workspaceId)])];
+        return (await runtime.listContainers()).map((container) => container.workspaceId);
       },
       resyncIntervalMs: this.options.resyncIntervalMs,
       log,

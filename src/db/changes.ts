@@ -133,16 +133,20 @@ export class ChangeFeed {
     return () => this.emitter.off('output', handler);
   }
 
-  /** Subscribes to reconnects of the database listener (changes may have been missed: resync). */
+  /**
+   * Subscribes to every time the database listener starts listening, its first connect included
+   * (changes committed before it listened may have been missed: resync).
+   */
   onReconnect(handler: () => void): () => void {
     this.emitter.on('reconnect', handler);
     return () => this.emitter.off('reconnect', handler);
   }
 
   /**
-   * LISTENs on a dedicated connection to `url` and republishes other processes' NOTIFYs. When the
-   * connection drops (database restart), reconnects with backoff, LISTENs again and emits
-   * 'reconnect' so that subscribers resync.
+   * LISTENs on a dedicated connection to `url` and republishes other processes' NOTIFYs. Emits
+   * 'reconnect' each time it starts listening, so that subscribers resync: at first (what was
+   * committed while it connected was not heard), and when the connection dropped (database restart)
+   * and it connected again with backoff.
    */
   listen(url: string, log: Logger): void {
     const abort = new AbortController();
@@ -162,7 +166,7 @@ export class ChangeFeed {
           client.on('notification', (message) => this.deliver(message.channel, message.payload ?? ''));
           if (first) log.debug('change listener connected');
           else log.info('change listener reconnected');
-          if (!first) this.emitter.emit('reconnect');
+          this.emitter.emit('reconnect');
           first = false;
           delay = 250;
           const error = await lost;

@@ -256,3 +256,25 @@ describe('activity and the idle sweep', () => {
     expect((await store.workspaces.get(a!.id))!.status.lastActivityAt!.getTime()).toBeGreaterThan(Date.now() + 30 * 60_000);
   });
 });
+
+describe('the change listener (src/db/changes.ts)', () => {
+  it('has its subscribers resync when it first listens (what was committed while it connected went unheard), then delivers what others commit', async () => {
+    const [a] = await workspaces(1);
+    const feed = new ChangeFeed();
+    const logger = captureLogger();
+    let resyncs = 0;
+    feed.onReconnect(() => resyncs++);
+    const heard: string[] = [];
+    feed.subscribe((change) => heard.push(`${change.kind} ${change.id}`));
+    feed.listen(db.url, categoryLogger(logger.root, 'db'));
+    try {
+      await eventually('told to resync once listening', async () => resyncs === 1);
+      expect(logger.records).toContainEqual(expect.objectContaining({ message: 'change listener connected' }));
+      await store.workspaces.open(a!.id);
+      await eventually('the open heard', async () => heard.includes(`workspaces ${a!.id}`));
+      expect(resyncs).toBe(1);
+    } finally {
+      await feed.close();
+    }
+  });
+});

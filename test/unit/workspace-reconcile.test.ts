@@ -321,6 +321,25 @@ describe('WorkspaceController.start', () => {
     expect(warnings()).toHaveLength(2);
   });
 
+  it("looks at the database's workspaces in a resync while the engine does not answer (their reconciles fail and retry)", async () => {
+    // Opened before the controller followed the changes: only a resync can find it.
+    const wanted = await workspace('running');
+    runtime.listContainers = () => Promise.reject(new Error('engine down'));
+    const subject = controller();
+    await subject.start();
+    try {
+      await subject.resyncAll();
+      await eventually('its reconcile tried and failed', async () =>
+        records.some((record) => record.message === 'workspaces reconcile failed, retrying' && record['key'] === wanted.id),
+      );
+      expect(records).toContainEqual(
+        expect.objectContaining({ level: 'warning', message: 'workspaces resync failed; the next one will retry', error: 'engine down' }),
+      );
+    } finally {
+      await subject.stop();
+    }
+  });
+
   it('logs instead of starting its cap count at zero when the engine does not answer, and follows its triggers anyway', async () => {
     runtime.failures.set('listContainers', new Error('engine down'));
     const subject = controller();
