@@ -43,6 +43,10 @@ describe('a first start without a Docker Engine', () => {
     writeFileSync(path.join(dataDir, 'allowlist.json'), JSON.stringify({ entries: ['school.test'] }));
     const { store } = createHarness(db.dataSource, { controlPlaneId });
     const { workspace } = await store.users.create({ email: `away-${controlPlaneId}@school.test` });
+    // A student opened their workspace before the server started: no NOTIFY tells of it, and the
+    // engine's containers cannot be listed, so only the database's keys of a resync find it. Its
+    // reconciles then fail, retried with backoff.
+    await store.workspaces.open(workspace.id);
 
     server = await startServer({
       ...TEST_ENV,
@@ -58,8 +62,6 @@ describe('a first start without a Docker Engine', () => {
     expect(said.message).toContain(`at unix://${socket}`);
     expect(said.message).toContain('bash scripts/provision.sh');
     expect(said.message).toContain('DOCKER_HOST');
-    // A student opens their workspace meanwhile (the server hears it through NOTIFY): its reconciles fail, retried with backoff.
-    await store.workspaces.open(workspace.id);
 
     // Several retry periods of every loop (debug lines): two stats passes 15 s apart, the workspace's reconcile
     // retried with its backoff, the events stream reconnecting (every 5 s at most) and the look at the nodes (every 5 s).
