@@ -83,7 +83,7 @@ export class AllowlistWatcher {
     this.watcher = watcher;
     watcher.on('error', (error) => this.log.error({ error, path: this.file.path }, 'allowlist watcher failed'));
     if (this.changes) {
-      this.unsubscribe = [this.changes.subscribe((change) => change.kind === 'allowlist' && this.schedule()), this.changes.onReconnect(() => this.schedule())];
+      this.unsubscribe = [this.changes.subscribe((change) => change.kind === 'allowlist' && this.schedule()), this.changes.onListening(() => this.schedule())];
     }
     // Loaded after the watch is in place, so that an edit made meanwhile is not missed.
     await this.reload();

@@ -116,7 +116,7 @@ function wireTriggers(spec: TriggerSpec): Triggers {
       ),
     );
   });
-  const unsubscribeReconnect = spec.changes.onReconnect(() => void resync());
+  const unsubscribeListening = spec.changes.onListening(() => void resync());
   // One line when the stream is lost and one when it is back, not one per reconnect attempt.
   let lost = false;
   const watch = spec.runtime.watch({
@@ -142,7 +142,7 @@ function wireTriggers(spec: TriggerSpec): Triggers {
     resync,
     stop: () => {
       unsubscribe();
-      unsubscribeReconnect();
+      unsubscribeListening();
       watch.close();
       stopResync();
       detach?.();

@@ -115,7 +115,7 @@ export class WorkspaceProxy {
   protected readonly tunnels: Tunnels;
   private readonly halsim: HalsimRelay;
   private readonly unsubscribe: () => void;
-  private readonly unsubscribeReconnect: () => void;
+  private readonly unsubscribeListening: () => void;
   /** Counts revocation triggers (user and workspace changes, sign-outs, allowlist reloads): an upgrade admitted across one is admitted again. */
   private revision = 0;
 
@@ -166,7 +166,7 @@ export class WorkspaceProxy {
       }
       this.revoke(change);
     });
-    this.unsubscribeReconnect = deps.changes.onReconnect(() => this.resync());
+    this.unsubscribeListening = deps.changes.onListening(() => this.resync());
   }
 
   /**
@@ -191,8 +191,8 @@ export class WorkspaceProxy {
   }
 
   /**
-   * The change listener reconnected: changes may have been missed meanwhile (PostgreSQL replays
-   * nothing), so nothing cached is trusted and every open WebSocket is checked again now.
+   * The change listener (re)started listening: changes may have been missed before (PostgreSQL
+   * replays nothing), so nothing cached is trusted and every open WebSocket is checked again now.
    */
   private resync(): void {
     this.admission.sessionEnded();
@@ -209,7 +209,7 @@ export class WorkspaceProxy {
 
   close(): void {
     this.unsubscribe();
-    this.unsubscribeReconnect();
+    this.unsubscribeListening();
     this.tunnels.close();
     this.forwarder.close();
   }

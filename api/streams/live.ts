@@ -1,8 +1,8 @@
 /**
  * What an admin's open panel hears without reloading: every change of desired state and of observed
  * status (the change feed), every new capacity refusal (a student's repeats within a minute are
- * folded into it, not told again), and `resync` when this replica's database
- * listener came back (changes may have been missed), as server-sent events on `GET /admin/events`.
+ * folded into it, not told again), and `resync` when this replica's database listener (re)started
+ * listening (changes may have been missed), as server-sent events on `GET /admin/events`.
  * Events only say what changed; the panel then reads it through the API it uses for everything else.
  * A stream opened with an admin's session ends as soon as that admin may no longer read it: demoted
  * or deleted (a users change, checked again), or signed out (its session ended).
@@ -31,7 +31,7 @@ export class LiveEvents {
   /** The ids of the refusals told to the panels lately, oldest first. */
   private readonly told = new Set<string>();
   private readonly unsubscribeRefusals: () => void;
-  private readonly unsubscribeReconnect: () => void;
+  private readonly unsubscribeListening: () => void;
   private readonly streams = new Set<PassThrough>();
   private readonly owners = new Map<PassThrough, StreamOwner>();
   private readonly unsubscribe: () => void;
@@ -43,8 +43,9 @@ export class LiveEvents {
     this.mayRead = mayRead;
     this.refusals = refusals;
     this.unsubscribeRefusals = changes.subscribeSignal('refusal', (id) => void this.tellRefusal(id));
-    // Changes may have been missed while the database listener was away (nothing is replayed): every open panel reads again.
-    this.unsubscribeReconnect = changes.onReconnect(() => this.send('resync', {}));
+    // Changes may have been missed before the database listener (re)started listening (nothing is
+    // replayed): every open panel reads again.
+    this.unsubscribeListening = changes.onListening(() => this.send('resync', {}));
     this.unsubscribe = changes.subscribe((change) => {
       if (change.kind === 'users') void this.recheck();
       this.send('change', change);
@@ -101,7 +102,7 @@ export class LiveEvents {
   close(): void {
     this.unsubscribe();
     this.unsubscribeRefusals();
-    this.unsubscribeReconnect();
+    this.unsubscribeListening();
     clearInterval(this.heartbeat);
     for (const stream of this.streams) stream.end();
   }

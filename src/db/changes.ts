@@ -137,14 +137,14 @@ export class ChangeFeed {
    * Subscribes to every time the database listener starts listening, its first connect included
    * (changes committed before it listened may have been missed: resync).
    */
-  onReconnect(handler: () => void): () => void {
-    this.emitter.on('reconnect', handler);
-    return () => this.emitter.off('reconnect', handler);
+  onListening(handler: () => void): () => void {
+    this.emitter.on('listening', handler);
+    return () => this.emitter.off('listening', handler);
   }
 
   /**
    * LISTENs on a dedicated connection to `url` and republishes other processes' NOTIFYs. Emits
-   * 'reconnect' each time it starts listening, so that subscribers resync: at first (what was
+   * 'listening' each time it starts listening, so that subscribers resync: at first (what was
    * committed while it connected was not heard), and when the connection dropped (database restart)
    * and it connected again with backoff.
    */
@@ -166,7 +166,7 @@ export class ChangeFeed {
           client.on('notification', (message) => this.deliver(message.channel, message.payload ?? ''));
           if (first) log.debug('change listener connected');
           else log.info('change listener reconnected');
-          this.emitter.emit('reconnect');
+          this.emitter.emit('listening');
           first = false;
           delay = 250;
           const error = await lost;

@@ -263,7 +263,7 @@ describe('the change listener (src/db/changes.ts)', () => {
     const feed = new ChangeFeed();
     const logger = captureLogger();
     let resyncs = 0;
-    feed.onReconnect(() => resyncs++);
+    feed.onListening(() => resyncs++);
     const heard: string[] = [];
     feed.subscribe((change) => heard.push(`${change.kind} ${change.id}`));
     feed.listen(db.url, categoryLogger(logger.root, 'db'));
