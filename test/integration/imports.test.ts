@@ -190,6 +190,8 @@ describe('importing a team project', () => {
     const student = await studentWithHome();
     const before = await homeState(student);
     const record = await importAndWait(student, { url: `${git.origin()}/git/team.git` });
+    // A failed import made no backup: its record (and its error) says why, before the backups are read.
+    expect(record).toMatchObject({ phase: 'done' });
     const backups = (await readdir(path.join(dataDir, 'backups'))).filter((name) => name.startsWith(`${student.workspace.slug}-`) && name.endsWith('.tar.gz'));
     expect(backups).toHaveLength(1);
     expect(record).toMatchObject({
