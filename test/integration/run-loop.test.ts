@@ -453,7 +453,10 @@ describe("the simulator's NetworkTables through the proxy", () => {
   }, 60_000);
 
   it("carries a simulator's flood to the owner without holding it in memory: a reader that stops holds the simulator back, and the control plane answers meanwhile", async () => {
-    runs = await startRuns(`${FAST} SIM_NT4_FLOOD=1`);
+    // Each flooded update is a trajectory of 100 poses (2.7 kB), so that the sockets' buffers between
+    // the simulator and a stalled client (several MB of the kernel's) fill within seconds even on a
+    // busy machine: a flood of 38-byte updates took over 30 s to fill them on CI.
+    runs = await startRuns(`${FAST} SIM_NT4_FLOOD=1 SIM_NT4_FLOOD_POSES=100`);
     const ada = await runningStudent();
     const runId = await startRun(ada);
     await eventually('the run running', async () => (await runOf(runId)).status.phase === 'running', 30_000);
@@ -473,7 +476,7 @@ describe("the simulator's NetworkTables through the proxy", () => {
     const stalled = (await nt4(ada, ada)) as WebSocket;
     stalled.pause();
     subscribe(stalled);
-    // Stopped: under 500 in a second, where the flood brought tens of thousands (what is left is the
+    // Stopped: under 500 in a second, where the flood brought thousands (what is left is the
     // simulator's regular 50 poses a second, which do not wait on its clients).
     const looks: { at: number; count: number }[] = [];
     await eventually(
