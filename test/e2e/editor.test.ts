@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { editFile, launchBrowser, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, execIn, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
@@ -93,11 +93,7 @@ it('signs in, opens the real editor through the proxy, edits and saves a file, r
     // A new home opens its README first (the image's editor defaults); opened later, it would take
     // the keys typed below. Then a file of the starter project: opened, typed into, saved to the volume.
     await page.getByRole('tab', { name: /README\.md/ }).waitFor({ timeout: 60_000 });
-    await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
-    const editor = page.locator('.editor-instance .monaco-editor').first();
-    await editor.waitFor();
-    await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
-    await editor.click();
+    await editFile(page, 'src/main/java/frc/robot/Robot.java');
     await page.keyboard.press('Control+End');
     const line = `// typed in the browser ${tag}`;
     await page.keyboard.type(`\n${line}`);

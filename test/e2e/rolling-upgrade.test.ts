@@ -13,7 +13,7 @@
  */
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import type { DataSource } from 'typeorm';
-import { gotoAndWait, launchBrowser, openFromExplorer, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { editFile, gotoAndWait, launchBrowser, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 import { createBalancer, replicaEnv, type Balancer } from '../helpers/replicas.ts';
@@ -103,10 +103,7 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     // Typed, not saved. (A new window opens the project's README first, the image's editor defaults;
     // opened later, it would take the editor's place and the keys typed below.)
     await page.getByRole('tab', { name: /README\.md/ }).waitFor({ timeout: 60_000 });
-    await openFromExplorer(page, 'src/main/java/frc/robot/Robot.java');
-    const editor = page.locator('.editor-instance .monaco-editor').first();
-    await page.getByRole('tab', { name: /Robot\.java/ }).waitFor();
-    await editor.click();
+    const editor = await editFile(page, 'src/main/java/frc/robot/Robot.java');
     await page.keyboard.press('Control+End');
     await page.keyboard.type(`\n// before the upgrade ${tag}`);
     const robot = `${HOME}/src/main/java/frc/robot/Robot.java`;

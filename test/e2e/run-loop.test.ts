@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openFromExplorer, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { editFile, launchBrowser, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, execIn, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { HalSimClient } from '../helpers/robot-protocols.ts';
@@ -111,13 +111,6 @@ const editorLog = () => codeServerLog(harness.runtime, ada.workspace.id);
 
 const runButton = (page: Page, text: 'Run' | 'Stop') => page.locator('.statusbar-item', { hasText: new RegExp(`^\\s*${text}\\s*$`) }).first();
 
-/** Opens a file of the project from the explorer, and waits for its tab. */
-async function openFile(page: Page, file: string): Promise<void> {
-  await openFromExplorer(page, file);
-  const name = file.split('/').at(-1)!;
-  await page.getByRole('tab', { name: new RegExp(name.replace('.', '\\.')) }).waitFor();
-}
-
 /** Robot.java as it is on the workspace's volume (`cat` in its running code container). */
 async function robotJava(): Promise<string> {
   const [container] = (await harness.runtime.listContainers({ workspaceId: ada.workspace.id })).filter(
@@ -162,9 +155,7 @@ it('runs the code from the editor: live output, a compile error marked on its li
     await page.getByRole('tab', { name: /README\.md/ }).waitFor({ timeout: 60_000 });
 
     // Break the robot: a line that is no Java at the end of Robot.java.
-    await openFile(page, 'src/main/java/frc/robot/Robot.java');
-    const code = page.locator('.editor-instance .monaco-editor').first();
-    await code.click();
+    const code = await editFile(page, 'src/main/java/frc/robot/Robot.java');
     await page.keyboard.press('Control+End');
     await page.keyboard.type('\nthis is not java');
     await page.keyboard.press('Control+S');

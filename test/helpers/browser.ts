@@ -181,6 +181,37 @@ export async function openFromExplorer(page: Page, file: string): Promise<void> 
 }
 
 /**
+ * Opens `file` of the home from the explorer (openFromExplorer) and clicks into its text, so that
+ * the keys typed next go there, as a student does; answers its editor. The click waits for the
+ * file's own editor (its `data-uri`) to show and hold still; while its tab is not the one in front,
+ * the tab is chosen first. One click with 10 s for all of it failed in CI (2026-12-01: the editor
+ * never showed as clickable in 10 s on a busy machine); here it is tried again for 60 s, and a
+ * failure says what the window showed (windowEvidence: tabs, dialogs, screenshot).
+ */
+export async function editFile(page: Page, file: string): Promise<Locator> {
+  await openFromExplorer(page, file);
+  const name = file.split('/').at(-1)!;
+  const tab = page.getByRole('tab', { name: new RegExp(escapeRegExp(name)) }).first();
+  const code = page.locator(`.editor-instance .monaco-editor[data-uri$="/${file}"]`).first();
+  try {
+    await eventually(
+      `the editor of ${file} to take a click`,
+      async () => {
+        if ((await tab.getAttribute('aria-selected', { timeout: 5000 })) !== 'true') await tab.click({ timeout: 5000 });
+        return code.click({ timeout: 5000 }).then(
+          () => true,
+          () => false,
+        );
+      },
+      60_000,
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${await windowEvidence(page, `editor-of-${name}`)}`, { cause: error });
+  }
+  return code;
+}
+
+/**
  * Opens the editor's command palette with `text` typed in it, as a student does (F1, then the
  * text), once the palette's input has the keyboard: keys typed before go to the editor (seen: the
  * first three letters lost, and the palette then chose another command).
@@ -296,7 +327,7 @@ export async function waitForWorkbench(page: Page, options: { timeout?: number; 
 
 /**
  * What a VS Code window shows, for a failure's message: the explorer's rows (level, expanded, text),
- * its dialogs and notifications, its status bar; and a screenshot `<tmpdir>/<name>.png`.
+ * its tabs, its dialogs and notifications, its status bar; and a screenshot `<tmpdir>/<name>.png`.
  */
 async function windowEvidence(page: Page, name: string): Promise<string> {
   const shot = path.join(os.tmpdir(), `${name}.png`);
@@ -308,10 +339,15 @@ async function windowEvidence(page: Page, name: string): Promise<string> {
       each.map((element) => `${element.getAttribute('aria-level')} ${element.getAttribute('aria-expanded') ?? '-'} ${element.textContent}`),
     )
     .catch(unreadable);
+  const tabs = await page
+    .getByRole('tab')
+    .evaluateAll((each) => each.map((element) => `${element.getAttribute('aria-selected') === 'true' ? '*' : ' '} ${element.getAttribute('aria-label')}`))
+    .catch(unreadable);
   const said = await page.locator('.monaco-dialog-box, .notification-list-item').allInnerTexts().catch(unreadable);
   const status = await page.locator('.statusbar').allInnerTexts().catch(unreadable);
   return [
     `--- the explorer's rows (level, expanded, text):\n${rows.join('\n')}`,
+    `--- the tabs (* in front):\n${tabs.join('\n')}`,
     `--- dialogs and notifications: ${JSON.stringify(said)}`,
     `--- the status bar: ${JSON.stringify(status.join(' ').replace(/\s+/g, ' '))}`,
     `--- url: ${page.url()}`,
