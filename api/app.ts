@@ -99,6 +99,8 @@ export interface AppDeps {
   serverId?: string;
   /** Who is at each workspace as this replica sees it (editors, pages, NetworkTables, a Driver Station), for the class view; none: not counted. */
   presence?: PresenceTracker;
+  /** The HALSim relay's watchdog, when a test gives another (api/proxy/halsim.ts: WATCHDOG_MS otherwise). */
+  driverWatchdogMs?: number;
 }
 
 /** The HTTP server's handlers: requests and WebSocket upgrades. */
@@ -160,6 +162,7 @@ export function createApp(deps: AppDeps): AppHandlers {
     tunnelLimits: deps.tunnelLimits,
     isAllowed,
     presence: deps.presence,
+    driverWatchdogMs: deps.driverWatchdogMs,
   };
   // Host mode's proxy serves the workspaces' own hosts too; path mode's only `/u/<slug>/`.
   const hostProxy = hosts ? new HostModeProxy({ ...proxyDeps, hosts, handoffs: store.handoffs }) : undefined;

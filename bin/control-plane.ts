@@ -131,6 +131,8 @@ export interface ControlPlaneOptions {
     runs?: Partial<RunControllerOptions>;
     lessons?: Partial<LessonControllerOptions>;
     idleIntervalMs?: number;
+    /** The HALSim relay's watchdog (api/proxy/halsim.ts), for a page test whose browser may stall longer. */
+    driverWatchdogMs?: number;
   };
   /** false: every reconcile asks the engine for its containers, as before the shared cache (bench/resync.ts's baseline). Default true. */
   observedStateCache?: boolean;
@@ -261,6 +263,7 @@ export function createControlPlane(options: ControlPlaneOptions & { database: Da
           runtime,
           serverId: chosen.has('presence') ? self.id : undefined,
           presence: present,
+          driverWatchdogMs: options.tuning?.driverWatchdogMs,
         },
       })
     : undefined;
@@ -499,7 +502,7 @@ class HttpPart implements Runnable {
     listen: { port: number; host: string };
     sessionSecret: string | undefined;
     startedAt: number;
-    app: Pick<AppDeps, 'store' | 'metrics' | 'allowlist' | 'activity' | 'backups' | 'runtime' | 'serverId' | 'presence'>;
+    app: Pick<AppDeps, 'store' | 'metrics' | 'allowlist' | 'activity' | 'backups' | 'runtime' | 'serverId' | 'presence' | 'driverWatchdogMs'>;
   };
 
   constructor(options: HttpPart['options']) {

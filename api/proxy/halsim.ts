@@ -220,6 +220,11 @@ export interface HalsimRelayDeps {
   answerTimeoutMs: number;
   /** Told of each driver and of the robot's state it sets, for the class view (none: not told). */
   presence?: Pick<PresenceTracker, 'driverConnected'>;
+  /**
+   * How long a driver may say nothing before its robot is disabled (default WATCHDOG_MS). Only tests
+   * give another: a page test on a busy machine, whose browser may stall longer than that.
+   */
+  watchdogMs?: number;
 }
 
 /** While a browser holds this much the relay has not sent it yet, the robot is not read. */
@@ -312,7 +317,7 @@ class Driver {
   private readonly workspace: WorkspaceRecord;
   private readonly target: TunnelTarget;
   private readonly bucket = new TokenBucket(DRIVER_RATE);
-  /** Fires WATCHDOG_MS after the driver's last message (refreshed by each). */
+  /** Fires the watchdog's time (WATCHDOG_MS unless the deps say) after the driver's last message (refreshed by each). */
   private readonly watchdog: NodeJS.Timeout;
   private robot: WebSocket | undefined;
   /** Set once the robot's WebSocket opened, and once it sent its first message (its state: it took this driver). */
@@ -347,7 +352,7 @@ class Driver {
     this.target = target;
     const own = new Promise<void>((resolve) => (this.release = resolve));
     this.released = before ? Promise.all([own, before]).then(() => undefined) : own;
-    this.watchdog = setTimeout(() => this.silence(), WATCHDOG_MS);
+    this.watchdog = setTimeout(() => this.silence(), deps.watchdogMs ?? WATCHDOG_MS);
     browser.on('message', (data, isBinary) => this.fromDriver(data, isBinary));
     // What the browser sent broke the protocol (`ws` has closed with its code already: 1009 for a frame
     // over 4 KiB, 1007 for text that is no UTF-8, 1002): refused. Any other error is the connection's.
@@ -460,7 +465,7 @@ class Driver {
     this.end({ code: 1008, reason });
   }
 
-  /** The driver said nothing for WATCHDOG_MS: its robot is disabled (once per silence). */
+  /** The driver said nothing for the watchdog's time: its robot is disabled (once per silence). */
   private silence(): void {
     if (this.silent || this.ended || this.robot?.readyState !== WebSocket.OPEN) return;
     this.disable('silence');

@@ -94,6 +94,8 @@ export interface ProxyDeps {
   isAllowed: (email: string) => boolean;
   /** Who is at each workspace (the owner's editors, NetworkTables, a Driver Station), for the class view; none: not counted (no row in `servers`). */
   presence?: PresenceTracker;
+  /** The HALSim relay's watchdog, when a test gives another (halsim.ts: HalsimRelayDeps.watchdogMs). */
+  driverWatchdogMs?: number;
 }
 /**
  * Serves every path under `/u/<slug>/` except `/u/<slug>/api/...` (`request`) and, in path mode,
@@ -155,6 +157,7 @@ export class WorkspaceProxy {
       tunnels: this.tunnels,
       answerTimeoutMs: deps.timeoutMs,
       presence: deps.presence,
+      watchdogMs: deps.driverWatchdogMs,
     });
     // Changes take effect at once: a demoted user or a stopped workspace is not served from cache.
     this.unsubscribe = deps.changes.subscribe((change) => {
