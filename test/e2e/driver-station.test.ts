@@ -1,3 +1,4 @@
+// @lane alone
 /**
  * Issue 40, the Driver Station in the editor, and issue 41 item 3, the command palette: Chromium, the
  * real workspace image (code-server with the classroom extension built in), the real stand-in robot
@@ -26,7 +27,11 @@
  * The relay disables a robot whose driver says nothing for 400 ms (its watchdog, which
  * halsim-proxy.test.ts tests). Here it waits 10 s: with a second browser or swarm file beside it, the
  * page's input once stalled longer than 400 ms (the robot, disabled, did not drive: a CI run of
- * 2026-11-29), and this file ran alone until the watchdog could be given for a test (2026-12-01).
+ * 2026-11-29).
+ *
+ * Alone (scripts/test-lanes.sh) all the same: in the shared lane it starts with the other longest
+ * files (two swarms and the class day's editors), took 447 s there instead of about 100 s alone,
+ * and a swarm file beside it could not get a database connection within 5 s (CI, 2026-12-02).
  */
 import os from 'node:os';
 import path from 'node:path';
