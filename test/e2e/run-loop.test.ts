@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { editFile, launchBrowser, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { editFile, launchBrowser, runFromPalette, waitForWorkbench, windowEvidence, withPage } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, execIn, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { HalSimClient } from '../helpers/robot-protocols.ts';
@@ -232,10 +232,17 @@ it('runs the code from the editor: live output, a compile error marked on its li
     const list = await (await fetch(`${app.url}/u/${ada.workspace.slug}/api/runs`, { headers: { cookie: ada.cookie } })).json();
     expect((list as { runs: { status: string }[] }).runs.map((run) => run.status)).toEqual(['stopped', 'failed']);
 
-    // The way back from the editor to the workspace page (runs, Stop, Sign out): its command opens it in a tab.
-    const opened = page.context().waitForEvent('page', { timeout: 30_000 });
+    // The way back from the editor to the workspace page (runs, Stop, Sign out): its command opens it
+    // in a tab. The command runs in the workspace's extension host and asks the window to open the
+    // tab: 30 s were too few once in CI (2026-12-02, beside the heaviest files); a failure says what
+    // the window showed.
+    const opened = page.context().waitForEvent('page', { timeout: 90_000 });
     await runFromPalette(page, 'Robot: Open my workspace page (stop, sign out, past output)');
-    const tab = await opened;
+    const tab = await opened.catch(async (error: unknown) => {
+      throw new Error(`${(error as Error).message}\n${await windowEvidence(page, 'run-loop-no-workspace-page')}\n--- the editor's log:\n${await editorLog()}`, {
+        cause: error,
+      });
+    });
     await tab.locator('h1').getByText(`Workspace ${ada.workspace.slug}`).waitFor();
     expect(tab.url()).toBe(`${app.url}/u/${ada.workspace.slug}/.cp/`);
     expect(await tab.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);

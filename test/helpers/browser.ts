@@ -329,7 +329,7 @@ export async function waitForWorkbench(page: Page, options: { timeout?: number; 
  * What a VS Code window shows, for a failure's message: the explorer's rows (level, expanded, text),
  * its tabs, its dialogs and notifications, its status bar; and a screenshot `<tmpdir>/<name>.png`.
  */
-async function windowEvidence(page: Page, name: string): Promise<string> {
+export async function windowEvidence(page: Page, name: string): Promise<string> {
   const shot = path.join(os.tmpdir(), `${name}.png`);
   await page.screenshot({ path: shot }).catch(() => undefined);
   const unreadable = (failure: unknown) => [`(unreadable: ${(failure as Error).message})`];
