@@ -42,7 +42,7 @@ import { editFile, gotoAndWait, launchBrowser, openPalette, recordPage, runFromP
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { Nt4Client } from '../helpers/robot-protocols.ts';
-import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+import { EDITOR_START_MS, newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
 const tag = Date.now().toString(36);
@@ -65,7 +65,7 @@ beforeAll(async () => {
   runs = workspaceImageRunController(harness, app.metrics).controller;
   await runs.start();
   ada = await newStudent(harness.store, 'ada', tag);
-  ada.workspace = await openAndWait(harness.store, ada.workspace);
+  ada.workspace = await openAndWait(harness.store, ada.workspace, EDITOR_START_MS);
   browser = await launchBrowser();
 }, 120_000);
 

@@ -30,7 +30,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
 import { freePort } from '../helpers/server.ts';
 import { sessionFor } from '../helpers/session.ts';
-import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+import { EDITOR_START_MS, newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
 const ADMIN_TOKEN = 'admin-token-class-day-0123456789abcdef01';
@@ -133,7 +133,7 @@ const LOOKED = /Not run yet|Building|Running|Run stopped|Run failed|Run canceled
 
 /** Ada's editor (opened again), with the classroom extension running: its look at the workspace in the status bar. */
 async function openEditor(page: Page): Promise<void> {
-  ada.workspace = await openAndWait(harness.store, ada.workspace);
+  ada.workspace = await openAndWait(harness.store, ada.workspace, EDITOR_START_MS);
   await page.goto(editorUrl(), { waitUntil: 'commit' });
   await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, ada.workspace.id) });
   await statusItem(page, LOOKED).waitFor({ timeout: 60_000 });

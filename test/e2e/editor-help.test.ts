@@ -30,7 +30,7 @@ import { launchBrowser, openPalette, recordPage, runFromPalette, signIn, waitFor
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { sessionFor } from '../helpers/session.ts';
-import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+import { EDITOR_START_MS, newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
 const tag = Date.now().toString(36);
@@ -110,7 +110,7 @@ it('raises a hand from the status bar with a message, shows the coach coming, ta
       try {
         // A hand raised on the workspace page before the editor opens: the editor shows it from its first read.
         await raiseOnPage('raised on the page');
-        ada.workspace = await openAndWait(harness.store, ada.workspace);
+        ada.workspace = await openAndWait(harness.store, ada.workspace, EDITOR_START_MS);
         await signIn(page, ada);
         await page.goto(`${app.url}/u/${ada.workspace.slug}/?folder=/home/student`, { waitUntil: 'commit' });
         await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, ada.workspace.id) });

@@ -20,7 +20,7 @@ import { editFile, launchBrowser, runFromPalette, waitForWorkbench, windowEviden
 import { codeServerLog, createHarness, eventually, execIn, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { HalSimClient } from '../helpers/robot-protocols.ts';
-import { newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+import { EDITOR_START_MS, newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
 const tag = Date.now().toString(36);
@@ -50,7 +50,7 @@ beforeAll(async () => {
   ({ controller: runs, records: runLog } = workspaceImageRunController(harness, app.metrics));
   await runs.start();
   ada = await newStudent(harness.store, 'ada', tag);
-  ada.workspace = await openAndWait(harness.store, ada.workspace);
+  ada.workspace = await openAndWait(harness.store, ada.workspace, EDITOR_START_MS);
   // The terminal drawn in the page's DOM, which the test reads, rather than on a canvas (a user
   // setting of Ada's editor, as a student could choose it; read when the window opens).
   const [code] = (await harness.runtime.listContainers({ workspaceId: ada.workspace.id })).filter((each) => each.role === 'code');

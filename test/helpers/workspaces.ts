@@ -19,13 +19,22 @@ export async function newStudent(store: Store, local: string, tag: string, role:
   return { userId: user.id, email, workspace, cookie };
 }
 
+/**
+ * The time a workspace of the real editor image (code-server) is given to start: its container and
+ * code-server's start-up took over 20 s on a 2-core machine beside the suite's heaviest files.
+ */
+export const EDITOR_START_MS = 90_000;
+
 /** Opens a workspace and waits until the controller reports its editor running at an endpoint. */
-export async function openAndWait(store: Store, workspace: WorkspaceRecord): Promise<WorkspaceRecord> {
+export async function openAndWait(store: Store, workspace: WorkspaceRecord, timeoutMs?: number): Promise<WorkspaceRecord> {
   await store.workspaces.open(workspace.id);
-  return waitForState(store, workspace.id, 'running');
+  return waitForState(store, workspace.id, 'running', timeoutMs);
 }
 
-/** Waits until a workspace's observed state is `state` for its current spec (and, for running, its endpoint is known). */
+/**
+ * Waits until a workspace's observed state is `state` for its current spec (and, for running, its
+ * endpoint is known). A timeout says the status last seen.
+ */
 export async function waitForState(store: Store, id: string, state: ObservedState, timeoutMs = 20_000): Promise<WorkspaceRecord> {
   return eventually(
     `workspace ${state}`,
@@ -33,7 +42,8 @@ export async function waitForState(store: Store, id: string, state: ObservedStat
       const current = await store.workspaces.get(id);
       // Observed for the current spec: a status written by a reconcile that began before the last change does not count.
       const converged = current?.status.observedState === state && current.status.observedGeneration === current.spec.generation;
-      return converged && (state !== 'running' || current.status.editorEndpoint) ? current : undefined;
+      if (converged && (state !== 'running' || current.status.editorEndpoint)) return current;
+      throw new Error(current ? `last seen ${JSON.stringify({ generation: current.spec.generation, ...current.status })}` : 'no such workspace');
     },
     timeoutMs,
   );
