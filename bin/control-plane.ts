@@ -48,11 +48,19 @@ import { linkPath } from '../src/store/sign-in-links.ts';
 /** How long in-flight requests may take to finish after a stop began before their sockets are closed. */
 const SHUTDOWN_GRACE_MS = 10_000;
 /**
- * How long a stopping replica that has others waits, once its row says it stops, before it lets its
- * editors go: two of a balancer's checks a second apart (deploy/haproxy.cfg), so that it sees the
- * older replicas draining (GET /readyz) and sends the editors to the newest.
+ * How long a stopping replica that has others waits at least, once its row says it stops, before it
+ * lets its editors go: two of a balancer's checks a second apart (deploy/haproxy.cfg), so that it
+ * sees the older replicas draining (GET /readyz) and sends the editors to the newest.
  */
 const BALANCER_NOTICE_MS = 2500;
+/**
+ * How long it waits at most for every replica it drains to have answered a check with "draining"
+ * (ServerStore.drainSaid): a check answered late on a busy machine; a replica no balancer checks
+ * never answers. With SHUTDOWN_GRACE_MS it stays within compose's stop period (15 s).
+ */
+const BALANCER_NOTICE_MAX_MS = 5000;
+/** After the last of them answered: the balancer reads the answer before the editors come back. */
+const BALANCER_READ_MS = 250;
 
 /** How often activity gathered in memory is written to the database. */
 const ACTIVITY_FLUSH_MS = 10_000;
@@ -627,10 +635,32 @@ class Presence implements Runnable {
     try {
       await store.servers.markStopping(self.id);
       // The balancer's next checks see the others draining before this one closes its editors.
-      if ((await store.servers.live()).length > 1) await sleep(BALANCER_NOTICE_MS);
+      if ((await store.servers.live()).length > 1) await this.balancerNotices();
     } catch (error) {
       log.warning({ error }, 'saying that this server stops failed');
     }
+  }
+
+  /**
+   * Waits BALANCER_NOTICE_MS, and then until every replica this one's stop drains has answered a
+   * check with "draining" (and BALANCER_READ_MS more when one answered late), BALANCER_NOTICE_MAX_MS
+   * at most.
+   */
+  private async balancerNotices(): Promise<void> {
+    const { store, self } = this.options;
+    const deadline = Date.now() + BALANCER_NOTICE_MAX_MS;
+    await sleep(BALANCER_NOTICE_MS);
+    if (await store.servers.drainSaid(self.id)) return;
+    while (Date.now() < deadline) {
+      await sleep(100);
+      if (await store.servers.drainSaid(self.id)) {
+        await sleep(BALANCER_READ_MS);
+        return;
+      }
+    }
+    this.options.log.warning(
+      `a replica that drains has not answered a balancer's check in ${BALANCER_NOTICE_MAX_MS / 1000} s; letting the editors go (some may land on it and move again)`,
+    );
   }
 
   /** Removes this server's row, when stopping said it stops. */

@@ -34,6 +34,7 @@ import { CreateWorkspaceUptime1795992000000 } from './1795992000000-CreateWorksp
 import { CreateWorkspaceLooks1795993000000 } from './1795993000000-CreateWorkspaceLooks.ts';
 import { CreateLessons1795994000000 } from './1795994000000-CreateLessons.ts';
 import { CreateJoinCodes1795995000000 } from './1795995000000-CreateJoinCodes.ts';
+import { AddServerDrainSaid1795996000000 } from './1795996000000-AddServerDrainSaid.ts';
 
 /** Every migration, oldest first. Registered explicitly; a landed migration is never edited. */
 export const MIGRATIONS = [
@@ -73,4 +74,5 @@ export const MIGRATIONS = [
   CreateWorkspaceLooks1795993000000,
   CreateLessons1795994000000,
   CreateJoinCodes1795995000000,
+  AddServerDrainSaid1795996000000,
 ];

@@ -6,6 +6,9 @@ export const SERVER_HEARTBEAT_MS = 10_000;
 /** A row not refreshed for this long is a server that is gone (crashed, or its host lost). */
 export const SERVER_GONE_AFTER_MS = 3 * SERVER_HEARTBEAT_MS;
 
+/** A server whose readiness (GET /readyz) was asked within this long is one a balancer checks (deploy/haproxy.cfg: every second). */
+export const BALANCER_CHECKED_MS = 10_000;
+
 /** A control-plane process, as it registered itself. */
 export interface ServerRecord {
   id: string;
@@ -39,6 +42,8 @@ const WRITTEN = rowCodec('servers', { inserted: col.boolean });
 
 /** Whether a server should take no new connections (draining). */
 const DRAINING = rowCodec('servers', { draining: col.boolean });
+/** Whether every server that drains has said so (drainSaid). */
+const DRAIN_SAID = rowCodec('servers', { said: col.boolean });
 
 /**
  * The servers that run now: each writes its row at start, refreshes it every SERVER_HEARTBEAT_MS
@@ -80,18 +85,45 @@ export class ServerStore {
    * Whether server `id` should take no new connections now: another server is stopping while one
    * that started after `id` runs and is not stopping. In a rolling upgrade (a new replica started
    * before each old one stops) the editors a stopping replica lets go then land on the newest
-   * replicas, never on an old one that goes next: each moves once.
+   * replicas, never on an old one that goes next: each moves once. Asked by a balancer's check
+   * (GET /readyz): the row notes when it was asked (`checked_at`) and when it answered yes
+   * (`drain_said_at`), for `drainSaid`.
    */
   async draining(id: string): Promise<boolean> {
     const { draining } = await DRAINING.one(
       this.db,
-      `WITH live AS (SELECT id, started_at, stopping_since FROM servers WHERE seen_at >= now() - make_interval(secs => $2))
-       SELECT EXISTS (SELECT 1 FROM live WHERE id <> $1 AND stopping_since IS NOT NULL)
-          AND EXISTS (SELECT 1 FROM live newer, live me WHERE me.id = $1 AND newer.id <> $1
-                        AND newer.stopping_since IS NULL AND newer.started_at > me.started_at) AS draining`,
+      `WITH live AS (SELECT id, started_at, stopping_since FROM servers WHERE seen_at >= now() - make_interval(secs => $2)),
+            answer AS (
+              SELECT EXISTS (SELECT 1 FROM live WHERE id <> $1 AND stopping_since IS NOT NULL)
+                 AND EXISTS (SELECT 1 FROM live newer, live me WHERE me.id = $1 AND newer.id <> $1
+                               AND newer.stopping_since IS NULL AND newer.started_at > me.started_at) AS draining),
+            noted AS (UPDATE servers SET checked_at = now(), drain_said_at = CASE WHEN answer.draining THEN now() ELSE drain_said_at END
+                        FROM answer WHERE servers.id = $1)
+       SELECT draining FROM answer`,
       [id, SERVER_GONE_AFTER_MS / 1000],
     );
     return draining;
+  }
+
+  /**
+   * Whether every replica that drains because server `id` stops (a live one, not stopping, with a
+   * newer one that is not stopping) and that a balancer checks (asked within BALANCER_CHECKED_MS)
+   * has answered a check with "draining" since `id` began to stop: its balancer has then stopped
+   * sending it new connections. True when none does.
+   */
+  async drainSaid(id: string): Promise<boolean> {
+    const { said } = await DRAIN_SAID.one(
+      this.db,
+      `WITH live AS (SELECT id, started_at, stopping_since, checked_at, drain_said_at FROM servers WHERE seen_at >= now() - make_interval(secs => $2))
+       SELECT NOT EXISTS (
+         SELECT 1 FROM live old, servers me
+          WHERE me.id = $1 AND old.id <> $1 AND old.stopping_since IS NULL
+            AND old.checked_at >= now() - make_interval(secs => $3)
+            AND EXISTS (SELECT 1 FROM live newer WHERE newer.id NOT IN ($1, old.id) AND newer.stopping_since IS NULL AND newer.started_at > old.started_at)
+            AND (old.drain_said_at IS NULL OR me.stopping_since IS NULL OR old.drain_said_at < me.stopping_since)) AS said`,
+      [id, SERVER_GONE_AFTER_MS / 1000, BALANCER_CHECKED_MS / 1000],
+    );
+    return said;
   }
 
   /** The server has stopped. */

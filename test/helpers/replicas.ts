@@ -88,6 +88,8 @@ export interface Balancer {
   start(): Promise<void>;
   /** Waits until it answers GET /healthz (through a replica up behind it). */
   answering(): Promise<void>;
+  /** Its log so far, as `docker logs` shows it (a request a line, and each server's state changes). */
+  log(): Promise<string>;
   /** How many times it has said that its server `place` is up or down (its log, as `docker logs` shows it). */
   said(place: Place, state: 'UP' | 'DOWN'): Promise<number>;
   /** Waits until it has taken server `place` (said it is up) more than `before` times. */
@@ -108,8 +110,9 @@ export async function createBalancer(controlPlaneId: string, options: { places: 
   for (let index = 0; index < options.places; index++) ports.push(await freePort());
   const url = `http://127.0.0.1:${port}`;
   let container: Docker.Container | undefined;
+  const log = async () => (container ? await ok('docker', ['logs', container.id], { timeoutMs: 10_000 }).catch(() => '') : '');
   const said = async (place: Place, state: 'UP' | 'DOWN') => {
-    const logs = container ? await ok('docker', ['logs', container.id], { timeoutMs: 10_000 }).catch(() => '') : '';
+    const logs = await log();
     return logs.split('\n').filter((line) => line.includes(`Server replicas/${place} is ${state}`)).length;
   };
   return {
@@ -130,6 +133,7 @@ export async function createBalancer(controlPlaneId: string, options: { places: 
       });
       await container.start();
     },
+    log,
     answering: async () => {
       await eventually('the balancer to answer', async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200, 30_000);
     },
