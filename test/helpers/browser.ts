@@ -108,6 +108,14 @@ export function isLoopback(url: string): boolean {
 const notLoopbackWebSocket = /^(?!wss?:\/\/(?:127\.0\.0\.1|localhost|[^/?#@:]*\.localhost)(?::\d+)?(?:[/?#]|$))/;
 
 /**
+ * How long a page's wait is given by default: what a page shows may wait for the control plane, an
+ * editor's container or the browser itself, and on a 2-core machine beside the suite's heaviest
+ * files (a load of 14) 10 s were too few for a tab to open (security-host-mode, CI 2026-12-02). Only
+ * a failing wait takes this long.
+ */
+const PAGE_WAIT_MS = 30_000;
+
+/**
  * Runs `fn` with a page in a fresh browser context (no cookies or storage shared with other
  * tests), and always closes the context afterwards. Requests not to 127.0.0.1 or a `localhost`
  * name are aborted; WebSockets to them are closed (code 1008) before they connect.
@@ -115,6 +123,8 @@ const notLoopbackWebSocket = /^(?!wss?:\/\/(?:127\.0\.0\.1|localhost|[^/?#@:]*\.
  * Service workers are blocked (what one answers would bypass the routes) unless `serviceWorkers` is
  * 'allow': VS Code's webviews need theirs, which answers only for the webview's own resources, from
  * the editor (so still on loopback).
+ *
+ * Every wait of the page (a locator's, a new tab's) is given PAGE_WAIT_MS unless it says otherwise.
  */
 export async function withPage<T>(
   browser: Browser,
@@ -126,7 +136,7 @@ export async function withPage<T>(
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
   });
   try {
-    context.setDefaultTimeout(10_000);
+    context.setDefaultTimeout(PAGE_WAIT_MS);
     await context.route('**/*', (route: Route) => (isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient')));
     await context.routeWebSocket(notLoopbackWebSocket, (ws: WebSocketRoute) => void ws.close({ code: 1008, reason: 'blocked by the test browser' }));
     return await fn(await context.newPage());
