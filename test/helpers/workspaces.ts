@@ -33,9 +33,10 @@ export async function openAndWait(store: Store, workspace: WorkspaceRecord, time
 
 /**
  * Waits until a workspace's observed state is `state` for its current spec (and, for running, its
- * endpoint is known). A timeout says the status last seen.
+ * endpoint is known). A timeout says the status last seen. The test image's container starts in
+ * about a second alone; 30 s leave room for a loaded machine (the suite's heaviest files beside it).
  */
-export async function waitForState(store: Store, id: string, state: ObservedState, timeoutMs = 20_000): Promise<WorkspaceRecord> {
+export async function waitForState(store: Store, id: string, state: ObservedState, timeoutMs = 30_000): Promise<WorkspaceRecord> {
   return eventually(
     `workspace ${state}`,
     async () => {
