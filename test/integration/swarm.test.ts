@@ -41,6 +41,23 @@ let app: TestApp;
 /** The control plane of the second part (NODE_LOST_SECONDS short, backups in its data directory). */
 let nodes: Harness | undefined;
 const shell = promisify(execFile);
+
+/**
+ * Pauses a container (its cgroup frozen). runc gives up freezing a busy cgroup after a bounded
+ * number of tries ("unable to freeze", thawed again; CI on a loaded 2-core machine, 2026-12-02) and
+ * leaves a retry to its caller (opencontainers/runc#4388): tried up to five times.
+ */
+async function pause(name: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await shell('docker', ['pause', name]);
+      return;
+    } catch (error) {
+      if (attempt === 5 || !String((error as { stderr?: string }).stderr).includes('unable to freeze')) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
 const tag = Date.now().toString(36);
 const SIZE = 30;
 
@@ -406,8 +423,8 @@ describe('homes on a swarm whose nodes fail', () => {
     });
     const away = `starting: The server ${node.name} that holds your files is not answering; your editor starts again there once it is back.`;
     try {
+      await pause(node.name);
       const pausedAt = Date.now();
-      await shell('docker', ['pause', node.name]);
       // Swarm marks it down (10 to 15 s after it stops answering) and replaces its tasks.
       await eventually(
         'the node marked down',
