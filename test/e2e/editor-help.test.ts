@@ -26,8 +26,8 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import type { HelpQueue, HelpRequestAnswer, LookAnswer, StudentHelpAnswer } from '../../src/wire/schemas.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { launchBrowser, openPalette, recordPage, runFromPalette, signIn, waitForWorkbench, withPage } from '../helpers/browser.ts';
-import { codeServerLog, createHarness, eventually, removeEverything, type Harness } from '../helpers/controllers.ts';
+import { launchBrowser, openPalette, readmeShown, recordPage, runFromPalette, signIn, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { codeServerLog, createHarness, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { sessionFor } from '../helpers/session.ts';
 import { EDITOR_START_MS, newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
@@ -78,19 +78,6 @@ async function call<T>(as: { cookie: string }, method: 'GET' | 'POST', address: 
 const raiseOnPage = (message: string) => call<StudentHelpAnswer>(ada, 'POST', `/u/${ada.workspace.slug}/api/help`, { message });
 const queue = async () => (await call<HelpQueue>(grace, 'GET', '/admin/help')).requests;
 
-/** Whether a frame of the page (a webview's, say) shows the heading `name`. */
-async function someFrameHas(page: Page, name: string): Promise<boolean> {
-  for (const frame of page.frames()) {
-    if (
-      (await frame
-        .getByRole('heading', { name })
-        .count()
-        .catch(() => 0)) > 0
-    )
-      return true;
-  }
-  return false;
-}
 const statusItem = (page: Page, text: RegExp) => page.locator('.statusbar-item', { hasText: text }).first();
 const ASK = /^\s*Ask for help\s*$/;
 const FIRST_IN_LINE = /^\s*Waiting for a coach \(1st in line\)\s*$/;
@@ -115,9 +102,7 @@ it('raises a hand from the status bar with a message, shows the coach coming, ta
         await page.goto(`${app.url}/u/${ada.workspace.slug}/?folder=/home/student`, { waitUntil: 'commit' });
         await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, ada.workspace.id) });
         await statusItem(page, FIRST_IN_LINE).waitFor({ timeout: 60_000 });
-        // A new home opens its README (a preview): its webview takes the focus once it has loaded,
-        // which would close a palette opened before.
-        await eventually('the README preview', () => someFrameHas(page, 'Your robot project'), 60_000);
+        await readmeShown(page);
         await runFromPalette(page, 'Classroom: Take back my help request');
         await statusItem(page, ASK).waitFor();
         await page.locator('.notification-list-item').getByText('You took your request for help back.').waitFor();

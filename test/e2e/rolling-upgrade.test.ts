@@ -13,7 +13,7 @@
  */
 import type { Browser, Page, WebSocket } from 'playwright-core';
 import type { DataSource } from 'typeorm';
-import { editFile, gotoAndWait, launchBrowser, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { editFile, gotoAndWait, launchBrowser, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
 import { createHarness, docker, eventually, execIn, newControlPlaneId, removeEverything, type Harness } from '../helpers/controllers.ts';
 import { openTestDatabase } from '../helpers/db.ts';
 import { createBalancer, replicaEnv, type Balancer } from '../helpers/replicas.ts';
@@ -22,6 +22,8 @@ import { newStudent, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
 const HOME = '/home/student';
+/** Ada's own editor settings (code-server's user settings in her home). */
+const USER_SETTINGS = `${HOME}/.local/share/code-server/User/settings.json`;
 const tag = Date.now().toString(36);
 const controlPlaneId = newControlPlaneId();
 let db: { url: string; dataSource: DataSource };
@@ -101,9 +103,15 @@ it('upgrades both replicas under an open editor and a going run: the editor reco
     const editorBefore = await started(await editorContainer());
 
     // Typed, not saved. (A new window opens the project's README first, the image's editor defaults;
-    // opened later, it would take the editor's place and the keys typed below.)
+    // opened later, it would take the editor's place and the keys typed below.) VS Code for the web
+    // saves a second after typing stops (`files.autoSave` is `afterDelay` there): Ada turns that off,
+    // as a student can (the palette, from the file's editor), and it is off once her settings say
+    // so (a read of the file late on a busy machine found the edit saved, CI 2026-12-02).
     await page.getByRole('tab', { name: /README\.md/ }).waitFor({ timeout: 60_000 });
     const editor = await editFile(page, 'src/main/java/frc/robot/Robot.java');
+    await runFromPalette(page, 'File: Toggle Auto Save');
+    await eventually('auto save off in her settings', async () => /"files\.autoSave":\s*"off"/.test(await fileInWorkspace(USER_SETTINGS)));
+    await editor.click();
     await page.keyboard.press('Control+End');
     await page.keyboard.type(`\n// before the upgrade ${tag}`);
     const robot = `${HOME}/src/main/java/frc/robot/Robot.java`;

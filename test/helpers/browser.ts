@@ -234,6 +234,25 @@ export async function openPalette(page: Page, text: string): Promise<void> {
 }
 
 /**
+ * Waits until a new home's README shows (VS Code opens it as a preview at a new window's start,
+ * `workbench.startupEditor: readme`): its webview takes the keyboard once it has loaded, which
+ * would close a palette opened before.
+ */
+export async function readmeShown(page: Page): Promise<void> {
+  const shows = async () => {
+    for (const frame of page.frames()) {
+      const headings = await frame
+        .getByRole('heading', { name: 'Your robot project' })
+        .count()
+        .catch(() => 0);
+      if (headings > 0) return true;
+    }
+    return false;
+  };
+  await eventually('the README preview', shows, 60_000);
+}
+
+/**
  * Runs the editor command labelled `label` from the command palette: its label typed, Enter once
  * the palette has chosen exactly that entry (before, Enter runs whatever the text typed so far
  * chose), then the palette gone.
