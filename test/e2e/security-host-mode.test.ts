@@ -244,7 +244,7 @@ it("opens the workspace page's Driver Station in a tab of its own on the workspa
     await page.context().addCookies(cookiesOf(ada));
     await page.goto(`${publicOrigin}/u/${ada.workspace.slug}/.cp/`);
     const before = (await served(adasEditor)).length;
-    // 10 s (the context's default) were too few once in CI, the machine's load at 12 on two cores.
+    // 10 s (the context's default then) were too few once in CI, the machine's load at 12 on two cores.
     const opened = page.context().waitForEvent('page', { timeout: 60_000 });
     await page.locator('#ds-open:enabled').click();
     const tab = await opened;
