@@ -54,7 +54,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
  */
 const BALANCER_NOTICE_MS = 2500;
 /**
- * How long it waits at most for every replica it drains to have answered a check with "draining"
+ * How long it waits at most for itself and every replica it drains to have answered a check with "draining"
  * (ServerStore.drainSaid): a check answered late on a busy machine; a replica no balancer checks
  * never answers. With SHUTDOWN_GRACE_MS it stays within compose's stop period (15 s).
  */
@@ -628,13 +628,14 @@ class Presence implements Runnable {
     const { store, self, log } = this.options;
     await this.beat.stop();
     if (!self.publicUrl) return;
-    // Stopping, said before anything is let go: while this row says so, the replicas older than
-    // the newest take no new connections (GET /readyz), so that the editors this one lets go
-    // land on the newest. The row goes last (unregister), once the editors have gone.
+    // Stopping, said before anything is let go: while this row says so, this one and the replicas
+    // older than the newest take no new connections (GET /readyz), so that no request is in flight
+    // here when the balancer marks this one down, and the editors it lets go land on the newest.
+    // The row goes last (unregister), once the editors have gone.
     this.marked = true;
     try {
       await store.servers.markStopping(self.id);
-      // The balancer's next checks see the others draining before this one closes its editors.
+      // The balancer's next checks see this one and the others draining before it closes.
       if ((await store.servers.live()).length > 1) await this.balancerNotices();
     } catch (error) {
       log.warning({ error }, 'saying that this server stops failed');
@@ -642,7 +643,7 @@ class Presence implements Runnable {
   }
 
   /**
-   * Waits BALANCER_NOTICE_MS, and then until every replica this one's stop drains has answered a
+   * Waits BALANCER_NOTICE_MS, and then until this one and every replica its stop drains have answered a
    * check with "draining" (and BALANCER_READ_MS more when one answered late), BALANCER_NOTICE_MAX_MS
    * at most.
    */

@@ -47,14 +47,14 @@ export const health = operation({
 
 /**
  * For a load balancer: 200 when it may send this replica new connections; 404 while it should not
- * (ServerStore.draining: another replica stops and a newer one runs), its open connections kept;
- * 503 when the database does not answer.
+ * (ServerStore.draining: it stops, or another replica stops and a newer one runs), its open
+ * connections kept; 503 when the database does not answer.
  */
 export const readiness = operation({
   method: 'get',
   path: '/readyz',
   summary:
-    "Whether a load balancer should send this replica new connections (HAProxy's `http-check disable-on-404`): 404 while another replica stops and a newer one runs, so that the editors it lets go land on the newest.",
+    "Whether a load balancer should send this replica new connections (HAProxy's `http-check disable-on-404`): 404 while it stops (it finishes what it has, sent nothing new) and while another replica stops and a newer one runs, so that the editors it lets go land on the newest.",
   auth: 'none',
   tag: 'service',
   noStore: true,

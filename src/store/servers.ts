@@ -82,21 +82,23 @@ export class ServerStore {
   }
 
   /**
-   * Whether server `id` should take no new connections now: another server is stopping while one
-   * that started after `id` runs and is not stopping. In a rolling upgrade (a new replica started
-   * before each old one stops) the editors a stopping replica lets go then land on the newest
-   * replicas, never on an old one that goes next: each moves once. Asked by a balancer's check
-   * (GET /readyz): the row notes when it was asked (`checked_at`) and when it answered yes
-   * (`drain_said_at`), for `drainSaid`.
+   * Whether server `id` should take no new connections now: it is stopping itself (it finishes what
+   * it has, and a balancer sends it nothing more before it closes: a request in flight when the
+   * balancer marks it down would be cut), or another server is stopping while one that started after
+   * `id` runs and is not stopping. In a rolling upgrade (a new replica started before each old one
+   * stops) the editors a stopping replica lets go then land on the newest replicas, never on an old
+   * one that goes next: each moves once. Asked by a balancer's check (GET /readyz): the row notes
+   * when it was asked (`checked_at`) and when it answered yes (`drain_said_at`), for `drainSaid`.
    */
   async draining(id: string): Promise<boolean> {
     const { draining } = await DRAINING.one(
       this.db,
       `WITH live AS (SELECT id, started_at, stopping_since FROM servers WHERE seen_at >= now() - make_interval(secs => $2)),
             answer AS (
-              SELECT EXISTS (SELECT 1 FROM live WHERE id <> $1 AND stopping_since IS NOT NULL)
-                 AND EXISTS (SELECT 1 FROM live newer, live me WHERE me.id = $1 AND newer.id <> $1
-                               AND newer.stopping_since IS NULL AND newer.started_at > me.started_at) AS draining),
+              SELECT EXISTS (SELECT 1 FROM live WHERE id = $1 AND stopping_since IS NOT NULL)
+                  OR (EXISTS (SELECT 1 FROM live WHERE id <> $1 AND stopping_since IS NOT NULL)
+                      AND EXISTS (SELECT 1 FROM live newer, live me WHERE me.id = $1 AND newer.id <> $1
+                                    AND newer.stopping_since IS NULL AND newer.started_at > me.started_at)) AS draining),
             noted AS (UPDATE servers SET checked_at = now(), drain_said_at = CASE WHEN answer.draining THEN now() ELSE drain_said_at END
                         FROM answer WHERE servers.id = $1)
        SELECT draining FROM answer`,
@@ -106,21 +108,22 @@ export class ServerStore {
   }
 
   /**
-   * Whether every replica that drains because server `id` stops (a live one, not stopping, with a
-   * newer one that is not stopping) and that a balancer checks (asked within BALANCER_CHECKED_MS)
-   * has answered a check with "draining" since `id` began to stop: its balancer has then stopped
-   * sending it new connections. True when none does.
+   * Whether server `id`, stopping, and every replica that drains because it stops (a live one, not
+   * stopping, with a newer one that is not stopping), each of them that a balancer checks (asked
+   * within BALANCER_CHECKED_MS), has answered a check with "draining" since `id` began to stop: its
+   * balancer has then stopped sending it new connections. True when none is checked.
    */
   async drainSaid(id: string): Promise<boolean> {
     const { said } = await DRAIN_SAID.one(
       this.db,
       `WITH live AS (SELECT id, started_at, stopping_since, checked_at, drain_said_at FROM servers WHERE seen_at >= now() - make_interval(secs => $2))
        SELECT NOT EXISTS (
-         SELECT 1 FROM live old, servers me
-          WHERE me.id = $1 AND old.id <> $1 AND old.stopping_since IS NULL
-            AND old.checked_at >= now() - make_interval(secs => $3)
-            AND EXISTS (SELECT 1 FROM live newer WHERE newer.id NOT IN ($1, old.id) AND newer.stopping_since IS NULL AND newer.started_at > old.started_at)
-            AND (old.drain_said_at IS NULL OR me.stopping_since IS NULL OR old.drain_said_at < me.stopping_since)) AS said`,
+         SELECT 1 FROM live drains, servers me
+          WHERE me.id = $1 AND drains.checked_at >= now() - make_interval(secs => $3)
+            AND (drains.id = $1
+                 OR (drains.stopping_since IS NULL
+                     AND EXISTS (SELECT 1 FROM live newer WHERE newer.id NOT IN ($1, drains.id) AND newer.stopping_since IS NULL AND newer.started_at > drains.started_at)))
+            AND (drains.drain_said_at IS NULL OR me.stopping_since IS NULL OR drains.drain_said_at < me.stopping_since)) AS said`,
       [id, SERVER_GONE_AFTER_MS / 1000, BALANCER_CHECKED_MS / 1000],
     );
     return said;

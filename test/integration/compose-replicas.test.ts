@@ -73,10 +73,16 @@ async function steadyRequests(during: Promise<unknown>): Promise<{ sent: number;
       await answer.arrayBuffer();
       if (answer.status !== 200) failed.push(`${url}: ${answer.status}`);
     } catch (error) {
-      failed.push(`${url}: ${String(error)}`);
+      // undici's "fetch failed" says why in its cause (a reset, a closed socket).
+      failed.push(`${url}: ${String(error)}${error instanceof Error && error.cause ? ` (${String(error.cause)})` : ''}`);
     }
   }
   await during;
+  // A failure shows what the balancer did meanwhile (a request a line: which replica, how it ended).
+  if (failed.length > 0)
+    console.log(
+      `the balancer's log:\n${(await ok('docker', ['logs', '--tail', '200', (await deployed.container('lb'))!], { timeoutMs: 10_000 }).catch(String)).trim()}`,
+    );
   return { sent, failed };
 }
 

@@ -32,6 +32,14 @@ it('drains the old replicas while one stops and a newer one runs; the newest nev
   expect([await store.servers.draining(b.id), await store.servers.draining(c.id)]).toEqual([true, false]);
 });
 
+it('drains the stopping replica itself, alone or not', async () => {
+  await store.servers.markStopping(c.id);
+  // c takes nothing new while it finishes; b, the newest of the others, takes the new connections.
+  expect([await store.servers.draining(a.id), await store.servers.draining(b.id), await store.servers.draining(c.id)]).toEqual([true, false, true]);
+  await db.dataSource.query('DELETE FROM servers WHERE id <> $1', [c.id]);
+  expect(await store.servers.draining(c.id)).toBe(true);
+});
+
 it('says a stop is noticed at once when no balancer checks the replicas it drains', async () => {
   await store.servers.markStopping(a.id);
   expect(await store.servers.drainSaid(a.id)).toBe(true);
@@ -57,4 +65,17 @@ it('does not count a "draining" said for an earlier stop', async () => {
   expect(await store.servers.drainSaid(a.id)).toBe(false);
   expect(await store.servers.draining(b.id)).toBe(true);
   expect(await store.servers.drainSaid(a.id)).toBe(true);
+});
+
+it('waits for the stopping replica\'s own check to answer "draining"', async () => {
+  // A balancer checks b, the newest once c stops: b does not drain, nothing is waited for.
+  expect(await store.servers.draining(b.id)).toBe(false);
+  await store.servers.markStopping(c.id);
+  expect(await store.servers.draining(b.id)).toBe(false);
+  expect(await store.servers.drainSaid(c.id)).toBe(true);
+  // Once it checks c too, c's own answer is waited for.
+  await db.dataSource.query(`UPDATE servers SET checked_at = now() WHERE id = $1`, [c.id]);
+  expect(await store.servers.drainSaid(c.id)).toBe(false);
+  expect(await store.servers.draining(c.id)).toBe(true);
+  expect(await store.servers.drainSaid(c.id)).toBe(true);
 });

@@ -29,7 +29,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether a load balancer should send this replica new connections (HAProxy's `http-check disable-on-404`): 404 while another replica stops and a newer one runs, so that the editors it lets go land on the newest. */
+        /** Whether a load balancer should send this replica new connections (HAProxy's `http-check disable-on-404`): 404 while it stops (it finishes what it has, sent nothing new) and while another replica stops and a newer one runs, so that the editors it lets go land on the newest. */
         get: operations["getReadyz"];
         put?: never;
         post?: never;
