@@ -54,9 +54,9 @@ const SHUTDOWN_GRACE_MS = 10_000;
  */
 const BALANCER_NOTICE_MS = 2500;
 /**
- * How long it waits at most for itself and every replica it drains to have answered a check with "draining"
- * (ServerStore.drainSaid): a check answered late on a busy machine; a replica no balancer checks
- * never answers. With SHUTDOWN_GRACE_MS it stays within compose's stop period (15 s).
+ * How long it waits at most for itself and every replica it drains to have answered a check with
+ * "draining" (ServerStore.drainSaid): a check answered late on a busy machine; a replica no
+ * balancer checks never answers. With SHUTDOWN_GRACE_MS it stays within compose's stop period (15 s).
  */
 const BALANCER_NOTICE_MAX_MS = 5000;
 /** After the last of them answered: the balancer reads the answer before the editors come back. */
@@ -643,9 +643,9 @@ class Presence implements Runnable {
   }
 
   /**
-   * Waits BALANCER_NOTICE_MS, and then until this one and every replica its stop drains have answered a
-   * check with "draining" (and BALANCER_READ_MS more when one answered late), BALANCER_NOTICE_MAX_MS
-   * at most.
+   * Waits BALANCER_NOTICE_MS, and then until this one and every replica its stop drains have
+   * answered a check with "draining" (and BALANCER_READ_MS more when one answered late),
+   * BALANCER_NOTICE_MAX_MS at most.
    */
   private async balancerNotices(): Promise<void> {
     const { store, self } = this.options;
