@@ -61,6 +61,13 @@ const BALANCER_NOTICE_MS = 2500;
 const BALANCER_NOTICE_MAX_MS = 5000;
 /** After the last of them answered: the balancer reads the answer before the editors come back. */
 const BALANCER_READ_MS = 250;
+/**
+ * How long a stopping replica that has others keeps its row (saying it stops) after it lets its
+ * editors go, at least: while the row is there the older replicas still drain, so an editor that
+ * reconnects late lands on the newest; once it goes, a balancer's next check sends them requests
+ * again. Counted from the editors' release, so it overlaps the wait for in-flight requests.
+ */
+const EDITORS_RETURN_MS = 2500;
 
 /** How often activity gathered in memory is written to the database. */
 const ACTIVITY_FLUSH_MS = 10_000;
@@ -598,6 +605,8 @@ class Presence implements Runnable {
   private readonly beat: Periodic;
   /** Whether the row says this server stops (and so is to be removed). */
   private marked = false;
+  /** When the editors were let go, as far as this part knows (its stop ended), when other replicas run. */
+  private releasedAt: number | undefined;
 
   constructor(options: Presence['options']) {
     this.options = options;
@@ -636,7 +645,11 @@ class Presence implements Runnable {
     try {
       await store.servers.markStopping(self.id);
       // The balancer's next checks see this one and the others draining before it closes.
-      if ((await store.servers.live()).length > 1) await this.balancerNotices();
+      if ((await store.servers.live()).length > 1) {
+        await this.balancerNotices();
+        // The editors go next (the http part stops after this one).
+        this.releasedAt = Date.now();
+      }
     } catch (error) {
       log.warning({ error }, 'saying that this server stops failed');
     }
@@ -664,9 +677,11 @@ class Presence implements Runnable {
     );
   }
 
-  /** Removes this server's row, when stopping said it stops. */
+  /** Removes this server's row, when stopping said it stops: EDITORS_RETURN_MS after the editors were let go, at the earliest. */
   async unregister(): Promise<void> {
     if (!this.marked) return;
+    const left = this.releasedAt === undefined ? 0 : this.releasedAt + EDITORS_RETURN_MS - Date.now();
+    if (left > 0) await sleep(left);
     await this.options.store.servers
       .unregister(this.options.self.id)
       .catch((error: unknown) => this.options.log.warning({ error }, "removing this server's row failed"));

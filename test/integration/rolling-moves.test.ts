@@ -7,7 +7,8 @@
  * replica on the free place c, then the first old one replaced (stopped, a new one on its place),
  * then the second stopped. While a replica stops, the older ones that still run take no new
  * connections (GET /readyz answers 404), so every editor it lets go lands on a new replica: each
- * editor moved exactly once.
+ * editor moved exactly once. The stopping replica keeps its row (and so the drain) for 2.5 s after
+ * it lets its editors go, for those that reconnect late.
  */
 import type { DataSource } from 'typeorm';
 import WebSocket from 'ws';
@@ -25,6 +26,8 @@ let balancer: Balancer;
 let env: (port: number) => Record<string, string>;
 const servers: ServerProcess[] = [];
 const editors: Editor[] = [];
+/** When editors' connections were closed (by their replica), in this test process's clock. */
+const closedAt: number[] = [];
 
 /** A replica started on `port`, kept for the end. */
 async function replica(port: number): Promise<ServerProcess> {
@@ -61,6 +64,7 @@ function editorOf(student: Student): Promise<Editor> {
         if (editor.stopped) return;
         const wasOpen = editor.socket === socket;
         if (wasOpen) {
+          closedAt.push(Date.now());
           editor.moves++;
           editor.socket = undefined;
         }
@@ -115,8 +119,13 @@ it('a rolling upgrade through a third place moves each editor once, even when th
   await balancer.took('c', 0);
   // The first old one replaced: its six editors move to the new one, none to the old one that goes next.
   const [aUp, aDown] = [await balancer.said('a', 'UP'), await balancer.said('a', 'DOWN')];
+  closedAt.length = 0;
   expect(await oldA.stop('SIGTERM')).toBe(0);
+  const exitedAt = Date.now();
   await eventually('every editor connected again', async () => allConnected(), 30_000);
+  // Its row (which keeps b draining) went only after the editors had 2.5 s to come back, less what
+  // passed between its letting them go and this process seeing the first close.
+  expect(exitedAt - Math.min(...closedAt)).toBeGreaterThanOrEqual(2000);
   // Its place seen empty, then taken again (as the docs' procedure waits for the balancer).
   await eventually('the balancer to see a gone', async () => (await balancer.said('a', 'DOWN')) > aDown, 30_000);
   await replica(portA);
