@@ -6,7 +6,7 @@
  * workspace, a corrupted archive (the target's home untouched, no staging volume left), unknown
  * names. A home at the limits: its longest paths, names and link targets back up and restore (its
  * safety copy before a restore too), and a name a backup cannot carry is refused at backup and
- * before a restore, named. The format itself (owners, modes, links, 200 MB, tampering) is
+ * before a restore, named. The format itself (owners, modes, links, large data, tampering) is
  * test/integration/backup.test.ts's.
  */
 import { checkAnswer } from '../helpers/contract.ts';
