@@ -157,15 +157,19 @@ export async function removeEverything(controlPlaneId: string): Promise<void> {
 }
 
 /**
- * Polls `probe` every 50 ms until it returns a truthy value or `timeoutMs` passes (then throws with
- * `what`). It always probes once more after the deadline, so one stall of the test process at the
- * wrong moment cannot fail a condition that holds.
+ * Polls `probe` until it returns a truthy value or `timeoutMs` passes (then throws with `what`): every
+ * 50 ms, or four times as long as the last probe took when that is longer (at most every second), so
+ * that a costly probe (a `docker` command, a listing on a busy engine) keeps the machine busy a fifth
+ * of the time at most while the test waits: the suite is bound by CPU. It always probes once more
+ * after the deadline, so one stall of the test process at the wrong moment cannot fail a condition
+ * that holds.
  */
 export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (let final = false; ;) {
     final = Date.now() >= deadline;
+    const started = performance.now();
     try {
       const value = await probe();
       if (value) return value;
@@ -173,7 +177,7 @@ export async function eventually<T>(what: string, probe: () => Promise<T | undef
       last = error;
     }
     if (final) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, Math.min(1000, Math.max(50, 4 * (performance.now() - started)))));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
