@@ -18,19 +18,25 @@
  * - Stopped by a coach, with VS Code's "Disconnected. Attempting to reconnect…" dialog due (the clock
  *   moved past its 40 s), the window still reaches the workspace page by itself, which says who
  *   stopped it; its Open brings the editor back by itself.
+ *
+ * The tests are one day of Ada's, in one window: each goes on where the one before left it (the
+ * first open's editor is the one she is signed out of; the editor she signs back into is the one her
+ * coach stops; the one Open brings back is the one she is signed out of and leaves alone). A
+ * workbench load costs the browser about 17 CPU-seconds: the day loads it three times, not five.
+ * After a test fails, the later ones fail at once, naming it.
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page, Request, Route } from 'playwright-core';
 import type { RunController } from '../../controllers/runs.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { gotoAndWait, launchBrowser, recordPage, runFromPalette, waitForWorkbench, withPage } from '../helpers/browser.ts';
+import { gotoAndWait, launchBrowser, openPage, recordPage, runFromPalette, waitForWorkbench } from '../helpers/browser.ts';
 import { codeServerLog, createHarness, eventually, removeEverything, type Harness, workspaceImageRunController } from '../helpers/controllers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { startOidcProvider, type OidcProvider } from '../helpers/oidc.ts';
 import { freePort } from '../helpers/server.ts';
 import { sessionFor } from '../helpers/session.ts';
-import { EDITOR_START_MS, newStudent, openAndWait, type Student } from '../helpers/workspaces.ts';
+import { newStudent, type Student } from '../helpers/workspaces.ts';
 
 const IMAGE = 'classroom-workspace:latest';
 const ADMIN_TOKEN = 'admin-token-class-day-0123456789abcdef01';
@@ -43,6 +49,10 @@ let harness: Harness;
 let runs: RunController;
 let browser: Browser;
 let ada: Student;
+/** Ada's window through the day, opened by the first test that needs it. */
+let day: { page: Page; record: ReturnType<typeof recordPage>; close: () => Promise<void> } | undefined;
+/** The test at which the day stopped, when one failed: the later ones do not go on from what it left. */
+let stoppedAt: string | undefined;
 
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
@@ -64,6 +74,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  day?.record.stop();
+  await day?.close();
   await browser?.close();
   await runs?.stop();
   await app?.close();
@@ -73,37 +85,43 @@ afterAll(async () => {
 }, 60_000);
 
 /**
- * Runs `fn` with a page signed in as Ada (a new session), VS Code's webviews working (the README's preview needs their
- * service worker). When it fails, the error says what the window showed (its dialogs and status bar,
- * a screenshot `<name>-failure.png`) and what the page logged.
+ * Ada's window, signed in as her (a session of her own) with VS Code's webviews working (the
+ * README's preview needs their service worker), and the page's clock under the test's hand (it
+ * runs as time does until a test moves it on).
  */
-function withAdasPage(name: string, fn: (page: Page) => Promise<void>): Promise<void> {
-  return withPage(
-    browser,
-    async (page) => {
-      await page.setViewportSize({ width: 1280, height: 800 });
-      // A session of its own (a sign-out in an earlier test ended the one before).
-      const { cookie } = await sessionFor(harness.store.sessions, ada.userId);
-      const cookies = cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: app.url }));
-      await page.context().addCookies(cookies);
-      const record = recordPage(page);
-      try {
-        await fn(page);
-      } catch (error) {
-        await shot(page, `${name}-failure`).catch(() => undefined);
-        const unreadable = (failure: unknown) => [`(unreadable: ${(failure as Error).message})`];
-        const said = await page.locator('.monaco-dialog-box, .notification-list-item').allInnerTexts().catch(unreadable);
-        const status = await page.locator('.statusbar').allInnerTexts().catch(unreadable);
-        throw new Error(
-          `${(error as Error).message}\n--- url: ${page.url()}\n--- dialogs and notifications: ${JSON.stringify(said)}\n--- the status bar: ${JSON.stringify(status.join(' ').replace(/\s+/g, ' '))}\n--- the page logged:\n${record.logged.slice(-60).join('\n')}\n--- screenshot: ${path.join(SHOTS, `${name}-failure.png`)}`,
-          { cause: error },
-        );
-      } finally {
-        record.stop();
-      }
-    },
-    { serviceWorkers: 'allow' },
-  );
+async function adasWindow(): Promise<Page> {
+  if (day) return day.page;
+  const { page, close } = await openPage(browser, { serviceWorkers: 'allow' });
+  day = { page, record: recordPage(page), close };
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.clock.install();
+  const { cookie } = await sessionFor(harness.store.sessions, ada.userId);
+  const cookies = cookie.split('; ').map((pair) => ({ name: pair.split('=')[0]!, value: pair.slice(pair.indexOf('=') + 1), url: app.url }));
+  await page.context().addCookies(cookies);
+  return page;
+}
+
+/**
+ * Runs `fn` on Ada's window, going on from where the test before left it. When it fails, the error
+ * says what the window showed (its dialogs and status bar, a screenshot `<name>-failure.png`) and
+ * what the page logged, and the later tests do not run.
+ */
+async function onAdasWindow(name: string, fn: (page: Page) => Promise<void>): Promise<void> {
+  if (stoppedAt !== undefined) throw new Error(`not run: Ada's day stopped at the test before ("${stoppedAt}")`);
+  const page = await adasWindow();
+  try {
+    await fn(page);
+  } catch (error) {
+    stoppedAt = name;
+    await shot(page, `${name}-failure`).catch(() => undefined);
+    const unreadable = (failure: unknown) => [`(unreadable: ${(failure as Error).message})`];
+    const said = await page.locator('.monaco-dialog-box, .notification-list-item').allInnerTexts().catch(unreadable);
+    const status = await page.locator('.statusbar').allInnerTexts().catch(unreadable);
+    throw new Error(
+      `${(error as Error).message}\n--- url: ${page.url()}\n--- dialogs and notifications: ${JSON.stringify(said)}\n--- the status bar: ${JSON.stringify(status.join(' ').replace(/\s+/g, ' '))}\n--- the page logged:\n${day!.record.logged.slice(-60).join('\n')}\n--- screenshot: ${path.join(SHOTS, `${name}-failure.png`)}`,
+      { cause: error },
+    );
+  }
 }
 
 /**
@@ -126,21 +144,21 @@ async function holdBack(page: Page, url: string | RegExp): Promise<{ reached: Pr
 
 const statusItem = (page: Page, text: RegExp) => page.locator('.statusbar-item', { hasText: text }).first();
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
-const editorUrl = () => `${app.url}/u/${ada.workspace.slug}/?folder=/home/student`;
 
 /** What the classroom extension's state item says once it has looked at the workspace. */
 const LOOKED = /Not run yet|Building|Running|Run stopped|Run failed|Run canceled/;
 
-/** Ada's editor (opened again), with the classroom extension running: its look at the workspace in the status bar. */
-async function openEditor(page: Page): Promise<void> {
-  ada.workspace = await openAndWait(harness.store, ada.workspace, EDITOR_START_MS);
-  await page.goto(editorUrl(), { waitUntil: 'commit' });
-  await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, ada.workspace.id) });
-  await statusItem(page, LOOKED).waitFor({ timeout: 60_000 });
+/** Signs Ada out from another tab of her browser, on the control plane's page. */
+async function signOutElsewhere(page: Page): Promise<void> {
+  const other = await page.context().newPage();
+  await other.goto(`${app.url}/u/${ada.workspace.slug}/.cp/`);
+  await other.getByRole('button', { name: 'Sign out' }).click();
+  await other.getByRole('heading', { name: 'Sign in' }).waitFor();
+  await other.close();
 }
 
 it('opens a new home with progress from the first second, Run and the Driver Station as the workbench paints, the README, no chat and no empty sidebar; marks the last run’s values', async () => {
-  await withAdasPage('first-open', async (page) => {
+  await onAdasWindow('first-open', async (page) => {
     await gotoAndWait(page, `${app.url}/u/${ada.workspace.slug}/`, page.locator('#state').getByText('Stopped'), 'editor-class-day-first-open');
     // VS Code's workbench script and the classroom extension's bundle, held back as a busy machine holds them.
     const workbenchScript = await holdBack(page, '**/out/vs/code/browser/workbench/workbench.js');
@@ -213,20 +231,11 @@ it('opens a new home with progress from the first second, Run and the Driver Sta
   });
 }, 480_000);
 
-it('says "You are signed out" after a sign-out in another tab, and leads back through the sign-in into the editor; left alone, to the sign-in page', async () => {
-  await withAdasPage('sign-out', async (page) => {
-    await page.clock.install();
-    await openEditor(page);
-    const signOut = async () => {
-      const other = await page.context().newPage();
-      await other.goto(`${app.url}/u/${ada.workspace.slug}/.cp/`);
-      await other.getByRole('button', { name: 'Sign out' }).click();
-      await other.getByRole('heading', { name: 'Sign in' }).waitFor();
-      await other.close();
-    };
-
+it('says "You are signed out" after a sign-out in another tab, and leads back through the sign-in into the editor', async () => {
+  await onAdasWindow('sign-out', async (page) => {
+    const editor = page.url();
     // Signed out in the other tab: the editor says so, with the way back, in a dialog and in the status bar.
-    await signOut();
+    await signOutElsewhere(page);
     const dialog = page.locator('.monaco-dialog-box');
     await dialog.getByText('You are signed out.').waitFor({ timeout: 30_000 });
     await statusItem(page, /Sign in again/).waitFor();
@@ -238,23 +247,13 @@ it('says "You are signed out" after a sign-out in another tab, and leads back th
     provider.nextLogin({ id: ada.email, email: ada.email, email_verified: true, name: 'Ada' });
     await page.getByRole('link', { name: /Sign in with/ }).click();
     await waitForWorkbench(page, { more: () => codeServerLog(harness.runtime, ada.workspace.id) });
-    expect(page.url()).toBe(editorUrl());
+    expect(page.url()).toBe(editor);
     await statusItem(page, LOOKED).waitFor({ timeout: 60_000 });
-
-    // Signed out again and left alone past VS Code's 40 s: the window is at the sign-in page, not under VS Code's dialog.
-    await signOut();
-    await dialog.getByText('You are signed out.').waitFor({ timeout: 30_000 });
-    await page.clock.fastForward(60_000);
-    await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 60_000 });
-    expect(new URL(page.url()).pathname).toBe('/auth/sign-in');
-    await shot(page, 'signed-out-sign-in-page');
   });
 }, 300_000);
 
 it('reaches the workspace page by itself after a coach’s stop, even with VS Code’s reconnection dialog due, and Open brings the editor back by itself', async () => {
-  await withAdasPage('stop', async (page) => {
-    await page.clock.install();
-    await openEditor(page);
+  await onAdasWindow('stop', async (page) => {
     const stopped = await fetch(`${app.url}/admin/workspaces/${ada.workspace.id}/stop-containers`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -283,3 +282,15 @@ it('reaches the workspace page by itself after a coach’s stop, even with VS Co
     await shot(page, 'editor-back-after-open');
   });
 }, 300_000);
+
+it('left alone after a sign-out in another tab, goes to the sign-in page by itself before VS Code’s "Disconnected" dialog would cover the notice', async () => {
+  await onAdasWindow('signed-out-alone', async (page) => {
+    await signOutElsewhere(page);
+    await page.locator('.monaco-dialog-box').getByText('You are signed out.').waitFor({ timeout: 30_000 });
+    // Past VS Code's 40 s.
+    await page.clock.fastForward(60_000);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 60_000 });
+    expect(new URL(page.url()).pathname).toBe('/auth/sign-in');
+    await shot(page, 'signed-out-sign-in-page');
+  });
+}, 120_000);

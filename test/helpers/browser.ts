@@ -116,9 +116,26 @@ const notLoopbackWebSocket = /^(?!wss?:\/\/(?:127\.0\.0\.1|localhost|[^/?#@:]*\.
 const PAGE_WAIT_MS = 30_000;
 
 /**
- * Runs `fn` with a page in a fresh browser context (no cookies or storage shared with other
- * tests), and always closes the context afterwards. Requests not to 127.0.0.1 or a `localhost`
- * name are aborted; WebSockets to them are closed (code 1008) before they connect.
+ * Runs `fn` with a page in a fresh browser context (openPage), and always closes the context
+ * afterwards.
+ */
+export async function withPage<T>(
+  browser: Browser,
+  fn: (page: Page) => Promise<T>,
+  options: { baseURL?: string; serviceWorkers?: 'allow' | 'block' } = {},
+): Promise<T> {
+  const { page, close } = await openPage(browser, options);
+  try {
+    return await fn(page);
+  } finally {
+    await close();
+  }
+}
+
+/**
+ * A page in a fresh browser context (no cookies or storage shared with other tests), for tests that
+ * go on with one page from one to the next; `close` closes its context. Requests not to 127.0.0.1
+ * or a `localhost` name are aborted; WebSockets to them are closed (code 1008) before they connect.
  *
  * Service workers are blocked (what one answers would bypass the routes) unless `serviceWorkers` is
  * 'allow': VS Code's webviews need theirs, which answers only for the webview's own resources, from
@@ -126,22 +143,23 @@ const PAGE_WAIT_MS = 30_000;
  *
  * Every wait of the page (a locator's, a new tab's) is given PAGE_WAIT_MS unless it says otherwise.
  */
-export async function withPage<T>(
+export async function openPage(
   browser: Browser,
-  fn: (page: Page) => Promise<T>,
   options: { baseURL?: string; serviceWorkers?: 'allow' | 'block' } = {},
-): Promise<T> {
+): Promise<{ page: Page; close: () => Promise<void> }> {
   const context: BrowserContext = await browser.newContext({
     serviceWorkers: options.serviceWorkers ?? 'block',
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
   });
+  const close = () => context.close();
   try {
     context.setDefaultTimeout(PAGE_WAIT_MS);
     await context.route('**/*', (route: Route) => (isLoopback(route.request().url()) ? route.continue() : route.abort('blockedbyclient')));
     await context.routeWebSocket(notLoopbackWebSocket, (ws: WebSocketRoute) => void ws.close({ code: 1008, reason: 'blocked by the test browser' }));
-    return await fn(await context.newPage());
-  } finally {
-    await context.close();
+    return { page: await context.newPage(), close };
+  } catch (error) {
+    await close();
+    throw error;
   }
 }
 
