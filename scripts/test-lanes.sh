@@ -1,22 +1,16 @@
 #!/usr/bin/env bash
 # Runs the checks and the jest suite in lanes:
-#   shared  every integration and page file not marked `// @lane alone` or `// @lane fresh`, in one
-#           jest run of TEST_LANES_WORKERS workers (default: two per core, as the files wait on
-#           containers, browsers and swarms a good part of their time), longest first
-#           (test/sequencer.mjs orders them by test/durations.json), so that the cores stay busy to
-#           the end; files that use the Docker Engine run beside each other, each on containers,
-#           volumes and networks labelled with its own control-plane id. A worker runs file after
-#           file (a new process for each cost about half a CPU-second a file), and is made anew
-#           once its heap has passed SHARED_WORKER_HEAP after a file;
-#   fresh   files whose first line is `// @lane fresh` (they make PGlite instances in the jest
-#           process: V8 aborted once on WebAssembly code freed in a process that had made many),
-#           beside the shared lane, one at a time, each in a new process;
+#   shared  every integration and page file not marked `// @lane alone`, in one jest run of
+#           TEST_LANES_WORKERS workers (default: two per core, as the files wait on containers,
+#           browsers and swarms a good part of their time), longest first (test/sequencer.mjs orders
+#           them by test/durations.json), so that the cores stay busy to the end; files that use the
+#           Docker Engine run beside each other, each on containers, volumes and networks labelled
+#           with its own control-plane id;
 #   alone   files whose first line is `// @lane alone` (they stop the engine, or must not have a
 #           heavy file beside them), after it, one at a time;
 #   unit    the files of test/unit/ (no engine, no browser), beside the alone lane, in two workers
 #           that each run file after file (a new process for each cost half a CPU-second a file);
 #   checks  `npm run check` (types, lint, format), beside the alone lane too.
-# The fresh lane's output is printed once the shared lane has ended.
 # The alone lane leaves most of both cores idle (its longest file waits on its page), and the
 # shared lane none: what runs beside the alone lane costs the run nothing it would otherwise wait
 # for. The unit lane's and the checks' output is printed once both have ended. With
@@ -25,7 +19,7 @@
 # With arguments, the checks run first, then jest runs the arguments as given, in one run:
 # `npm test -- test/unit`.
 # TEST_DURATIONS=1 writes each file's time into test/durations.json (test/durations-reporter.mjs).
-# TEST_LANES_WORKERS=1 runs the files one at a time (the fresh lane after the shared one), and TEST_LANES_REPORTER=<file> adds a jest
+# TEST_LANES_WORKERS=1 runs the files one at a time, and TEST_LANES_REPORTER=<file> adds a jest
 # reporter to every lane (SUITE_CPU_LANE names the lane for it): bench/suite-cpu.ts uses both to
 # count each file's CPU with nothing beside it.
 set -uo pipefail
@@ -51,39 +45,24 @@ if [ "$#" -gt 0 ]; then
   exit
 fi
 
-shared=() alone=() fresh=() unit=()
+shared=() alone=() unit=()
 while IFS= read -r file; do
   case "$file:$(head -n 1 "$file")" in
     *':// @lane alone'*) alone+=("$file") ;;
-    *':// @lane fresh'*) fresh+=("$file") ;;
     test/unit/*) unit+=("$file") ;;
     *) shared+=("$file") ;;
   esac
 done < <(find test -name '*.test.ts' | sort)
 workers="${TEST_LANES_WORKERS:-$((2 * $(nproc)))}"
-say "${#shared[@]} files in $workers workers (${#fresh[@]} in new processes beside them), then ${#alone[@]} alone, with ${#unit[@]} unit files and the checks beside them"
+say "${#shared[@]} files in $workers workers, then ${#alone[@]} alone, with ${#unit[@]} unit files and the checks beside them"
+
+started=$(now_ms)
+lane shared --maxWorkers="$workers" "${shared[@]}"
+shared_status=$?
+say "shared lane done in $(since "$started")"
 
 beside=$(mktemp -d)
 trap 'rm -rf "$beside"' EXIT
-# A shared worker's heap after a file, past which it is made anew (jest's workerIdleMemoryLimit):
-# what files leave behind in a worker (their modules, for one) ends there.
-SHARED_WORKER_HEAP=1GB
-fresh_lane() { lane fresh --maxWorkers=1 "${fresh[@]}" >"$beside/fresh" 2>&1; echo $? >"$beside/fresh.status"; }
-started=$(now_ms)
-if [ "$workers" = 1 ]; then
-  lane shared --maxWorkers=1 --workerIdleMemoryLimit="$SHARED_WORKER_HEAP" "${shared[@]}"
-  shared_status=$?
-  fresh_lane
-else
-  fresh_lane &
-  fresh_pid=$!
-  lane shared --maxWorkers="$workers" --workerIdleMemoryLimit="$SHARED_WORKER_HEAP" "${shared[@]}"
-  shared_status=$?
-  wait "$fresh_pid"
-fi
-say "shared lane done in $(since "$started"); the fresh lane:"
-cat "$beside/fresh"
-fresh_status=$(cat "$beside/fresh.status")
 # The unit lane's workers each run file after file: a limit no worker reaches.
 unit_lane() { lane unit --maxWorkers="$((workers < 2 ? workers : 2))" --workerIdleMemoryLimit=64GB "${unit[@]}" >"$beside/unit" 2>&1; echo $? >"$beside/unit.status"; }
 checks() { npm run -s check >"$beside/checks" 2>&1; echo $? >"$beside/checks.status"; }
@@ -109,5 +88,5 @@ cat "$beside/checks"
 unit_status=$(cat "$beside/unit.status")
 checks_status=$(cat "$beside/checks.status")
 
-say "exit status: shared $shared_status, fresh $fresh_status, alone $alone_status, unit $unit_status, checks $checks_status; all lanes in $(since "$started")"
-[ "$shared_status" = 0 ] && [ "$fresh_status" = 0 ] && [ "$alone_status" = 0 ] && [ "$unit_status" = 0 ] && [ "$checks_status" = 0 ]
+say "exit status: shared $shared_status, alone $alone_status, unit $unit_status, checks $checks_status; all lanes in $(since "$started")"
+[ "$shared_status" = 0 ] && [ "$alone_status" = 0 ] && [ "$unit_status" = 0 ] && [ "$checks_status" = 0 ]

@@ -1,4 +1,3 @@
-// @lane fresh (PGlite in this process: scripts/test-lanes.sh)
 /**
  * The embedded database shared between the server and the CLI (src/db/embedded.ts): one process
  * owns it, others join through the owner's port; a guest's NOTIFY reaches the owner; the server
