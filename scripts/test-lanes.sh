@@ -12,9 +12,9 @@
 #           that each run file after file (a new process for each cost half a CPU-second a file);
 #   checks  `npm run check` (types, lint, format), beside the alone lane too.
 # The alone lane leaves part of both cores idle (its longest file, the Driver Station's, waits on
-# its page: alone it kept the machine 78 % busy on 2026-12-03), and the shared lane none: what runs
-# beside the alone lane uses time the run would otherwise leave idle. The unit lane's and the checks' output is printed once both have ended. With
-# TEST_LANES_WORKERS=1 they run after the alone lane instead.
+# its page: alone it kept the machine 78 % busy), and the shared lane none: what runs beside the
+# alone lane uses time the run would otherwise leave idle. The unit lane's and the checks' output
+# is printed once both have ended. With TEST_LANES_WORKERS=1 they run after the alone lane instead.
 # Each jest lane is one jest run (its own template database). Exits 1 when any lane failed.
 # With arguments, the checks run first, then jest runs the arguments as given, in one run:
 # `npm test -- test/unit`.

@@ -43,8 +43,8 @@ beforeAll(async () => {
     db.dataSource,
     { PUBLIC_URL: publicOrigin, WORKSPACE_HOST: `*.ws.localhost:${port}` },
     // The relay's watchdog (400 ms of a silent driver disables its robot, halsim-proxy.test.ts) at 10 s:
-    // a busy machine's pause between two of the test's messages would otherwise disable the robot
-    // it drives, and be counted as what the Driver Station set.
+    // on a busy machine, the test's wait after its driver's last message would otherwise pass 400 ms,
+    // and the relay's own disable would be counted with what the Driver Station set.
     { port, changes: harness.changes, parts: ['http', 'presence'], tuning: { driverWatchdogMs: 10_000 } },
   );
   runs = testRunController(harness, 'SIM_COMPILE_MS=300 SIM_BOOT_MS=100 node /app/sim.mjs').controller;
