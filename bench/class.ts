@@ -41,8 +41,10 @@
  * (the containers, dockerd and containerd, PostgreSQL, the control plane, the rest).
  * BENCH_RUN_TIMES=<file> writes each run's steps (click, answer, first line; Docker's create, start
  * and log follow) and each phase on the monotonic clock (a --cpu-prof profile's, to cut one by
- * phase); BENCH_CP_LOG, BENCH_CP_ENV and BENCH_CP_NODE_ARGS: bench/deployed.ts. Targets: p95 open-to-usable and click-to-first-line
- * ≤ 1.3× Docker's, nothing failing, event-loop delay p99 < 50 ms.
+ * phase); BENCH_CP_LOG, BENCH_CP_ENV and BENCH_CP_NODE_ARGS: bench/deployed.ts, as are BENCH_CP_NICE,
+ * BENCH_CP_AUTOGROUP and BENCH_CP_CPU_SHARES, where the control plane is scheduled (its niceness,
+ * autogroup and cgroup are printed). Targets: p95 open-to-usable and click-to-first-line ≤ 1.3×
+ * Docker's, nothing failing, event-loop delay p99 < 50 ms.
  *
  * Needs the provisioned PostgreSQL and Docker Engine, the test and workspace images and Chromium
  * (`npm test` once). Memory: about 250 MB per student (30: about 8 GB). Traffic goes only to
@@ -53,10 +55,11 @@
  *      (STUDENTS=30 SAMPLE=3 RUN_SPREAD_SECONDS=10 STREAM_SECONDS=60 ROUNDS=2 to change)
  */
 import { execFileSync, fork } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import path from 'node:path';
+import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeMulti, encode } from '@msgpack/msgpack';
 import type { Browser, Page } from 'playwright-core';
@@ -674,7 +677,13 @@ async function main(): Promise<void> {
         index: index % STUDENTS,
         runAt: Math.random() * RUN_SPREAD_MS,
       });
-    console.log(`${emails.length} students signed in through OpenID Connect; control plane pid ${server.child.pid}`);
+    // Where the control plane is scheduled (BENCH_CP_NICE, BENCH_CP_AUTOGROUP, BENCH_CP_CPU_SHARES: bench/deployed.ts).
+    const pid = server.child.pid!;
+    const cpuGroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8').match(/^\d+:[^:]*\bcpu\b[^:]*:(.*)$/m)?.[1] ?? '?';
+    const autogroup = readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim();
+    console.log(
+      `${emails.length} students signed in through OpenID Connect; control plane pid ${pid}: niceness ${os.getPriority(pid)}, ${autogroup}, cpu cgroup ${cpuGroup}`,
+    );
     // The floor: an idle Node process with the same probe, for what the machine alone does to an event loop.
     const floorChild = fork(PROBE, [], { execArgv: ['--no-warnings=ExperimentalWarning'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     cleanups.push(() => stopChild(floorChild, false));
