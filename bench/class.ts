@@ -55,7 +55,7 @@
  *      (STUDENTS=30 SAMPLE=3 RUN_SPREAD_SECONDS=10 STREAM_SECONDS=60 ROUNDS=2 to change)
  */
 import { execFileSync, fork } from 'node:child_process';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import path from 'node:path';
@@ -680,7 +680,8 @@ async function main(): Promise<void> {
     // Where the control plane is scheduled (BENCH_CP_NICE, BENCH_CP_AUTOGROUP, BENCH_CP_CPU_SHARES: bench/deployed.ts).
     const pid = server.child.pid!;
     const cpuGroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8').match(/^\d+:[^:]*\bcpu\b[^:]*:(.*)$/m)?.[1] ?? '?';
-    const autogroup = readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim();
+    // A kernel without sched_autogroup has no such file.
+    const autogroup = existsSync(`/proc/${pid}/autogroup`) ? readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim() : 'no autogroup';
     console.log(
       `${emails.length} students signed in through OpenID Connect; control plane pid ${pid}: niceness ${os.getPriority(pid)}, ${autogroup}, cpu cgroup ${cpuGroup}`,
     );
