@@ -26,10 +26,15 @@ let harness: Harness;
 let metadata: http.Server;
 let url: string;
 let ada: WorkspaceRecord;
+/** Who asked the stand-in, in order: the peer's address and the path. */
+const asked: string[] = [];
 
 beforeAll(async () => {
   await run('ip', ['addr', 'replace', `${METADATA}/32`, 'dev', 'lo']);
-  metadata = http.createServer((_req, res) => res.end('{"AccessKeyId":"stand-in"}'));
+  metadata = http.createServer((req, res) => {
+    asked.push(`${req.socket.remoteAddress} ${req.url}`);
+    res.end('{"AccessKeyId":"stand-in"}');
+  });
   await new Promise<void>((resolve) => metadata.listen(0, METADATA, resolve));
   url = `http://${METADATA}:${(metadata.address() as AddressInfo).port}/latest/meta-data/`;
   harness = createHarness(db.dataSource);
@@ -44,11 +49,11 @@ afterAll(async () => {
   await run('ip', ['addr', 'del', `${METADATA}/32`, 'dev', 'lo']).catch(() => undefined);
 }, 30_000);
 
-/** A probe of `url`, as a student's program would make it: exit 0 when it answers, 1 when it does not within 3 s. */
+/** A probe of `url`, as a student's program would make it: exit 0 when it answers, 1 when it does not within 3 s; prints the status or the error. */
 const probe = (target: string) => [
   'sh',
   '-c',
-  `node -e "fetch('${target}', { signal: AbortSignal.timeout(3000) }).then(() => process.exit(0), () => process.exit(1))"`,
+  `node -e "fetch('${target}', { signal: AbortSignal.timeout(3000) }).then((r) => { console.log(r.status); process.exit(0); }, (e) => { console.log(String(e.cause ?? e)); process.exit(1); })"`,
 ];
 
 it('keeps a workspace container from a link-local address (a cloud metadata service)', async () => {
@@ -56,8 +61,29 @@ it('keeps a workspace container from a link-local address (a cloud metadata serv
     (container) => container.role === 'code' && container.state === 'running',
   );
   expect((await fetch(url)).status).toBe(200);
-  expect((await execIn(editor!.id, probe(url))).code).toBe(1);
+  const { code, output } = await execIn(editor!.id, probe(url));
+  // Answered: say what the way there looked like, so that a failure on a busy run can be explained.
+  if (code !== 1) throw new Error(`the editor's probe exited ${code} (${output.trim() || 'no output'})\n${await wayThere(editor!.id)}`);
 });
+
+/** The container's addresses, what the stand-in was asked and by whom, the host's rules and route for the probe. */
+async function wayThere(containerId: string): Promise<string> {
+  const show = async (file: string, args: string[]) =>
+    run(file, args).then(
+      ({ stdout }) => stdout.trim(),
+      (error: Error) => `(${error.message})`,
+    );
+  const networks = await show('docker', ['inspect', '--format', '{{json .NetworkSettings.Networks}}', containerId]);
+  return [
+    `container networks: ${networks}`,
+    `the stand-in was asked by: ${asked.join(', ') || 'nobody'}`,
+    `iptables INPUT:\n${await show('iptables', ['-w', '-S', 'INPUT'])}`,
+    `iptables DOCKER-USER:\n${await show('iptables', ['-w', '-S', 'DOCKER-USER'])}`,
+    `iptables ${FIREWALL_CHAIN}:\n${await show('iptables', ['-w', '-L', FIREWALL_CHAIN, '-v', '-n'])}`,
+    `nat PREROUTING and DOCKER:\n${await show('iptables', ['-w', '-t', 'nat', '-S'])}`,
+    `local route: ${await show('ip', ['route', 'get', METADATA])}`,
+  ].join('\n');
+}
 
 it("is the workspace network's firewall rule that stops it: a container on another network gets through", async () => {
   // A network of the test's own, on a subnet of its own (no workspace network's rule names it, whatever earlier runs left).
