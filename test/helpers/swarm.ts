@@ -10,7 +10,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { DataSource } from 'typeorm';
@@ -92,6 +92,7 @@ export async function startSwarm(options: { size: number; images: string[]; mana
       await run('docker', ['stop', '-t', '30', name], { timeoutMs: 60_000 });
       await run('docker', ['rm', '-f', '-v', name], { timeoutMs: 60_000 });
       await run('docker', ['volume', 'rm', '-f', name], { timeoutMs: 60_000 });
+      removeNodeCgroups(name);
     }
     await run('docker', ['network', 'rm', network], { timeoutMs: 60_000 });
     rmSync(dir, { recursive: true, force: true });
@@ -259,8 +260,10 @@ function execIn(container: string, args: string[], input?: string): Promise<stri
   });
 }
 
-/** Node containers of harness swarms whose test process is gone: removed with their volumes and networks. */
+/** Node containers of harness swarms whose test process is gone: removed with their volumes and networks; and the cgroups of nodes no longer there. */
 async function removeLeftovers(): Promise<void> {
+  // The cgroups first, the nodes after: a node listed after its cgroup was seen is kept, so a swarm starting beside this one keeps its own.
+  const cgroups = new Set(cgroupHierarchies().flatMap((hierarchy) => readdirSync(hierarchy).filter((entry) => entry.startsWith(CGROUP_PREFIX))));
   const listed = await ok(
     'docker',
     ['ps', '-a', '--filter', `label=${SWARM_LABEL}-pid`, '--format', `{{.Names}} {{.Label "${SWARM_LABEL}-pid"}} {{.Label "${SWARM_LABEL}"}}`],
@@ -277,6 +280,42 @@ async function removeLeftovers(): Promise<void> {
     gone.add(id);
   }
   for (const id of gone) await run('docker', ['network', 'rm', `classroom-swarm-${id}`], { timeoutMs: 60_000 });
+  const nodes = new Set(
+    (await ok('docker', ['ps', '-a', '--filter', `label=${SWARM_LABEL}`, '--format', '{{.Names}}'], { timeoutMs: 60_000 })).split('\n').filter(Boolean),
+  );
+  for (const cgroup of cgroups) if (!nodes.has(cgroup.slice(CGROUP_PREFIX.length))) removeNodeCgroups(cgroup.slice(CGROUP_PREFIX.length));
+}
+
+/** Where a node's dockerd puts its containers' cgroups (`--cgroup-parent`, scripts/build-swarm-node-image.sh): `/swarm-node-<name>`. */
+const CGROUP_PREFIX = 'swarm-node-';
+
+/** The host's cgroup hierarchies: the unified one (cgroup v2), or one per controller (v1). */
+function cgroupHierarchies(): string[] {
+  const root = '/sys/fs/cgroup';
+  if (existsSync(path.join(root, 'cgroup.controllers'))) return [root];
+  return readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => path.join(root, entry.name));
+}
+
+/**
+ * Removes a removed node's cgroups from the host: its dockerd makes them under the host's hierarchy
+ * and never removes the parent (nor a child of a container it did not stop), so each swarm would
+ * leave a dozen empty cgroups per controller behind. A cgroup that still holds a process stays.
+ */
+function removeNodeCgroups(name: string): void {
+  const remove = (dir: string) => {
+    try {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) remove(path.join(dir, entry.name));
+      rmdirSync(dir);
+    } catch {
+      // Busy (a process still in it) or gone already.
+    }
+  };
+  for (const hierarchy of cgroupHierarchies()) {
+    const dir = path.join(hierarchy, `${CGROUP_PREFIX}${name}`);
+    if (existsSync(dir)) remove(dir);
+  }
 }
 
 function alive(pid: number): boolean {
