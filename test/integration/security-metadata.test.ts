@@ -80,8 +80,8 @@ async function wayThere(containerId: string): Promise<string> {
     `iptables INPUT:\n${await show('iptables', ['-w', '-S', 'INPUT'])}`,
     `iptables DOCKER-USER:\n${await show('iptables', ['-w', '-S', 'DOCKER-USER'])}`,
     `iptables ${FIREWALL_CHAIN}:\n${await show('iptables', ['-w', '-L', FIREWALL_CHAIN, '-v', '-n'])}`,
-    `nat PREROUTING and DOCKER:\n${await show('iptables', ['-w', '-t', 'nat', '-S'])}`,
-    `local route: ${await show('ip', ['route', 'get', METADATA])}`,
+    `the nat table:\n${await show('iptables', ['-w', '-t', 'nat', '-S'])}`,
+    `the host's route to it: ${await show('ip', ['route', 'get', METADATA])}`,
   ].join('\n');
 }
 
