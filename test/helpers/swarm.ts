@@ -312,10 +312,7 @@ function removeNodeCgroups(name: string): void {
       // Busy (a process still in it) or gone already.
     }
   };
-  for (const hierarchy of cgroupHierarchies()) {
-    const dir = path.join(hierarchy, `${CGROUP_PREFIX}${name}`);
-    if (existsSync(dir)) remove(dir);
-  }
+  for (const hierarchy of cgroupHierarchies()) remove(path.join(hierarchy, `${CGROUP_PREFIX}${name}`));
 }
 
 function alive(pid: number): boolean {
