@@ -31,7 +31,7 @@ let harness: Harness;
 let editorOf: SwarmHarness['editorOf'];
 
 beforeAll(async () => {
-  // No periodic resync while the test runs: a refused task is found through the runtime's announcement.
+  // No periodic resync while the test runs: events (a node's return, a refused task's announcement) wake the controller.
   plane = await startSwarmHarness(db.dataSource, { size: 2, network: NETWORK, harness: { resyncIntervalMs: 60 * 60_000 } });
   ({ swarm, harness, editorOf } = plane);
 }, 5 * 60_000);
